@@ -1,0 +1,305 @@
+import { link, copyFile, mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { parseEventLine, serializeEvent } from "../../envelope.js";
+import { LogCorruptError, SessionExistsError, SessionNotFoundError } from "../../errors.js";
+import type { StoredEvent } from "../../events.js";
+import { assertSessionId } from "../../ids.js";
+import type { CreateSessionOptions, LockOptions, LockedSession, ReadEventsOptions, SessionRecord, SignalOption, StorageBackend } from "../types.js";
+import { fsyncDir } from "./atomic.js";
+import { listBlobFiles, readBlobFile } from "./blobs.js";
+import { SessionLayout, isBlobHash, isRecordName } from "./layout.js";
+import { readLines, readTail } from "./lines.js";
+import { acquireFileLock } from "./lock.js";
+import { FsLockedSession } from "./locked-session.js";
+
+export interface FsBackendOptions {
+  /** Folder that holds one sub-folder per session. Created on first use. */
+  root: string;
+  /**
+   * A lock whose holder stopped refreshing it for this long (a crashed or frozen process) is
+   * taken over. Lower means faster recovery after a crash, but a process whose event loop is
+   * blocked longer than this loses its lock (LOCK_COMPROMISED). Minimum 2000.
+   * @default 5000
+   */
+  lockStaleMs?: number;
+}
+
+export const DEFAULT_LOCK_STALE_MS = 5000;
+
+/**
+ * The default backend: one folder per session holding `events.jsonl`, `session.json`,
+ * `blobs/ab/abcdef…` and `records/`. Several processes may share a root; the session lock is a
+ * proper-lockfile lock folder beside the log.
+ */
+export function fsBackend(options: FsBackendOptions): StorageBackend {
+  return new FsBackend(options);
+}
+
+class FsBackend implements StorageBackend {
+  readonly name = "fs";
+  private readonly layout: SessionLayout;
+  private readonly staleMs: number;
+  private readonly held = new Set<LockedSession>();
+
+  constructor(options: FsBackendOptions) {
+    this.layout = new SessionLayout(resolve(options.root));
+    this.staleMs = Math.max(2000, options.lockStaleMs ?? DEFAULT_LOCK_STALE_MS);
+  }
+
+  async createSession(record: SessionRecord, events: readonly StoredEvent[] = [], options: CreateSessionOptions = {}): Promise<void> {
+    assertSessionId(record.id);
+    options.signal?.throwIfAborted();
+    const dir = this.layout.dir(record.id);
+    await mkdir(this.layout.root, { recursive: true });
+    // Build the session in a hidden staging folder and rename it into place, so a crash or a
+    // concurrent reader never sees a session without its log, metadata or blobs.
+    const staging = join(this.layout.root, `.staging-${record.id}-${process.pid}-${Date.now()}`);
+    await mkdir(staging);
+    try {
+      let text = "";
+      for (const event of events) text += serializeEvent(event) + "\n";
+      await writeFileSynced(join(staging, "events.jsonl"), text);
+      await writeFileSynced(join(staging, "session.json"), JSON.stringify(record, null, 2) + "\n");
+      if (options.blobsFrom) await this.linkBlobs(options.blobsFrom.sessionId, staging, options.blobsFrom.hashes);
+      await fsyncDir(staging);
+      try {
+        await rename(staging, dir);
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === "ENOTEMPTY" || code === "EEXIST") throw new SessionExistsError(record.id);
+        throw error;
+      }
+      await fsyncDir(this.layout.root);
+    } catch (error) {
+      await rm(staging, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  /** Hard-links blobs (copies where the filesystem refuses links) into a staging session folder. */
+  private async linkBlobs(fromId: string, stagingDir: string, hashes: Iterable<string>): Promise<void> {
+    assertSessionId(fromId);
+    for (const hash of hashes) {
+      if (!isBlobHash(hash)) continue;
+      const from = this.layout.blob(fromId, hash);
+      const shard = join(stagingDir, "blobs", hash.slice(0, 2));
+      await mkdir(shard, { recursive: true });
+      try {
+        await link(from, join(shard, hash));
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === "ENOENT") continue; // never written or pruned: the checkpoint's reader reports it
+        if (code === "EEXIST") continue;
+        await copyFile(from, join(shard, hash));
+      }
+    }
+  }
+
+  async getSession(id: string, options: SignalOption = {}): Promise<SessionRecord | undefined> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    let text: string;
+    try {
+      text = await readFile(this.layout.meta(id), "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      // session.json is derived: if it is gone but the log is there, the session still is.
+      try {
+        const info = await stat(this.layout.log(id));
+        return { id, createdAt: info.birthtime.toISOString() };
+      } catch {
+        return undefined;
+      }
+    }
+    return JSON.parse(text) as SessionRecord;
+  }
+
+  async listSessionIds(options: SignalOption = {}): Promise<string[]> {
+    options.signal?.throwIfAborted();
+    let entries;
+    try {
+      entries = await readdir(this.layout.root, { withFileTypes: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw error;
+    }
+    return entries.filter((e) => e.isDirectory() && !e.name.startsWith(".")).map((e) => e.name);
+  }
+
+  async deleteSession(id: string, options: SignalOption = {}): Promise<boolean> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    const dir = this.layout.dir(id);
+    // Rename first so the session disappears at once, then remove at leisure.
+    const trash = join(this.layout.root, `.deleted-${id}-${process.pid}-${Date.now()}`);
+    try {
+      await rename(dir, trash);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
+      throw error;
+    }
+    await rm(trash, { recursive: true, force: true });
+    return true;
+  }
+
+  async lastEvent(id: string, options: SignalOption = {}): Promise<StoredEvent | undefined> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    const file = this.layout.log(id);
+    let fh;
+    try {
+      fh = await open(file, "r");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new SessionNotFoundError(id);
+      throw error;
+    }
+    try {
+      const tail = await readTail(fh);
+      if (!tail.last) return undefined;
+      const parsed = parseEventLine(tail.last.text);
+      if (typeof parsed === "string") throw new LogCorruptError(file, -1, `last line: ${parsed}`);
+      return parsed;
+    } finally {
+      await fh.close();
+    }
+  }
+
+  async *readEvents(id: string, options: ReadEventsOptions = {}): AsyncGenerator<StoredEvent> {
+    assertSessionId(id);
+    const file = this.layout.log(id);
+    try {
+      await stat(file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new SessionNotFoundError(id);
+      throw error;
+    }
+    const from = options.fromSequence ?? 0;
+    const to = options.toSequence ?? Number.POSITIVE_INFINITY;
+    let previous = 0;
+    for await (const lines of readLines(file, options.signal ? { signal: options.signal } : {})) {
+      for (const line of lines) {
+        let event = parseEventLine(line.text);
+        if (typeof event !== "string" && event.sequence <= previous)
+          event = `sequence ${event.sequence} does not follow ${previous}`;
+        if (typeof event === "string") {
+          if (!options.onCorrupt) throw new LogCorruptError(file, line.number, event);
+          options.onCorrupt({ line: line.number, reason: event, text: line.text.slice(0, 200) });
+          continue;
+        }
+        previous = event.sequence;
+        if (event.sequence < from) continue;
+        if (event.sequence > to) return;
+        yield event;
+      }
+    }
+  }
+
+  async readBlob(id: string, hash: string, options: SignalOption = {}): Promise<Buffer | undefined> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    return readBlobFile(this.layout, id, hash);
+  }
+
+  async listBlobs(id: string, options: SignalOption = {}): Promise<string[]> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    return listBlobFiles(this.layout, id);
+  }
+
+  async readRecord(id: string, name: string, options: SignalOption = {}): Promise<unknown> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    if (!isRecordName(name)) return undefined;
+    try {
+      return JSON.parse(await readFile(this.layout.record(id, name), "utf8"));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+  }
+
+  async listRecords(id: string, options: SignalOption = {}): Promise<string[]> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    try {
+      const names = await readdir(this.layout.records(id));
+      return names.filter((n) => n.endsWith(".json") && !n.startsWith(".")).map((n) => n.slice(0, -5));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw error;
+    }
+  }
+
+  async sizeOf(id: string, options: SignalOption = {}): Promise<number> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    return folderBytes(this.layout.dir(id));
+  }
+
+  async lock(id: string, options: LockOptions = {}): Promise<LockedSession> {
+    assertSessionId(id);
+    const file = this.layout.log(id);
+    try {
+      await stat(file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new SessionNotFoundError(id);
+      throw error;
+    }
+    let session: FsLockedSession | undefined;
+    let lostEarly: Error | undefined;
+    const release = await acquireFileLock(id, file, {
+      staleMs: this.staleMs,
+      waitMs: options.waitMs ?? this.staleMs * 3,
+      signal: options.signal,
+      // proper-lockfile reports a lost lock from a timer; its default throws, crashing the process.
+      onCompromised: (error) => {
+        if (session) session.markCompromised(error);
+        else lostEarly = error;
+      },
+    });
+    try {
+      session = await FsLockedSession.open(id, this.layout, async () => {
+        this.held.delete(session!);
+        await release();
+      });
+    } catch (error) {
+      await release().catch(() => undefined);
+      throw error;
+    }
+    if (lostEarly) session.markCompromised(lostEarly);
+    this.held.add(session);
+    return session;
+  }
+
+  async close(): Promise<void> {
+    const open = [...this.held];
+    this.held.clear();
+    await Promise.all(open.map((s) => s.release()));
+  }
+}
+
+async function writeFileSynced(file: string, data: string): Promise<void> {
+  const fh = await open(file, "wx", 0o644);
+  try {
+    await fh.writeFile(data);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+async function folderBytes(dir: string): Promise<number> {
+  let total = 0;
+  let entries;
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  for (const entry of entries) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) total += await folderBytes(path);
+    else if (entry.isFile()) total += (await stat(path)).size;
+  }
+  return total;
+}

@@ -1,0 +1,38 @@
+import { join } from "node:path";
+
+/** Where each part of a session lives under the store root. One place, so nothing guesses. */
+export class SessionLayout {
+  constructor(readonly root: string) {}
+  dir(id: string): string {
+    return join(this.root, id);
+  }
+  log(id: string): string {
+    return join(this.root, id, "events.jsonl");
+  }
+  meta(id: string): string {
+    return join(this.root, id, "session.json");
+  }
+  blobs(id: string): string {
+    return join(this.root, id, "blobs");
+  }
+  /** Sharded by the hash's first byte so no folder grows past 1/256 of the blobs. */
+  blob(id: string, hash: string): string {
+    return join(this.root, id, "blobs", hash.slice(0, 2), hash);
+  }
+  records(id: string): string {
+    return join(this.root, id, "records");
+  }
+  record(id: string, name: string): string {
+    return join(this.root, id, "records", `${name}.json`);
+  }
+}
+
+const RECORD_NAME = /^[a-z0-9][a-z0-9._-]{0,100}$/;
+export function isRecordName(name: string): boolean {
+  return RECORD_NAME.test(name);
+}
+
+const HASH = /^[0-9a-f]{64}$/;
+export function isBlobHash(hash: string): boolean {
+  return HASH.test(hash);
+}

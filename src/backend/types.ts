@@ -1,0 +1,131 @@
+import type { StoredEvent } from "../events.js";
+
+/**
+ * The storage seam. A backend keeps three things per session — an event log, a blob store and
+ * a session lock — and nothing about event types, checkpoints or rewinds. The filesystem
+ * backend (`fsBackend`) is the default; every backend must pass `runBackendConformance` from
+ * `agent-tape/testing`.
+ *
+ * Writes happen only through a {@link LockedSession}, which only {@link StorageBackend.lock}
+ * can create: a function that takes one can only be called by code holding the lock, and
+ * since the lock is not re-entrant, such code must never call `lock` again for that session.
+ */
+export interface StorageBackend {
+  /** Short name used in messages and the conformance suite, e.g. "fs". */
+  readonly name: string;
+
+  /**
+   * Makes a new session with `events` already in its log (a fork's prefix), visible to readers
+   * all at once. Throws SESSION_EXISTS if the id is taken.
+   */
+  createSession(record: SessionRecord, events?: readonly StoredEvent[], options?: CreateSessionOptions): Promise<void>;
+  /** The record written at creation, or undefined if there is no such session. */
+  getSession(id: string, options?: SignalOption): Promise<SessionRecord | undefined>;
+  /** Ids of every session, in no particular order. */
+  listSessionIds(options?: SignalOption): Promise<string[]>;
+  /** Removes the session, its log and its blobs. Returns false if there was none. */
+  deleteSession(id: string, options?: SignalOption): Promise<boolean>;
+
+  /** The last complete event of the log without taking the lock (undefined when empty). */
+  lastEvent(id: string, options?: SignalOption): Promise<StoredEvent | undefined>;
+  /**
+   * Streams the log in sequence order, holding memory flat however long it is. A torn last
+   * line (a crash mid-append) is not yielded; a corrupt line elsewhere throws LOG_CORRUPT,
+   * unless `onCorrupt` is given, in which case it is reported there and skipped.
+   */
+  readEvents(id: string, options?: ReadEventsOptions): AsyncIterable<StoredEvent>;
+  /** Bytes of a blob, unverified; undefined when absent. Callers that care re-hash. */
+  readBlob(id: string, hash: string, options?: SignalOption): Promise<Buffer | undefined>;
+  /** Hashes of every blob the session holds. */
+  listBlobs(id: string, options?: SignalOption): Promise<string[]>;
+  /** A named side record (a rewind intent, an archive), or undefined. Readable without the lock. */
+  readRecord(id: string, name: string, options?: SignalOption): Promise<unknown>;
+  /** Names of the side records a session holds. */
+  listRecords(id: string, options?: SignalOption): Promise<string[]>;
+  /** Bytes the session takes on disk (log, blobs, records), when the backend can tell. */
+  sizeOf?(id: string, options?: SignalOption): Promise<number>;
+
+  /**
+   * Waits for the session's exclusive lock (across processes) and returns the only handle that
+   * can write. Throws SESSION_NOT_FOUND, or LOCKED after `waitMs`. A lock left by a crashed
+   * process is taken over once stale.
+   */
+  lock(id: string, options?: LockOptions): Promise<LockedSession>;
+  /** Releases every lock this backend holds. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface SessionRecord {
+  id: string;
+  createdAt: string;
+  title?: string;
+  /** Absolute path of the workspace the session's checkpoints are relative to. */
+  workspace?: string;
+  /** Set on a fork: where it came from. */
+  parent?: { id: string; atSequence: number };
+}
+
+export interface CreateSessionOptions extends SignalOption {
+  /** Blobs the new session starts with, taken from another session (a fork's checkpoints). */
+  blobsFrom?: { sessionId: string; hashes: Iterable<string> };
+}
+
+export interface SignalOption {
+  signal?: AbortSignal;
+}
+
+export interface ReadEventsOptions extends SignalOption {
+  fromSequence?: number;
+  toSequence?: number;
+  /** Called for each corrupt line instead of throwing LOG_CORRUPT (salvage read). */
+  onCorrupt?: (bad: CorruptLine) => void;
+}
+
+export interface CorruptLine {
+  /** 1-based line number in the log. */
+  line: number;
+  reason: string;
+  /** The line's text, cut to 200 characters. */
+  text: string;
+}
+
+export interface LockOptions extends SignalOption {
+  /** How long to wait for another holder before LOCKED. */
+  waitMs?: number;
+}
+
+export type Durability = "fsync" | "batch" | "none";
+
+/** The session, held exclusively. Every method throws LOCK_COMPROMISED once the lock is lost. */
+export interface LockedSession {
+  readonly sessionId: string;
+  /** Highest sequence in the log (0 when empty); exact, since nobody else can write now. */
+  readonly lastSequence: number;
+  /** True until `release()`, or until the lock is found to be lost. */
+  readonly held: boolean;
+
+  /**
+   * Appends events (their sequences must follow `lastSequence` contiguously) all or nothing.
+   * With `sync`, resolves only once the bytes are on stable storage.
+   */
+  append(events: readonly StoredEvent[], sync: boolean): Promise<void>;
+  /** Atomically cuts the log back to the events with `sequence <= sequence`. */
+  truncateAfter(sequence: number): Promise<void>;
+
+  /** Stores bytes under their sha256; an existing blob costs no write. Returns true if written. */
+  writeBlob(hash: string, bytes: Uint8Array): Promise<boolean>;
+  hasBlob(hash: string): Promise<boolean>;
+  deleteBlob(hash: string): Promise<void>;
+
+  /**
+   * Atomically writes (replaces) a named side record. With `durable: false` it survives a
+   * process crash but not power loss, and costs no fsync.
+   */
+  writeRecord(name: string, value: unknown, options?: { durable?: boolean }): Promise<void>;
+  deleteRecord(name: string): Promise<void>;
+
+  /** Throws LOCK_COMPROMISED if the lock was lost. */
+  assertHeld(): void;
+  /** Gives the lock up. Idempotent. */
+  release(): Promise<void>;
+}

@@ -1,0 +1,40 @@
+import stableStringify from "fast-json-stable-stringify";
+import type { StoredEvent } from "./events.js";
+
+/**
+ * One event as one line of JSON. The envelope keeps the documented field order
+ * (v, id, sessionId, sequence, type, createdAt, payload); the payload's keys are sorted, so the
+ * same event always has the same bytes — diffable, hashable, testable.
+ */
+export function serializeEvent(event: StoredEvent): string {
+  return (
+    `{"v":${event.v},"id":${JSON.stringify(event.id)},"sessionId":${JSON.stringify(event.sessionId)},` +
+    `"sequence":${event.sequence},"type":${JSON.stringify(event.type)},"createdAt":${JSON.stringify(event.createdAt)},` +
+    `"payload":${stableStringify(event.payload) ?? "null"}}`
+  );
+}
+
+/**
+ * Parses one line and checks the envelope's shape (not the payload: payloads were validated
+ * when appended, and re-validating every event would make a replay several times slower).
+ * Returns a reason string when the line is not an event.
+ */
+export function parseEventLine(text: string): StoredEvent | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return `not valid JSON (${(error as Error).message})`;
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "not a JSON object";
+  const e = value as Record<string, unknown>;
+  if (typeof e.v !== "number") return 'missing numeric "v"';
+  if (typeof e.id !== "string") return 'missing string "id"';
+  if (typeof e.sessionId !== "string") return 'missing string "sessionId"';
+  if (typeof e.sequence !== "number" || !Number.isSafeInteger(e.sequence) || e.sequence < 1)
+    return '"sequence" is not a positive integer';
+  if (typeof e.type !== "string") return 'missing string "type"';
+  if (typeof e.createdAt !== "string") return 'missing string "createdAt"';
+  if (!("payload" in e)) return 'missing "payload"';
+  return e as unknown as StoredEvent;
+}

@@ -1,0 +1,154 @@
+/**
+ * Every error agent-tape throws on purpose is an {@link AgentTapeError} with a stable string
+ * `code`. Match on the code with {@link isAgentTapeError}, not on `instanceof`: an app can
+ * load both the ESM and the CJS copy of this package, and a class check fails across them.
+ */
+
+// A registered symbol is the same in every copy of the package, so the brand survives duplication.
+const BRAND = Symbol.for("agent-tape.error");
+
+export type AgentTapeErrorCode =
+  | "SESSION_NOT_FOUND"
+  | "SESSION_EXISTS"
+  | "INVALID_SESSION_ID"
+  | "INVALID_EVENT"
+  | "INVALID_ARGUMENT"
+  | "LOG_CORRUPT"
+  | "LOCKED"
+  | "LOCK_COMPROMISED"
+  | "STORE_CLOSED"
+  | "PATH_OUTSIDE_WORKSPACE"
+  | "BLOB_NOT_FOUND"
+  | "BLOB_CORRUPT"
+  | "SEQUENCE_OUT_OF_RANGE"
+  | "NOTHING_TO_UNDO";
+
+export abstract class AgentTapeError extends Error {
+  abstract readonly code: AgentTapeErrorCode;
+  readonly [BRAND] = true;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+export class SessionNotFoundError extends AgentTapeError {
+  readonly code = "SESSION_NOT_FOUND" as const;
+  constructor(readonly sessionId: string) {
+    super(`Session "${sessionId}" does not exist. Create it with store.create() or check the id and the store root.`);
+  }
+}
+
+export class SessionExistsError extends AgentTapeError {
+  readonly code = "SESSION_EXISTS" as const;
+  constructor(readonly sessionId: string) {
+    super(`Session "${sessionId}" already exists. Pick another id, or omit it to get a generated one.`);
+  }
+}
+
+export class InvalidSessionIdError extends AgentTapeError {
+  readonly code = "INVALID_SESSION_ID" as const;
+  constructor(readonly sessionId: unknown) {
+    super(
+      `Invalid session id ${JSON.stringify(sessionId)}: use 1-128 characters from A-Z a-z 0-9 . _ -, not starting with "." (no path separators).`,
+    );
+  }
+}
+
+export class InvalidEventError extends AgentTapeError {
+  readonly code = "INVALID_EVENT" as const;
+  constructor(message: string, readonly issues: readonly { path: string; message: string }[] = [], options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+export class InvalidArgumentError extends AgentTapeError {
+  readonly code = "INVALID_ARGUMENT" as const;
+}
+
+export class LogCorruptError extends AgentTapeError {
+  readonly code = "LOG_CORRUPT" as const;
+  constructor(readonly file: string, readonly line: number, reason: string) {
+    super(
+      `${file}:${line}: ${reason}. Nothing was changed. Read what can be saved with store.salvage(), or repair the line by hand.`,
+    );
+  }
+}
+
+export class LockedError extends AgentTapeError {
+  readonly code = "LOCKED" as const;
+  constructor(readonly sessionId: string, readonly waitedMs: number, options?: { cause?: unknown }) {
+    super(
+      `Session "${sessionId}" is locked by another writer; gave up after ${waitedMs} ms. ` +
+        `Retry later, or raise lockWaitMs. A lock left by a crashed process is taken over once it is stale (lockStaleMs).`,
+      options,
+    );
+  }
+}
+
+export class LockCompromisedError extends AgentTapeError {
+  readonly code = "LOCK_COMPROMISED" as const;
+  constructor(readonly sessionId: string, options?: { cause?: unknown }) {
+    super(
+      `The lock on session "${sessionId}" was lost (taken over as stale, or its lock folder removed), so the last operation may not have finished. ` +
+        `Nothing further was written; the next operation takes the lock afresh. If this repeats, the event loop is blocked longer than lockStaleMs.`,
+      options,
+    );
+  }
+}
+
+export class StoreClosedError extends AgentTapeError {
+  readonly code = "STORE_CLOSED" as const;
+  constructor() {
+    super("This store is closed. Create a new SessionStore to keep working.");
+  }
+}
+
+export class PathOutsideWorkspaceError extends AgentTapeError {
+  readonly code = "PATH_OUTSIDE_WORKSPACE" as const;
+  constructor(readonly path: string, readonly workspace: string) {
+    super(`Path "${path}" resolves outside the workspace "${workspace}"; agent-tape never reads or writes there.`);
+  }
+}
+
+export class BlobNotFoundError extends AgentTapeError {
+  readonly code = "BLOB_NOT_FOUND" as const;
+  constructor(readonly sessionId: string, readonly hash: string) {
+    super(`Blob ${hash} is not stored in session "${sessionId}". It may have been pruned, or the hash is wrong.`);
+  }
+}
+
+export class BlobCorruptError extends AgentTapeError {
+  readonly code = "BLOB_CORRUPT" as const;
+  constructor(readonly sessionId: string, readonly hash: string, readonly actual: string) {
+    super(
+      `Blob ${hash} in session "${sessionId}" no longer matches its name (its bytes hash to ${actual}); refusing to use it. ` +
+        `Run \`agent-tape verify ${sessionId}\` to list every damaged blob.`,
+    );
+  }
+}
+
+export class SequenceOutOfRangeError extends AgentTapeError {
+  readonly code = "SEQUENCE_OUT_OF_RANGE" as const;
+  constructor(readonly sessionId: string, readonly sequence: number, readonly lastSequence: number) {
+    super(`Sequence ${sequence} is outside session "${sessionId}" (its events run 0..${lastSequence}).`);
+  }
+}
+
+export class NothingToUndoError extends AgentTapeError {
+  readonly code = "NOTHING_TO_UNDO" as const;
+  constructor(readonly sessionId: string, reason: string) {
+    super(`Nothing to undo in session "${sessionId}": ${reason}.`);
+  }
+}
+
+/** True when `error` is an agent-tape error (optionally with the given code), from any copy of the package. */
+export function isAgentTapeError<C extends AgentTapeErrorCode>(
+  error: unknown,
+  code?: C,
+): error is AgentTapeError & { code: C } {
+  if (typeof error !== "object" || error === null) return false;
+  if ((error as { [BRAND]?: unknown })[BRAND] !== true) return false;
+  return code === undefined || (error as { code?: unknown }).code === code;
+}

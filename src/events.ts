@@ -1,0 +1,159 @@
+import { z } from "zod";
+
+/** Version of the event envelope written to disk. Readers accept this and older versions. */
+export const FORMAT_VERSION = 1 as const;
+
+/**
+ * One line of the tape. `sequence` starts at 1, is strictly increasing and never reused;
+ * `payload` is whatever the event type's schema produced when it was appended.
+ */
+export interface StoredEvent<T extends string = string, P = unknown> {
+  v: number;
+  id: string;
+  sessionId: string;
+  sequence: number;
+  type: T;
+  createdAt: string;
+  payload: P;
+}
+
+// ---- built-in event payloads ---------------------------------------------------------------
+// Schemas are `loose`: agents attach provider-specific fields, and dropping them would lose data.
+
+export const MessagePayload = z
+  .object({
+    role: z.enum(["system", "user", "assistant"]),
+    content: z.union([z.string(), z.array(z.unknown())]),
+    id: z.string().optional(),
+  })
+  .loose();
+export type MessagePayload = z.infer<typeof MessagePayload>;
+
+export const ToolCallPayload = z
+  .object({ callId: z.string().min(1), name: z.string().min(1), input: z.unknown() })
+  .loose();
+export type ToolCallPayload = z.infer<typeof ToolCallPayload>;
+
+export const ToolResultPayload = z
+  .object({ callId: z.string().min(1), output: z.unknown(), isError: z.boolean().optional() })
+  .loose();
+export type ToolResultPayload = z.infer<typeof ToolResultPayload>;
+
+export const PermissionDecisionPayload = z
+  .object({
+    tool: z.string().min(1),
+    decision: z.enum(["allow", "deny", "ask"]),
+    callId: z.string().optional(),
+    reason: z.string().optional(),
+  })
+  .loose();
+export type PermissionDecisionPayload = z.infer<typeof PermissionDecisionPayload>;
+
+export const UsagePayload = z
+  .object({
+    model: z.string().optional(),
+    inputTokens: z.number().int().nonnegative().optional(),
+    outputTokens: z.number().int().nonnegative().optional(),
+    costUsd: z.number().nonnegative().optional(),
+  })
+  .loose();
+export type UsagePayload = z.infer<typeof UsagePayload>;
+
+export const ErrorPayload = z
+  .object({ message: z.string(), code: z.string().optional(), callId: z.string().optional() })
+  .loose();
+export type ErrorPayload = z.infer<typeof ErrorPayload>;
+
+/** The model's context was summarised: events up to `throughSequence` are replaced by `summary`. */
+export const CompactionPayload = z
+  .object({ summary: z.string(), throughSequence: z.number().int().nonnegative() })
+  .loose();
+export type CompactionPayload = z.infer<typeof CompactionPayload>;
+
+const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, "a lowercase hex sha256");
+
+/** What a file was just before a tool touched it. Exactly one record per path. */
+export const FileSnapshot = z.discriminatedUnion("kind", [
+  z.object({ path: z.string(), kind: z.literal("blob"), blob: Sha256, bytes: z.number().int().nonnegative(), mode: z.number().int().nonnegative() }),
+  z.object({ path: z.string(), kind: z.literal("absent") }),
+  z.object({ path: z.string(), kind: z.literal("symlink"), target: z.string() }),
+  z.object({ path: z.string(), kind: z.literal("directory"), mode: z.number().int().nonnegative() }),
+  z.object({
+    path: z.string(),
+    kind: z.literal("skipped"),
+    reason: z.enum(["too_large", "unreadable", "outside_workspace", "not_a_regular_file", "over_budget"]),
+    detail: z.string().optional(),
+  }),
+]);
+export type FileSnapshot = z.infer<typeof FileSnapshot>;
+
+export const CheckpointPayload = z.object({
+  tool: z.string().min(1),
+  callId: z.string().optional(),
+  /** Absolute real path the `files` paths are relative to. */
+  workspace: z.string(),
+  files: z.array(FileSnapshot),
+});
+export type CheckpointPayload = z.infer<typeof CheckpointPayload>;
+
+export const RewindMode = z.enum(["all", "files", "conversation"]);
+export type RewindMode = z.infer<typeof RewindMode>;
+
+export const FileChange = z.object({
+  path: z.string(),
+  action: z.enum(["restore", "delete", "skip"]),
+  reason: z.string().optional(),
+});
+export type FileChange = z.infer<typeof FileChange>;
+
+export const RewindPayload = z
+  .object({
+    targetSequence: z.number().int().nonnegative(),
+    mode: RewindMode,
+    /** Set when this marker records an undo of an earlier rewind rather than a rewind. */
+    undoOf: z.number().int().positive().optional(),
+    filesRestored: z.number().int().nonnegative(),
+    filesDeleted: z.number().int().nonnegative(),
+    skipped: z.array(z.string()),
+    changes: z.array(FileChange),
+    eventsRemoved: z.number().int().nonnegative(),
+    blobsPruned: z.number().int().nonnegative(),
+    /** Before-snapshot of every path the rewind changed, so `undoRewind` can put it back. */
+    undo: z.object({ workspace: z.string(), files: z.array(FileSnapshot), archive: z.string().optional() }).optional(),
+  })
+  .loose();
+export type RewindPayload = z.infer<typeof RewindPayload>;
+
+export const ForkPayload = z.object({
+  parentId: z.string(),
+  atSequence: z.number().int().nonnegative(),
+});
+export type ForkPayload = z.infer<typeof ForkPayload>;
+
+/** The built-in event types and their payload schemas. */
+export const builtinEvents = {
+  message: MessagePayload,
+  tool_call: ToolCallPayload,
+  tool_result: ToolResultPayload,
+  permission_decision: PermissionDecisionPayload,
+  usage: UsagePayload,
+  error: ErrorPayload,
+  compaction: CompactionPayload,
+  session_checkpoint: CheckpointPayload,
+  session_rewind: RewindPayload,
+  session_fork: ForkPayload,
+} as const;
+export type BuiltinEvents = typeof builtinEvents;
+
+/** A map of event type to the zod schema of its payload. */
+export type EventSchemas = Record<string, z.ZodType>;
+
+/** What `append` takes for each type of an event map: `{ type, payload }` with the schema's input type. */
+export type EventInput<E extends EventSchemas> = {
+  [K in keyof E & string]: { type: K; payload: z.input<E[K]> };
+}[keyof E & string];
+
+/** A stored event of one of the map's types, its payload typed by the schema's output. */
+export type TypedEvent<E extends EventSchemas> = {
+  [K in keyof E & string]: StoredEvent<K, z.output<E[K]>>;
+}[keyof E & string];

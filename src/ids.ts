@@ -1,0 +1,48 @@
+import { randomBytes } from "node:crypto";
+import { InvalidSessionIdError } from "./errors.js";
+
+// Crockford base32: no I, L, O, U, so ids read aloud and sort the same in every locale.
+const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+let lastTime = -1;
+let lastRandom: number[] = [];
+
+/**
+ * A 26-character id that sorts by creation time (ULID layout: 10 chars of milliseconds, 16 of
+ * randomness). Within one millisecond the random part is incremented, so ids made by one
+ * process are strictly increasing even when the clock does not move.
+ */
+export function newId(now: number = Date.now()): string {
+  let random: number[];
+  if (now <= lastTime) {
+    random = increment(lastRandom);
+    now = lastTime;
+  } else {
+    random = Array.from(randomBytes(16), (b) => b & 31);
+  }
+  lastTime = now;
+  lastRandom = random;
+  let time = "";
+  for (let i = 0, t = now; i < 10; i++, t = Math.floor(t / 32)) time = ALPHABET[t % 32] + time;
+  return time + random.map((d) => ALPHABET[d]).join("");
+}
+
+function increment(digits: number[]): number[] {
+  const next = digits.slice();
+  for (let i = next.length - 1; i >= 0; i--) {
+    const d = next[i]! + 1;
+    if (d < 32) {
+      next[i] = d;
+      return next;
+    }
+    next[i] = 0;
+  }
+  return next; // wrapped after 32^16 ids in one millisecond: not reachable in practice
+}
+
+const SESSION_ID = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
+
+/** Throws INVALID_SESSION_ID unless `id` is safe to use as one folder name on every platform. */
+export function assertSessionId(id: unknown): asserts id is string {
+  if (typeof id !== "string" || !SESSION_ID.test(id)) throw new InvalidSessionIdError(id);
+}

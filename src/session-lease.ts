@@ -1,0 +1,124 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { InvalidArgumentError } from "./errors.js";
+import type { LockedSession, StorageBackend } from "./backend/types.js";
+import { sleep } from "./sleep.js";
+
+export interface LeaseOptions {
+  /** Release the lock after this long with nothing to do. 0 = release after every operation. */
+  idleMs: number;
+  /** Hand the lock over (release, pause, re-take) after holding it this long, so other processes get a turn. */
+  maxHoldMs: number;
+  /** How long to wait for another holder before LOCKED. @default the backend's */
+  waitMs?: number | undefined;
+  /** Runs once each time the lock is taken, before any operation: finishes interrupted work. */
+  onAcquired: (locked: LockedSession) => Promise<void>;
+}
+
+// Which sessions the current async call chain holds: the lock is not re-entrant, so a nested
+// store call for the same session would wait for itself forever. Detect it and say so instead.
+const heldHere = new AsyncLocalStorage<ReadonlySet<SessionLease>>();
+
+/**
+ * One session's lock as this process holds it: operations run one at a time, and the lock is
+ * kept between them (a lease) instead of being taken per operation — a lock round trip costs
+ * about as much as the fsynced append itself (DESIGN.md; `npm run bench`). The lease is given
+ * up after `idleMs` without work, and handed over after `maxHoldMs` even when busy, so another
+ * process is never locked out for long.
+ */
+export class SessionLease {
+  private chain: Promise<unknown> = Promise.resolve();
+  private queued = 0;
+  private locked: LockedSession | undefined;
+  private heldSince = 0;
+  private idleTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly backend: StorageBackend,
+    readonly sessionId: string,
+    private readonly options: LeaseOptions,
+  ) {}
+
+  /** Runs `fn` with the session locked, after every operation queued before it. */
+  run<T>(fn: (locked: LockedSession) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    if (heldHere.getStore()?.has(this)) {
+      return Promise.reject(
+        new InvalidArgumentError(
+          `Session "${this.sessionId}" is already locked by this call chain; use the LockedSession you were given instead of calling the store again.`,
+        ),
+      );
+    }
+    this.queued++;
+    const result = this.chain.then(() => this.runLocked(fn, signal));
+    this.chain = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    return result;
+  }
+
+  private async runLocked<T>(fn: (locked: LockedSession) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    clearTimeout(this.idleTimer);
+    try {
+      signal?.throwIfAborted();
+      const locked = await this.acquire(signal);
+      const held = new Set(heldHere.getStore() ?? []).add(this);
+      return await heldHere.run(held, () => fn(locked));
+    } finally {
+      if (--this.queued === 0) {
+        if (this.options.idleMs <= 0) await this.releaseNow();
+        else this.scheduleRelease();
+      }
+    }
+  }
+
+  private async acquire(signal?: AbortSignal): Promise<LockedSession> {
+    if (this.locked && this.locked.held && Date.now() - this.heldSince > this.options.maxHoldMs) {
+      await this.releaseNow();
+      // Pause longer than a waiter's poll interval so a waiting process can take its turn.
+      await sleep(25, signal);
+    }
+    if (this.locked && !this.locked.held) await this.releaseNow(); // lost: take it afresh
+    if (!this.locked) {
+      const locked = await this.backend.lock(this.sessionId, {
+        ...(this.options.waitMs !== undefined && { waitMs: this.options.waitMs }),
+        ...(signal && { signal }),
+      });
+      try {
+        await this.options.onAcquired(locked);
+      } catch (error) {
+        await locked.release();
+        throw error;
+      }
+      this.locked = locked;
+      this.heldSince = Date.now();
+    }
+    return this.locked;
+  }
+
+  private scheduleRelease(): void {
+    if (!this.locked) return;
+    this.idleTimer = setTimeout(() => {
+      // Through the chain, so an operation that arrives meanwhile never races the release.
+      this.chain = this.chain.then(() => (this.queued === 0 ? this.releaseNow() : undefined)).catch(() => undefined);
+    }, this.options.idleMs);
+    this.idleTimer.unref(); // an idle lease must not keep the process alive
+  }
+
+  private async releaseNow(): Promise<void> {
+    clearTimeout(this.idleTimer);
+    const locked = this.locked;
+    this.locked = undefined;
+    await locked?.release();
+  }
+
+  /** True while the lock is held (between operations, during the idle time). */
+  get holding(): boolean {
+    return this.locked?.held ?? false;
+  }
+
+  /** Waits for queued work, then releases the lock. */
+  async close(): Promise<void> {
+    await this.chain;
+    await this.releaseNow();
+  }
+}
