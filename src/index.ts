@@ -1,6 +1,9 @@
 export { SessionStore } from "./session-store.js";
 export type { SessionStoreOptions, SessionInfo, CreateOptions, ReadOptions, ForkOptions, SalvageResult } from "./session-store.js";
 
+export { CheckpointStore } from "./checkpoint-store.js";
+export type { CheckpointStoreOptions, CaptureInput, CheckpointEvent } from "./checkpoint-store.js";
+
 export { fsBackend, DEFAULT_LOCK_STALE_MS } from "./backend/fs/fs-backend.js";
 export type { FsBackendOptions } from "./backend/fs/fs-backend.js";
 export type {

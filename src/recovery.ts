@@ -1,4 +1,5 @@
 import type { LockedSession, StorageBackend } from "./backend/types.js";
+import { PENDING_CAPTURE_RECORD, recoverPendingCapture } from "./pending-capture.js";
 
 /**
  * Runs each time a session's lock is taken, before anything else: work that a crashed or
@@ -8,4 +9,5 @@ import type { LockedSession, StorageBackend } from "./backend/types.js";
 export async function recoverInterruptedWork(backend: StorageBackend, locked: LockedSession): Promise<void> {
   const records = await backend.listRecords(locked.sessionId);
   if (records.length === 0) return;
+  if (records.includes(PENDING_CAPTURE_RECORD)) await recoverPendingCapture(backend, locked);
 }

@@ -1,0 +1,161 @@
+import { createHash } from "node:crypto";
+import { realpath } from "node:fs/promises";
+import { resolve } from "node:path";
+import type { LockedSession, SignalOption } from "./backend/types.js";
+import { BlobCorruptError, BlobNotFoundError, InvalidArgumentError, SessionNotFoundError } from "./errors.js";
+import type { CheckpointPayload, StoredEvent } from "./events.js";
+import type { SessionStore } from "./session-store.js";
+import { forEachLimited, snapshotPaths, type Snapshot, type SnapshotLimits } from "./snapshot.js";
+import { PENDING_CAPTURE_RECORD, type PendingCapture } from "./pending-capture.js";
+
+export interface CheckpointStoreOptions {
+  /** Files larger than this are recorded `skipped: too_large` instead of stored. @default 5 MiB */
+  maxFileBytes?: number;
+  /**
+   * A folder path is captured as everything below it, up to this many entries; past it the
+   * folder is recorded `skipped: over_budget` (what was captured is kept). @default 10000
+   */
+  maxDirectoryEntries?: number;
+  /** Likewise for the bytes of the files below a folder. @default 64 MiB */
+  maxDirectoryBytes?: number;
+  /** Files read and hashed at once in one capture. @default 8 */
+  concurrency?: number;
+}
+
+export interface CaptureInput extends SignalOption {
+  /** Name of the tool about to run, e.g. "edit_file". */
+  tool: string;
+  /** Files or folders it may touch, relative to the workspace (or absolute inside it). */
+  paths: readonly string[];
+  /** @default the workspace recorded when the session was created */
+  workspace?: string;
+  /** Your id for this tool call, recorded with the checkpoint. */
+  callId?: string;
+}
+
+export type CheckpointEvent = StoredEvent<"session_checkpoint", CheckpointPayload>;
+
+/**
+ * Before-snapshots of the files a tool is about to touch. `capture` stores each target's current
+ * bytes as a sha256-named blob and appends one `session_checkpoint` event indexing them; a later
+ * `rewind` restores from them. Capture is best-effort per file and never makes the tool fail:
+ * a file it cannot store is recorded `skipped` with the reason. Only misuse of the API throws.
+ */
+export class CheckpointStore {
+  private readonly limits: SnapshotLimits;
+
+  constructor(
+    readonly store: SessionStore<any>,
+    options: CheckpointStoreOptions = {},
+  ) {
+    this.limits = {
+      maxFileBytes: options.maxFileBytes ?? 5 * 1024 * 1024,
+      maxDirectoryEntries: options.maxDirectoryEntries ?? 10_000,
+      maxDirectoryBytes: options.maxDirectoryBytes ?? 64 * 1024 * 1024,
+      concurrency: options.concurrency ?? 8,
+    };
+  }
+
+  /**
+   * Records what `paths` hold now. Returns the checkpoint event, or undefined when `paths` is
+   * empty. Throws SESSION_NOT_FOUND, INVALID_ARGUMENT (empty tool name, no workspace), LOCKED.
+   * Once the lock is taken the capture runs to the end even if `signal` fires: a half-written
+   * checkpoint would be worse than a complete one.
+   */
+  async capture(id: string, input: CaptureInput): Promise<CheckpointEvent | undefined> {
+    if (typeof input?.tool !== "string" || input.tool.trim() === "")
+      throw new InvalidArgumentError("capture() needs the name of the tool about to run (`tool`).");
+    if (!Array.isArray(input.paths) || input.paths.some((p) => typeof p !== "string"))
+      throw new InvalidArgumentError("capture() needs `paths`: an array of file or folder paths.");
+    input.signal?.throwIfAborted();
+    const givenWorkspace = input.workspace ?? (await this.sessionWorkspace(id, input));
+    if (givenWorkspace === undefined)
+      throw new InvalidArgumentError(`Session "${id}" has no workspace: pass \`workspace\` to capture() or to store.create().`);
+    if (input.paths.length === 0) return undefined;
+    let realWorkspace: string;
+    try {
+      realWorkspace = await realpath(resolve(givenWorkspace));
+    } catch (error) {
+      throw new InvalidArgumentError(`Workspace "${givenWorkspace}" cannot be resolved: ${(error as Error).message}`, { cause: error });
+    }
+
+    // Read, hash and store under one hold of the lock: no prune or rewind can see a blob before
+    // its event exists, and what is hashed is what is stored.
+    return this.store.withLock(
+      id,
+      async (locked) => {
+        const snapshot = await snapshotPaths(realWorkspace, resolve(givenWorkspace), input.paths, this.limits);
+        await this.storeBlobs(locked, snapshot);
+        const payload: CheckpointPayload = { tool: input.tool, workspace: realWorkspace, files: snapshot.files };
+        if (input.callId !== undefined) payload.callId = input.callId;
+        const [event] = await this.store.appendLocked(locked, [this.store.toEvent(id, { type: "session_checkpoint", payload })]);
+        if (snapshot.blobs.size > 0) await locked.deleteRecord(PENDING_CAPTURE_RECORD);
+        return event as CheckpointEvent;
+      },
+      signalOf(input),
+    );
+  }
+
+  /**
+   * Captures, then runs the tool. The checkpoint is kept whatever happens next — the tool
+   * throwing or `signal` firing mid-run — since the edit may have half-happened and the
+   * before-state is what a rewind needs. Rejects with `signal.reason` when aborted.
+   */
+  async around<T>(id: string, input: CaptureInput, run: (signal?: AbortSignal) => Promise<T> | T): Promise<T> {
+    await this.capture(id, input);
+    const { signal } = input;
+    signal?.throwIfAborted();
+    const result = Promise.resolve().then(() => run(signal));
+    if (!signal) return result;
+    return new Promise<T>((resolvePromise, reject) => {
+      const onAbort = () => reject(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+      result.then(resolvePromise, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    });
+  }
+
+  // A session's workspace is fixed at creation, so it is read once, not on every capture.
+  private readonly workspaces = new Map<string, string | undefined>();
+  private async sessionWorkspace(id: string, options: SignalOption): Promise<string | undefined> {
+    if (!this.workspaces.has(id)) {
+      const record = await this.store.backend.getSession(id, options);
+      if (!record) throw new SessionNotFoundError(id);
+      this.workspaces.set(id, record.workspace);
+    }
+    return this.workspaces.get(id);
+  }
+
+  /** The bytes of a blob, re-hashed: BLOB_NOT_FOUND if absent, BLOB_CORRUPT if they no longer match. */
+  async readBlob(id: string, hash: string, options: SignalOption = {}): Promise<Buffer> {
+    const bytes = await this.store.backend.readBlob(id, hash, options);
+    if (!bytes) {
+      if (!(await this.store.backend.getSession(id, options))) throw new SessionNotFoundError(id);
+      throw new BlobNotFoundError(id, hash);
+    }
+    const actual = createHash("sha256").update(bytes).digest("hex");
+    if (actual !== hash) throw new BlobCorruptError(id, hash, actual);
+    return bytes;
+  }
+
+  /**
+   * Writes the blobs not stored yet. Their names go into a pending-capture record first, so if
+   * this process dies before the checkpoint event lands, the next holder of the lock removes
+   * them instead of leaving orphans (see recovery.ts).
+   */
+  private async storeBlobs(locked: LockedSession, snapshot: Snapshot): Promise<void> {
+    if (snapshot.blobs.size === 0) return;
+    const missing: string[] = [];
+    for (const hash of snapshot.blobs.keys()) if (!(await locked.hasBlob(hash))) missing.push(hash);
+    if (missing.length === 0) return;
+    const pending: PendingCapture = { afterSequence: locked.lastSequence, blobs: missing };
+    // Not fsynced: it guards against a process crash; after a power loss `agent-tape gc` collects.
+    await locked.writeRecord(PENDING_CAPTURE_RECORD, pending, { durable: false });
+    await forEachLimited(missing, this.limits.concurrency, async (hash) => {
+      await locked.writeBlob(hash, snapshot.blobs.get(hash)!);
+    });
+  }
+}
+
+function signalOf(input: SignalOption): SignalOption {
+  return input.signal ? { signal: input.signal } : {};
+}

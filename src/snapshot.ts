@@ -1,0 +1,200 @@
+import { createHash } from "node:crypto";
+import { constants } from "node:fs";
+import { lstat, open, readdir, readlink } from "node:fs/promises";
+import { join } from "node:path";
+import type { FileSnapshot } from "./events.js";
+import { confine } from "./workspace-path.js";
+
+export interface SnapshotLimits {
+  /** A file larger than this is recorded `skipped: too_large`. */
+  maxFileBytes: number;
+  /** A folder with more entries than this below it is captured up to the limit, the folder recorded `over_budget`. */
+  maxDirectoryEntries: number;
+  /** Likewise for the total bytes of the files below a folder. */
+  maxDirectoryBytes: number;
+  /** Files read and hashed at once. */
+  concurrency: number;
+}
+
+/** What the named paths are now: one record per path, and the bytes of every `blob` record by hash. */
+export interface Snapshot {
+  files: FileSnapshot[];
+  blobs: Map<string, Buffer>;
+}
+
+type Pending = { path: string; absolute: string };
+
+/**
+ * Reads the current state of `paths` without following any final symlink and without ever
+ * touching anything outside the workspace. Best-effort per path: a failure becomes a `skipped`
+ * record with its reason, never an exception.
+ */
+export async function snapshotPaths(realWorkspace: string, givenWorkspace: string, paths: readonly string[], limits: SnapshotLimits): Promise<Snapshot> {
+  const records = new Map<string, FileSnapshot>();
+  const seen = new Set<string>(); // one record per path, the first way it was reached
+  const toRead: Pending[] = [];
+  const note = (record: FileSnapshot) => {
+    if (seen.has(record.path)) return;
+    seen.add(record.path);
+    records.set(record.path, record);
+  };
+  const queueRead = (file: Pending) => {
+    if (seen.has(file.path)) return;
+    seen.add(file.path);
+    records.set(file.path, { path: file.path, kind: "absent" }); // holds its place; replaced once read
+    toRead.push(file);
+  };
+
+  for (const given of paths) {
+    const place = await confine(realWorkspace, given, givenWorkspace);
+    if (!place.inside) {
+      note({ path: place.path, kind: "skipped", reason: "outside_workspace" });
+      continue;
+    }
+    if (seen.has(place.path)) continue;
+    let info;
+    try {
+      info = await lstat(place.absolute);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") note({ path: place.path, kind: "absent" });
+      else note({ path: place.path, kind: "skipped", reason: "unreadable", detail: code ?? String(error) });
+      continue;
+    }
+    if (info.isDirectory()) await walkDirectory(place.path, place.absolute, info.mode, limits, note, queueRead);
+    else await classifyEntry(place.path, place.absolute, info, limits, note, queueRead);
+  }
+
+  const blobs = new Map<string, Buffer>();
+  await forEachLimited(toRead, limits.concurrency, async (file) => {
+    const { record, bytes } = await readRegularFile(file, limits.maxFileBytes);
+    records.set(file.path, record);
+    if (bytes && record.kind === "blob") blobs.set(record.blob, bytes);
+  });
+  return { files: [...records.values()], blobs };
+}
+
+function classifyEntry(
+  path: string,
+  absolute: string,
+  info: { isFile(): boolean; isSymbolicLink(): boolean; size: number },
+  limits: SnapshotLimits,
+  note: (r: FileSnapshot) => void,
+  queueRead: (file: Pending) => void,
+): Promise<void> | void {
+  if (info.isSymbolicLink()) return recordLink(path, absolute, note);
+  if (!info.isFile()) return note({ path, kind: "skipped", reason: "not_a_regular_file" });
+  if (info.size > limits.maxFileBytes)
+    return note({ path, kind: "skipped", reason: "too_large", detail: `${info.size} bytes > maxFileBytes ${limits.maxFileBytes}` });
+  queueRead({ path, absolute });
+}
+
+async function recordLink(path: string, absolute: string, note: (r: FileSnapshot) => void): Promise<void> {
+  try {
+    note({ path, kind: "symlink", target: await readlink(absolute) });
+  } catch (error) {
+    note({ path, kind: "skipped", reason: "unreadable", detail: (error as NodeJS.ErrnoException).code ?? String(error) });
+  }
+}
+
+/**
+ * Captures a folder as itself plus everything below it, so a tool that deletes the folder can
+ * be rewound. Symlinks inside are recorded as links and never entered. Past the entry or byte
+ * budget the walk stops and the folder is recorded `over_budget`: what was captured is kept, and
+ * a rewind says the folder could not be fully restored.
+ */
+async function walkDirectory(
+  path: string,
+  absolute: string,
+  mode: number,
+  limits: SnapshotLimits,
+  note: (r: FileSnapshot) => void,
+  queueRead: (file: Pending) => void,
+): Promise<void> {
+  let entries = 0;
+  let bytes = 0;
+  const found: FileSnapshot[] = [{ path, kind: "directory", mode: mode & 0o7777 }];
+  const queue: Pending[] = [{ path, absolute }];
+  const reads: Pending[] = [];
+  let overBudget: string | undefined;
+  walk: while (queue.length > 0) {
+    const dir = queue.shift()!;
+    let names;
+    try {
+      names = (await readdir(dir.absolute)).sort();
+    } catch (error) {
+      found.push({ path: dir.path, kind: "skipped", reason: "unreadable", detail: (error as NodeJS.ErrnoException).code ?? String(error) });
+      continue;
+    }
+    for (const name of names) {
+      const child = { path: dir.path === "." ? name : `${dir.path}/${name}`, absolute: join(dir.absolute, name) };
+      let info;
+      try {
+        info = await lstat(child.absolute);
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code !== "ENOENT") found.push({ path: child.path, kind: "skipped", reason: "unreadable", detail: code ?? String(error) });
+        continue;
+      }
+      if (++entries > limits.maxDirectoryEntries) {
+        overBudget = `more than ${limits.maxDirectoryEntries} entries (maxDirectoryEntries)`;
+        break walk;
+      }
+      if (info.isDirectory()) {
+        found.push({ path: child.path, kind: "directory", mode: info.mode & 0o7777 });
+        queue.push(child);
+        continue;
+      }
+      if (info.isFile() && info.size <= limits.maxFileBytes) {
+        bytes += info.size;
+        if (bytes > limits.maxDirectoryBytes) {
+          overBudget = `more than ${limits.maxDirectoryBytes} bytes (maxDirectoryBytes)`;
+          break walk;
+        }
+      }
+      const collect = (r: FileSnapshot) => found.push(r);
+      await classifyEntry(child.path, child.absolute, info, limits, collect, (file) => reads.push(file));
+    }
+  }
+  if (overBudget) found[0] = { path, kind: "skipped", reason: "over_budget", detail: overBudget };
+  for (const record of found) note(record);
+  for (const file of reads) queueRead(file);
+}
+
+/** Reads one file through a descriptor opened without following links, so what is hashed is what was checked. */
+async function readRegularFile(file: Pending, maxFileBytes: number): Promise<{ record: FileSnapshot; bytes?: Buffer }> {
+  const path = file.path;
+  let fh;
+  try {
+    fh = await open(file.absolute, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return { record: { path, kind: "absent" } };
+    if (code === "ELOOP") return { record: { path, kind: "skipped", reason: "unreadable", detail: "became a symlink while being captured" } };
+    return { record: { path, kind: "skipped", reason: "unreadable", detail: code ?? String(error) } };
+  }
+  try {
+    const info = await fh.stat();
+    if (!info.isFile()) return { record: { path, kind: "skipped", reason: "not_a_regular_file" } };
+    if (info.size > maxFileBytes)
+      return { record: { path, kind: "skipped", reason: "too_large", detail: `${info.size} bytes > maxFileBytes ${maxFileBytes}` } };
+    const bytes = await fh.readFile();
+    if (bytes.length > maxFileBytes)
+      return { record: { path, kind: "skipped", reason: "too_large", detail: `${bytes.length} bytes > maxFileBytes ${maxFileBytes}` } };
+    const blob = createHash("sha256").update(bytes).digest("hex");
+    return { record: { path, kind: "blob", blob, bytes: bytes.length, mode: info.mode & 0o7777 }, bytes };
+  } catch (error) {
+    return { record: { path, kind: "skipped", reason: "unreadable", detail: (error as NodeJS.ErrnoException).code ?? String(error) } };
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+export async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(Math.max(1, limit), items.length) }, async () => {
+    while (next < items.length) await fn(items[next++]!);
+  });
+  await Promise.all(workers);
+}

@@ -1,0 +1,73 @@
+import { lstat, realpath } from "node:fs/promises";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
+
+/** A path the caller named, placed inside the workspace or found to lead outside it. */
+export type ConfinedPath =
+  | { inside: true; /** workspace-relative, `/`-separated */ path: string; absolute: string }
+  | { inside: false; path: string };
+
+/** True when `candidate` is `root` or below it (both absolute, normalised). */
+export function isInside(root: string, candidate: string): boolean {
+  if (candidate === root) return true;
+  return candidate.startsWith(root.endsWith(sep) ? root : root + sep);
+}
+
+/** Workspace-relative path with `/` separators on every platform; "." for the workspace itself. */
+export function toPortable(rel: string): string {
+  if (rel === "") return ".";
+  return sep === "/" ? rel : rel.split(sep).join("/");
+}
+
+/**
+ * Places `path` inside the workspace, or says it leads outside: `../`, absolute paths elsewhere,
+ * and parents that are symlinks to folders outside (or dangling links, which cannot be proved
+ * inside) are outside. The last component is never followed: a symlink there is the thing to
+ * record, not a way through. `realWorkspace` must be the workspace's real path; `givenWorkspace`
+ * is the spelling the caller used, so absolute paths through it are accepted too.
+ */
+export async function confine(realWorkspace: string, path: string, givenWorkspace: string = realWorkspace): Promise<ConfinedPath> {
+  const lexical = lexicalRelative(realWorkspace, givenWorkspace, path);
+  if (lexical === undefined) return { inside: false, path: toPortable(path) };
+  const portable = toPortable(lexical);
+  if (!(await parentsStayInside(realWorkspace, lexical))) return { inside: false, path: portable };
+  return { inside: true, path: portable, absolute: lexical === "" ? realWorkspace : join(realWorkspace, lexical) };
+}
+
+function lexicalRelative(realWorkspace: string, givenWorkspace: string, path: string): string | undefined {
+  if (path.includes("\0")) return undefined;
+  const bases = isAbsolute(path) && givenWorkspace !== realWorkspace ? [realWorkspace, resolve(givenWorkspace)] : [realWorkspace];
+  for (const base of bases) {
+    const rel = relative(base, resolve(base, path));
+    if (rel === "") return "";
+    if (!isAbsolute(rel) && rel !== ".." && !rel.startsWith(".." + sep)) return rel;
+  }
+  return undefined;
+}
+
+async function parentsStayInside(realWorkspace: string, rel: string): Promise<boolean> {
+  if (rel === "") return true;
+  const parents = rel.split(sep).slice(0, -1);
+  let current = realWorkspace;
+  for (const part of parents) {
+    current = join(current, part);
+    let info;
+    try {
+      info = await lstat(current);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") return true; // nothing there: nothing to lead anywhere
+      return false;
+    }
+    if (info.isSymbolicLink()) {
+      try {
+        current = await realpath(current);
+      } catch {
+        return false; // a dangling link could be pointed anywhere later
+      }
+      if (!isInside(realWorkspace, current)) return false;
+    } else if (!info.isDirectory()) {
+      return true; // a file used as a folder: the path cannot exist, and reading it fails honestly
+    }
+  }
+  return true;
+}
