@@ -1,1 +1,2 @@
-export {};
+export { runBackendConformance } from "./backend-conformance.js";
+export type { BackendConformanceOptions } from "./backend-conformance.js";

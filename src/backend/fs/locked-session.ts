@@ -7,7 +7,7 @@ import type { StoredEvent } from "../../events.js";
 import type { LockedSession } from "../types.js";
 import { fsyncDir, tempPathFor, writeFileAtomic } from "./atomic.js";
 import { blobExists, deleteBlobFile, writeBlobFile } from "./blobs.js";
-import { isRecordName, type SessionLayout } from "./layout.js";
+import { isBlobHash, isRecordName, type SessionLayout } from "./layout.js";
 import { readLines, readTail } from "./lines.js";
 import { mkdir } from "node:fs/promises";
 import { constants } from "node:fs";
@@ -153,15 +153,19 @@ export class FsLockedSession implements LockedSession {
 
   async writeBlob(hash: string, bytes: Uint8Array): Promise<boolean> {
     this.assertHeld();
+    // The name becomes a path: anything but a sha256 (e.g. "../..") could write outside the store.
+    if (!isBlobHash(hash)) throw new InvalidArgumentError(`"${hash}" is not a blob name: a blob is named by its lowercase hex sha256.`);
     return writeBlobFile(this.layout, this.sessionId, hash, bytes);
   }
 
   async hasBlob(hash: string): Promise<boolean> {
+    if (!isBlobHash(hash)) return false;
     return blobExists(this.layout, this.sessionId, hash);
   }
 
   async deleteBlob(hash: string): Promise<void> {
     this.assertHeld();
+    if (!isBlobHash(hash)) return;
     await deleteBlobFile(this.layout, this.sessionId, hash);
   }
 

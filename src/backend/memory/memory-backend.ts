@@ -1,0 +1,172 @@
+import { InvalidArgumentError, SessionExistsError, SessionNotFoundError } from "../../errors.js";
+import type { StoredEvent } from "../../events.js";
+import { assertSessionId } from "../../ids.js";
+import { isRecordName } from "../fs/layout.js";
+import type { CreateSessionOptions, LockOptions, LockedSession, ReadEventsOptions, SessionRecord, SignalOption, StorageBackend } from "../types.js";
+import { InProcessLocks } from "./in-process-lock.js";
+import { MemoryLockedSession, toLines, type MemorySession } from "./memory-session.js";
+
+export interface MemoryBackendOptions {
+  /**
+   * How long `lock` waits for another holder before LOCKED, when the caller gives no `waitMs`.
+   * @default 15000 (the filesystem backend's default with its default lockStaleMs)
+   */
+  lockWaitMs?: number;
+}
+
+/**
+ * A backend that keeps sessions in this process's memory: for fast unit tests of code built on
+ * agent-tape, and as the second backend that keeps the storage seam honest (it passes the same
+ * conformance suite as `fsBackend`).
+ *
+ * It is NOT durable — everything is gone when the process exits, whatever the store's
+ * `durability` — and NOT shared: each `memoryBackend()` call has its own sessions, and another
+ * process (or another instance) sees none of them. Its lock is exclusive within the instance,
+ * honours `waitMs` and `signal`, and is never stale (no process can crash while holding it and
+ * leave the rest of the process running).
+ *
+ * Events, blobs and records are copied in and out, so a caller mutating what it wrote or read
+ * never changes what is stored.
+ */
+export function memoryBackend(options: MemoryBackendOptions = {}): StorageBackend {
+  return new MemoryBackend(options.lockWaitMs ?? 15_000);
+}
+
+class MemoryBackend implements StorageBackend {
+  readonly name = "memory";
+  private readonly sessions = new Map<string, MemorySession>();
+  private readonly locks = new InProcessLocks();
+  private readonly held = new Set<LockedSession>();
+
+  constructor(private readonly defaultWaitMs: number) {}
+
+  async createSession(record: SessionRecord, events: readonly StoredEvent[] = [], options: CreateSessionOptions = {}): Promise<void> {
+    assertSessionId(record.id);
+    options.signal?.throwIfAborted();
+    if (this.sessions.has(record.id)) throw new SessionExistsError(record.id);
+    let previous = 0;
+    for (const event of events) {
+      if (!Number.isSafeInteger(event.sequence) || event.sequence <= previous)
+        throw new InvalidArgumentError(`Event sequence ${event.sequence} does not follow ${previous} in the new session "${record.id}".`);
+      previous = event.sequence;
+    }
+    const blobs = new Map<string, Buffer>();
+    if (options.blobsFrom) {
+      assertSessionId(options.blobsFrom.sessionId);
+      const source = this.sessions.get(options.blobsFrom.sessionId);
+      for (const hash of options.blobsFrom.hashes) {
+        // Stored blobs are never mutated, so the new session may share the buffer.
+        const bytes = source?.blobs.get(hash);
+        if (bytes) blobs.set(hash, bytes); // a missing one is reported by whoever reads the checkpoint
+      }
+    }
+    // Built completely before it is put in the map: no reader sees half a session.
+    this.sessions.set(record.id, { record: JSON.stringify(record), lines: toLines(events), blobs, records: new Map() });
+  }
+
+  async getSession(id: string, options: SignalOption = {}): Promise<SessionRecord | undefined> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    const session = this.sessions.get(id);
+    return session && (JSON.parse(session.record) as SessionRecord);
+  }
+
+  async listSessionIds(options: SignalOption = {}): Promise<string[]> {
+    options.signal?.throwIfAborted();
+    return [...this.sessions.keys()];
+  }
+
+  async deleteSession(id: string, options: SignalOption = {}): Promise<boolean> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    return this.sessions.delete(id);
+  }
+
+  async lastEvent(id: string, options: SignalOption = {}): Promise<StoredEvent | undefined> {
+    options.signal?.throwIfAborted();
+    const last = this.existing(id).lines.at(-1);
+    return last && (JSON.parse(last.text) as StoredEvent);
+  }
+
+  async *readEvents(id: string, options: ReadEventsOptions = {}): AsyncGenerator<StoredEvent> {
+    const lines = this.existing(id).lines;
+    const from = options.fromSequence ?? 0;
+    const to = options.toSequence ?? Number.POSITIVE_INFINITY;
+    for (const line of lines) {
+      options.signal?.throwIfAborted();
+      if (line.sequence < from) continue;
+      if (line.sequence > to) return;
+      yield JSON.parse(line.text) as StoredEvent;
+    }
+  }
+
+  async readBlob(id: string, hash: string, options: SignalOption = {}): Promise<Buffer | undefined> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    const bytes = this.sessions.get(id)?.blobs.get(hash);
+    return bytes && Buffer.from(bytes);
+  }
+
+  async listBlobs(id: string, options: SignalOption = {}): Promise<string[]> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    return [...(this.sessions.get(id)?.blobs.keys() ?? [])];
+  }
+
+  async readRecord(id: string, name: string, options: SignalOption = {}): Promise<unknown> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    if (!isRecordName(name)) return undefined;
+    const text = this.sessions.get(id)?.records.get(name);
+    return text === undefined ? undefined : JSON.parse(text);
+  }
+
+  async listRecords(id: string, options: SignalOption = {}): Promise<string[]> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    return [...(this.sessions.get(id)?.records.keys() ?? [])];
+  }
+
+  /** The bytes the session would take as files: log lines, blobs, records and its creation record. */
+  async sizeOf(id: string, options: SignalOption = {}): Promise<number> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    const session = this.sessions.get(id);
+    if (!session) return 0;
+    let total = Buffer.byteLength(session.record);
+    for (const line of session.lines) total += Buffer.byteLength(line.text) + 1;
+    for (const bytes of session.blobs.values()) total += bytes.length;
+    for (const text of session.records.values()) total += Buffer.byteLength(text);
+    return total;
+  }
+
+  async lock(id: string, options: LockOptions = {}): Promise<LockedSession> {
+    this.existing(id);
+    const release = await this.locks.acquire(id, { waitMs: options.waitMs ?? this.defaultWaitMs, signal: options.signal });
+    // The session may have been deleted while we waited.
+    const session = this.sessions.get(id);
+    if (!session) {
+      release();
+      throw new SessionNotFoundError(id);
+    }
+    const locked: MemoryLockedSession = new MemoryLockedSession(id, session, () => {
+      this.held.delete(locked);
+      release();
+    });
+    this.held.add(locked);
+    return locked;
+  }
+
+  async close(): Promise<void> {
+    const open = [...this.held];
+    this.held.clear();
+    await Promise.all(open.map((locked) => locked.release()));
+  }
+
+  private existing(id: string): MemorySession {
+    assertSessionId(id);
+    const session = this.sessions.get(id);
+    if (!session) throw new SessionNotFoundError(id);
+    return session;
+  }
+}
