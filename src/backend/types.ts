@@ -105,8 +105,10 @@ export interface LockedSession {
   readonly held: boolean;
 
   /**
-   * Appends events (their sequences must follow `lastSequence` contiguously) all or nothing.
-   * With `sync`, resolves only once the bytes are on stable storage.
+   * Appends events all or nothing. Each sequence must be greater than the one before it (and
+   * than `lastSequence`); gaps are allowed, since a rewind marker takes the number after the
+   * highest ever written, not after the truncated end. With `sync`, resolves only once the bytes
+   * are on stable storage.
    */
   append(events: readonly StoredEvent[], sync: boolean): Promise<void>;
   /** Atomically cuts the log back to the events with `sequence <= sequence`. */

@@ -83,10 +83,12 @@ export class FsLockedSession implements LockedSession {
   async append(events: readonly StoredEvent[], sync: boolean): Promise<void> {
     this.assertHeld();
     if (events.length === 0) return;
-    events.forEach((event, i) => {
-      if (event.sequence !== this.last + 1 + i)
-        throw new InvalidArgumentError(`Event sequence ${event.sequence} does not follow ${this.last + i} in session "${this.sessionId}".`);
-    });
+    let previous = this.last;
+    for (const event of events) {
+      if (!Number.isSafeInteger(event.sequence) || event.sequence <= previous)
+        throw new InvalidArgumentError(`Event sequence ${event.sequence} does not come after ${previous} in session "${this.sessionId}".`);
+      previous = event.sequence;
+    }
     let text = "";
     for (const event of events) text += serializeEvent(event) + "\n";
     const bytes = Buffer.from(text, "utf8");
