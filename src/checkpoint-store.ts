@@ -1,12 +1,12 @@
-import { createHash } from "node:crypto";
 import { realpath } from "node:fs/promises";
 import { resolve } from "node:path";
-import type { LockedSession, SignalOption } from "./backend/types.js";
-import { BlobCorruptError, BlobNotFoundError, InvalidArgumentError, SessionNotFoundError } from "./errors.js";
+import type { SignalOption } from "./backend/types.js";
+import { InvalidArgumentError, SessionNotFoundError } from "./errors.js";
 import type { CheckpointPayload, StoredEvent } from "./events.js";
 import type { SessionStore } from "./session-store.js";
-import { forEachLimited, snapshotPaths, type Snapshot, type SnapshotLimits } from "./snapshot.js";
-import { PENDING_CAPTURE_RECORD, type PendingCapture } from "./pending-capture.js";
+import { snapshotPaths, type SnapshotLimits } from "./snapshot.js";
+import { PENDING_CAPTURE_RECORD } from "./pending-capture.js";
+import { readVerifiedBlob, storeSnapshotBlobs } from "./store-blobs.js";
 
 export interface CheckpointStoreOptions {
   /** Files larger than this are recorded `skipped: too_large` instead of stored. @default 5 MiB */
@@ -85,11 +85,11 @@ export class CheckpointStore {
       id,
       async (locked) => {
         const snapshot = await snapshotPaths(realWorkspace, resolve(givenWorkspace), input.paths, this.limits);
-        await this.storeBlobs(locked, snapshot);
+        const pendingWritten = await storeSnapshotBlobs(locked, snapshot, this.limits.concurrency);
         const payload: CheckpointPayload = { tool: input.tool, workspace: realWorkspace, files: snapshot.files };
         if (input.callId !== undefined) payload.callId = input.callId;
         const [event] = await this.store.appendLocked(locked, [this.store.toEvent(id, { type: "session_checkpoint", payload })]);
-        if (snapshot.blobs.size > 0) await locked.deleteRecord(PENDING_CAPTURE_RECORD);
+        if (pendingWritten) await locked.deleteRecord(PENDING_CAPTURE_RECORD);
         return event as CheckpointEvent;
       },
       signalOf(input),
@@ -127,33 +127,9 @@ export class CheckpointStore {
 
   /** The bytes of a blob, re-hashed: BLOB_NOT_FOUND if absent, BLOB_CORRUPT if they no longer match. */
   async readBlob(id: string, hash: string, options: SignalOption = {}): Promise<Buffer> {
-    const bytes = await this.store.backend.readBlob(id, hash, options);
-    if (!bytes) {
-      if (!(await this.store.backend.getSession(id, options))) throw new SessionNotFoundError(id);
-      throw new BlobNotFoundError(id, hash);
-    }
-    const actual = createHash("sha256").update(bytes).digest("hex");
-    if (actual !== hash) throw new BlobCorruptError(id, hash, actual);
-    return bytes;
+    return readVerifiedBlob(this.store.backend, id, hash, options);
   }
 
-  /**
-   * Writes the blobs not stored yet. Their names go into a pending-capture record first, so if
-   * this process dies before the checkpoint event lands, the next holder of the lock removes
-   * them instead of leaving orphans (see recovery.ts).
-   */
-  private async storeBlobs(locked: LockedSession, snapshot: Snapshot): Promise<void> {
-    if (snapshot.blobs.size === 0) return;
-    const missing: string[] = [];
-    for (const hash of snapshot.blobs.keys()) if (!(await locked.hasBlob(hash))) missing.push(hash);
-    if (missing.length === 0) return;
-    const pending: PendingCapture = { afterSequence: locked.lastSequence, blobs: missing };
-    // Not fsynced: it guards against a process crash; after a power loss `agent-tape gc` collects.
-    await locked.writeRecord(PENDING_CAPTURE_RECORD, pending, { durable: false });
-    await forEachLimited(missing, this.limits.concurrency, async (hash) => {
-      await locked.writeBlob(hash, snapshot.blobs.get(hash)!);
-    });
-  }
 }
 
 function signalOf(input: SignalOption): SignalOption {
