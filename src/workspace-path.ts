@@ -55,7 +55,9 @@ async function parentsStayInside(realWorkspace: string, rel: string): Promise<bo
       info = await lstat(current);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code === "ENOENT" || code === "ENOTDIR") return true; // nothing there: nothing to lead anywhere
+      // Nothing there (or nothing that can be named): nothing to lead anywhere. Reading the path
+      // then fails with the same code, recorded as what it is rather than as outside.
+      if (code === "ENOENT" || code === "ENOTDIR" || code === "ENAMETOOLONG") return true;
       return false;
     }
     if (info.isSymbolicLink()) {
