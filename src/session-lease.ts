@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { InvalidArgumentError } from "./errors.js";
+import { InvalidArgumentError, isAgentTapeError } from "./errors.js";
 import type { LockedSession, StorageBackend } from "./backend/types.js";
 import { sleep } from "./sleep.js";
 
@@ -77,7 +77,13 @@ export class SessionLease {
       // Pause longer than a waiter's poll interval so a waiting process can take its turn.
       await sleep(25, signal);
     }
-    if (this.locked && !this.locked.held) await this.releaseNow(); // lost: take it afresh
+    if (this.locked && !this.locked.held) {
+      // Lost while we held it (proper-lockfile noticed from its timer): another process may have
+      // written meanwhile. This operation reports it as LOCK_COMPROMISED; the next takes the lock afresh.
+      const lost = this.locked;
+      await this.releaseNow();
+      rethrowIfCompromised(lost);
+    }
     if (!this.locked) {
       const locked = await this.backend.lock(this.sessionId, {
         ...(this.options.waitMs !== undefined && { waitMs: this.options.waitMs }),
@@ -120,5 +126,14 @@ export class SessionLease {
   async close(): Promise<void> {
     await this.chain;
     await this.releaseNow();
+  }
+}
+
+function rethrowIfCompromised(lost: LockedSession): void {
+  try {
+    lost.assertHeld();
+  } catch (error) {
+    // A lock this store released itself (a delete) is simply taken again; only a lost one is reported.
+    if (isAgentTapeError(error, "LOCK_COMPROMISED")) throw error;
   }
 }

@@ -1,4 +1,4 @@
-import { link, copyFile, mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { link, copyFile, mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseEventLine, serializeEvent } from "../../envelope.js";
 import { LogCorruptError, SessionExistsError, SessionNotFoundError } from "../../errors.js";
@@ -10,7 +10,7 @@ import { listBlobFiles, readBlobFile } from "./blobs.js";
 import { SessionLayout, isBlobHash, isRecordName } from "./layout.js";
 import { readLines, readTail } from "./lines.js";
 import { acquireFileLock } from "./lock.js";
-import { FsLockedSession } from "./locked-session.js";
+import { FsLockedSession, lineNumberAt } from "./locked-session.js";
 
 export interface FsBackendOptions {
   /** Folder that holds one sub-folder per session. Created on first use. */
@@ -53,8 +53,8 @@ class FsBackend implements StorageBackend {
     await mkdir(this.layout.root, { recursive: true });
     // Build the session in a hidden staging folder and rename it into place, so a crash or a
     // concurrent reader never sees a session without its log, metadata or blobs.
-    const staging = join(this.layout.root, `.staging-${record.id}-${process.pid}-${Date.now()}`);
-    await mkdir(staging);
+    // mkdtemp: a unique name even for two creates of one id in the same millisecond.
+    const staging = await mkdtemp(join(this.layout.root, `.staging-${record.id}-`));
     try {
       let text = "";
       for (const event of events) text += serializeEvent(event) + "\n";
@@ -157,7 +157,7 @@ class FsBackend implements StorageBackend {
       const tail = await readTail(fh);
       if (!tail.last) return undefined;
       const parsed = parseEventLine(tail.last.text);
-      if (typeof parsed === "string") throw new LogCorruptError(file, -1, `last line: ${parsed}`);
+      if (typeof parsed === "string") throw new LogCorruptError(file, await lineNumberAt(file, tail.last.start), parsed);
       return parsed;
     } finally {
       await fh.close();
@@ -256,6 +256,10 @@ class FsBackend implements StorageBackend {
         if (session) session.markCompromised(error);
         else lostEarly = error;
       },
+    }).catch((error: unknown) => {
+      // The session was deleted while we waited: its folder, where the lock goes, is gone.
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new SessionNotFoundError(id);
+      throw error;
     });
     try {
       session = await FsLockedSession.open(id, this.layout, async () => {

@@ -199,7 +199,8 @@ function assertRecordName(name: string): void {
   if (!isRecordName(name)) throw new InvalidArgumentError(`Invalid record name "${name}".`);
 }
 
-async function lineNumberAt(file: string, offset: number): Promise<number> {
+/** 1-based number of the line holding byte `offset` of `file`. */
+export async function lineNumberAt(file: string, offset: number): Promise<number> {
   let count = 0;
   for await (const lines of readLines(file)) {
     for (const line of lines) {

@@ -1,0 +1,402 @@
+import { access, appendFile, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  InvalidSessionIdError,
+  LogCorruptError,
+  SessionStore,
+  isAgentTapeError,
+  type AgentTapeErrorCode,
+  type SessionStoreOptions,
+} from "../src/index.js";
+import { Child } from "./helpers/children.js";
+import { TempRoots } from "./helpers/temp-root.js";
+
+const temps = new TempRoots();
+const stores: SessionStore[] = [];
+const children: Child[] = [];
+afterEach(async () => {
+  for (const child of children.splice(0)) {
+    child.kill();
+    await child.done();
+  }
+  await Promise.all(stores.splice(0).map((s) => s.close()));
+  await temps.removeAll();
+});
+
+async function openStore(options: Partial<SessionStoreOptions> = {}): Promise<{ store: SessionStore; root: string }> {
+  const root = options.root ?? (await temps.make());
+  const store = new SessionStore({ ...options, root });
+  stores.push(store);
+  return { store, root };
+}
+
+const say = (content: string) => ({ type: "message" as const, payload: { role: "user" as const, content } });
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The error `run` failed with; fails the test if it succeeded. */
+async function failure(run: () => Promise<unknown>): Promise<unknown> {
+  try {
+    await run();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected the call to fail, and it succeeded");
+}
+
+async function expectCode(run: () => Promise<unknown>, code: AgentTapeErrorCode): Promise<unknown> {
+  const error = await failure(run);
+  if (!isAgentTapeError(error, code)) throw new Error(`expected ${code}, got: ${String(error)}`, { cause: error });
+  return error;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+async function drain(iterable: AsyncIterable<unknown>): Promise<void> {
+  for await (const _ of iterable);
+}
+
+describe("SESSION_NOT_FOUND", () => {
+  it.each(["fsync", "batch"] as const)("is what every operation on a missing session gets, and nothing is created (durability %s)", async (durability) => {
+    const { store, root } = await openStore({ durability });
+    await store.create({ id: "exists" });
+    const calls: [string, () => Promise<unknown>][] = [
+      ["append", () => store.append("missing", say("x"))],
+      ["appendMany", () => store.appendMany("missing", [say("x"), say("y")])],
+      ["read", () => drain(store.read("missing"))],
+      ["readAll", () => store.readAll("missing")],
+      ["salvage", () => store.salvage("missing")],
+      ["fold", () => store.fold("missing", (n: number) => n + 1, 0)],
+      ["conversation", () => store.conversation("missing")],
+      ["fork", () => store.fork("missing", { id: "child" })],
+      ["withLock", () => store.withLock("missing", async () => "ran")],
+    ];
+    for (const [name, call] of calls) {
+      const error = (await expectCode(call, "SESSION_NOT_FOUND").catch((e: Error) => {
+        throw new Error(`${name}: ${e.message}`);
+      })) as { sessionId: string };
+      expect(error.sessionId, name).toBe("missing");
+    }
+    expect(await readdir(root)).toEqual(["exists"]);
+    expect(await store.get("missing")).toBeUndefined();
+  });
+
+  it("is what an append waiting for the lock gets when the session is deleted meanwhile", async () => {
+    const root = await temps.make();
+    const { store: holder } = await openStore({ root, lockIdleMs: 60_000 });
+    const { store: waiter } = await openStore({ root, lockWaitMs: 10_000 });
+    await holder.create({ id: "doomed" });
+    await holder.append("doomed", say("holder has the lease"));
+    const waiting = failure(() => waiter.append("doomed", say("waiting")));
+    await pause(100); // let it start polling for the lock
+    expect(await holder.delete("doomed")).toBe(true);
+    const error = await waiting;
+    expect(isAgentTapeError(error, "SESSION_NOT_FOUND"), String(error)).toBe(true);
+    expect(await readdir(root)).toEqual([]);
+  });
+});
+
+describe("SESSION_EXISTS", () => {
+  it("refuses create and fork onto a taken id and leaves that session as it was", async () => {
+    const { store, root } = await openStore();
+    await store.create({ id: "taken", title: "original" });
+    await store.append("taken", say("keep me"));
+    const other = await store.create({ id: "other" });
+    await store.append(other.id, say("parent"));
+    const before = await readFile(join(root, "taken", "events.jsonl"), "utf8");
+
+    const created = (await expectCode(() => store.create({ id: "taken", title: "impostor" }), "SESSION_EXISTS")) as { sessionId: string };
+    expect(created.sessionId).toBe("taken");
+    await expectCode(() => store.fork(other.id, { id: "taken" }), "SESSION_EXISTS");
+
+    expect(await readFile(join(root, "taken", "events.jsonl"), "utf8")).toBe(before);
+    expect((await store.get("taken"))?.title).toBe("original");
+    // No staging folder is left behind.
+    expect((await readdir(root)).sort()).toEqual(["other", "taken"]);
+  });
+});
+
+describe("INVALID_SESSION_ID", () => {
+  const badIds = ["a/b", "../escape", "..", ".", ".hidden", "", "x".repeat(129), "a\\b", "with space", "nul\0byte", "/abs"];
+
+  it.each(badIds.map((id) => [JSON.stringify(id).slice(0, 24), id]))("refuses %s before touching anything", async (_label, id) => {
+    // A root that does not exist yet: any write at all would create it.
+    const root = join(await temps.make(), "root");
+    const { store } = await openStore({ root });
+    const calls: [string, () => Promise<unknown>][] = [
+      ["create", () => store.create({ id })],
+      ["get", () => store.get(id)],
+      ["append", () => store.append(id, say("x"))],
+      ["appendMany", () => store.appendMany(id, [say("x")])],
+      ["read", () => drain(store.read(id))],
+      ["readAll", () => store.readAll(id)],
+      ["salvage", () => store.salvage(id)],
+      ["fork from", () => store.fork(id)],
+      ["fork to", () => store.fork("fine", { id })],
+      ["delete", () => store.delete(id)],
+      ["withLock", () => store.withLock(id, async () => "ran")],
+    ];
+    for (const [name, call] of calls) {
+      const error = await failure(call);
+      expect(isAgentTapeError(error, "INVALID_SESSION_ID"), `${name}: ${String(error)}`).toBe(true);
+      expect((error as InvalidSessionIdError).sessionId, name).toBe(id);
+    }
+    expect(await exists(root)).toBe(false);
+  });
+
+  it("accepts 128 safe characters", async () => {
+    const { store } = await openStore();
+    const id = "A-z_0.9" + "x".repeat(121);
+    expect(id).toHaveLength(128);
+    expect((await store.create({ id })).id).toBe(id);
+  });
+});
+
+describe("INVALID_EVENT", () => {
+  it.each(["fsync", "batch", "none"] as const)("refuses a bad payload, an unknown type or a shapeless event and writes nothing (durability %s)", async (durability) => {
+    const { store, root } = await openStore({ durability });
+    const { id } = await store.create();
+    await store.append(id, say("good"));
+    const log = join(root, id, "events.jsonl");
+    const before = await readFile(log);
+
+    const badPayload = await expectCode(() => store.append(id, { type: "message", payload: { role: "robot", content: "x" } } as never), "INVALID_EVENT");
+    expect((badPayload as { issues: { path: string }[] }).issues.map((i) => i.path)).toEqual(["role"]);
+    expect((badPayload as Error).message).toContain('Invalid "message" payload');
+
+    const unknown = await expectCode(() => store.append(id, { type: "not_registered", payload: {} } as never), "INVALID_EVENT");
+    expect((unknown as Error).message).toContain('Unknown event type "not_registered"');
+
+    await expectCode(() => store.append(id, null as never), "INVALID_EVENT");
+    await expectCode(() => store.append(id, { payload: {} } as never), "INVALID_EVENT");
+
+    // One bad event spoils the whole batch: all or nothing.
+    const inBatch = await expectCode(
+      () => store.appendMany(id, [say("fine"), { type: "tool_call", payload: { callId: "", name: "ls", input: 1 } }, say("fine too")]),
+      "INVALID_EVENT",
+    );
+    expect((inBatch as Error).message).toContain("(event 1)");
+
+    expect(await readFile(log)).toEqual(before);
+    // No sequence was used up by the refused events.
+    expect((await store.append(id, say("next"))).sequence).toBe(2);
+  });
+
+  it("is checked before the session is looked up, so it writes nothing even for a missing session", async () => {
+    const { store, root } = await openStore();
+    await expectCode(() => store.append("missing", { type: "message", payload: {} } as never), "INVALID_EVENT");
+    expect(await readdir(root)).toEqual([]);
+  });
+});
+
+describe("LOG_CORRUPT", () => {
+  async function sessionWithCorruptLine(lineText: string) {
+    const { store, root } = await openStore({ lockIdleMs: 0 });
+    const { id } = await store.create();
+    await store.appendMany(id, [say("1"), say("2")]);
+    const log = join(root, id, "events.jsonl");
+    await appendFile(log, lineText + "\n");
+    return { store, root, id, log };
+  }
+
+  it("names the file and line of a corrupt line in the middle of the log", async () => {
+    const { store, root } = await openStore({ lockIdleMs: 0 });
+    const { id } = await store.create();
+    await store.appendMany(id, [say("1"), say("2"), say("3"), say("4")]);
+    const log = join(root, id, "events.jsonl");
+    const lines = (await readFile(log, "utf8")).split("\n");
+    lines[2] = '{"v":1,"half an event';
+    await writeFile(log, lines.join("\n"));
+    const seen: number[] = [];
+    const error = await expectCode(async () => {
+      for await (const e of store.read(id)) seen.push(e.sequence);
+    }, "LOG_CORRUPT");
+    expect(error).toBeInstanceOf(LogCorruptError);
+    expect((error as LogCorruptError).file).toBe(log);
+    expect((error as LogCorruptError).line).toBe(3);
+    expect((error as Error).message).toContain(`${log}:3:`);
+    // Never a silent drop: the events before the damage came out, nothing after it.
+    expect(seen).toEqual([1, 2]);
+    await expectCode(() => store.readAll(id), "LOG_CORRUPT");
+    await expectCode(() => store.conversation(id), "LOG_CORRUPT");
+  });
+
+  it("treats a well-formed line whose sequence goes backwards as corrupt", async () => {
+    const { store, id, log } = await sessionWithCorruptLine("");
+    const lines = (await readFile(log, "utf8")).split("\n").filter(Boolean);
+    // Put a copy of event 1 back at the end: a duplicated sequence.
+    await writeFile(log, [...lines, lines[0]!, ""].join("\n"));
+    await store.append(id, say("after"));
+    const error = (await expectCode(() => store.readAll(id), "LOG_CORRUPT")) as LogCorruptError;
+    expect(error.line).toBe(3);
+  });
+
+  it("refuses to append after a corrupt last line, naming it, and writes nothing", async () => {
+    const { store, id, log } = await sessionWithCorruptLine('{"v":1,"sequence":"three"}');
+    const before = await readFile(log);
+    const error = (await expectCode(() => store.append(id, say("after")), "LOG_CORRUPT")) as LogCorruptError;
+    expect(error.file).toBe(log);
+    expect(error.line).toBe(3);
+    expect(await readFile(log)).toEqual(before);
+  });
+
+  it("names the line when get() finds the last line corrupt", async () => {
+    const { store, id, log } = await sessionWithCorruptLine("[]");
+    const error = (await expectCode(() => store.get(id), "LOG_CORRUPT")) as LogCorruptError;
+    expect(error.file).toBe(log);
+    expect(error.line).toBe(3);
+  });
+});
+
+describe("LOCKED", () => {
+  it("is what a writer gets when another process holds the lock past lockWaitMs; nothing is written", async () => {
+    const { store, root } = await openStore({ lockWaitMs: 400 });
+    const { id } = await store.create();
+    await store.append(id, say("before"));
+    await store.close();
+    const holder = new Child("hold-lock.ts", [root, id]);
+    children.push(holder);
+    expect(await holder.waitForLine((l) => l.startsWith("held"))).toBe("held 1");
+
+    const { store: writer } = await openStore({ root, lockWaitMs: 400 });
+    const before = await readFile(join(root, id, "events.jsonl"));
+    const error = (await expectCode(() => writer.append(id, say("blocked")), "LOCKED")) as { sessionId: string; waitedMs: number };
+    expect(error.sessionId).toBe(id);
+    expect(error.waitedMs).toBeGreaterThanOrEqual(400);
+    await expectCode(() => writer.fork(id), "LOCKED");
+    await expectCode(() => writer.delete(id), "LOCKED");
+    expect(await readFile(join(root, id, "events.jsonl"))).toEqual(before);
+    expect(await writer.list()).toHaveLength(1);
+
+    // Once the other process lets go, the same store writes.
+    holder.endInput();
+    expect((await holder.done()).code).toBe(0);
+    expect((await writer.append(id, say("now"))).sequence).toBe(2);
+  });
+});
+
+describe("LOCK_COMPROMISED", () => {
+  // proper-lockfile checks its lock every max(1000, lockStaleMs / 4) ms; wait out more than one check.
+  const detection = 2_500;
+
+  it("is what the next operation gets after the lock folder is removed under a holder; the one after works", async () => {
+    const { store, root } = await openStore({ lockStaleMs: 2000, lockIdleMs: 60_000 });
+    const { id } = await store.create();
+    await store.append(id, say("1"));
+    await rm(join(root, id, "events.jsonl.lock"), { recursive: true });
+    await pause(detection);
+
+    const error = await expectCode(() => store.append(id, say("lost")), "LOCK_COMPROMISED");
+    expect((error as { sessionId: string }).sessionId).toBe(id);
+    expect((await store.append(id, say("2"))).sequence).toBe(2);
+    expect((await store.readAll(id)).map((e) => (e.payload as { content: string }).content)).toEqual(["1", "2"]);
+  });
+
+  it("does not free the lock of the process that took it over", async () => {
+    const { store, root } = await openStore({ lockStaleMs: 2000, lockIdleMs: 60_000, lockWaitMs: 10_000 });
+    const { id } = await store.create();
+    await store.append(id, say("1"));
+    const lockDir = join(root, id, "events.jsonl.lock");
+    // Our lock vanishes and another process takes the session.
+    await rm(lockDir, { recursive: true });
+    const taker = new Child("hold-lock.ts", [root, id]);
+    children.push(taker);
+    await taker.waitForLine((l) => l.startsWith("held"));
+    await pause(detection);
+
+    await expectCode(() => store.withLock(id, async () => "ran"), "LOCK_COMPROMISED");
+    expect(await exists(lockDir)).toBe(true);
+
+    taker.endInput();
+    expect((await taker.done()).code).toBe(0);
+    expect((await store.append(id, say("2"))).sequence).toBe(2);
+  });
+
+  it("does not crash the process that lost it", async () => {
+    // A child that loses its lock while idle, then keeps working; proper-lockfile's default would throw from a timer.
+    const { store, root } = await openStore();
+    const { id } = await store.create();
+    await store.close();
+    const child = new Child("lose-lock.ts", [root, id]);
+    children.push(child);
+    await child.waitForLine((l) => l === "holding");
+    await rm(join(root, id, "events.jsonl.lock"), { recursive: true });
+    child.endInput();
+    const run = await child.done();
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim().split("\n")).toEqual(["holding", "LOCK_COMPROMISED", "appended 2"]);
+  });
+});
+
+describe("STORE_CLOSED", () => {
+  it("is what every call on a closed store gets", async () => {
+    const { store } = await openStore();
+    const { id } = await store.create();
+    await store.append(id, say("x"));
+    await store.close();
+    const calls: [string, () => Promise<unknown>][] = [
+      ["create", () => store.create()],
+      ["get", () => store.get(id)],
+      ["list", () => store.list()],
+      ["append", () => store.append(id, say("x"))],
+      ["appendMany", () => store.appendMany(id, [say("x")])],
+      ["read", () => drain(store.read(id))],
+      ["readAll", () => store.readAll(id)],
+      ["salvage", () => store.salvage(id)],
+      ["fold", () => store.fold(id, (n: number) => n, 0)],
+      ["conversation", () => store.conversation(id)],
+      ["fork", () => store.fork(id)],
+      ["delete", () => store.delete(id)],
+      ["withLock", () => store.withLock(id, async () => "ran")],
+    ];
+    for (const [name, call] of calls) {
+      const error = await failure(call);
+      expect(isAgentTapeError(error, "STORE_CLOSED"), `${name}: ${String(error)}`).toBe(true);
+    }
+  });
+});
+
+describe("SEQUENCE_OUT_OF_RANGE", () => {
+  it.each([6, -1, 1.5, Number.NaN])("refuses a fork at %s and creates nothing", async (atSequence) => {
+    const { store } = await openStore();
+    const { id } = await store.create();
+    await store.appendMany(id, [say("1"), say("2"), say("3"), say("4"), say("5")]);
+    const error = (await expectCode(() => store.fork(id, { atSequence, id: "fork" }), "SEQUENCE_OUT_OF_RANGE")) as {
+      sequence: number;
+      lastSequence: number;
+      sessionId: string;
+    };
+    expect(error).toMatchObject({ sessionId: id, lastSequence: 5 });
+    expect(error.sequence).toBe(atSequence);
+    expect((await store.list()).map((s) => s.id)).toEqual([id]);
+    expect(await store.readAll(id)).toHaveLength(5);
+  });
+});
+
+describe("isAgentTapeError", () => {
+  it("recognises errors from a second copy of the package, where instanceof fails", async () => {
+    // A query string makes the module loader treat the file as another module: a duplicated package copy.
+    const copyPath = "../src/errors.js?second-copy";
+    const copy = (await import(copyPath)) as typeof import("../src/errors.js");
+    const foreign = new copy.SessionNotFoundError("s1");
+    const { AgentTapeError } = await import("../src/errors.js");
+    expect(foreign instanceof AgentTapeError).toBe(false);
+    expect(isAgentTapeError(foreign)).toBe(true);
+    expect(isAgentTapeError(foreign, "SESSION_NOT_FOUND")).toBe(true);
+    expect(isAgentTapeError(foreign, "LOCKED")).toBe(false);
+    expect(copy.isAgentTapeError(new InvalidSessionIdError("../x"), "INVALID_SESSION_ID")).toBe(true);
+  });
+
+  it("rejects look-alikes that only carry a code", () => {
+    expect(isAgentTapeError({ code: "LOCKED" }, "LOCKED")).toBe(false);
+    expect(isAgentTapeError(Object.assign(new Error("x"), { code: "LOCKED" }))).toBe(false);
+    expect(isAgentTapeError(null)).toBe(false);
+    expect(isAgentTapeError("LOCKED")).toBe(false);
+  });
+});

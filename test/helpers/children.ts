@@ -1,0 +1,82 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+
+/** Absolute path of a child script in this folder. */
+export function helperScript(name: string): string {
+  return fileURLToPath(new URL(`./${name}`, import.meta.url));
+}
+
+export interface ChildRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** A child script run with tsx, its output collected as it comes. */
+export class Child {
+  readonly process: ChildProcess;
+  stdout = "";
+  stderr = "";
+  private readonly exited: Promise<ChildRun>;
+  private readonly lineWaiters: { match: (line: string) => boolean; resolve: (line: string) => void }[] = [];
+
+  constructor(script: string, args: readonly string[], env: Record<string, string> = {}) {
+    this.process = spawn(process.execPath, ["--import", "tsx", helperScript(script), ...args], {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: { ...process.env, ...env },
+    });
+    let partial = "";
+    this.process.stdout!.setEncoding("utf8").on("data", (text: string) => {
+      this.stdout += text;
+      partial += text;
+      const lines = partial.split("\n");
+      partial = lines.pop() ?? "";
+      for (const line of lines) {
+        for (const waiter of this.lineWaiters.splice(0)) {
+          if (waiter.match(line)) waiter.resolve(line);
+          else this.lineWaiters.push(waiter);
+        }
+      }
+    });
+    this.process.stderr!.setEncoding("utf8").on("data", (text: string) => (this.stderr += text));
+    // 'close' (not 'exit') so every byte the child wrote before it died has been read.
+    this.exited = once(this.process, "close").then(([code, signal]) => ({
+      code: code as number | null,
+      signal: signal as NodeJS.Signals | null,
+      stdout: this.stdout,
+      stderr: this.stderr,
+    }));
+  }
+
+  /** Resolves with the first line of stdout (from now on) that `match` accepts; rejects if the child ends first. */
+  waitForLine(match: (line: string) => boolean): Promise<string> {
+    return new Promise((resolve, reject) => {
+      this.lineWaiters.push({ match, resolve });
+      this.exited.then((run) =>
+        reject(new Error(`child ended (code ${run.code}, signal ${run.signal}) before the line; stderr:\n${run.stderr}`)),
+      );
+    });
+  }
+
+  /** Closes the child's stdin: the helpers that hold something let go when it ends. */
+  endInput(): void {
+    this.process.stdin!.end();
+  }
+
+  kill(signal: NodeJS.Signals = "SIGKILL"): void {
+    this.process.kill(signal);
+  }
+
+  done(): Promise<ChildRun> {
+    return this.exited;
+  }
+}
+
+/** Runs a child script to its end. */
+export function runChild(script: string, args: readonly string[], env?: Record<string, string>): Promise<ChildRun> {
+  const child = new Child(script, args, env);
+  child.endInput();
+  return child.done();
+}
