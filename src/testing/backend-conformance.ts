@@ -24,7 +24,7 @@ export interface BackendConformanceOptions {
  * ```
  *
  * Beyond what `StorageBackend`'s JSDoc states, the suite fixes the error codes callers rely on:
- * a rejected append (sequences not following on) and a write through a released lock are
+ * a rejected append (a sequence not above the one before) and a write through a released lock are
  * INVALID_ARGUMENT, as is a blob name that is not a lowercase hex sha256 or a record name with
  * a path separator. It needs nothing from the backend it cannot reach through the interface, so
  * it cannot check what a crash leaves behind: test that per backend.
@@ -187,8 +187,8 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
 
       it("readEvents honours fromSequence and toSequence, both inclusive", async () => {
         await backend.createSession(record("s1"), [1, 2, 3, 4, 5, 6].map((n) => event("s1", n)));
-        const sequences = async (range: { fromSequence?: number; toSequence?: number }) =>
-          (await readAll(backend, "s1", range)).map((e) => e.sequence);
+        const sequences = async (bounds: { fromSequence?: number; toSequence?: number }) =>
+          (await readAll(backend, "s1", bounds)).map((e) => e.sequence);
         expect(await sequences({ fromSequence: 3 })).toEqual([3, 4, 5, 6]);
         expect(await sequences({ toSequence: 2 })).toEqual([1, 2]);
         expect(await sequences({ fromSequence: 2, toSequence: 4 })).toEqual([2, 3, 4]);
@@ -544,21 +544,36 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
         expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2, 3]);
       });
 
-      it("append refuses sequences that do not follow on, with INVALID_ARGUMENT, writing nothing", async () => {
+      it("append refuses a sequence that does not increase, with INVALID_ARGUMENT, writing nothing", async () => {
         await backend.createSession(record("s1"), [event("s1", 1), event("s1", 2)]);
         await withLock(backend, "s1", async (locked) => {
-          await expectCode(locked.append([event("s1", 4)], true), "INVALID_ARGUMENT"); // a gap
           await expectCode(locked.append([event("s1", 2)], true), "INVALID_ARGUMENT"); // a repeat
           await expectCode(locked.append([event("s1", 1)], true), "INVALID_ARGUMENT"); // going back
+          await expectCode(locked.append([event("s1", 2.5)], true), "INVALID_ARGUMENT"); // not a whole number
+          await expectCode(locked.append([event("s1", 0)], true), "INVALID_ARGUMENT");
           expect(locked.lastSequence).toBe(2);
         });
         expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2]);
       });
 
-      it("append is all or nothing: one bad sequence in a batch writes none of it", async () => {
+      it("append accepts a gap: a rewind marker takes the number after the highest ever written", async () => {
+        await backend.createSession(record("s1"), range(1, 5).map((n) => event("s1", n)));
+        await withLock(backend, "s1", async (locked) => {
+          await locked.truncateAfter(2);
+          await locked.append([event("s1", 6)], true);
+          expect(locked.lastSequence).toBe(6);
+          await locked.append([event("s1", 7), event("s1", 9)], true);
+          expect(locked.lastSequence).toBe(9);
+        });
+        expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2, 6, 7, 9]);
+        expect((await backend.lastEvent("s1"))?.sequence).toBe(9);
+      });
+
+      it("append is all or nothing: one out-of-order sequence in a batch writes none of it", async () => {
         await backend.createSession(record("s1"), [event("s1", 1)]);
         await withLock(backend, "s1", async (locked) => {
-          await expectCode(locked.append([event("s1", 2), event("s1", 3), event("s1", 5)], true), "INVALID_ARGUMENT");
+          await expectCode(locked.append([event("s1", 2), event("s1", 3), event("s1", 3)], true), "INVALID_ARGUMENT");
+          await expectCode(locked.append([event("s1", 2), event("s1", 4), event("s1", 3)], false), "INVALID_ARGUMENT");
           expect(locked.lastSequence).toBe(1);
           await locked.append([event("s1", 2), event("s1", 3)], true);
           expect(locked.lastSequence).toBe(3);
@@ -607,7 +622,7 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
       });
 
       it("truncateAfter into a gap between sequences keeps the events below it", async () => {
-        // A forked rewound session carries its parent's sequences, gaps included.
+        // A rewind marker leaves a gap below it, and a fork copies its parent's sequences, gaps included.
         await backend.createSession(record("s1"), [1, 2, 3, 7, 8].map((n) => event("s1", n)));
         await withLock(backend, "s1", async (locked) => {
           expect(locked.lastSequence).toBe(8);

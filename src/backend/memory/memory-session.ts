@@ -60,11 +60,12 @@ export class MemoryLockedSession implements LockedSession {
 
   async append(events: readonly StoredEvent[], _sync: boolean): Promise<void> {
     this.assertHeld();
-    const last = this.lastSequence;
-    events.forEach((event, i) => {
-      if (event.sequence !== last + 1 + i)
-        throw new InvalidArgumentError(`Event sequence ${event.sequence} does not follow ${last + i} in session "${this.sessionId}".`);
-    });
+    let previous = this.lastSequence;
+    for (const event of events) {
+      if (!Number.isSafeInteger(event.sequence) || event.sequence <= previous)
+        throw new InvalidArgumentError(`Event sequence ${event.sequence} does not come after ${previous} in session "${this.sessionId}".`);
+      previous = event.sequence;
+    }
     // Serialise everything before storing anything: all or nothing.
     const lines = toLines(events);
     this.session.lines.push(...lines);

@@ -1,0 +1,57 @@
+import { readdir } from "node:fs/promises";
+import { afterEach, describe, expect, it } from "vitest";
+import { fsBackend } from "../../src/backend/fs/fs-backend.js";
+import { isAgentTapeError } from "../../src/errors.js";
+import { FixtureProcess, TempRoots, events, readAll } from "./helpers.js";
+
+const temp = new TempRoots();
+const children: FixtureProcess[] = [];
+afterEach(async () => {
+  await Promise.all(children.splice(0).map((child) => child.kill()));
+  await temp.removeAll();
+});
+
+describe("fs backend: createSession is all at once", () => {
+  it("two callers racing for one id: one wins, the other gets SESSION_EXISTS, and no staging folder is left", async () => {
+    const root = await temp.make();
+    const backend = fsBackend({ root });
+    const outcomes = await Promise.allSettled(
+      ["first", "second", "third"].map((title) =>
+        backend.createSession({ id: "s1", createdAt: "2025-01-01T00:00:00.000Z", title }, events("s1", 50)),
+      ),
+    );
+    const won = outcomes.filter((o) => o.status === "fulfilled");
+    const lost = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected");
+    expect(won).toHaveLength(1);
+    expect(lost.every((o) => isAgentTapeError(o.reason, "SESSION_EXISTS"))).toBe(true);
+    expect(await readdir(root)).toEqual(["s1"]);
+    expect(await readAll(backend, "s1")).toEqual(events("s1", 50));
+  });
+
+  it("a process killed while creating sessions leaves each one absent or complete, and every resolved one there", async () => {
+    const perSession = 2000;
+    for (let round = 0; round < 4; round++) {
+      const root = await temp.make();
+      const child = new FixtureProcess("create-sessions.ts", [root, String(perSession)]);
+      children.push(child);
+      await child.waitForLines(1);
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 150));
+      await child.kill();
+      const resolved = child.lines.filter((line) => line !== "");
+
+      const backend = fsBackend({ root });
+      const listed = (await backend.listSessionIds()).sort();
+      // Every create that resolved is there; at most the one in flight besides.
+      for (const id of resolved) expect(listed).toContain(id);
+      const inFlight = `s${resolved.length}`;
+      expect(listed.filter((id) => !resolved.includes(id))).toEqual(listed.includes(inFlight) ? [inFlight] : []);
+      for (const id of listed) {
+        expect(await backend.getSession(id)).toMatchObject({ id });
+        expect((await readAll(backend, id)).length).toBe(perSession);
+      }
+      // Whatever the crash left in staging, the id can still be created (or already exists whole).
+      if (!listed.includes(inFlight)) await backend.createSession({ id: inFlight, createdAt: "2025-01-01T00:00:00.000Z" });
+      expect(await backend.getSession(inFlight)).toMatchObject({ id: inFlight });
+    }
+  });
+});
