@@ -71,7 +71,11 @@ export class CheckpointStore {
     const givenWorkspace = input.workspace ?? (await this.sessionWorkspace(id, input));
     if (givenWorkspace === undefined)
       throw new InvalidArgumentError(`Session "${id}" has no workspace: pass \`workspace\` to capture() or to store.create().`);
-    if (input.paths.length === 0) return undefined;
+    if (input.paths.length === 0) {
+      // Nothing to record, but a wrong session id is still misuse: say so now, not on the next call.
+      if (input.workspace !== undefined) await this.sessionWorkspace(id, input);
+      return undefined;
+    }
     let realWorkspace: string;
     try {
       realWorkspace = await realpath(resolve(givenWorkspace));
