@@ -1,0 +1,177 @@
+import { createHash } from "node:crypto";
+import { chmod, mkdir, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import fc from "fast-check";
+import { afterEach, describe, expect, it } from "vitest";
+import { CheckpointStore, SessionStore, type CheckpointEvent, type FileSnapshot } from "../../src/index.js";
+import { TempRoots } from "../helpers/temp-root.js";
+
+const temps = new TempRoots();
+afterEach(() => temps.removeAll());
+
+// A fixed little tree: no file path is ever a folder path, so every history is possible on disk.
+const FILES = ["a.txt", "b.txt", "d/c.txt", "d/e/f.txt", "g/h.txt"] as const;
+const FOLDERS = ["d", "d/e", "g"] as const;
+// Few contents, so the same bytes often sit under several paths and come back over time.
+const CONTENTS = ["", "x", "hello world\n", "a".repeat(5000), "\u00e9t\u00e9 \u{1F600}"] as const;
+const MODES = [0o644, 0o600, 0o755] as const;
+const FOLDER_MODE = 0o755;
+
+type Spelling = "plain" | "dot" | "absolute" | "doubled";
+type Command =
+  | { kind: "write"; path: string; content: number; mode: number }
+  | { kind: "delete"; path: string }
+  | { kind: "removeFolder"; path: string }
+  | { kind: "capture"; targets: { path: string; spelling: Spelling }[] };
+
+const command: fc.Arbitrary<Command> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant("write" as const), path: fc.constantFrom(...FILES), content: fc.nat(CONTENTS.length - 1), mode: fc.constantFrom(...MODES) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("delete" as const), path: fc.constantFrom(...FILES) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("removeFolder" as const), path: fc.constantFrom(...FOLDERS) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant("capture" as const),
+      targets: fc.array(
+        fc.record({ path: fc.constantFrom<string>(...FILES, ...FOLDERS, "."), spelling: fc.constantFrom<Spelling>("plain", "dot", "absolute", "doubled") }),
+        { minLength: 1, maxLength: 5 },
+      ),
+    }),
+  },
+);
+
+/** What the workspace holds, as the test believes it: the model every checkpoint is held to. */
+class WorkspaceModel {
+  readonly files = new Map<string, { content: string; mode: number }>();
+  readonly folders = new Set<string>(["."]);
+
+  write(path: string, content: string, mode: number): string[] {
+    const created: string[] = [];
+    for (const folder of parentsOf(path)) {
+      if (!this.folders.has(folder)) created.push(folder);
+      this.folders.add(folder);
+    }
+    this.files.set(path, { content, mode });
+    return created;
+  }
+
+  removeFolder(folder: string): void {
+    for (const path of [...this.files.keys()]) if (isBelow(path, folder)) this.files.delete(path);
+    for (const path of [...this.folders]) if (path === folder || isBelow(path, folder)) this.folders.delete(path);
+  }
+
+  /** The records a capture of `target` must make right now. */
+  expected(target: string): FileSnapshot[] {
+    const file = this.files.get(target);
+    if (file) return [blobRecord(target, file.content, file.mode)];
+    if (!this.folders.has(target)) return [{ path: target, kind: "absent" }];
+    const records: FileSnapshot[] = [{ path: target, kind: "directory", mode: FOLDER_MODE }];
+    for (const folder of this.folders) if (isBelow(folder, target)) records.push({ path: folder, kind: "directory", mode: FOLDER_MODE });
+    for (const [path, f] of this.files) if (isBelow(path, target)) records.push(blobRecord(path, f.content, f.mode));
+    return records;
+  }
+}
+
+function parentsOf(path: string): string[] {
+  const parts = path.split("/").slice(0, -1);
+  return parts.map((_, i) => parts.slice(0, i + 1).join("/"));
+}
+
+function isBelow(path: string, folder: string): boolean {
+  return folder === "." ? path !== "." : path.startsWith(`${folder}/`);
+}
+
+const sha256 = (bytes: string | Buffer) => createHash("sha256").update(bytes).digest("hex");
+
+function blobRecord(path: string, content: string, mode: number): FileSnapshot {
+  return { path, kind: "blob", blob: sha256(content), bytes: Buffer.byteLength(content), mode };
+}
+
+function spell(workspace: string, path: string, spelling: Spelling): string {
+  if (spelling === "dot") return `./${path}`;
+  if (spelling === "absolute") return join(workspace, path);
+  if (spelling === "doubled") return path.replaceAll("/", "//");
+  return path;
+}
+
+function byPath(records: readonly FileSnapshot[]): Map<string, FileSnapshot> {
+  return new Map(records.map((r) => [r.path, r]));
+}
+
+async function everyBlobOnDisk(dir: string): Promise<{ name: string; bytes: Buffer }[]> {
+  let entries;
+  try {
+    entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw error;
+  }
+  const blobs = [];
+  for (const entry of entries) if (entry.isFile()) blobs.push({ name: entry.name, bytes: await readFile(join(entry.parentPath, entry.name)) });
+  return blobs;
+}
+
+describe("checkpoints against a model of the workspace", () => {
+  it("records exactly what each path held at capture time, and every blob verifies", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 25 }), async (commands) => {
+        const base = await realpath(await temps.make("agent-tape-property-"));
+        const workspace = join(base, "ws");
+        await mkdir(workspace);
+        await chmod(workspace, FOLDER_MODE);
+        const store = new SessionStore({ root: join(base, "sessions"), durability: "none" });
+        try {
+          const checkpoints = new CheckpointStore(store);
+          const { id } = await store.create({ workspace });
+          const model = new WorkspaceModel();
+          const promised: { sequence: number; files: Map<string, FileSnapshot> }[] = [];
+
+          for (const step of commands) {
+            if (step.kind === "write") {
+              const content = CONTENTS[step.content]!;
+              for (const folder of model.write(step.path, content, step.mode)) {
+                await mkdir(join(workspace, folder));
+                await chmod(join(workspace, folder), FOLDER_MODE);
+              }
+              await writeFile(join(workspace, step.path), content);
+              await chmod(join(workspace, step.path), step.mode);
+            } else if (step.kind === "delete") {
+              model.files.delete(step.path);
+              await rm(join(workspace, step.path), { force: true });
+            } else if (step.kind === "removeFolder") {
+              model.removeFolder(step.path);
+              await rm(join(workspace, step.path), { recursive: true, force: true });
+            } else {
+              const event = await checkpoints.capture(id, { tool: "step", paths: step.targets.map((t) => spell(workspace, t.path, t.spelling)) });
+              const expected = byPath(step.targets.flatMap((t) => model.expected(t.path)));
+              const recorded = byPath(event!.payload.files);
+              expect(event!.payload.files).toHaveLength(recorded.size); // one record per path
+              expect(recorded).toEqual(expected);
+              promised.push({ sequence: event!.sequence, files: expected });
+            }
+          }
+
+          // What was promised at capture time is what is on disk now, and every blob it names reads back.
+          const stored = (await store.readAll(id, { types: ["session_checkpoint"] })) as CheckpointEvent[];
+          expect(stored.map((e) => ({ sequence: e.sequence, files: byPath(e.payload.files) }))).toEqual(promised);
+          const referenced = new Set<string>();
+          for (const { files } of promised) {
+            for (const record of files.values()) {
+              if (record.kind !== "blob") continue;
+              referenced.add(record.blob);
+              expect((await checkpoints.readBlob(id, record.blob)).length).toBe(record.bytes);
+            }
+          }
+          const onDisk = await everyBlobOnDisk(join(base, "sessions", id, "blobs"));
+          for (const blob of onDisk) expect(sha256(blob.bytes)).toBe(blob.name);
+          expect(new Set(onDisk.map((b) => b.name))).toEqual(referenced);
+          expect(onDisk).toHaveLength(referenced.size); // dedupe: one file per distinct content
+        } finally {
+          await store.close();
+          await rm(base, { recursive: true, force: true });
+        }
+      }),
+      { numRuns: 60 },
+    );
+  }, 120_000);
+});
