@@ -118,6 +118,8 @@ export const RewindPayload = z
     changes: z.array(FileChange),
     eventsRemoved: z.number().int().nonnegative(),
     blobsPruned: z.number().int().nonnegative(),
+    /** On an undo marker: the sequences the re-appended events had before the rewind removed them. */
+    reappendedFrom: z.array(z.number().int().positive()).optional(),
     /** Before-snapshot of every path the rewind changed, so `undoRewind` can put it back. */
     undo: z.object({ workspace: z.string(), files: z.array(FileSnapshot), archive: z.string().optional() }).optional(),
   })

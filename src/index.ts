@@ -4,6 +4,12 @@ export type { SessionStoreOptions, SessionInfo, CreateOptions, ReadOptions, Fork
 export { CheckpointStore } from "./checkpoint-store.js";
 export type { CheckpointStoreOptions, CaptureInput, CheckpointEvent } from "./checkpoint-store.js";
 
+export { rewind } from "./rewind/rewind.js";
+export type { RewindOptions, RewindReport } from "./rewind/rewind.js";
+export { undoRewind } from "./rewind/undo.js";
+export type { UndoRewindOptions, UndoReport } from "./rewind/undo.js";
+export type { RewindStep } from "./rewind/intent.js";
+
 export { fsBackend, DEFAULT_LOCK_STALE_MS } from "./backend/fs/fs-backend.js";
 export type { FsBackendOptions } from "./backend/fs/fs-backend.js";
 export type {

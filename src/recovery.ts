@@ -1,5 +1,6 @@
 import type { LockedSession, StorageBackend } from "./backend/types.js";
 import { PENDING_CAPTURE_RECORD, recoverPendingCapture } from "./pending-capture.js";
+import { REWIND_INTENT_RECORD, recoverInterruptedRewind } from "./rewind/intent.js";
 
 /**
  * Runs each time a session's lock is taken, before anything else: work that a crashed or
@@ -9,5 +10,7 @@ import { PENDING_CAPTURE_RECORD, recoverPendingCapture } from "./pending-capture
 export async function recoverInterruptedWork(backend: StorageBackend, locked: LockedSession): Promise<void> {
   const records = await backend.listRecords(locked.sessionId);
   if (records.length === 0) return;
+  // The rewind first: its intent may reference blobs that a pending-capture record also lists.
+  if (records.includes(REWIND_INTENT_RECORD)) await recoverInterruptedRewind(backend, locked);
   if (records.includes(PENDING_CAPTURE_RECORD)) await recoverPendingCapture(backend, locked);
 }

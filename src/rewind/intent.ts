@@ -1,0 +1,87 @@
+import type { LockedSession, StorageBackend } from "../backend/types.js";
+import type { FileSnapshot, RewindPayload, StoredEvent } from "../events.js";
+import { readVerifiedBlob } from "../store-blobs.js";
+import { applyFileRecords } from "./apply-files.js";
+import { pruneUnreferencedBlobs } from "./prune.js";
+
+/** Name of the side record that makes a rewind (or an undo) crash-safe. */
+export const REWIND_INTENT_RECORD = "rewind-intent";
+
+/**
+ * Everything needed to finish a rewind or an undo from any point, written (fsynced) before the
+ * first file is touched. Every step it drives is idempotent, so a crash anywhere — even during
+ * recovery — ends in the same state: the operation fully done (files, log and marker).
+ */
+export interface RewindIntent {
+  kind: "rewind" | "undo";
+  /** The marker's sequence. The log holding it means the operation is complete. */
+  markerSequence: number;
+  /** Real path of the workspace the file records apply to (absent for a conversation-only rewind). */
+  workspace?: string;
+  /** What each changed path must become. */
+  files: FileSnapshot[];
+  /** Cut the log back to this sequence before appending. */
+  truncateTo: number;
+  /** Events to append, the marker last, their sequences already set. */
+  append: StoredEvent[];
+  /** Archives to delete (expired, or put back by an undo). */
+  dropArchives: string[];
+  /** Prune unreferenced blobs (a rewind does; an undo removes nothing, so need not). */
+  prune: boolean;
+}
+
+export type RewindStep = "files-restored" | "log-truncated" | "blobs-pruned" | "marker-appended";
+
+/**
+ * Runs steps 1-4 of a rewind (or an undo) whose intent is durable, under the one held lock:
+ * (1) make the files what the intent says, (2) truncate the log, (3) drop expired archives and
+ * prune blobs nothing references, (4) append the events and the marker. Then the intent goes.
+ */
+export async function completeIntent(
+  backend: StorageBackend,
+  locked: LockedSession,
+  intent: RewindIntent,
+  onStep: (step: RewindStep) => void = () => {},
+): Promise<{ blobsPruned: number; refused: string[] }> {
+  if (locked.lastSequence >= intent.markerSequence) {
+    // Done before a crash that came between appending the marker and dropping the intent.
+    await locked.deleteRecord(REWIND_INTENT_RECORD);
+    return { blobsPruned: 0, refused: [] };
+  }
+  let refused: string[] = [];
+  if (intent.workspace !== undefined && intent.files.length > 0) {
+    ({ refused } = await applyFileRecords(intent.workspace, intent.files, (hash) => readVerifiedBlob(backend, locked.sessionId, hash)));
+  }
+  onStep("files-restored");
+  await locked.truncateAfter(intent.truncateTo); // also drops a partial append from a crashed attempt
+  onStep("log-truncated");
+  for (const name of intent.dropArchives) await locked.deleteRecord(name);
+  const blobsPruned = intent.prune ? await pruneUnreferencedBlobs(backend, locked, intent.append) : 0;
+  onStep("blobs-pruned");
+  const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
+  marker.blobsPruned = blobsPruned;
+  if (refused.length > 0) reportRefused(marker, refused);
+  await locked.append(intent.append, true);
+  onStep("marker-appended");
+  await locked.deleteRecord(REWIND_INTENT_RECORD);
+  return { blobsPruned, refused };
+}
+
+/** Finishes a rewind or undo that a crashed holder left half done (called at lock time). */
+export async function recoverInterruptedRewind(backend: StorageBackend, locked: LockedSession): Promise<void> {
+  const intent = (await backend.readRecord(locked.sessionId, REWIND_INTENT_RECORD)) as RewindIntent | undefined;
+  if (intent) await completeIntent(backend, locked, intent);
+}
+
+/** Paths found outside the workspace at the last moment were not touched: say so in the marker. */
+function reportRefused(marker: RewindPayload, refused: readonly string[]): void {
+  const set = new Set(refused);
+  for (const change of marker.changes) {
+    if (!set.has(change.path) || change.action === "skip") continue;
+    if (change.action === "restore") marker.filesRestored--;
+    else marker.filesDeleted--;
+    change.action = "skip";
+    change.reason = "outside_workspace";
+    marker.skipped.push(change.path);
+  }
+}

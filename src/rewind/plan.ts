@@ -1,0 +1,152 @@
+import { lstat } from "node:fs/promises";
+import type { StorageBackend } from "../backend/types.js";
+import type { CheckpointPayload, FileChange, FileSnapshot, RewindPayload, StoredEvent } from "../events.js";
+import { isAgentTapeError } from "../errors.js";
+import { snapshotPaths, type Snapshot, type SnapshotLimits } from "../snapshot.js";
+import { readVerifiedBlob } from "../store-blobs.js";
+import { confine } from "../workspace-path.js";
+
+/** The before-snapshots an event carries: a checkpoint's files, or a rewind marker's undo snapshot. */
+export function snapshotsIn(event: StoredEvent): readonly FileSnapshot[] {
+  if (event.type === "session_checkpoint") return (event.payload as CheckpointPayload).files ?? [];
+  if (event.type === "session_rewind") return (event.payload as RewindPayload).undo?.files ?? [];
+  return [];
+}
+
+/**
+ * DESIGN.md idea 3: visit the snapshots taken after the target, closest to it first, and keep
+ * the first one per path — the content that path had at the target. Newer snapshots of the same
+ * path are ignored. `events` must be the events after the target, in sequence order.
+ */
+export function closestSnapshotPerPath(events: Iterable<StoredEvent>): Map<string, FileSnapshot> {
+  const closest = new Map<string, FileSnapshot>();
+  for (const event of events) {
+    for (const file of snapshotsIn(event)) if (!closest.has(file.path)) closest.set(file.path, file);
+  }
+  return closest;
+}
+
+/** One path's planned change: the change as reported, and the record to make true on disk. */
+export interface PlannedChange extends FileChange {
+  /** What the path must become (restore/delete); absent for a skip. */
+  target?: FileSnapshot;
+}
+
+export interface FilePlan {
+  changes: PlannedChange[];
+  /** Verified bytes of every blob a restore needs, by hash. */
+  blobs: Map<string, Buffer>;
+  /** The current state of every path that will change: the undo snapshot. */
+  current: Snapshot;
+}
+
+/**
+ * Decides, per path, what a rewind (or an undo) must do to make the workspace match `wanted`:
+ * restore, delete, or skip with a reason. Paths already as wanted are left out. Nothing is
+ * written. Paths that no longer lie inside the workspace (a tampered log, a symlink swapped in
+ * since) are skipped, as are snapshots that were themselves skipped at capture and blobs that
+ * are missing or damaged — a rewind never restores from anything but the closest snapshot.
+ */
+export async function planFileChanges(
+  backend: StorageBackend,
+  sessionId: string,
+  realWorkspace: string,
+  givenWorkspace: string,
+  wanted: Map<string, FileSnapshot>,
+  limits: SnapshotLimits,
+): Promise<FilePlan> {
+  const changes: PlannedChange[] = [];
+  const blobs = new Map<string, Buffer>();
+  const candidates: { path: string; target: FileSnapshot }[] = [];
+
+  for (const [recordedPath, target] of [...wanted].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const place = await confine(realWorkspace, recordedPath, givenWorkspace);
+    if (!place.inside) {
+      changes.push({ path: recordedPath, action: "skip", reason: "outside_workspace" });
+      continue;
+    }
+    if (target.kind === "skipped") {
+      changes.push({ path: place.path, action: "skip", reason: `not captured (${target.reason})` });
+      continue;
+    }
+    if (target.kind === "blob" && !blobs.has(target.blob)) {
+      try {
+        blobs.set(target.blob, await readVerifiedBlob(backend, sessionId, target.blob));
+      } catch (error) {
+        if (isAgentTapeError(error, "BLOB_NOT_FOUND")) changes.push({ path: place.path, action: "skip", reason: "blob_missing" });
+        else if (isAgentTapeError(error, "BLOB_CORRUPT")) changes.push({ path: place.path, action: "skip", reason: "blob_corrupt" });
+        else throw error;
+        continue;
+      }
+    }
+    candidates.push({ path: place.path, target: { ...target, path: place.path } });
+  }
+
+  // What those paths are now: decides what changes, and is what an undo puts back.
+  const current = await currentState(realWorkspace, candidates, limits);
+  const changing = new Set<string>();
+  const currentByPath = new Map(current.files.map((f) => [f.path, f]));
+  for (const { path, target } of candidates) {
+    const now = currentByPath.get(path);
+    if (now && sameState(now, target)) continue;
+    changing.add(path);
+    changes.push({ path, action: target.kind === "absent" ? "delete" : "restore", target });
+  }
+  // Keep in the undo snapshot only what will change (and what lies below a folder that will).
+  const kept = current.files.filter((f) => isAtOrBelowAny(f.path, changing));
+  const keptBlobs = new Map([...current.blobs].filter(([hash]) => kept.some((f) => f.kind === "blob" && f.blob === hash)));
+  changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return { changes, blobs, current: { files: kept, blobs: keptBlobs } };
+}
+
+async function currentState(realWorkspace: string, candidates: { path: string; target: FileSnapshot }[], limits: SnapshotLimits): Promise<Snapshot> {
+  // A folder that is to stay a folder only needs its own mode, not everything below it.
+  const shallow: FileSnapshot[] = [];
+  const deep: string[] = [];
+  for (const { path, target } of candidates) {
+    if (target.kind === "directory") {
+      try {
+        const info = await lstat(path === "." ? realWorkspace : `${realWorkspace}/${path}`);
+        if (info.isDirectory()) {
+          shallow.push({ path, kind: "directory", mode: info.mode & 0o7777 });
+          continue;
+        }
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+          shallow.push({ path, kind: "absent" });
+          continue;
+        }
+      }
+    }
+    deep.push(path);
+  }
+  const snapshot = await snapshotPaths(realWorkspace, realWorkspace, deep, limits);
+  return { files: [...shallow, ...snapshot.files], blobs: snapshot.blobs };
+}
+
+function sameState(a: FileSnapshot, b: FileSnapshot): boolean {
+  if (a.kind !== b.kind) return false;
+  switch (a.kind) {
+    case "absent":
+      return true;
+    case "blob":
+      return b.kind === "blob" && a.blob === b.blob && a.mode === b.mode;
+    case "symlink":
+      return b.kind === "symlink" && a.target === b.target;
+    case "directory":
+      return b.kind === "directory" && a.mode === b.mode;
+    default:
+      return false;
+  }
+}
+
+/** True when `path` is one of `roots` or lies below one of them. */
+function isAtOrBelowAny(path: string, roots: ReadonlySet<string>): boolean {
+  if (roots.has(".")) return true;
+  for (let p = path; ; ) {
+    if (roots.has(p)) return true;
+    const slash = p.lastIndexOf("/");
+    if (slash === -1) return false;
+    p = p.slice(0, slash);
+  }
+}

@@ -1,0 +1,197 @@
+import { realpath } from "node:fs/promises";
+import { resolve } from "node:path";
+import type { LockedSession, SignalOption } from "../backend/types.js";
+import { InvalidArgumentError, SequenceOutOfRangeError, SessionNotFoundError } from "../errors.js";
+import { RewindMode, type FileChange, type RewindPayload, type StoredEvent } from "../events.js";
+import { PENDING_CAPTURE_RECORD } from "../pending-capture.js";
+import type { SessionStore } from "../session-store.js";
+import type { SnapshotLimits } from "../snapshot.js";
+import { storeSnapshotBlobs } from "../store-blobs.js";
+import { archiveName, listArchives, type RewindArchive } from "./archive.js";
+import { REWIND_INTENT_RECORD, completeIntent, type RewindIntent, type RewindStep } from "./intent.js";
+import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.js";
+
+export interface RewindOptions extends SignalOption {
+  /** The event to go back to: everything after it is undone. */
+  toSequence: number;
+  /** @default the workspace recorded when the session was created */
+  workspace?: string;
+  /** `"all"` files and conversation; `"files"` only the workspace; `"conversation"` only the log. @default "all" */
+  mode?: RewindMode;
+  /** Return the plan (per path: restore / delete / skip) and touch nothing. @default false */
+  dryRun?: boolean;
+  /**
+   * How many of the latest rewinds stay undoable. Each keeps the events it removed (an archive
+   * beside the log) and the before-bytes of the files it changed. 0 makes a rewind cheaper and
+   * final. @default 1
+   */
+  keepUndo?: number;
+  /** Files bigger than this are not saved for undo (the undo then skips them). @default 5 MiB */
+  maxFileBytes?: number;
+  /** Called after each step: "planned", "intent-written", then the four steps. */
+  onProgress?: (step: "planned" | "intent-written" | RewindStep) => void;
+}
+
+export interface RewindReport {
+  targetSequence: number;
+  dryRun: boolean;
+  mode: RewindMode;
+  filesRestored: number;
+  filesDeleted: number;
+  /** Paths left alone, each with its reason in `changes`. */
+  skipped: string[];
+  changes: FileChange[];
+  /** Events cut from the log (or that would be, in a dry run). */
+  eventsRemoved: number;
+  blobsPruned: number;
+  /** Sequence of the `session_rewind` event; undefined for a dry run or a no-op. */
+  markerSequence?: number;
+}
+
+export const UNDO_LIMITS: SnapshotLimits = {
+  maxFileBytes: 5 * 1024 * 1024,
+  maxDirectoryEntries: 100_000,
+  maxDirectoryBytes: 1024 * 1024 * 1024,
+  concurrency: 8,
+};
+
+/**
+ * Winds the session back to `toSequence`: files from the closest-to-target before-snapshots,
+ * the log truncated, unreferenced blobs pruned, and a `session_rewind` marker appended — four
+ * steps under one hold of the session lock, made crash-safe by an intent record (a crash
+ * anywhere leaves a session the next opener finishes). The marker takes the sequence after the
+ * highest ever written, never a reused one.
+ * Throws SEQUENCE_OUT_OF_RANGE past the end of the log; a target at the end is a no-op report.
+ */
+export async function rewind(store: SessionStore<any>, id: string, options: RewindOptions): Promise<RewindReport> {
+  const target = options.toSequence;
+  if (!Number.isSafeInteger(target) || target < 0)
+    throw new InvalidArgumentError(`toSequence must be a non-negative integer, not ${JSON.stringify(target)}.`);
+  const mode = RewindMode.safeParse(options.mode ?? "all");
+  if (!mode.success) throw new InvalidArgumentError(`mode must be "all", "files" or "conversation", not ${JSON.stringify(options.mode)}.`);
+  const keepUndo = options.keepUndo ?? 1;
+  if (!Number.isSafeInteger(keepUndo) || keepUndo < 0) throw new InvalidArgumentError("keepUndo must be a non-negative integer.");
+  const record = await store.backend.getSession(id, signalOf(options));
+  if (!record) throw new SessionNotFoundError(id);
+  const touchesFiles = mode.data !== "conversation";
+  const givenWorkspace = options.workspace ?? record.workspace;
+  if (touchesFiles && givenWorkspace === undefined)
+    throw new InvalidArgumentError(`Session "${id}" has no workspace: pass \`workspace\`, or rewind with mode "conversation".`);
+
+  return store.withLock(
+    id,
+    async (locked) => {
+      const last = locked.lastSequence;
+      if (target > last) throw new SequenceOutOfRangeError(id, target, last);
+      const report: RewindReport = {
+        targetSequence: target,
+        dryRun: options.dryRun ?? false,
+        mode: mode.data,
+        filesRestored: 0,
+        filesDeleted: 0,
+        skipped: [],
+        changes: [],
+        eventsRemoved: 0,
+        blobsPruned: 0,
+      };
+      if (target === last) return report;
+
+      const after: StoredEvent[] = [];
+      for await (const event of store.backend.readEvents(id, { fromSequence: target + 1, ...signalOf(options) })) after.push(event);
+      if (mode.data !== "files") report.eventsRemoved = after.length;
+
+      let plan: FilePlan | undefined;
+      let realWorkspace: string | undefined;
+      if (touchesFiles) {
+        realWorkspace = await realpath(resolve(givenWorkspace!));
+        const limits = { ...UNDO_LIMITS, maxFileBytes: options.maxFileBytes ?? UNDO_LIMITS.maxFileBytes };
+        plan = await planFileChanges(store.backend, id, realWorkspace, resolve(givenWorkspace!), closestSnapshotPerPath(after), limits);
+        Object.assign(report, summarizePlan(plan));
+      }
+      options.onProgress?.("planned");
+      if (report.dryRun) return report;
+
+      const markerSequence = last + 1;
+      const intent = await prepareRewind(store, locked, { report, plan, realWorkspace, after, markerSequence, keepUndo });
+      options.onProgress?.("intent-written");
+      const done = await completeIntent(store.backend, locked, intent, options.onProgress);
+      const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
+      return {
+        ...report,
+        filesRestored: marker.filesRestored,
+        filesDeleted: marker.filesDeleted,
+        skipped: marker.skipped,
+        changes: marker.changes,
+        blobsPruned: done.blobsPruned,
+        markerSequence,
+      };
+    },
+    signalOf(options),
+  );
+}
+
+/**
+ * Saves what an undo needs — the before-bytes of every path about to change, the events about
+ * to be cut — then writes the intent (fsynced). Until the intent exists nothing has been
+ * touched; from then on the rewind will complete, even across a crash.
+ */
+async function prepareRewind(
+  store: SessionStore<any>,
+  locked: LockedSession,
+  input: { report: RewindReport; plan: FilePlan | undefined; realWorkspace: string | undefined; after: StoredEvent[]; markerSequence: number; keepUndo: number },
+): Promise<RewindIntent> {
+  const { report, plan, after, markerSequence, keepUndo } = input;
+  const payload: RewindPayload = {
+    targetSequence: report.targetSequence,
+    mode: report.mode,
+    filesRestored: report.filesRestored,
+    filesDeleted: report.filesDeleted,
+    skipped: report.skipped,
+    changes: report.changes,
+    eventsRemoved: report.eventsRemoved,
+    blobsPruned: 0,
+  };
+  let pendingWritten = false;
+  if (keepUndo > 0) {
+    const undo: NonNullable<RewindPayload["undo"]> = { workspace: input.realWorkspace ?? "", files: plan?.current.files ?? [] };
+    if (plan) pendingWritten = await storeSnapshotBlobs(locked, plan.current, UNDO_LIMITS.concurrency);
+    if (report.eventsRemoved > 0) {
+      const archive: RewindArchive = { markerSequence, events: after };
+      undo.archive = archiveName(markerSequence);
+      await locked.writeRecord(undo.archive, archive);
+    }
+    payload.undo = undo;
+  }
+  const marker = store.toEvent(locked.sessionId, { type: "session_rewind", payload });
+  marker.sequence = markerSequence;
+  const kept = keepUndo > 0 && payload.undo?.archive ? [payload.undo.archive] : [];
+  const existing = await listArchives(store.backend, locked.sessionId);
+  const intent: RewindIntent = {
+    kind: "rewind",
+    markerSequence,
+    files: (plan?.changes ?? []).flatMap((c) => (c.target ? [c.target] : [])),
+    truncateTo: report.mode === "files" ? locked.lastSequence : report.targetSequence,
+    append: [marker],
+    dropArchives: existing.filter((name) => !kept.includes(name)).slice(Math.max(0, keepUndo - kept.length)),
+    prune: true,
+  };
+  if (input.realWorkspace !== undefined) intent.workspace = input.realWorkspace;
+  await locked.writeRecord(REWIND_INTENT_RECORD, intent);
+  // The intent now references the undo blobs; they are no longer at risk of being orphaned.
+  if (pendingWritten) await locked.deleteRecord(PENDING_CAPTURE_RECORD);
+  return intent;
+}
+
+/** The report's view of a file plan: counts, skipped paths, and the changes without their records. */
+export function summarizePlan(plan: FilePlan): Pick<RewindReport, "changes" | "filesRestored" | "filesDeleted" | "skipped"> {
+  return {
+    changes: plan.changes.map(({ target: _record, ...change }) => change),
+    filesRestored: plan.changes.filter((c) => c.action === "restore").length,
+    filesDeleted: plan.changes.filter((c) => c.action === "delete").length,
+    skipped: plan.changes.filter((c) => c.action === "skip").map((c) => c.path),
+  };
+}
+
+function signalOf(options: SignalOption): SignalOption {
+  return options.signal ? { signal: options.signal } : {};
+}

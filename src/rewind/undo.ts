@@ -1,0 +1,136 @@
+import { realpath } from "node:fs/promises";
+import { resolve } from "node:path";
+import type { SignalOption } from "../backend/types.js";
+import { InvalidArgumentError, NothingToUndoError, SessionNotFoundError } from "../errors.js";
+import type { RewindPayload, StoredEvent } from "../events.js";
+import { PENDING_CAPTURE_RECORD } from "../pending-capture.js";
+import type { SessionStore } from "../session-store.js";
+import { storeSnapshotBlobs } from "../store-blobs.js";
+import { readArchive } from "./archive.js";
+import { REWIND_INTENT_RECORD, completeIntent, type RewindIntent, type RewindStep } from "./intent.js";
+import { planFileChanges, type FilePlan } from "./plan.js";
+import { UNDO_LIMITS, summarizePlan, type RewindReport } from "./rewind.js";
+
+export interface UndoRewindOptions extends SignalOption {
+  /** @default the workspace the rewind restored into */
+  workspace?: string;
+  /** Return what would change and touch nothing. @default false */
+  dryRun?: boolean;
+  onProgress?: (step: "planned" | "intent-written" | RewindStep) => void;
+}
+
+export interface UndoReport extends RewindReport {
+  /** Sequence of the rewind marker that was undone. */
+  undoneMarker: number;
+  /** Events put back into the log (with new sequences). */
+  eventsRestored: number;
+}
+
+/**
+ * Puts back what the last rewind changed: its files byte for byte (from the before-snapshot it
+ * took), and the events it cut, re-appended in order with new sequences (the undo marker lists
+ * which ones they were). Crash-safe like `rewind`. Throws NOTHING_TO_UNDO when the session has
+ * no rewind, the last one was undone already, the session moved on since (events after its
+ * marker), or it was made with `keepUndo: 0` / its archive expired.
+ */
+export async function undoRewind(store: SessionStore<any>, id: string, options: UndoRewindOptions = {}): Promise<UndoReport> {
+  const record = await store.backend.getSession(id, signalOf(options));
+  if (!record) throw new SessionNotFoundError(id);
+  return store.withLock(
+    id,
+    async (locked) => {
+      const last = await store.backend.lastEvent(id, signalOf(options));
+      if (!last || last.type !== "session_rewind")
+        throw new NothingToUndoError(id, last ? `the last event (#${last.sequence}, ${last.type}) is not a rewind; undo works right after one` : "the session is empty");
+      const marker = last.payload as RewindPayload;
+      if (marker.undoOf !== undefined) throw new NothingToUndoError(id, `the last rewind was already undone (by #${last.sequence})`);
+      const undo = marker.undo;
+      if (!undo) throw new NothingToUndoError(id, `rewind #${last.sequence} was made with keepUndo: 0`);
+
+      let restoredEvents: StoredEvent[] = [];
+      if (marker.eventsRemoved > 0) {
+        const archive = undo.archive ? await readArchive(store.backend, id, undo.archive) : undefined;
+        if (!archive) throw new NothingToUndoError(id, `the events rewind #${last.sequence} removed are no longer kept (keepUndo)`);
+        restoredEvents = archive.events;
+      }
+
+      const report: UndoReport = {
+        targetSequence: marker.targetSequence,
+        dryRun: options.dryRun ?? false,
+        mode: marker.mode,
+        filesRestored: 0,
+        filesDeleted: 0,
+        skipped: [],
+        changes: [],
+        eventsRemoved: 0,
+        blobsPruned: 0,
+        undoneMarker: last.sequence,
+        eventsRestored: restoredEvents.length,
+      };
+      let plan: FilePlan | undefined;
+      let realWorkspace: string | undefined;
+      if (undo.files.length > 0) {
+        const givenWorkspace = options.workspace ?? (undo.workspace || record.workspace);
+        if (givenWorkspace === undefined) throw new InvalidArgumentError(`Pass \`workspace\`: session "${id}" records none.`);
+        realWorkspace = await realpath(resolve(givenWorkspace));
+        const wanted = new Map(undo.files.map((f) => [f.path, f]));
+        plan = await planFileChanges(store.backend, id, realWorkspace, resolve(givenWorkspace), wanted, UNDO_LIMITS);
+        Object.assign(report, summarizePlan(plan));
+      }
+      options.onProgress?.("planned");
+      if (report.dryRun) return report;
+
+      // The events come back after the marker, renumbered; the undo marker closes the batch.
+      let next = last.sequence;
+      const reappended = restoredEvents.map((event) => ({ ...event, sequence: ++next }));
+      const payload: RewindPayload = {
+        targetSequence: marker.targetSequence,
+        mode: marker.mode,
+        undoOf: last.sequence,
+        filesRestored: report.filesRestored,
+        filesDeleted: report.filesDeleted,
+        skipped: report.skipped,
+        changes: report.changes,
+        eventsRemoved: 0,
+        blobsPruned: 0,
+        reappendedFrom: restoredEvents.map((e) => e.sequence),
+      };
+      let pendingWritten = false;
+      if (plan) {
+        // An undo changes files too: keep their before-state, so a later rewind past it is exact.
+        payload.undo = { workspace: realWorkspace!, files: plan.current.files };
+        pendingWritten = await storeSnapshotBlobs(locked, plan.current, UNDO_LIMITS.concurrency);
+      }
+      const undoMarker = store.toEvent(id, { type: "session_rewind", payload });
+      undoMarker.sequence = next + 1;
+      const intent: RewindIntent = {
+        kind: "undo",
+        markerSequence: undoMarker.sequence,
+        files: (plan?.changes ?? []).flatMap((c) => (c.target ? [c.target] : [])),
+        truncateTo: last.sequence,
+        append: [...reappended, undoMarker],
+        dropArchives: undo.archive ? [undo.archive] : [],
+        prune: false,
+      };
+      if (realWorkspace !== undefined) intent.workspace = realWorkspace;
+      await locked.writeRecord(REWIND_INTENT_RECORD, intent);
+      if (pendingWritten) await locked.deleteRecord(PENDING_CAPTURE_RECORD);
+      options.onProgress?.("intent-written");
+      await completeIntent(store.backend, locked, intent, options.onProgress);
+      const done = undoMarker.payload as RewindPayload;
+      return {
+        ...report,
+        filesRestored: done.filesRestored,
+        filesDeleted: done.filesDeleted,
+        skipped: done.skipped,
+        changes: done.changes,
+        markerSequence: undoMarker.sequence,
+      };
+    },
+    signalOf(options),
+  );
+}
+
+function signalOf(options: SignalOption): SignalOption {
+  return options.signal ? { signal: options.signal } : {};
+}
