@@ -6,6 +6,7 @@ import { InvalidArgumentError, InvalidEventError, SessionNotFoundError, Sequence
 import { FORMAT_VERSION, builtinEvents, type BuiltinEvents, type EventInput, type EventSchemas, type StoredEvent, type TypedEvent } from "./events.js";
 import { assertSessionId, newId } from "./ids.js";
 import { recoverInterruptedWork } from "./recovery.js";
+import { REWIND_INTENT_RECORD } from "./rewind/intent.js";
 import { referencedBlobs } from "./references.js";
 import { SessionLease } from "./session-lease.js";
 import { foldConversation, type Conversation } from "./conversation.js";
@@ -136,7 +137,18 @@ export class SessionStore<E extends EventSchemas = {}> {
     this.assertOpen();
     const record = await this.backend.getSession(id, options);
     if (!record) return undefined;
+    await this.settle(id, options);
     return toInfo(record, await this.backend.lastEvent(id, options));
+  }
+
+  /**
+   * If a rewind was interrupted (its intent record is still there), takes the lock once, which
+   * finishes it (recovery.ts), so readers never see a half-rewound session. One directory read
+   * when there is nothing to do.
+   */
+  private async settle(id: string, options: SignalOption): Promise<void> {
+    const records = await this.backend.listRecords(id, options);
+    if (records.includes(REWIND_INTENT_RECORD)) await this.lease(id).run(async () => undefined, options.signal);
   }
 
   /** Every session, most recently updated first. */
@@ -291,6 +303,7 @@ export class SessionStore<E extends EventSchemas = {}> {
   ): AsyncGenerator<TypedEvent<Pick<BuiltinEvents & E, T>>> {
     this.assertOpen();
     assertSessionId(id);
+    await this.settle(id, options);
     const types = options.types ? new Set<string>(options.types) : undefined;
     const source = this.backend.readEvents(id, {
       ...(options.fromSequence !== undefined && { fromSequence: options.fromSequence }),
