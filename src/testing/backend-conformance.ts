@@ -438,6 +438,22 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
         await withLock(backend, "s1", async (locked) => expect(locked.lastSequence).toBe(1));
       });
 
+      it("a wait for the lock of a session deleted meanwhile ends in SESSION_NOT_FOUND", async () => {
+        await backend.createSession(record("s1"), [event("s1", 1)]);
+        const first = await backend.lock("s1");
+        const waiting = backend.lock("s1", { waitMs: 30_000 }).then(
+          async (locked) => {
+            await locked.release();
+            return undefined;
+          },
+          (error: unknown) => error,
+        );
+        await pause(50);
+        expect(await backend.deleteSession("s1")).toBe(true);
+        await first.release();
+        expect(isAgentTapeError(await waiting, "SESSION_NOT_FOUND")).toBe(true);
+      });
+
       it("an aborted wait for the lock rejects with the signal's reason and takes nothing", async () => {
         await backend.createSession(record("s1"));
         const first = await backend.lock("s1");
