@@ -12,6 +12,8 @@ export type { RewindStep } from "./rewind/intent.js";
 
 export { fsBackend, DEFAULT_LOCK_STALE_MS } from "./backend/fs/fs-backend.js";
 export type { FsBackendOptions } from "./backend/fs/fs-backend.js";
+export { memoryBackend } from "./backend/memory/memory-backend.js";
+export type { MemoryBackendOptions } from "./backend/memory/memory-backend.js";
 export type {
   StorageBackend,
   LockedSession,

@@ -101,8 +101,11 @@ export class SessionStore<E extends EventSchemas = {}> {
   private readonly lockMaxHoldMs: number;
   private readonly lockWaitMs: number | undefined;
   private closed = false;
+  private readonly ownsBackend: boolean;
 
   constructor(options: SessionStoreOptions<E>) {
+    // A backend passed in may be shared with other stores: close() leaves it open for them.
+    this.ownsBackend = options.backend === undefined;
     if (options.backend) this.backend = options.backend;
     else if (options.root) this.backend = fsBackend(options.lockStaleMs === undefined ? { root: options.root } : { root: options.root, lockStaleMs: options.lockStaleMs });
     else throw new InvalidArgumentError("SessionStore needs a `root` folder (or a `backend`).");
@@ -383,13 +386,17 @@ export class SessionStore<E extends EventSchemas = {}> {
 
   // ---- lifecycle -------------------------------------------------------------------------
 
-  /** Waits for queued writes, releases every lock. Idempotent; later calls get STORE_CLOSED. */
+  /**
+   * Waits for queued writes, releases every lock this store holds, and closes the backend if the
+   * store made it (from `root`); a backend passed in is left open for its other users.
+   * Idempotent; later calls get STORE_CLOSED.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     await Promise.all([...this.leases.values()].map((lease) => lease.close()));
     this.leases.clear();
-    await this.backend.close();
+    if (this.ownsBackend) await this.backend.close();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

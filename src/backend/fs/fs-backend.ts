@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { link, copyFile, mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseEventLine, serializeEvent } from "../../envelope.js";
@@ -131,7 +132,7 @@ class FsBackend implements StorageBackend {
     options.signal?.throwIfAborted();
     const dir = this.layout.dir(id);
     // Rename first so the session disappears at once, then remove at leisure.
-    const trash = join(this.layout.root, `.deleted-${id}-${process.pid}-${Date.now()}`);
+    const trash = join(this.layout.root, `.deleted-${id}-${randomBytes(8).toString("hex")}`);
     try {
       await rename(dir, trash);
     } catch (error) {
