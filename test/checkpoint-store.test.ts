@@ -4,6 +4,7 @@ import { chmod, mkdir, readdir, readFile, realpath, rm, stat, symlink, writeFile
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CheckpointPayload, CheckpointStore, SessionStore, isAgentTapeError, type CheckpointEvent, type FileSnapshot } from "../src/index.js";
+import { PENDING_CAPTURE_RECORD, type PendingCapture } from "../src/pending-capture.js";
 import { TempRoots } from "./helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -464,5 +465,48 @@ describe("fork", () => {
     expect((await checkpoints.readBlob(fork.id, hash)).toString()).toBe("kept by the fork");
     const after = await checkpoints.capture(fork.id, { tool: "edit", paths: ["a.txt"] });
     expect(after?.sequence).toBe(checkpoint!.sequence + 2); // after the copied prefix and the fork event
+  });
+});
+
+describe("a capture that died between its blobs and its event", () => {
+  // The state a SIGKILL leaves at that moment, built by hand so the outcome is certain
+  // (test/stress/capture-crash.test.ts kills real captures at random moments).
+  async function dieAfterBlobs(options: { eventWritten: boolean }): Promise<{ fresh: string; earlier: string }> {
+    await put("a.txt", "indexed by an earlier checkpoint");
+    await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"] });
+    await store.close(); // its idle lease would otherwise keep the lock from the dying store
+    const earlier = sha256("indexed by an earlier checkpoint");
+    const fresh = sha256("written by the capture that died");
+    const dying = new SessionStore({ root });
+    await dying.withLock(sessionId, async (locked) => {
+      await locked.writeRecord(PENDING_CAPTURE_RECORD, { afterSequence: locked.lastSequence, blobs: [fresh] } satisfies PendingCapture);
+      await locked.writeBlob(fresh, Buffer.from("written by the capture that died"));
+      if (options.eventWritten) {
+        const files = [{ path: "b.txt", kind: "blob" as const, blob: fresh, bytes: 32, mode: 0o644 }];
+        await dying.appendLocked(locked, [dying.toEvent(sessionId, { type: "session_checkpoint", payload: { tool: "edit", workspace, files } })]);
+      }
+    });
+    await dying.close(); // gives the lock up with the record still there, as a dead process's stale lock would
+    return { fresh, earlier };
+  }
+
+  it("has its blobs removed by the next holder of the lock, and nothing older touched", async () => {
+    const { fresh, earlier } = await dieAfterBlobs({ eventWritten: false });
+    const next = new SessionStore({ root });
+    stores.push(next);
+    await next.append(sessionId, { type: "message", payload: { role: "user", content: "next turn" } });
+    expect(await next.backend.listBlobs(sessionId)).toEqual([earlier]);
+    expect(await next.backend.listBlobs(sessionId)).not.toContain(fresh);
+    expect(await next.backend.listRecords(sessionId)).toEqual([]);
+  });
+
+  it("keeps its blobs when the event made it to the log before the death", async () => {
+    const { fresh, earlier } = await dieAfterBlobs({ eventWritten: true });
+    const next = new SessionStore({ root });
+    stores.push(next);
+    await next.append(sessionId, { type: "message", payload: { role: "user", content: "next turn" } });
+    expect((await next.backend.listBlobs(sessionId)).sort()).toEqual([earlier, fresh].sort());
+    expect((await new CheckpointStore(next).readBlob(sessionId, fresh)).toString()).toBe("written by the capture that died");
+    expect(await next.backend.listRecords(sessionId)).toEqual([]);
   });
 });
