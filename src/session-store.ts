@@ -169,8 +169,7 @@ export class SessionStore<E extends EventSchemas = {}> {
     this.assertOpen();
     assertSessionId(id);
     if (!(await this.backend.getSession(id, options))) return false;
-    const lease = this.lease(id);
-    const deleted = await lease.run(async (locked) => {
+    const deleted = await this.runInOrder(id, async (locked) => {
       const done = await this.backend.deleteSession(id, options);
       await locked.release();
       return done;
@@ -207,18 +206,21 @@ export class SessionStore<E extends EventSchemas = {}> {
     const events = inputs.map((input, i) => this.toEvent(id, input, inputs.length > 1 ? i : undefined));
     if (events.length === 0) return [];
     if (!groupable) {
-      return this.lease(id).run((locked) => this.appendLocked(locked, events), options.signal);
+      return this.runInOrder(id, (locked) => this.appendLocked(locked, events), options.signal);
     }
     // Group commit: join the queue; whoever runs next writes everything queued in one go.
     return new Promise<StoredEvent[]>((resolve, reject) => {
       let queue = this.pending.get(id);
       if (!queue) {
-        queue = [];
-        this.pending.set(id, queue);
+        const batch: Pending[] = [];
+        queue = batch;
+        this.pending.set(id, batch);
+        const seal = () => {
+          if (this.pending.get(id) === batch) this.pending.delete(id);
+        };
         this.lease(id)
           .run(async (locked) => {
-            const batch = this.pending.get(id) ?? [];
-            this.pending.delete(id);
+            seal();
             try {
               const written = await this.appendLocked(locked, batch.flatMap((p) => p.events));
               let at = 0;
@@ -232,8 +234,7 @@ export class SessionStore<E extends EventSchemas = {}> {
           })
           .catch((error: unknown) => {
             // The lock could not be taken: fail everything that was waiting for this write.
-            const batch = this.pending.get(id) ?? [];
-            this.pending.delete(id);
+            seal();
             for (const p of batch) p.reject(error);
           });
       }
@@ -289,7 +290,16 @@ export class SessionStore<E extends EventSchemas = {}> {
   withLock<T>(id: string, fn: (locked: LockedSession) => Promise<T>, options: SignalOption = {}): Promise<T> {
     this.assertOpen();
     assertSessionId(id);
-    return this.lease(id).run(fn, options.signal);
+    return this.runInOrder(id, fn, options.signal);
+  }
+
+  /**
+   * Queues locked work behind everything called before it. The open group-commit batch is
+   * sealed first: an append called after this work must not join a batch written before it.
+   */
+  private runInOrder<T>(id: string, fn: (locked: LockedSession) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    this.pending.delete(id);
+    return this.lease(id).run(fn, signal);
   }
 
   // ---- reading ---------------------------------------------------------------------------
@@ -363,7 +373,7 @@ export class SessionStore<E extends EventSchemas = {}> {
     const parent = await this.backend.getSession(parentId, options);
     if (!parent) throw new SessionNotFoundError(parentId);
     // Under the parent's lock, so no rewind can prune a blob between reading and linking it.
-    return this.lease(parentId).run(async (locked) => {
+    return this.runInOrder(parentId, async (locked) => {
       const at = options.atSequence ?? locked.lastSequence;
       if (!Number.isSafeInteger(at) || at < 0 || at > locked.lastSequence)
         throw new SequenceOutOfRangeError(parentId, at, locked.lastSequence);

@@ -139,6 +139,24 @@ describe("append", () => {
   });
 });
 
+describe("call order", () => {
+  it.each(["fsync", "batch", "none"] as const)("is kept by appends, batches and locked work issued without waiting (durability %s)", async (durability) => {
+    const { store } = await openStore({ durability });
+    const { id } = await store.create();
+    const order: string[] = [];
+    const calls = [
+      store.append(id, say("first")),
+      store.appendMany(id, [say("second"), say("third")]),
+      store.append(id, say("fourth")),
+      store.withLock(id, async (locked) => store.appendLocked(locked, [store.toEvent(id, say("fifth"))])),
+      store.append(id, say("sixth")),
+    ];
+    await Promise.all(calls);
+    for (const e of await store.readAll(id)) order.push((e.payload as { content: string }).content);
+    expect(order).toEqual(["first", "second", "third", "fourth", "fifth", "sixth"]);
+  });
+});
+
 describe("appendMany", () => {
   it("gives the events contiguous sequences, after what is already there", async () => {
     const { store } = await openStore();

@@ -23,7 +23,7 @@ const input: fc.Arbitrary<Input> = fc.oneof(
 type Op =
   | { kind: "append"; session: number; event: Input }
   | { kind: "appendMany"; session: number; events: Input[] }
-  | { kind: "concurrentAppends"; session: number; events: Input[] }
+  | { kind: "concurrentAppends"; session: number; calls: (Input | Input[])[] }
   | { kind: "fork"; session: number; at: number; beyondEnd: number }
   | { kind: "read"; session: number; from: number | undefined; to: number | undefined; types: (typeof TYPES)[number][] | undefined }
   | { kind: "reopen" };
@@ -32,7 +32,15 @@ const session = fc.nat({ max: 7 });
 const op: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constant("append" as const), session, event: input }), weight: 4 },
   { arbitrary: fc.record({ kind: fc.constant("appendMany" as const), session, events: fc.array(input, { maxLength: 5 }) }), weight: 2 },
-  { arbitrary: fc.record({ kind: fc.constant("concurrentAppends" as const), session, events: fc.array(input, { minLength: 2, maxLength: 6 }) }), weight: 2 },
+  {
+    // Each call is an append or (an array) an appendMany, issued without waiting for the others.
+    arbitrary: fc.record({
+      kind: fc.constant("concurrentAppends" as const),
+      session,
+      calls: fc.array(fc.oneof(input, fc.array(input, { minLength: 1, maxLength: 3 })), { minLength: 2, maxLength: 6 }),
+    }),
+    weight: 2,
+  },
   // `at` is a fraction of the session's length; `beyondEnd` > 0 asks for a fork past the end, which must be refused.
   { arbitrary: fc.record({ kind: fc.constant("fork" as const), session, at: fc.double({ min: 0, max: 1, noNaN: true }), beyondEnd: fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 1, max: 3 })) }), weight: 1 },
   {
@@ -85,8 +93,11 @@ async function runAgainstModel(ops: Op[], durability: Durability, lockIdleMs: nu
         }
         case "concurrentAppends": {
           // Issued without waiting in between: they must still land in call order.
-          const written = await Promise.all(o.events.map((e) => store.append(s.id, e)));
-          expect(written.map((e) => e.sequence)).toEqual(o.events.map((_, i) => lastOf(s) + 1 + i));
+          const results = await Promise.all(o.calls.map((c) => (Array.isArray(c) ? store.appendMany(s.id, c) : store.append(s.id, c))));
+          const written = results.flat();
+          const inputs = o.calls.flat();
+          expect(written.map((e) => e.sequence)).toEqual(inputs.map((_, i) => lastOf(s) + 1 + i));
+          expect(written.map((e) => e.payload)).toEqual(inputs.map((e) => e.payload));
           s.events.push(...written);
           break;
         }
