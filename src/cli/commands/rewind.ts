@@ -1,0 +1,69 @@
+import { RewindMode } from "../../events.js";
+import { rewind } from "../../rewind/rewind.js";
+import { UsageError, flag, printJson, printLine, requireSessionId, sequenceOption, stringOption, type Command } from "../command.js";
+import { fileCounts, printFileChanges } from "../file-changes.js";
+import { plural } from "../output.js";
+
+export const rewindCommand: Command = {
+  name: "rewind",
+  usage: "rewind <id> --to <seq>",
+  summary: "Wind files and conversation back to an event (--mode, --dry-run)",
+  help: `Winds the session back to event <seq>: files are restored from their before-snapshots
+(or deleted if they did not exist yet), the events after <seq> leave the tape, and a
+rewind marker is appended. Prints each path with what happens to it: restore, delete,
+or skip (with the reason). \`agent-tape undo <id>\` puts it all back.
+
+Options:
+  --to <seq>          The event to go back to (required; see \`agent-tape show <id>\`)
+  --mode <mode>       all (default): files and conversation; files: only the workspace;
+                      conversation: only the tape
+  --dry-run           Print the plan and change nothing
+  --workspace <dir>   Restore into this folder instead of the session's recorded workspace`,
+  options: {
+    to: { type: "string" },
+    mode: { type: "string" },
+    "dry-run": { type: "boolean" },
+    workspace: { type: "string" },
+  },
+
+  async run(ctx, args) {
+    const id = requireSessionId("rewind", args);
+    const to = sequenceOption("rewind", args, "to");
+    if (to === undefined) throw new UsageError("`rewind` needs --to <seq>: the event to go back to (see `agent-tape show <id>`).", "rewind");
+    const mode = RewindMode.safeParse(stringOption(args, "mode") ?? "all");
+    if (!mode.success) throw new UsageError(`--mode is all, files or conversation, not "${stringOption(args, "mode")}".`, "rewind");
+    const workspace = stringOption(args, "workspace");
+    const dryRun = flag(args, "dry-run");
+
+    const report = await rewind(ctx.store(), id, {
+      toSequence: to,
+      mode: mode.data,
+      dryRun,
+      ...(workspace !== undefined && { workspace }),
+      onProgress: (step) => ctx.progress.update(`rewind ${id}: ${step}`, true),
+    });
+    ctx.progress.clear();
+    if (ctx.json) {
+      printJson(ctx, report);
+      return 0;
+    }
+
+    if (report.changes.length === 0 && report.eventsRemoved === 0 && report.markerSequence === undefined) {
+      printLine(ctx.stdout, `Nothing to rewind: session ${id} is already as it was at #${to}${report.mode === "files" ? " (its files match)" : ""}.`);
+      return 0;
+    }
+    const { bold } = ctx.style;
+    printLine(ctx.stdout, dryRun ? `Dry run: rewinding ${bold(id)} to #${to} (mode ${report.mode}) would:` : `Rewound ${bold(id)} to #${to} (mode ${report.mode}):`);
+    printFileChanges(ctx, report.changes);
+    const events = report.mode === "files" ? "the conversation is kept" : `${plural(report.eventsRemoved, "event")} ${dryRun ? "to remove" : "removed"}`;
+    if (dryRun) {
+      const files = report.mode === "conversation" ? "files are left alone" : `${fileCounts(report)}`;
+      printLine(ctx.stdout, `${files}; ${events}. Nothing was changed.`);
+      return 0;
+    }
+    const files = report.mode === "conversation" ? "files left alone" : fileCounts(report);
+    printLine(ctx.stdout, `${files}; ${events}; ${plural(report.blobsPruned, "blob")} pruned. Rewind marker: #${report.markerSequence}.`);
+    printLine(ctx.stdout, `Undo it with: agent-tape undo ${id}`);
+    return 0;
+  },
+};

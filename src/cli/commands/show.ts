@@ -1,0 +1,57 @@
+import { SessionNotFoundError } from "../../errors.js";
+import { UsageError, printLine, requireSessionId, sequenceOption, type Command } from "../command.js";
+import { summarizeEvent } from "../event-summary.js";
+import { formatTime } from "../output.js";
+
+export const showCommand: Command = {
+  name: "show",
+  usage: "show <id> [--from <seq>] [--to <seq>]",
+  summary: "The tape, one line per event (--json: the raw events as JSONL)",
+  help: `Prints the session's events in order, one line each: sequence, time (UTC), type,
+and a short summary of the payload. With --json, prints each event exactly as stored,
+one JSON object per line (JSONL), for jq and friends.
+
+Options:
+  --from <seq>    Start at this sequence
+  --to <seq>      Stop after this sequence
+  --type <type>   Only events of this type (repeat for several)`,
+  options: {
+    from: { type: "string" },
+    to: { type: "string" },
+    type: { type: "string", multiple: true },
+  },
+
+  async run(ctx, args) {
+    const id = requireSessionId("show", args);
+    const from = sequenceOption("show", args, "from");
+    const to = sequenceOption("show", args, "to");
+    if (from !== undefined && to !== undefined && from > to) throw new UsageError(`--from ${from} is after --to ${to}.`, "show");
+    // Filtered here, not by read(): a user's own event types are not in this store's schemas.
+    const types = args.values.type === undefined ? undefined : new Set(args.values.type as string[]);
+
+    const store = ctx.store();
+    const info = await store.get(id);
+    if (!info) throw new SessionNotFoundError(id);
+    const seqWidth = String(info.lastSequence).length;
+    let shown = 0;
+    const events = store.read(id, {
+      ...(from !== undefined && { fromSequence: from }),
+      ...(to !== undefined && { toSequence: to }),
+    });
+    for await (const event of events) {
+      if (types && !types.has(event.type)) continue;
+      shown++;
+      if (ctx.json) {
+        printLine(ctx.stdout, JSON.stringify(event));
+        continue;
+      }
+      const type = event.type === "error" ? ctx.style.red(event.type.padEnd(19)) : event.type.padEnd(19);
+      printLine(ctx.stdout, `${String(event.sequence).padStart(seqWidth)}  ${ctx.style.dim(formatTime(event.createdAt))}  ${type}  ${summarizeEvent(event)}`);
+    }
+    if (shown === 0 && !ctx.json) {
+      const filtered = from !== undefined || to !== undefined || types !== undefined;
+      printLine(ctx.stdout, filtered ? "No events match." : `Session ${id} has no events yet.`);
+    }
+    return 0;
+  },
+};

@@ -1,0 +1,47 @@
+import { undoRewind } from "../../rewind/undo.js";
+import { flag, printJson, printLine, requireSessionId, stringOption, type Command } from "../command.js";
+import { fileCounts, printFileChanges } from "../file-changes.js";
+import { plural } from "../output.js";
+
+export const undoCommand: Command = {
+  name: "undo",
+  usage: "undo <id>",
+  summary: "Put back what the last rewind changed",
+  help: `Undoes the session's last rewind: the files it changed get their bytes back, and the
+events it removed return to the tape (with new sequence numbers, after the rewind
+marker). Works only right after a rewind, before anything else is appended.
+
+Options:
+  --dry-run           Print what would change and change nothing
+  --workspace <dir>   Restore into this folder instead of the one the rewind used`,
+  options: {
+    "dry-run": { type: "boolean" },
+    workspace: { type: "string" },
+  },
+
+  async run(ctx, args) {
+    const id = requireSessionId("undo", args);
+    const workspace = stringOption(args, "workspace");
+    const dryRun = flag(args, "dry-run");
+    const report = await undoRewind(ctx.store(), id, {
+      dryRun,
+      ...(workspace !== undefined && { workspace }),
+      onProgress: (step) => ctx.progress.update(`undo ${id}: ${step}`, true),
+    });
+    ctx.progress.clear();
+    if (ctx.json) {
+      printJson(ctx, report);
+      return 0;
+    }
+    const { bold } = ctx.style;
+    printLine(ctx.stdout, dryRun ? `Dry run: undoing rewind #${report.undoneMarker} of ${bold(id)} would:` : `Undid rewind #${report.undoneMarker} of ${bold(id)}:`);
+    printFileChanges(ctx, report.changes);
+    const first = report.undoneMarker + 1;
+    const last = report.undoneMarker + report.eventsRestored;
+    const where = report.eventsRestored === 0 ? "" : report.eventsRestored === 1 ? ` (as #${first})` : ` (as #${first}-#${last})`;
+    const events = `${plural(report.eventsRestored, "event")} ${dryRun ? "to put back" : "put back"}${dryRun ? "" : where}`;
+    if (dryRun) printLine(ctx.stdout, `${fileCounts(report)}; ${events}. Nothing was changed.`);
+    else printLine(ctx.stdout, `${fileCounts(report)}; ${events}. Undo marker: #${report.markerSequence}.`);
+    return 0;
+  },
+};

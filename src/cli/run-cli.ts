@@ -1,0 +1,137 @@
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { isAgentTapeError } from "../errors.js";
+import { SessionStore } from "../session-store.js";
+import { UsageError, errorSummary, printLine, type CliContext, type Command, type OptionSpecs, type ParsedArgs } from "./command.js";
+import { forkCommand } from "./commands/fork.js";
+import { gcCommand } from "./commands/gc.js";
+import { listCommand } from "./commands/list.js";
+import { rewindCommand } from "./commands/rewind.js";
+import { showCommand } from "./commands/show.js";
+import { undoCommand } from "./commands/undo.js";
+import { verifyCommand } from "./commands/verify.js";
+import { defaultRoot } from "./default-root.js";
+import { commandHelp, overallHelp } from "./help.js";
+import { Progress, makeStyle, wantsColour, type TextSink } from "./output.js";
+import { VERSION } from "./version.js";
+
+export interface CliIO {
+  stdout: TextSink;
+  stderr: TextSink;
+  /** Decides the default root and NO_COLOR. */
+  env: Record<string, string | undefined>;
+  /** Whether stdout / stderr are terminals: colour follows stdout, progress follows stderr. A boolean sets both. */
+  isTTY?: boolean | { stdout?: boolean; stderr?: boolean };
+  /** The clock for "last activity". @default () => new Date() */
+  now?: () => Date;
+}
+
+export const commands: readonly Command[] = [listCommand, showCommand, rewindCommand, undoCommand, forkCommand, gcCommand, verifyCommand];
+
+const GLOBAL_OPTIONS: OptionSpecs = {
+  root: { type: "string" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean", short: "v" },
+};
+
+/**
+ * Runs `agent-tape` with `argv` (the arguments after the program name) and returns the exit
+ * code: 0 ok, 1 problems found or the operation failed, 2 usage error. Never throws and never
+ * touches `process`, so tests run it in-process against temp roots.
+ */
+export async function runCli(argv: readonly string[], io: CliIO): Promise<number> {
+  const tty = typeof io.isTTY === "boolean" ? { stdout: io.isTTY, stderr: io.isTTY } : (io.isTTY ?? {});
+  const wantsJson = argv.includes("--json");
+  let store: SessionStore | undefined;
+  let command: Command | undefined;
+  try {
+    const located = locateCommand(argv);
+    command = located.command;
+    const args = parseFor(command, located.rest);
+    const values = args.values;
+    if (values.version === true) {
+      printLine(io.stdout, VERSION);
+      return 0;
+    }
+    if (values.help === true || located.help) {
+      io.stdout.write(command ? commandHelp(command) : overallHelp(commands));
+      return 0;
+    }
+    if (!command) {
+      // No command at all: show what there is, but as a usage error, so a script notices.
+      io.stderr.write(overallHelp(commands));
+      return 2;
+    }
+    const rootOption = values.root;
+    if (rootOption === "") throw new UsageError("--root needs a folder.");
+    const root = resolve(typeof rootOption === "string" ? rootOption : defaultRoot(io.env));
+    const ctx: CliContext = {
+      stdout: io.stdout,
+      stderr: io.stderr,
+      style: makeStyle(wantsColour(tty.stdout ?? false, io.env)),
+      progress: new Progress(io.stderr, tty.stderr ?? false),
+      json: values.json === true,
+      root,
+      now: io.now ?? (() => new Date()),
+      store: () => (store ??= new SessionStore({ root })),
+    };
+    return await command.run(ctx, args);
+  } catch (error) {
+    return reportError(io, error, command, wantsJson);
+  } finally {
+    await store?.close().catch(() => undefined);
+  }
+}
+
+/**
+ * The verb is the first positional argument, wherever it stands among the global options
+ * (`agent-tape --root x list` and `agent-tape list --root x` both work). Only the global
+ * options are known before the verb, so this pass is lenient; the strict pass follows.
+ * `help <verb>` reads as `<verb> --help`.
+ */
+function locateCommand(argv: readonly string[]): { command: Command | undefined; rest: string[]; help: boolean } {
+  const { tokens } = parseArgs({ args: [...argv], options: GLOBAL_OPTIONS, strict: false, allowPositionals: true, tokens: true });
+  const positionals = tokens.filter((t) => t.kind === "positional");
+  let first = positionals[0];
+  if (!first) return { command: undefined, rest: [...argv], help: false };
+  let help = false;
+  if (first.value === "help") {
+    help = true;
+    const named = positionals[1];
+    if (!named) return { command: undefined, rest: [], help };
+    first = named;
+  }
+  const command = commands.find((c) => c.name === first.value);
+  if (!command) throw new UsageError(`Unknown command "${first.value}". Commands: ${commands.map((c) => c.name).join(", ")}.`);
+  return { command, rest: help ? [] : argv.filter((_, i) => i !== first.index), help };
+}
+
+function parseFor(command: Command | undefined, args: string[]): ParsedArgs {
+  try {
+    const parsed = parseArgs({ args, options: { ...GLOBAL_OPTIONS, ...(command?.options ?? {}) }, strict: true, allowPositionals: true });
+    return { positionals: parsed.positionals, values: parsed.values as ParsedArgs["values"] };
+  } catch (error) {
+    // parseArgs's own errors (unknown option, missing value) are the user's typing: exit 2.
+    if (typeof (error as NodeJS.ErrnoException).code === "string" && (error as NodeJS.ErrnoException).code!.startsWith("ERR_PARSE_ARGS"))
+      throw new UsageError((error as Error).message, command?.name);
+    throw error;
+  }
+}
+
+function reportError(io: CliIO, error: unknown, command: Command | undefined, json: boolean): number {
+  if (error instanceof UsageError) {
+    const helpFor = error.command ?? command?.name;
+    if (json) io.stderr.write(JSON.stringify({ error: { code: "USAGE", message: error.message } }) + "\n");
+    else io.stderr.write(`agent-tape: ${error.message}\nRun \`agent-tape ${helpFor ? `${helpFor} ` : ""}--help\` for usage.\n`);
+    return 2;
+  }
+  const { code, message } = errorSummary(error);
+  if (json) io.stderr.write(JSON.stringify({ error: { code, message } }) + "\n");
+  else if (isAgentTapeError(error)) {
+    io.stderr.write(`agent-tape: ${message} (${code})\n`);
+    if (code === "LOG_CORRUPT") io.stderr.write("Run `agent-tape verify` to list every damaged line and blob.\n");
+  } else io.stderr.write(`agent-tape: ${message}${message.includes(code) ? "" : ` (${code})`}\n`);
+  // A bad id or argument handed to the library is the user's input, like a bad option.
+  return isAgentTapeError(error, "INVALID_SESSION_ID") || isAgentTapeError(error, "INVALID_ARGUMENT") ? 2 : 1;
+}
