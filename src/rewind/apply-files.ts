@@ -50,7 +50,7 @@ export async function applyFileRecords(
     concurrency,
     async (record) => {
       const absolute = await place(record.path);
-      if (!absolute) return;
+      if (!absolute || absolute === realWorkspace) return; // the workspace itself stays a folder
       if (record.kind === "blob") await restoreFile(absolute, await blobBytes(record.blob), record.mode);
       else if (record.kind === "symlink") await restoreSymlink(absolute, record.target);
       touchedDirs.add(dirname(absolute));

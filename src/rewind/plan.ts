@@ -17,10 +17,15 @@ export function snapshotsIn(event: StoredEvent): readonly FileSnapshot[] {
  * DESIGN.md idea 3: visit the snapshots taken after the target, closest to it first, and keep
  * the first one per path — the content that path had at the target. Newer snapshots of the same
  * path are ignored. `events` must be the events after the target, in sequence order.
+ * A rewind marker's undo snapshot counts only for a "files" rewind (or its undo), which changed
+ * the files and kept the log. A rewind that cut the log also cut the events that had made its
+ * undo snapshot: along the log that remains, such a marker changes nothing, and its snapshot is
+ * the state of no point in it (using it would bring back the files the rewind took away).
  */
 export function closestSnapshotPerPath(events: Iterable<StoredEvent>): Map<string, FileSnapshot> {
   const closest = new Map<string, FileSnapshot>();
   for (const event of events) {
+    if (event.type === "session_rewind" && (event.payload as RewindPayload).mode !== "files") continue;
     for (const file of snapshotsIn(event)) if (!closest.has(file.path)) closest.set(file.path, file);
   }
   return closest;
@@ -63,6 +68,11 @@ export async function planFileChanges(
     const place = await confine(realWorkspace, recordedPath, givenWorkspace);
     if (!place.inside) {
       changes.push({ path: recordedPath, action: "skip", reason: "outside_workspace" });
+      continue;
+    }
+    if (place.path === "." && target.kind !== "directory") {
+      // Only a tampered record asks this: replacing or deleting the workspace itself would wipe it.
+      changes.push({ path: ".", action: "skip", reason: "workspace_root" });
       continue;
     }
     if (target.kind === "skipped") {

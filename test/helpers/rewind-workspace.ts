@@ -1,0 +1,48 @@
+import { createHash } from "node:crypto";
+import { chmod, lstat, mkdir, readdir, readFile, readlink, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+
+/**
+ * What a folder holds, byte for byte, as one comparable object: every entry below it by
+ * `/`-separated path, with its kind, mode and content (files up to 120 bytes spelled out, larger
+ * ones by sha256 so a failing diff stays readable). Symlinks are recorded, never followed.
+ */
+export async function workspaceTree(root: string): Promise<Record<string, string>> {
+  const tree: Record<string, string> = {};
+  const visit = async (dir: string, prefix: string): Promise<void> => {
+    for (const name of (await readdir(dir)).sort()) {
+      const path = prefix === "" ? name : `${prefix}/${name}`;
+      const absolute = join(dir, name);
+      const info = await lstat(absolute);
+      const mode = (info.mode & 0o7777).toString(8);
+      if (info.isSymbolicLink()) tree[path] = `link -> ${await readlink(absolute)}`;
+      else if (info.isDirectory()) {
+        tree[path] = `dir ${mode}`;
+        await visit(absolute, path);
+      } else {
+        const bytes = await readFile(absolute);
+        const content = bytes.length <= 120 ? JSON.stringify(bytes.toString("utf8")) : `sha256:${sha256(bytes)} (${bytes.length} bytes)`;
+        tree[path] = `file ${mode} ${content}`;
+      }
+    }
+  };
+  await visit(root, "");
+  return tree;
+}
+
+/** Only the regular files of a tree (what a model of file contents can predict). */
+export function filesOf(tree: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(tree).filter(([, what]) => what.startsWith("file ")));
+}
+
+export function sha256(bytes: string | Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+/** Writes a file (making its folders) with an exact mode, whatever the umask. */
+export async function put(workspace: string, path: string, content: string | Uint8Array, mode = 0o644): Promise<void> {
+  const absolute = join(workspace, path);
+  await mkdir(dirname(absolute), { recursive: true });
+  await writeFile(absolute, content);
+  await chmod(absolute, mode);
+}

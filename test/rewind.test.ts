@@ -1,0 +1,516 @@
+import { chmod, mkdir, readFile, realpath, rename, stat, symlink, writeFile } from "node:fs/promises";
+import { renameSync, symlinkSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { CheckpointStore, SessionStore, isAgentTapeError, referencedBlobs, rewind, type RewindMode, type RewindPayload } from "../src/index.js";
+import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, blobFile, logBytes, tellTheStory, type Story } from "./helpers/rewind-story.js";
+import { put, sha256, workspaceTree } from "./helpers/rewind-workspace.js";
+import { TempRoots } from "./helpers/temp-root.js";
+
+const temps = new TempRoots();
+const stores: SessionStore[] = [];
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((s) => s.close()));
+  await temps.removeAll();
+});
+
+async function story(): Promise<Story> {
+  const told = await tellTheStory(temps);
+  stores.push(told.store);
+  return told;
+}
+
+/** A fresh session over an empty workspace, with a folder beside it that must stay untouched. */
+async function smallSession(options: { maxFileBytes?: number } = {}) {
+  const base = await realpath(await temps.make("agent-tape-rewind-small-"));
+  const workspace = join(base, "ws");
+  const outside = join(base, "outside");
+  await mkdir(workspace);
+  await mkdir(outside);
+  const root = join(base, "sessions");
+  const store = new SessionStore({ root });
+  stores.push(store);
+  const checkpoints = new CheckpointStore(store, options);
+  const { id } = await store.create({ workspace });
+  const say = async (content: string) => (await store.append(id, { type: "message", payload: { role: "user", content } })).sequence;
+  return { base, root, workspace, outside, store, checkpoints, id, say };
+}
+
+async function expectCode(promise: Promise<unknown>, code: string): Promise<void> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(isAgentTapeError(error, code as never), `expected ${code}, got ${String(error)}`).toBe(true);
+}
+
+const STORY_REPORT_FILES = { filesRestored: 8, filesDeleted: 1, skipped: [], changes: STORY_CHANGES };
+
+describe("rewinding the story of the design", () => {
+  it('mode "all" puts every file back as it was at the target and cuts the log to the target plus one marker', async () => {
+    const s = await story();
+    const last = s.eventsBefore.at(-1)!.sequence;
+    const report = await rewind(s.store, s.id, { toSequence: s.target });
+
+    expect(report).toEqual({
+      targetSequence: s.target,
+      dryRun: false,
+      mode: "all",
+      ...STORY_REPORT_FILES,
+      eventsRemoved: STORY_EVENTS_AFTER_TARGET,
+      blobsPruned: 0, // the removed checkpoints' blobs are kept for undo by the archive
+      markerSequence: last + 1,
+    });
+    expect(await workspaceTree(s.workspace)).toEqual(s.treeAtTarget);
+
+    const events = await s.store.readAll(s.id);
+    expect(events.slice(0, -1)).toEqual(s.eventsBefore.filter((e) => e.sequence <= s.target));
+    const marker = events.at(-1)!;
+    expect(marker).toMatchObject({ type: "session_rewind", sequence: last + 1, sessionId: s.id });
+    const payload = marker.payload as RewindPayload;
+    expect(payload).toMatchObject({ targetSequence: s.target, mode: "all", ...STORY_REPORT_FILES, eventsRemoved: STORY_EVENTS_AFTER_TARGET, blobsPruned: 0 });
+    expect(payload.undo?.archive).toBe(`rewind-archive-${last + 1}`);
+    // The bytes of the kept prefix are the very bytes that were there: a rewrite, not a re-serialisation.
+    const prefixEnd = s.logBytesBefore.indexOf(`"sequence":${s.target},`);
+    const keptBytes = s.logBytesBefore.subarray(0, s.logBytesBefore.indexOf("\n", prefixEnd) + 1);
+    expect((await logBytes(s.root, s.id)).subarray(0, keptBytes.length).equals(keptBytes)).toBe(true);
+  });
+
+  it('mode "files" puts the files back and keeps every event, adding the marker that records it', async () => {
+    const s = await story();
+    const last = s.eventsBefore.at(-1)!.sequence;
+    const report = await rewind(s.store, s.id, { toSequence: s.target, mode: "files" });
+
+    expect(report).toEqual({
+      targetSequence: s.target,
+      dryRun: false,
+      mode: "files",
+      ...STORY_REPORT_FILES,
+      eventsRemoved: 0,
+      blobsPruned: 0,
+      markerSequence: last + 1,
+    });
+    expect(await workspaceTree(s.workspace)).toEqual(s.treeAtTarget);
+    const events = await s.store.readAll(s.id);
+    expect(events.slice(0, -1)).toEqual(s.eventsBefore);
+    expect(events.at(-1)).toMatchObject({ type: "session_rewind", sequence: last + 1, payload: { mode: "files", ...STORY_REPORT_FILES } });
+  });
+
+  it('mode "conversation" cuts the log and leaves every file as it is', async () => {
+    const s = await story();
+    const last = s.eventsBefore.at(-1)!.sequence;
+    const report = await rewind(s.store, s.id, { toSequence: s.target, mode: "conversation" });
+
+    expect(report).toEqual({
+      targetSequence: s.target,
+      dryRun: false,
+      mode: "conversation",
+      filesRestored: 0,
+      filesDeleted: 0,
+      skipped: [],
+      changes: [],
+      eventsRemoved: STORY_EVENTS_AFTER_TARGET,
+      blobsPruned: 0,
+      markerSequence: last + 1,
+    });
+    expect(await workspaceTree(s.workspace)).toEqual(s.treeBefore);
+    const events = await s.store.readAll(s.id);
+    expect(events.slice(0, -1)).toEqual(s.eventsBefore.filter((e) => e.sequence <= s.target));
+    expect(events.at(-1)).toMatchObject({ type: "session_rewind", sequence: last + 1, payload: { mode: "conversation", eventsRemoved: STORY_EVENTS_AFTER_TARGET } });
+  });
+
+  it.each<RewindMode>(["all", "files", "conversation"])('a dry run in mode "%s" reports the plan and touches no file, event, blob or record', async (mode) => {
+    const s = await story();
+    const recordsBefore = await s.store.backend.listRecords(s.id);
+    const dry = await rewind(s.store, s.id, { toSequence: s.target, mode, dryRun: true });
+
+    expect(await workspaceTree(s.workspace)).toEqual(s.treeBefore);
+    expect((await logBytes(s.root, s.id)).equals(s.logBytesBefore)).toBe(true);
+    expect((await s.store.backend.listBlobs(s.id)).sort()).toEqual(s.blobsBefore);
+    expect(await s.store.backend.listRecords(s.id)).toEqual(recordsBefore);
+
+    // The plan is what the real rewind then does.
+    const real = await rewind(s.store, s.id, { toSequence: s.target, mode });
+    const { markerSequence, ...realWithoutMarker } = real;
+    expect(markerSequence).toBeGreaterThan(s.target);
+    expect(dry).toEqual({ ...realWithoutMarker, dryRun: true });
+    expect(dry.markerSequence).toBeUndefined();
+  });
+});
+
+describe("the closest snapshot decides", () => {
+  it("a path whose closest record was skipped at capture is reported and left alone, never restored from a newer snapshot", async () => {
+    const w = await smallSession({ maxFileBytes: 16 });
+    await put(w.workspace, "big.bin", "far more than sixteen bytes\n");
+    await put(w.workspace, "small.txt", "s0\n");
+    const target = await w.say("target");
+    // Too large when first captured after the target: its content at the target is unknown.
+    await w.checkpoints.around(w.id, { tool: "shrink", paths: ["big.bin", "small.txt"] }, async () => {
+      await writeFile(join(w.workspace, "big.bin"), "tiny\n");
+      await writeFile(join(w.workspace, "small.txt"), "s1\n");
+    });
+    // A newer snapshot holds "tiny\n": restoring it would pretend to know what the file was.
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["big.bin"] }, () => writeFile(join(w.workspace, "big.bin"), "changed\n"));
+
+    const report = await rewind(w.store, w.id, { toSequence: target });
+
+    expect(report.skipped).toEqual(["big.bin"]);
+    expect(report.changes).toEqual([
+      { path: "big.bin", action: "skip", reason: "not captured (too_large)" },
+      { path: "small.txt", action: "restore" },
+    ]);
+    expect(report.filesRestored).toBe(1);
+    expect(await readFile(join(w.workspace, "big.bin"), "utf8")).toBe("changed\n");
+    expect(await readFile(join(w.workspace, "small.txt"), "utf8")).toBe("s0\n");
+  });
+
+  it("a second rewind to the same target after an \"all\" rewind changes nothing: the first one's undo snapshot is not a state of the log", async () => {
+    const w = await smallSession();
+    await put(w.workspace, "p.txt", "at target\n");
+    const target = await w.say("target");
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["p.txt"] }, () => writeFile(join(w.workspace, "p.txt"), "rewound away\n"));
+    await rewind(w.store, w.id, { toSequence: target });
+    await w.say("carry on");
+
+    const again = await rewind(w.store, w.id, { toSequence: target });
+
+    expect(again.changes).toEqual([]);
+    expect(await readFile(join(w.workspace, "p.txt"), "utf8")).toBe("at target\n");
+  });
+
+  it("after an \"all\" rewind and new edits, rewinding to an earlier target gives that target's files", async () => {
+    const w = await smallSession();
+    await put(w.workspace, "p.txt", "p0\n");
+    await put(w.workspace, "q.txt", "q0\n");
+    const early = await w.say("early");
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["q.txt"] }, () => writeFile(join(w.workspace, "q.txt"), "q1\n"));
+    const later = await w.say("later");
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["p.txt"] }, () => writeFile(join(w.workspace, "p.txt"), "p-lost\n"));
+    await rewind(w.store, w.id, { toSequence: later });
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["p.txt"] }, () => writeFile(join(w.workspace, "p.txt"), "p2\n"));
+
+    await rewind(w.store, w.id, { toSequence: early });
+
+    expect(await readFile(join(w.workspace, "p.txt"), "utf8")).toBe("p0\n");
+    expect(await readFile(join(w.workspace, "q.txt"), "utf8")).toBe("q0\n");
+  });
+
+  it('after a "files" rewind, its marker is the before-snapshot of what it changed: rewinding to a point before it but after the target returns there', async () => {
+    const w = await smallSession();
+    await put(w.workspace, "p.txt", "p0\n");
+    const target = await w.say("target");
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["p.txt"] }, () => writeFile(join(w.workspace, "p.txt"), "p1\n"));
+    const middle = await w.say("p is p1 here");
+    await rewind(w.store, w.id, { toSequence: target, mode: "files" });
+    expect(await readFile(join(w.workspace, "p.txt"), "utf8")).toBe("p0\n");
+
+    await rewind(w.store, w.id, { toSequence: middle, mode: "files" });
+
+    expect(await readFile(join(w.workspace, "p.txt"), "utf8")).toBe("p1\n");
+  });
+});
+
+describe("tampered checkpoints and swapped symlinks never reach outside the workspace", () => {
+  it("records with ../ and absolute paths are skipped as outside_workspace, and every file outside stays as it was", async () => {
+    const s = await story();
+    await writeFile(join(s.outside, "sentinel.txt"), "sentinel\n");
+    await writeFile(join(s.outside, "doomed.txt"), "must survive\n");
+    await writeFile(join(s.outside, "abs.txt"), "absolute sentinel\n");
+    await writeFile(join(s.outside, "abs-doomed.txt"), "must survive too\n");
+    const outsideBefore = await workspaceTree(s.outside);
+    const baseMode = (await stat(join(s.outside, ".."))).mode;
+    // A blob that exists, so nothing but the confinement stands between it and the outside file.
+    const bytes = "old docs\n";
+    const blob = { kind: "blob" as const, blob: sha256(bytes), bytes: bytes.length, mode: 0o644 };
+    expect(s.blobsBefore).toContain(blob.blob);
+
+    // Events appended by hand with paths no capture would ever record. They come after the
+    // story's target, so for these paths they are the closest records.
+    const tamperedAt = s.eventsBefore.at(-1)!.sequence + 1;
+    await s.store.append(s.id, {
+      type: "session_checkpoint",
+      payload: {
+        tool: "evil",
+        workspace: s.workspace,
+        files: [
+          { path: "../outside/sentinel.txt", ...blob },
+          { path: "../outside/doomed.txt", kind: "absent" },
+          { path: "src/../../outside/sneaky.txt", ...blob },
+          { path: join(s.outside, "abs.txt"), ...blob },
+          { path: join(s.outside, "abs-doomed.txt"), kind: "absent" },
+          { path: "..", kind: "directory", mode: 0o700 },
+        ],
+      },
+    });
+
+    const report = await rewind(s.store, s.id, { toSequence: s.target });
+
+    const outsideChanges = report.changes.filter((c) => c.reason === "outside_workspace");
+    expect(outsideChanges.map((c) => c.action)).toEqual(Array(6).fill("skip"));
+    expect(outsideChanges.map((c) => c.path).sort()).toEqual(
+      ["../outside/sentinel.txt", "../outside/doomed.txt", "src/../../outside/sneaky.txt", join(s.outside, "abs.txt"), join(s.outside, "abs-doomed.txt"), ".."].sort(),
+    );
+    expect(report.skipped.sort()).toEqual(outsideChanges.map((c) => c.path).sort());
+    expect(await workspaceTree(s.outside)).toEqual(outsideBefore);
+    expect((await stat(join(s.outside, ".."))).mode).toBe(baseMode);
+    // Everything legitimate was still rewound.
+    expect(await workspaceTree(s.workspace)).toEqual(s.treeAtTarget);
+    expect(report.markerSequence).toBe(tamperedAt + 1);
+  });
+
+  it.each([
+    { what: "a file", record: (blob: string) => ({ path: ".", kind: "blob" as const, blob, bytes: 9, mode: 0o644 }) },
+    { what: "a symlink", record: () => ({ path: ".", kind: "symlink" as const, target: "/" }) },
+    { what: "nothing", record: () => ({ path: ".", kind: "absent" as const }) },
+    { what: "nothing (spelled as an empty path)", record: () => ({ path: "", kind: "absent" as const }) },
+  ])("a record that would make the workspace itself $what is skipped: the workspace stays a folder with its files", async ({ record }) => {
+    const w = await smallSession();
+    await put(w.workspace, "keep.txt", "precious\n");
+    const target = await w.say("target");
+    await w.checkpoints.capture(w.id, { tool: "read", paths: ["keep.txt"] }); // stores the blob the record names
+    await w.store.append(w.id, { type: "session_checkpoint", payload: { tool: "evil", workspace: w.workspace, files: [record(sha256("precious\n"))] } });
+
+    const report = await rewind(w.store, w.id, { toSequence: target });
+
+    expect(report.changes).toEqual([{ path: ".", action: "skip", reason: "workspace_root" }]);
+    expect(report.skipped).toEqual(["."]);
+    expect(await workspaceTree(w.workspace)).toEqual({ "keep.txt": 'file 644 "precious\\n"' });
+  });
+
+  it("a folder swapped for a symlink to the outside after capture: its paths are skipped and nothing outside is written or deleted", async () => {
+    const w = await smallSession();
+    await put(w.workspace, "link/file.txt", "inside v0\n");
+    await put(w.outside, "file.txt", "outside sentinel\n");
+    await put(w.outside, "gone.txt", "outside, must not be deleted\n");
+    const target = await w.say("target");
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["link/file.txt", "link/gone.txt"] }, async () => {
+      await writeFile(join(w.workspace, "link/file.txt"), "inside v1\n");
+      await writeFile(join(w.workspace, "link/gone.txt"), "created after the target\n");
+    });
+    await rename(join(w.workspace, "link"), join(w.workspace, "moved"));
+    await symlink(w.outside, join(w.workspace, "link"));
+    const outsideBefore = await workspaceTree(w.outside);
+
+    const report = await rewind(w.store, w.id, { toSequence: target });
+
+    expect(report.changes).toEqual([
+      { path: "link/file.txt", action: "skip", reason: "outside_workspace" },
+      { path: "link/gone.txt", action: "skip", reason: "outside_workspace" },
+    ]);
+    expect(await workspaceTree(w.outside)).toEqual(outsideBefore);
+    expect(await workspaceTree(w.workspace)).toMatchObject({ link: `link -> ${w.outside}` });
+  });
+
+  it("a file swapped for a symlink to the outside is replaced (the link itself), never written through or deleted through", async () => {
+    const w = await smallSession();
+    await put(w.workspace, "edited.txt", "v0\n");
+    await put(w.outside, "victim.txt", "outside sentinel\n");
+    await put(w.outside, "keep.txt", "outside, must survive\n");
+    const target = await w.say("target");
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["edited.txt", "created.txt"] }, async () => {
+      await writeFile(join(w.workspace, "edited.txt"), "v1\n");
+      await writeFile(join(w.workspace, "created.txt"), "new\n");
+    });
+    const swap = async (name: string, to: string) => {
+      await rename(join(w.workspace, name), join(w.workspace, `${name}.moved`));
+      await symlink(join(w.outside, to), join(w.workspace, name));
+    };
+    await swap("edited.txt", "victim.txt");
+    await swap("created.txt", "keep.txt");
+    const outsideBefore = await workspaceTree(w.outside);
+
+    const report = await rewind(w.store, w.id, { toSequence: target });
+
+    expect(report.changes).toEqual([
+      { path: "created.txt", action: "delete" },
+      { path: "edited.txt", action: "restore" },
+    ]);
+    expect(await workspaceTree(w.outside)).toEqual(outsideBefore);
+    const tree = await workspaceTree(w.workspace);
+    expect(tree["edited.txt"]).toBe('file 644 "v0\\n"');
+    expect(tree["created.txt"]).toBeUndefined();
+  });
+
+  it("a symlink swapped in after the plan is caught right before the write: skipped, reported in the marker, nothing outside touched", async () => {
+    const w = await smallSession();
+    await put(w.workspace, "dir/a.txt", "a0\n");
+    await put(w.workspace, "other.txt", "o0\n");
+    await put(w.outside, "a.txt", "outside sentinel\n");
+    const target = await w.say("target");
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["dir/a.txt", "other.txt"] }, async () => {
+      await writeFile(join(w.workspace, "dir/a.txt"), "a1\n");
+      await writeFile(join(w.workspace, "other.txt"), "o1\n");
+    });
+    const outsideBefore = await workspaceTree(w.outside);
+
+    const report = await rewind(w.store, w.id, {
+      toSequence: target,
+      onProgress: (step) => {
+        if (step !== "planned") return;
+        // Between the plan and the apply, as a racing process would.
+        renameSync(join(w.workspace, "dir"), join(w.workspace, "dir.moved"));
+        symlinkSync(w.outside, join(w.workspace, "dir"));
+      },
+    });
+
+    const expected = [
+      { path: "dir/a.txt", action: "skip", reason: "outside_workspace" },
+      { path: "other.txt", action: "restore" },
+    ];
+    expect(report.changes).toEqual(expected);
+    expect(report).toMatchObject({ filesRestored: 1, skipped: ["dir/a.txt"] });
+    expect((await w.store.readAll(w.id)).at(-1)!.payload).toMatchObject({ changes: expected, filesRestored: 1, skipped: ["dir/a.txt"] });
+    expect(await workspaceTree(w.outside)).toEqual(outsideBefore);
+    expect(await readFile(join(w.workspace, "other.txt"), "utf8")).toBe("o0\n");
+  });
+});
+
+describe("blobs", () => {
+  it("a corrupt blob is skipped and reported blob_corrupt, its file left as it is; the rest is restored", async () => {
+    const s = await story();
+    const damaged = blobFile(s.root, s.id, sha256("old docs\n"));
+    await chmod(damaged, 0o644);
+    await writeFile(damaged, "not the old docs\n");
+
+    const report = await rewind(s.store, s.id, { toSequence: s.target });
+
+    expect(report.changes).toEqual(STORY_CHANGES.map((c) => (c.path === "docs/guide/old.md" ? { path: c.path, action: "skip", reason: "blob_corrupt" } : c)));
+    expect(report).toMatchObject({ skipped: ["docs/guide/old.md"], filesRestored: 7, filesDeleted: 1 });
+    const { ["docs/guide/old.md"]: _restoredWouldBe, ...rest } = s.treeAtTarget;
+    expect(await workspaceTree(s.workspace)).toEqual(rest); // old.md stays deleted, the rest is at the target
+  });
+
+  it("a missing blob is skipped and reported blob_missing", async () => {
+    const w = await smallSession();
+    await put(w.workspace, "a.txt", "a0\n");
+    const target = await w.say("target");
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["a.txt"] }, () => writeFile(join(w.workspace, "a.txt"), "a1\n"));
+    await w.store.withLock(w.id, (locked) => locked.deleteBlob(sha256("a0\n")));
+
+    const report = await rewind(w.store, w.id, { toSequence: target });
+
+    expect(report.changes).toEqual([{ path: "a.txt", action: "skip", reason: "blob_missing" }]);
+    expect(await readFile(join(w.workspace, "a.txt"), "utf8")).toBe("a1\n");
+  });
+
+  it("a blob nothing references is pruned; blobs the log, the marker or the archive reference are kept", async () => {
+    const s = await story();
+    const orphan = Buffer.from("left behind by nobody\n");
+    await s.store.withLock(s.id, (locked) => locked.writeBlob(sha256(orphan), orphan));
+
+    const report = await rewind(s.store, s.id, { toSequence: s.target });
+
+    expect(report.blobsPruned).toBe(1);
+    const onDisk = new Set(await s.store.backend.listBlobs(s.id));
+    expect(onDisk.has(sha256(orphan))).toBe(false);
+    for (const hash of s.blobsBefore) expect(onDisk.has(hash), hash).toBe(true); // the archive holds the removed checkpoints
+    const events = await s.store.readAll(s.id);
+    const archive = (await s.store.backend.readRecord(s.id, `rewind-archive-${report.markerSequence}`)) as { events: typeof events };
+    expect(onDisk).toEqual(referencedBlobs([...events, ...archive.events]));
+    // Among them the blobs of the marker's undo snapshot: main.ts at v5 and the created file.
+    expect(onDisk.has(sha256("v5\n"))).toBe(true);
+    expect(onDisk.has(sha256("export {};\n"))).toBe(true);
+  });
+
+  it("with keepUndo: 0 the blobs only the removed checkpoints referenced are pruned, and no archive is kept", async () => {
+    const s = await story();
+    const report = await rewind(s.store, s.id, { toSequence: s.target, keepUndo: 0 });
+
+    const events = await s.store.readAll(s.id);
+    const stillReferenced = referencedBlobs(events);
+    const onlyRemoved = s.blobsBefore.filter((hash) => !stillReferenced.has(hash));
+    expect(onlyRemoved.length).toBeGreaterThan(0);
+    expect(report.blobsPruned).toBe(onlyRemoved.length);
+    expect(new Set(await s.store.backend.listBlobs(s.id))).toEqual(stillReferenced);
+    expect((events.at(-1)!.payload as RewindPayload).undo).toBeUndefined();
+    expect(await s.store.backend.listRecords(s.id)).toEqual([]);
+    // The workspace got the bytes before their blobs went.
+    expect(await workspaceTree(s.workspace)).toEqual(s.treeAtTarget);
+  });
+});
+
+describe("sequences", () => {
+  it("the marker takes the number after the highest ever written, and no number is used twice across rewinds", async () => {
+    const w = await smallSession();
+    await put(w.workspace, "a.txt", "a0\n");
+    const target = await w.say("target");
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["a.txt"] }, () => writeFile(join(w.workspace, "a.txt"), "a1\n"));
+    const highest = await w.say("last before the rewind");
+
+    const first = await rewind(w.store, w.id, { toSequence: target });
+    expect(first.markerSequence).toBe(highest + 1);
+    const next = await w.say("after the rewind");
+    expect(next).toBe(highest + 2); // not target + 1, which the removed events used
+
+    const second = await rewind(w.store, w.id, { toSequence: target });
+    expect(second.markerSequence).toBe(next + 1);
+    const third = await rewind(w.store, w.id, { toSequence: target, mode: "conversation" });
+    expect(third.markerSequence).toBe(second.markerSequence! + 1);
+    expect((await w.store.readAll(w.id)).map((e) => e.sequence)).toEqual([target, third.markerSequence]);
+  });
+
+  it("a target between two events (a gap a rewind left) is a valid target", async () => {
+    const w = await smallSession();
+    const target = await w.say("target");
+    await w.say("removed");
+    const { markerSequence } = await rewind(w.store, w.id, { toSequence: target });
+    await w.say("after");
+
+    const report = await rewind(w.store, w.id, { toSequence: markerSequence! - 1 });
+
+    expect(report).toMatchObject({ eventsRemoved: 2, markerSequence: markerSequence! + 2 });
+    expect((await w.store.readAll(w.id)).map((e) => e.sequence)).toEqual([target, markerSequence! + 2]);
+  });
+
+  it("a target past the end is SEQUENCE_OUT_OF_RANGE and changes nothing", async () => {
+    const s = await story();
+    const last = s.eventsBefore.at(-1)!.sequence;
+    await expectCode(rewind(s.store, s.id, { toSequence: last + 1 }), "SEQUENCE_OUT_OF_RANGE");
+    expect((await logBytes(s.root, s.id)).equals(s.logBytesBefore)).toBe(true);
+    expect(await workspaceTree(s.workspace)).toEqual(s.treeBefore);
+  });
+
+  it("a target at the end is a no-op report: no marker, nothing changed", async () => {
+    const s = await story();
+    const last = s.eventsBefore.at(-1)!.sequence;
+    const report = await rewind(s.store, s.id, { toSequence: last });
+    expect(report).toEqual({
+      targetSequence: last,
+      dryRun: false,
+      mode: "all",
+      filesRestored: 0,
+      filesDeleted: 0,
+      skipped: [],
+      changes: [],
+      eventsRemoved: 0,
+      blobsPruned: 0,
+    });
+    expect((await logBytes(s.root, s.id)).equals(s.logBytesBefore)).toBe(true);
+    expect(await workspaceTree(s.workspace)).toEqual(s.treeBefore);
+    expect(await s.store.backend.listRecords(s.id)).toEqual([]);
+  });
+});
+
+describe("bad input", () => {
+  it("is refused with a typed error before anything is touched", async () => {
+    const s = await story();
+    await expectCode(rewind(s.store, s.id, { toSequence: -1 }), "INVALID_ARGUMENT");
+    await expectCode(rewind(s.store, s.id, { toSequence: 1.5 }), "INVALID_ARGUMENT");
+    await expectCode(rewind(s.store, s.id, { toSequence: s.target, mode: "everything" as RewindMode }), "INVALID_ARGUMENT");
+    await expectCode(rewind(s.store, s.id, { toSequence: s.target, keepUndo: -1 }), "INVALID_ARGUMENT");
+    await expectCode(rewind(s.store, "no-such-session", { toSequence: 0 }), "SESSION_NOT_FOUND");
+    expect((await logBytes(s.root, s.id)).equals(s.logBytesBefore)).toBe(true);
+    expect(await workspaceTree(s.workspace)).toEqual(s.treeBefore);
+  });
+
+  it("a session without a workspace can rewind its conversation, and is told to pass one for its files", async () => {
+    const base = await temps.make("agent-tape-rewind-nows-");
+    const store = new SessionStore({ root: base });
+    stores.push(store);
+    const { id } = await store.create();
+    const target = (await store.append(id, { type: "message", payload: { role: "user", content: "a" } })).sequence;
+    await store.append(id, { type: "message", payload: { role: "user", content: "b" } });
+    await expectCode(rewind(store, id, { toSequence: target }), "INVALID_ARGUMENT");
+    await expect(rewind(store, id, { toSequence: target, mode: "conversation" })).resolves.toMatchObject({ eventsRemoved: 1 });
+  });
+});
