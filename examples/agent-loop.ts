@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CheckpointStore, SessionStore, foldConversation, rewind, undoRewind } from "../src/index.js"; // in your project: "agent-tape"
 import type { Conversation, EventInput, BuiltinEvents } from "../src/index.js";
-import { eventLine, heading, paint, printTree, printWorkspace, readWorkspace, sameWorkspace, shorten } from "./narrate.js";
+import { eventLine, heading, note, paint, printTree, printWorkspace, readWorkspace, sameWorkspace, shorten } from "./narrate.js";
 import { fileTools, type Tool } from "./tools.js";
 import { withCheckpoints } from "./with-checkpoints.js";
 
@@ -197,10 +197,6 @@ note("blobs/        before-snapshots named by their sha256, shared by every chec
 const records = await readdir(join(root, session.id, "records")).catch(() => []);
 note(`records/      what undoRewind and crash recovery need between steps${records.length ? "" : " (nothing pending now)"}`);
 console.log(`  Nothing was deleted, so you can look around; then: rm -rf ${home}`);
-
-function note(text: string): void {
-  console.log(paint("dim", `  ${text}`));
-}
 
 function check(ok: boolean, claim: string): void {
   console.log(`  ${ok ? paint("green", "✓") : paint("red", "✗ NOT TRUE:")} ${claim}`);

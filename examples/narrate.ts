@@ -14,6 +14,10 @@ export function heading(title: string): void {
   console.log(`\n${paint("bold", `── ${title} `.padEnd(78, "─"))}`);
 }
 
+export function note(text: string): void {
+  console.log(paint("dim", `  ${text}`));
+}
+
 export function shorten(text: string, max = 64): string {
   const flat = text.replace(/\n/g, "↵");
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;

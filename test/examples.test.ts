@@ -1,0 +1,141 @@
+// The examples are what a newcomer runs first: each runs here as a real child process, the way
+// `npm run demo` runs it, and what it prints (and leaves on disk) is checked.
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { SessionStore } from "../src/index.js";
+import { TempRoots } from "./helpers/temp-root.js";
+
+const repo = fileURLToPath(new URL("..", import.meta.url));
+const temps = new TempRoots();
+afterEach(() => temps.removeAll());
+
+/** Runs an example with its own TMPDIR (so whatever it leaves behind is ours to inspect and remove). */
+async function runExample(file: string): Promise<{ code: number | null; stdout: string; stderr: string; tmp: string }> {
+  const tmp = await temps.make("agent-tape-example-");
+  const child = spawn(process.execPath, ["--import", "tsx", join("examples", file)], {
+    cwd: repo,
+    env: { ...process.env, TMPDIR: tmp, NO_COLOR: "1" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text));
+  child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
+  const [code] = await once(child, "close");
+  return { code: code as number | null, stdout, stderr, tmp };
+}
+
+/** What the example left in its TMPDIR (tsx keeps its own cache there too: not the example's). */
+async function leftBehind(tmp: string): Promise<string[]> {
+  return (await readdir(tmp)).filter((name) => name.startsWith("agent-tape-"));
+}
+
+/** The lines of `output` from the one starting with `from` up to (not including) the next blank or `until` line. */
+function section(output: string, from: string, until: RegExp): string[] {
+  const lines = output.split("\n");
+  const start = lines.findIndex((line) => line.trim().startsWith(from));
+  expect(start, `no line starting with "${from}"`).toBeGreaterThanOrEqual(0);
+  const rest = lines.slice(start + 1);
+  const end = rest.findIndex((line) => line.trim() === "" || until.test(line));
+  return end < 0 ? rest : rest.slice(0, end);
+}
+
+describe("examples/quickstart.ts", () => {
+  it("edits a file under a checkpoint, rewinds it back, and cleans up after itself", async () => {
+    const run = await runExample("quickstart.ts");
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('after the tool call:   hello.txt = "HELLO, WORLD!\\n"');
+    expect(run.stdout).toContain('after rewind to #1:    hello.txt = "Hello, world\\n"');
+    expect(run.stdout).toContain("the tape: #1 message, #5 session_rewind");
+    expect(run.stdout).toMatch(/changes: \[ \{ path: 'hello.txt', action: 'restore' \} \]/);
+    expect(run.stdout).toMatch(/eventsRemoved: 3/);
+    expect(await leftBehind(run.tmp)).toEqual([]);
+  });
+});
+
+describe("examples/agent-loop.ts (npm run demo)", () => {
+  it("narrates the loop, rewinds and undoes it, resumes after a restart, and leaves a consistent session", async () => {
+    const run = await runExample("agent-loop.ts");
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    const out = run.stdout;
+    expect(out).not.toContain("✗");
+
+    // The tape as it grows: each file-changing call has its before-snapshot between call and result.
+    expect(out).toMatch(/#6 +tool_call +call_2 +edit_file src\/greet\.ts\n +#7 +session_checkpoint +before edit_file: src\/greet\.ts \(64 B, blob [0-9a-f]{8}\)\n +#8 +tool_result/);
+    expect(out).toMatch(/#10 +session_checkpoint +before write_file: CHANGELOG\.md \(absent\)/);
+    expect(out.match(/session_checkpoint +before /g)).toHaveLength(7);
+
+    // The rewind to the end of turn one: what it reports and what the files are afterwards.
+    const plan = section(out, "rewind(store, id, { toSequence: 12 }) →", /files after/).map((line) => line.trim().replace(/ +/g, " "));
+    expect(plan).toEqual(["restore notes.txt", "restore src/greet.ts", "delete test", "delete test/greet.test.ts", "2 restored, 2 deleted, 15 events removed, 0 blobs pruned, marker #28"]);
+    const afterRewind = section(out, "files after the rewind:", /✓|✗/).join("\n");
+    expect(afterRewind).toMatch(/notes\.txt +TODO: greet people properly/);
+    expect(afterRewind).toMatch(/src\/greet\.ts +export function greet\(name: string\) \{↵ {2}return "Hello, "/);
+    expect(afterRewind).not.toContain("test/");
+    expect(out).toContain("✓ the workspace is exactly what it was at the end of turn one");
+
+    // undoRewind puts turn two back: notes.txt gone again, the test file and default name back.
+    const afterUndo = section(out, "files after the undo:", /✓|✗/).join("\n");
+    expect(afterUndo).not.toContain("notes.txt");
+    expect(afterUndo).toMatch(/test\/greet\.test\.ts +import \{ greet \}/);
+    expect(afterUndo).toContain('export function greet(name = "world")');
+    expect(out).toContain("15 events re-appended as #29–#43, marker #44");
+    expect(out).toContain("✓ the workspace is exactly what it was before the rewind");
+
+    // The restart: the conversation is rebuilt from the tape alone, then one more turn is taken.
+    expect(out).toContain("store.conversation(id) → 7 messages, 7 tool calls (7 with results), through #44");
+    expect(out).toMatch(/#45 +message +user: Also export a farewell\(\)\./);
+    expect(out).toContain("conversation now: 10 messages, through #50");
+
+    // What it left on disk agrees with what it said.
+    const [home] = await leftBehind(run.tmp);
+    expect(out).toContain(`rm -rf ${join(run.tmp, home!)}`);
+    const store = new SessionStore({ root: join(run.tmp, home!, "sessions") });
+    try {
+      const [session] = await store.list();
+      expect(out).toContain(`${join(run.tmp, home!, "sessions", session!.id)}/`);
+      const events = await store.readAll(session!.id);
+      expect(events.map((e) => e.sequence)).toEqual([...range(1, 12), ...range(28, 50)]);
+      expect(events.filter((e) => e.type === "session_rewind")).toHaveLength(2);
+      expect((await store.conversation(session!.id)).messages).toHaveLength(10);
+      expect(out).toMatch(new RegExp(`events\\.jsonl +\\d+ B, ${events.length} lines`));
+    } finally {
+      await store.close();
+    }
+    const workspace = join(run.tmp, home!, "workspace");
+    expect((await readdir(workspace)).sort()).toEqual(["CHANGELOG.md", "src", "test"]);
+    const greet = await readFile(join(workspace, "src/greet.ts"), "utf8");
+    expect(greet).toBe('export function greet(name = "world") {\n  return "Hello, " + name;\n}\n\nexport function farewell(name: string) {\n  return "Bye, " + name;\n}\n');
+  });
+});
+
+describe("examples/ai-sdk.ts", () => {
+  it("checkpoints every file tool the Vercel AI SDK runs, and a rewind undoes the later steps", async () => {
+    const run = await runExample("ai-sdk.ts");
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    const out = run.stdout;
+    expect(out).toContain("generateText ran 3 steps");
+    expect(out).toMatch(/session_checkpoint +before write_file: notes\.md \(absent\)/);
+    expect(out).toMatch(/session_checkpoint +before edit_file: notes\.md \(23 B, blob [0-9a-f]{8}\)/);
+    expect(out).toMatch(/session_checkpoint +before delete_file: todo\.txt \(18 B, blob [0-9a-f]{8}\)/);
+    expect(out).not.toMatch(/session_checkpoint +before read_file/);
+    expect(out).toMatch(/tool_result +t3 +ok: deleted todo\.txt/);
+
+    const afterRewind = section(out, "files after the rewind:", /✓|✗/).join("\n");
+    expect(afterRewind).toMatch(/notes\.md +# Notes↵↵- first draft↵/);
+    expect(afterRewind).toMatch(/todo\.txt +- write the notes↵/);
+    expect(out).toContain("✓ the workspace is exactly what it was at the end of step 1");
+    expect(await leftBehind(run.tmp)).toEqual([]);
+  });
+});
+
+function range(from: number, to: number): number[] {
+  return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+}
