@@ -65,8 +65,9 @@ export class SessionLease {
       return await heldHere.run(held, () => fn(locked));
     } finally {
       if (--this.queued === 0) {
-        if (this.options.idleMs <= 0) await this.releaseNow();
-        else this.scheduleRelease();
+        if (this.options.idleMs <= 0) {
+          if (this.locked?.held !== false) await this.releaseNow(); // a lost lock waits to be reported, as below
+        } else this.scheduleRelease();
       }
     }
   }
@@ -104,8 +105,11 @@ export class SessionLease {
   private scheduleRelease(): void {
     if (!this.locked) return;
     this.idleTimer = setTimeout(() => {
-      // Through the chain, so an operation that arrives meanwhile never races the release.
-      this.chain = this.chain.then(() => (this.queued === 0 ? this.releaseNow() : undefined)).catch(() => undefined);
+      // Through the chain, so an operation that arrives meanwhile never races the release. A lock
+      // found lost is kept (it holds nothing) so the next operation still reports LOCK_COMPROMISED.
+      this.chain = this.chain
+        .then(() => (this.queued === 0 && this.locked?.held !== false ? this.releaseNow() : undefined))
+        .catch(() => undefined);
     }, this.options.idleMs);
     this.idleTimer.unref(); // an idle lease must not keep the process alive
   }

@@ -297,6 +297,18 @@ describe("LOCK_COMPROMISED", () => {
     expect((await store.readAll(id)).map((e) => (e.payload as { content: string }).content)).toEqual(["1", "2"]);
   });
 
+  it("is still reported when the loss was noticed while idle and the idle lease has since run out", async () => {
+    // The lock is checked 1000 ms after it is taken; the idle release comes at 1500 ms, after that check.
+    const { store, root } = await openStore({ lockStaleMs: 2000, lockIdleMs: 1_500 });
+    const { id } = await store.create();
+    await store.append(id, say("1"));
+    await rm(join(root, id, "events.jsonl.lock"), { recursive: true });
+    await pause(detection);
+
+    await expectCode(() => store.append(id, say("lost")), "LOCK_COMPROMISED");
+    expect((await store.append(id, say("2"))).sequence).toBe(2);
+  });
+
   it("does not free the lock of the process that took it over", async () => {
     const { store, root } = await openStore({ lockStaleMs: 2000, lockIdleMs: 60_000, lockWaitMs: 10_000 });
     const { id } = await store.create();
