@@ -1,0 +1,50 @@
+import { serializeEvent } from "../src/envelope.js";
+import { FORMAT_VERSION, newId } from "../src/index.js";
+
+// Prose rather than one repeated letter, so JSON escaping and string scanning see ordinary text.
+const PROSE =
+  "I read src/session-store.ts and the append path looks right; next I will run the tests, check the " +
+  "failing case in test/stress/crash.test.ts, and then edit the lock handling so a stale holder is taken over. ";
+
+/** Text of `bytes` characters (ASCII, so also bytes). */
+export function prose(bytes: number): string {
+  let text = "";
+  while (text.length < bytes) text += PROSE;
+  return text.slice(0, bytes);
+}
+
+/** A message whose payload serialises to about 300 bytes, the size the benchmarks append. */
+export const messageEvent = {
+  type: "message",
+  payload: { role: "assistant", content: prose(268) },
+} as const;
+
+/** The line the store writes for `messageEvent`, so a raw baseline writes the same bytes. */
+export function messageLine(sessionId: string, sequence: number): Buffer {
+  const line = serializeEvent({
+    v: FORMAT_VERSION,
+    id: newId(),
+    sessionId,
+    sequence,
+    type: messageEvent.type,
+    createdAt: new Date().toISOString(),
+    payload: messageEvent.payload,
+  });
+  return Buffer.from(line + "\n", "utf8");
+}
+
+const toolInput = { path: "src/session-store.ts", old: prose(30), new: prose(36) };
+const toolOutput = prose(100);
+
+/**
+ * The log line of event `sequence` in a replay test session: a turn of message, tool call,
+ * tool result, in the store's own serialisation, ~300 bytes each (the size DESIGN.md measured).
+ */
+export function replayLine(sessionId: string, sequence: number, createdAt: string): string {
+  const kind = sequence % 3;
+  const callId = `call_${Math.floor(sequence / 3)}`;
+  const base = { v: FORMAT_VERSION, id: newId(), sessionId, sequence, createdAt };
+  if (kind === 1) return serializeEvent({ ...base, type: "message", payload: { role: "assistant", content: prose(110) } });
+  if (kind === 2) return serializeEvent({ ...base, type: "tool_call", payload: { callId, name: "edit_file", input: toolInput } });
+  return serializeEvent({ ...base, type: "tool_result", payload: { callId, output: toolOutput, isError: false } });
+}
