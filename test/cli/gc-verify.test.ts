@@ -1,0 +1,202 @@
+import { createHash } from "node:crypto";
+import { chmod, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { formatBytes } from "../../src/cli/output.js";
+import { rewind } from "../../src/index.js";
+import { TempRoots } from "../helpers/temp-root.js";
+import { cli, seedSession, withStore, type Seeded } from "./harness.js";
+
+const temps = new TempRoots();
+afterEach(() => temps.removeAll());
+
+const sha256 = (bytes: string | Buffer) => createHash("sha256").update(bytes).digest("hex");
+const blobPath = (s: Seeded, hash: string) => join(s.root, s.id, "blobs", hash.slice(0, 2), hash);
+
+/** A blob no event names, as a capture cut short by a power loss leaves it. */
+async function plantOrphanBlob(s: Seeded, content: string): Promise<string> {
+  const hash = sha256(content);
+  await mkdir(join(s.root, s.id, "blobs", hash.slice(0, 2)), { recursive: true });
+  await writeFile(blobPath(s, hash), content);
+  return hash;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+describe("agent-tape gc", () => {
+  it("--dry-run reports the unreferenced blob and its bytes, and deletes nothing", async () => {
+    const s = await seedSession(temps);
+    const orphan = await plantOrphanBlob(s, "left by a crash: 31 bytes long\n");
+    const run = await cli(["gc", s.id, "--dry-run", "--root", s.root]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(`${s.id}  1 blob, 0 rewind archives  31 B\nWould free 31 B: 1 blob and 0 rewind archives from session ${s.id}. Nothing was deleted.\n`);
+    expect(await exists(blobPath(s, orphan))).toBe(true);
+  });
+
+  it("deletes the unreferenced blob, keeps every referenced one, and reports bytes freed", async () => {
+    const s = await seedSession(temps);
+    const orphan = await plantOrphanBlob(s, "left by a crash: 31 bytes long\n");
+    const referenced = sha256("one\n");
+    const run = await cli(["gc", "--json", "--root", s.root]);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({
+      dryRun: false,
+      bytesFreed: 31,
+      blobsPruned: 1,
+      archivesDropped: 0,
+      sessions: [{ id: s.id, blobsPruned: 1, archivesDropped: [], bytesFreed: 31 }],
+    });
+    expect(await exists(blobPath(s, orphan))).toBe(false);
+    expect(await exists(blobPath(s, referenced))).toBe(true);
+    expect((await cli(["verify", s.id, "--root", s.root])).code).toBe(0);
+    expect((await cli(["gc", s.id, "--root", s.root])).stdout).toBe(`Nothing to free in session ${s.id}.\n`);
+  });
+
+  it("drops rewind archives older than the newest, with the blobs only they needed; undo still works", async () => {
+    const s = await seedSession(temps);
+    await withStore(s.root, async (store) => {
+      // Rewind 1 cuts checkpoint #3, the only event naming the blob of "one\n" once its archive goes.
+      await rewind(store, s.id, { toSequence: 2, keepUndo: 2 });
+      await store.append(s.id, { type: "message", payload: { role: "user", content: "something else" } });
+      await rewind(store, s.id, { toSequence: 6, keepUndo: 2 });
+    });
+    const records = join(s.root, s.id, "records");
+    expect((await readdir(records)).sort()).toEqual(["rewind-archive-6.json", "rewind-archive-8.json"]);
+    const archiveBytes = (await stat(join(records, "rewind-archive-6.json"))).size;
+
+    const dry = JSON.parse((await cli(["gc", s.id, "--dry-run", "--json", "--root", s.root])).stdout);
+    expect(dry.sessions).toEqual([{ id: s.id, blobsPruned: 1, archivesDropped: ["rewind-archive-6"], bytesFreed: archiveBytes + 4 }]);
+    expect((await readdir(records)).sort()).toEqual(["rewind-archive-6.json", "rewind-archive-8.json"]);
+
+    const run = await cli(["gc", s.id, "--root", s.root]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`Freed ${formatBytes(archiveBytes + 4)}: 1 blob and 1 rewind archive from session ${s.id}.`);
+    expect(await readdir(records)).toEqual(["rewind-archive-8.json"]);
+    expect(await exists(blobPath(s, sha256("one\n")))).toBe(false);
+    expect((await cli(["verify", s.id, "--root", s.root])).code).toBe(0);
+    expect((await cli(["undo", s.id, "--root", s.root])).code).toBe(0);
+  });
+
+  it("over every session: collects the readable ones, reports the one it cannot read, exits 1", async () => {
+    const good = await seedSession(temps);
+    const bad = await seedSession(temps, { root: good.root });
+    const orphan = await plantOrphanBlob(good, "orphan");
+    const badOrphan = await plantOrphanBlob(bad, "orphan too");
+    await writeFile(join(bad.root, bad.id, "events.jsonl"), "not a line of json\n" + (await readFile(join(bad.root, bad.id, "events.jsonl"), "utf8")));
+
+    const run = await cli(["gc", "--root", good.root]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain(`Freed 6 B: 1 blob and 0 rewind archives from 1 of 1 session.`);
+    expect(run.stderr).toContain(`agent-tape: gc skipped ${bad.id}:`);
+    expect(run.stderr).toContain("(LOG_CORRUPT)");
+    expect(await exists(blobPath(good, orphan))).toBe(false);
+    // A tape that cannot be read cannot say which blobs it needs: nothing of it is deleted.
+    expect(await exists(blobPath(bad, badOrphan))).toBe(true);
+  });
+
+  it("shows progress on stderr only when stderr is a terminal", async () => {
+    const s = await seedSession(temps);
+    await seedSession(temps, { root: s.root });
+    const onTerminal = await cli(["gc", "--root", s.root], { isTTY: { stdout: false, stderr: true } });
+    expect(onTerminal.stderr).toContain("\r\x1b[2Kgc: session 1/2");
+    const piped = await cli(["gc", "--root", s.root], { isTTY: false });
+    expect(piped.stderr).toBe("");
+    expect(piped.stdout).toBe(onTerminal.stdout);
+  });
+});
+
+describe("agent-tape verify", () => {
+  it("passes (exit 0) for intact sessions", async () => {
+    const s = await seedSession(temps);
+    await seedSession(temps, { root: s.root });
+    const run = await cli(["verify", "--root", s.root]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(new RegExp(`^ok    ${s.id}  5 events, 1 blob$`, "m"));
+    expect(run.stdout.trimEnd().split("\n").at(-1)).toBe("All 2 sessions are intact.");
+  });
+
+  it("lists a corrupted blob and a corrupt line, and exits 1", async () => {
+    const s = await seedSession(temps);
+    const hash = sha256("one\n");
+    // Blobs are stored read-only (0444): a damaging write has to get past that first.
+    await chmod(blobPath(s, hash), 0o644);
+    await writeFile(blobPath(s, hash), "not one\n");
+    const log = join(s.root, s.id, "events.jsonl");
+    const lines = (await readFile(log, "utf8")).split("\n");
+    lines[3] = '{"v":1,"sequence":4,"type":"tool_result", cut off';
+    await writeFile(log, lines.join("\n"));
+
+    const run = await cli(["verify", "--root", s.root]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe(
+      `FAIL  ${s.id}  4 events, 1 blob: 2 problems\n` +
+        `      events.jsonl line 4: ${run.stdout.match(/line 4: (.*)\n/)![1]}\n` +
+        `      blob ${hash} is damaged: its bytes hash to ${sha256("not one\n")} (a.txt, checkpoint #3)\n` +
+        "1 of 1 session has problems.\n",
+    );
+    expect(run.stdout).toMatch(/line 4: not valid JSON/);
+
+    const json = await cli(["verify", s.id, "--json", "--root", s.root]);
+    expect(json.code).toBe(1);
+    const result = JSON.parse(json.stdout);
+    expect(result.ok).toBe(false);
+    expect(result.sessions[0].problems).toMatchObject([
+      { kind: "corrupt_line", line: 4 },
+      { kind: "blob_corrupt", hash, referencedBy: "a.txt, checkpoint #3" },
+    ]);
+  });
+
+  it("finds a missing blob and a sequence that does not increase", async () => {
+    const s = await seedSession(temps);
+    const hash = sha256("one\n");
+    await rm(blobPath(s, hash), { force: true });
+    const log = join(s.root, s.id, "events.jsonl");
+    const lines = (await readFile(log, "utf8")).split("\n");
+    lines.splice(2, 0, lines[1]!); // event #2 twice
+    await writeFile(log, lines.join("\n"));
+
+    const run = await cli(["verify", s.id, "--json", "--root", s.root]);
+    expect(run.code).toBe(1);
+    const [session] = JSON.parse(run.stdout).sessions;
+    expect(session.problems).toMatchObject([
+      { kind: "corrupt_line", line: 3, message: "events.jsonl line 3: sequence 2 does not follow 2" },
+      { kind: "blob_missing", hash },
+    ]);
+  });
+
+  it("checks the blobs a rewind archive keeps for undo", async () => {
+    const s = await seedSession(temps);
+    expect((await cli(["rewind", s.id, "--to", "2", "--root", s.root])).code).toBe(0);
+    // Only the archive (of the cut checkpoint #3) still names the blob of "one\n".
+    const hash = sha256("one\n");
+    await chmod(blobPath(s, hash), 0o644);
+    await writeFile(blobPath(s, hash), "damaged");
+    const run = await cli(["verify", s.id, "--root", s.root]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain(`blob ${hash} is damaged`);
+    expect(run.stdout).toContain("(a.txt, checkpoint #3 in rewind-archive-6)");
+  });
+
+  it("fails with SESSION_NOT_FOUND (exit 1) for an unknown id", async () => {
+    const s = await seedSession(temps);
+    const run = await cli(["verify", "missing", "--root", s.root]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("(SESSION_NOT_FOUND)");
+  });
+
+  it("shows progress on stderr only when stderr is a terminal", async () => {
+    const s = await seedSession(temps);
+    await seedSession(temps, { root: s.root });
+    const onTerminal = await cli(["verify", "--root", s.root], { isTTY: { stderr: true } });
+    expect(onTerminal.stderr).toContain("\r\x1b[2Kverify session 1/2");
+    expect(onTerminal.stderr.endsWith("\r\x1b[2K")).toBe(true); // the status line is cleared before results
+    const piped = await cli(["verify", "--root", s.root]);
+    expect(piped.stderr).toBe("");
+    expect(piped.stdout).toBe(onTerminal.stdout);
+  });
+});

@@ -1,0 +1,114 @@
+import { appendFile, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { TempRoots } from "../helpers/temp-root.js";
+import { cli, seedSession, withStore } from "./harness.js";
+
+const temps = new TempRoots();
+afterEach(() => temps.removeAll());
+
+describe("agent-tape list", () => {
+  it("lists sessions newest first with id, title, event count, last activity and size", async () => {
+    const older = await seedSession(temps, { title: "older session" });
+    const newer = await seedSession(temps, { root: older.root, title: "newer session" });
+    // Activity, not creation, decides the order: touch the older one last.
+    await withStore(older.root, (store) => store.append(older.id, { type: "message", payload: { role: "user", content: "again" } }));
+
+    const run = await cli(["list", "--root", older.root]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe("");
+    const [header, first, second, ...rest] = run.stdout.trimEnd().split("\n");
+    expect(header).toMatch(/^ID\s+TITLE\s+EVENTS\s+LAST ACTIVITY\s+SIZE$/);
+    expect(rest).toEqual([]);
+    expect(first).toMatch(new RegExp(`^${older.id}\\s+older session\\s+6\\s+(just now|\\d+[smh] ago)\\s+[\\d.]+ (B|KiB)$`));
+    expect(second).toMatch(new RegExp(`^${newer.id}\\s+newer session\\s+5\\s+`));
+  });
+
+  it("--json gives every session with its counts and bytes on disk", async () => {
+    const { root, id } = await seedSession(temps);
+    const run = await cli(["list", "--json", "--root", root]);
+    expect(run.code).toBe(0);
+    const sessions = JSON.parse(run.stdout);
+    expect(sessions).toHaveLength(1);
+    expect(sessions[0]).toMatchObject({ id, title: "fix the failing test", events: 5, lastSequence: 5, corruptLines: 0 });
+    expect(sessions[0].bytes).toBeGreaterThan(0);
+  });
+
+  it("counts the events left after a rewind, not the highest sequence", async () => {
+    const { root, id } = await seedSession(temps);
+    expect((await cli(["rewind", id, "--to", "2", "--root", root])).code).toBe(0);
+    const [session] = JSON.parse((await cli(["list", "--json", "--root", root])).stdout);
+    expect(session).toMatchObject({ id, events: 3, lastSequence: 6 }); // #1, #2 and the rewind marker #6
+  });
+
+  it("says so when the root holds no sessions", async () => {
+    const root = join(await temps.make(), "nothing-here");
+    const run = await cli(["list", "--root", root]);
+    expect(run).toMatchObject({ code: 0, stdout: `No sessions under ${root}.\n` });
+    expect(JSON.parse((await cli(["list", "--json", "--root", root])).stdout)).toEqual([]);
+  });
+
+  it("still shows a session whose last line is corrupt, with the reason", async () => {
+    const { root, id } = await seedSession(temps);
+    await appendFile(join(root, id, "events.jsonl"), "{not json}\n");
+    const run = await cli(["list", "--root", root]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(new RegExp(`${id}\\s+unreadable: LOG_CORRUPT`));
+    const [listed] = JSON.parse((await cli(["list", "--json", "--root", root])).stdout);
+    expect(listed).toMatchObject({ id, error: { code: "LOG_CORRUPT" } });
+  });
+});
+
+describe("agent-tape show", () => {
+  it("prints one line per event: sequence, time, type and a summary", async () => {
+    const { root, id } = await seedSession(temps);
+    const run = await cli(["show", id, "--root", root]);
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trimEnd().split("\n");
+    expect(lines).toHaveLength(5);
+    const time = "\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ";
+    expect(lines[0]).toMatch(new RegExp(`^1  ${time}  message\\s+user: make a.txt say two$`));
+    expect(lines[1]).toMatch(/^2 .* tool_call\s+write_files \[c1\] \{"paths":\["a.txt","b.txt"\]\}$/);
+    expect(lines[2]).toMatch(/^3 .* session_checkpoint\s+before write_files: 2 files — a.txt, b.txt \(new\)$/);
+    expect(lines[3]).toMatch(/^4 .* tool_result\s+\[c1\] wrote 2 files$/);
+    expect(lines[4]).toMatch(/^5 .* message\s+assistant: Done\.$/);
+  });
+
+  it("--from and --to cut the range; --type keeps one kind of event", async () => {
+    const { root, id } = await seedSession(temps);
+    const range = await cli(["show", id, "--from", "2", "--to", "3", "--root", root]);
+    expect(range.stdout.trimEnd().split("\n").map((l) => l.split(/\s+/)[0])).toEqual(["2", "3"]);
+    const messages = await cli(["show", id, "--type", "message", "--root", root]);
+    expect(messages.stdout.trimEnd().split("\n").map((l) => l.split(/\s+/)[0])).toEqual(["1", "5"]);
+  });
+
+  it("--json prints the stored events as JSONL, exactly as the library reads them", async () => {
+    const { root, id } = await seedSession(temps);
+    const run = await cli(["show", id, "--json", "--from", "3", "--root", root]);
+    expect(run.code).toBe(0);
+    const printed = run.stdout.trimEnd().split("\n").map((line) => JSON.parse(line));
+    const stored = await withStore(root, (store) => store.readAll(id, { fromSequence: 3 }));
+    expect(printed).toEqual(stored);
+  });
+
+  it("fails with SESSION_NOT_FOUND (exit 1) for an unknown session", async () => {
+    const { root } = await seedSession(temps);
+    const run = await cli(["show", "no-such-session", "--root", root]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(/^agent-tape: Session "no-such-session" does not exist.*\(SESSION_NOT_FOUND\)\n$/);
+  });
+
+  it("stops at a corrupt line with LOG_CORRUPT, naming the line, and points at verify", async () => {
+    const { root, id } = await seedSession(temps);
+    const log = join(root, id, "events.jsonl");
+    const lines = (await readFile(log, "utf8")).split("\n");
+    lines[1] = "garbage";
+    await writeFile(log, lines.join("\n"));
+    const run = await cli(["show", id, "--root", root]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("events.jsonl:2:");
+    expect(run.stderr).toContain("(LOG_CORRUPT)");
+    expect(run.stderr).toContain("agent-tape verify");
+  });
+});

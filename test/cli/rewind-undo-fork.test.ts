@@ -1,0 +1,158 @@
+import { readFile, readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { TempRoots } from "../helpers/temp-root.js";
+import { cli, seedSession, withStore } from "./harness.js";
+
+const temps = new TempRoots();
+afterEach(() => temps.removeAll());
+
+const ESC = "\x1b[";
+const sequences = (root: string, id: string) => withStore(root, async (store) => (await store.readAll(id)).map((e) => e.sequence));
+
+describe("agent-tape rewind", () => {
+  it("--dry-run prints the plan per path and changes neither files nor tape", async () => {
+    const { root, workspace, id } = await seedSession(temps);
+    const run = await cli(["rewind", id, "--to", "2", "--dry-run", "--root", root]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(
+      `Dry run: rewinding ${id} to #2 (mode all) would:\n` +
+        "  restore  a.txt\n" +
+        "  delete   b.txt\n" +
+        "1 file restored, 1 deleted; 3 events to remove. Nothing was changed.\n",
+    );
+    expect(await readFile(join(workspace, "a.txt"), "utf8")).toBe("two\n");
+    expect(await readdir(workspace)).toContain("b.txt");
+    expect(await sequences(root, id)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it("restores the files, cuts the tape, appends a marker and reports it", async () => {
+    const { root, workspace, id } = await seedSession(temps);
+    const run = await cli(["rewind", id, "--to", "2", "--root", root]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("1 file restored, 1 deleted; 3 events removed; 0 blobs pruned. Rewind marker: #6.");
+    expect(run.stdout).toContain(`Undo it with: agent-tape undo ${id}`);
+    expect(await readFile(join(workspace, "a.txt"), "utf8")).toBe("one\n");
+    expect(await readdir(workspace)).not.toContain("b.txt");
+    expect(await sequences(root, id)).toEqual([1, 2, 6]);
+  });
+
+  it("--json prints the library's report", async () => {
+    const { root, id } = await seedSession(temps);
+    const run = await cli(["rewind", id, "--to", "2", "--json", "--root", root]);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({
+      targetSequence: 2,
+      dryRun: false,
+      mode: "all",
+      filesRestored: 1,
+      filesDeleted: 1,
+      skipped: [],
+      changes: [
+        { path: "a.txt", action: "restore" },
+        { path: "b.txt", action: "delete" },
+      ],
+      eventsRemoved: 3,
+      blobsPruned: 0,
+      markerSequence: 6,
+    });
+  });
+
+  it("--mode conversation cuts the tape and leaves the files alone", async () => {
+    const { root, workspace, id } = await seedSession(temps);
+    const run = await cli(["rewind", id, "--to", "2", "--mode", "conversation", "--root", root]);
+    expect(run.code).toBe(0);
+    expect(await readFile(join(workspace, "a.txt"), "utf8")).toBe("two\n");
+    expect(await sequences(root, id)).toEqual([1, 2, 6]);
+  });
+
+  it("colours paths by action on a terminal: restore green, delete red", async () => {
+    const { root, id } = await seedSession(temps);
+    const run = await cli(["rewind", id, "--to", "2", "--dry-run", "--root", root], { isTTY: true });
+    expect(run.stdout).toContain(`${ESC}32ma.txt${ESC}39m`);
+    expect(run.stdout).toContain(`${ESC}31mb.txt${ESC}39m`);
+  });
+
+  it("prints no colour when piped, or when NO_COLOR is set on a terminal", async () => {
+    const { root, id } = await seedSession(temps);
+    const piped = await cli(["rewind", id, "--to", "2", "--dry-run", "--root", root], { isTTY: false });
+    const noColour = await cli(["rewind", id, "--to", "2", "--dry-run", "--root", root], { isTTY: true, env: { NO_COLOR: "1" } });
+    expect(piped.stdout).toContain("restore  a.txt");
+    expect(piped.stdout).not.toContain(ESC);
+    expect(noColour.stdout).toBe(piped.stdout);
+  });
+
+  it("is a usage error (exit 2) without --to, with a bad --to or a bad --mode", async () => {
+    const { root, id } = await seedSession(temps);
+    for (const args of [[], ["--to", "two"], ["--to", "-1"], ["--to", "2", "--mode", "everything"], ["--to"]]) {
+      const run = await cli(["rewind", id, ...args, "--root", root]);
+      expect(run.code, args.join(" ")).toBe(2);
+      expect(run.stderr).toContain("agent-tape rewind --help");
+    }
+    expect(await sequences(root, id)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it("fails (exit 1) with SEQUENCE_OUT_OF_RANGE past the end of the tape", async () => {
+    const { root, id } = await seedSession(temps);
+    const run = await cli(["rewind", id, "--to", "99", "--root", root]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("(SEQUENCE_OUT_OF_RANGE)");
+  });
+});
+
+describe("agent-tape undo", () => {
+  it("puts back the files and the events the last rewind removed", async () => {
+    const { root, workspace, id } = await seedSession(temps);
+    expect((await cli(["rewind", id, "--to", "2", "--root", root])).code).toBe(0);
+    const run = await cli(["undo", id, "--root", root]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`Undid rewind #6 of ${id}:`);
+    expect(run.stdout).toContain("3 events put back (as #7-#9). Undo marker: #10.");
+    expect(await readFile(join(workspace, "a.txt"), "utf8")).toBe("two\n");
+    expect(await readFile(join(workspace, "b.txt"), "utf8")).toBe("new file\n");
+    expect(await sequences(root, id)).toEqual([1, 2, 6, 7, 8, 9, 10]);
+  });
+
+  it("--json prints the undo report", async () => {
+    const { root, id } = await seedSession(temps);
+    await cli(["rewind", id, "--to", "2", "--root", root]);
+    const report = JSON.parse((await cli(["undo", id, "--json", "--root", root])).stdout);
+    expect(report).toMatchObject({ undoneMarker: 6, eventsRestored: 3, filesRestored: 2, markerSequence: 10 });
+  });
+
+  it("fails (exit 1) with NOTHING_TO_UNDO when the last event is not a rewind", async () => {
+    const { root, id } = await seedSession(temps);
+    const run = await cli(["undo", id, "--root", root]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/Nothing to undo .*\(NOTHING_TO_UNDO\)/);
+    const json = await cli(["undo", id, "--json", "--root", root]);
+    expect(JSON.parse(json.stderr)).toMatchObject({ error: { code: "NOTHING_TO_UNDO" } });
+  });
+});
+
+describe("agent-tape fork", () => {
+  it("copies the tape up to --at into a new session with the given title", async () => {
+    const { root, id } = await seedSession(temps);
+    const run = await cli(["fork", id, "--at", "3", "--title", "try another way", "--json", "--root", root]);
+    expect(run.code).toBe(0);
+    const info = JSON.parse(run.stdout);
+    expect(info).toMatchObject({ title: "try another way", parent: { id, atSequence: 3 }, lastSequence: 4 });
+    const events = await withStore(root, (store) => store.readAll(info.id));
+    expect(events.map((e) => e.type)).toEqual(["message", "tool_call", "session_checkpoint", "session_fork"]);
+    // The copied checkpoint's blob came along: the fork verifies clean.
+    expect((await cli(["verify", info.id, "--root", root])).code).toBe(0);
+  });
+
+  it("prints the new id for a person, and forks the whole tape by default", async () => {
+    const { root, id } = await seedSession(temps);
+    const run = await cli(["fork", id, "--id", "my-fork", "--root", root]);
+    expect(run).toMatchObject({ code: 0, stdout: `Forked ${id} at #5 into my-fork\n` });
+  });
+
+  it("is a usage error (exit 2) for an unsafe new id", async () => {
+    const { root, id } = await seedSession(temps);
+    const run = await cli(["fork", id, "--id", "../escape", "--root", root]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("(INVALID_SESSION_ID)");
+  });
+});
