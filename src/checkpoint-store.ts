@@ -5,7 +5,7 @@ import { InvalidArgumentError, SessionNotFoundError } from "./errors.js";
 import type { CheckpointPayload, StoredEvent } from "./events.js";
 import type { SessionStore } from "./session-store.js";
 import { snapshotPaths, type SnapshotLimits } from "./snapshot.js";
-import { PENDING_CAPTURE_RECORD } from "./pending-capture.js";
+import { PENDING_CAPTURE_RECORD, recoverPendingCapture } from "./pending-capture.js";
 import { readVerifiedBlob, storeSnapshotBlobs } from "./store-blobs.js";
 
 export interface CheckpointStoreOptions {
@@ -89,12 +89,20 @@ export class CheckpointStore {
       id,
       async (locked) => {
         const snapshot = await snapshotPaths(realWorkspace, resolve(givenWorkspace), input.paths, this.limits);
-        const pendingWritten = await storeSnapshotBlobs(locked, snapshot, this.limits.concurrency);
         const payload: CheckpointPayload = { tool: input.tool, workspace: realWorkspace, files: snapshot.files };
         if (input.callId !== undefined) payload.callId = input.callId;
-        const [event] = await this.store.appendLocked(locked, [this.store.toEvent(id, { type: "session_checkpoint", payload })]);
-        if (pendingWritten) await locked.deleteRecord(PENDING_CAPTURE_RECORD);
-        return event as CheckpointEvent;
+        const unwritten = this.store.toEvent(id, { type: "session_checkpoint", payload });
+        try {
+          const pendingWritten = await storeSnapshotBlobs(locked, snapshot, this.limits.concurrency);
+          const [event] = await this.store.appendLocked(locked, [unwritten]);
+          if (pendingWritten) await locked.deleteRecord(PENDING_CAPTURE_RECORD);
+          return event as CheckpointEvent;
+        } catch (error) {
+          // This process keeps the lock, so the next capture's pending record would replace this
+          // one: remove now the blobs no event indexes, or they are orphaned for good.
+          await recoverPendingCapture(this.store.backend, locked).catch(() => undefined);
+          throw error;
+        }
       },
       signalOf(input),
     );

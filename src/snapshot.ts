@@ -190,11 +190,24 @@ async function readRegularFile(file: Pending, maxFileBytes: number): Promise<{ r
   }
 }
 
-/** Runs `fn` over `items` with at most `limit` in flight. */
+/**
+ * Runs `fn` over `items` with at most `limit` in flight. After a failure no new item starts, and
+ * it rejects only once every started one has settled: a caller holding a lock must not go on
+ * (or let go of it) while a blob write is still landing.
+ */
 export async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
+  let failed = false;
   const workers = Array.from({ length: Math.min(Math.max(1, limit), items.length) }, async () => {
-    while (next < items.length) await fn(items[next++]!);
+    while (!failed && next < items.length) {
+      try {
+        await fn(items[next++]!);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    }
   });
-  await Promise.all(workers);
+  const failure = (await Promise.allSettled(workers)).find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failure) throw failure.reason;
 }

@@ -468,6 +468,34 @@ describe("fork", () => {
   });
 });
 
+describe("a capture whose blob write fails", () => {
+  it("throws, records nothing, and leaves no orphan blob even when the next capture in the same lease succeeds", async () => {
+    const leased = new SessionStore({ root, lockIdleMs: 60_000 }); // keeps the lock between the two captures
+    stores.push(leased);
+    await store.close();
+    const leasedCheckpoints = new CheckpointStore(leased);
+    const stored = "this one is written";
+    let refused = "this one cannot be written 0";
+    for (let i = 1; sha256(refused).slice(0, 2) === sha256(stored).slice(0, 2); i++) refused = `this one cannot be written ${i}`;
+    await put("stored.txt", stored);
+    await put("refused.txt", refused);
+    // A dangling link where the second blob's shard folder goes: its write fails as a full disk would.
+    const shard = join(root, sessionId, "blobs", sha256(refused).slice(0, 2));
+    await mkdir(join(shard, ".."), { recursive: true });
+    await symlink(join(root, "no-such-folder"), shard);
+
+    await expect(leasedCheckpoints.capture(sessionId, { tool: "edit", paths: ["stored.txt", "refused.txt"] })).rejects.toThrow();
+    expect(await leased.readAll(sessionId)).toEqual([]);
+    expect(await filesUnderBlobs(sessionId)).toEqual([]);
+
+    await rm(shard);
+    await put("next.txt", "the next capture");
+    await leasedCheckpoints.capture(sessionId, { tool: "edit", paths: ["next.txt"] });
+    expect(await leased.backend.listBlobs(sessionId)).toEqual([sha256("the next capture")]);
+    expect(await leased.backend.listRecords(sessionId)).toEqual([]);
+  });
+});
+
 describe("a capture that died between its blobs and its event", () => {
   // The state a SIGKILL leaves at that moment, built by hand so the outcome is certain
   // (test/stress/capture-crash.test.ts kills real captures at random moments).

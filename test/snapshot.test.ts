@@ -4,7 +4,7 @@ import { chmod, mkdir, realpath, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { FileSnapshot } from "../src/events.js";
-import { snapshotPaths, type SnapshotLimits } from "../src/snapshot.js";
+import { forEachLimited, snapshotPaths, type SnapshotLimits } from "../src/snapshot.js";
 import { TempRoots } from "./helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -250,5 +250,45 @@ describe("paths", () => {
     const { files, blobs } = await snapshot(["one.txt", "two.txt"]);
     expect(files.map((f) => f.kind === "blob" && f.blob)).toEqual([sha256("same"), sha256("same")]);
     expect(blobs.size).toBe(1);
+  });
+});
+
+describe("forEachLimited", () => {
+  it("rejects only once every started item has settled, and starts none after a failure", async () => {
+    const failure = new Error("first write failed");
+    let letSecondFinish!: () => void;
+    const secondMayFinish = new Promise<void>((resolve) => (letSecondFinish = resolve));
+    const started: number[] = [];
+    let secondFinished = false;
+    const run = forEachLimited([0, 1, 2, 3], 2, async (item) => {
+      started.push(item);
+      if (item === 0) throw failure;
+      if (item === 1) {
+        await secondMayFinish;
+        secondFinished = true;
+      }
+    });
+    let rejected = false;
+    run.catch(() => (rejected = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(rejected).toBe(false); // item 1 is still in flight: a lock holder must not move on yet
+    letSecondFinish();
+    await expect(run).rejects.toBe(failure);
+    expect(secondFinished).toBe(true);
+    expect(started).toEqual([0, 1]);
+  });
+
+  it("runs every item, never more than the limit at once", async () => {
+    let inFlight = 0;
+    let most = 0;
+    const done: number[] = [];
+    await forEachLimited([...Array(20).keys()], 3, async (item) => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((resolve) => setImmediate(resolve));
+      inFlight--;
+      done.push(item);
+    });
+    expect(done.sort((a, b) => a - b)).toEqual([...Array(20).keys()]);
+    expect(most).toBe(3);
   });
 });
