@@ -97,15 +97,16 @@ class Agent {
   private async runTool(name: string, input: Record<string, string>): Promise<void> {
     const callId = `call_${this.conversation.messages.reduce((n, m) => n + m.toolCalls.length, 0) + 1}`;
     await this.record({ type: "tool_call", payload: { callId, name, input } });
+    let result: { output: string; isError?: true };
     try {
       const tool = this.tools[name];
       if (!tool) throw new Error(`no tool named ${name}`);
-      const output = await tool.execute(input, { toolCallId: callId });
-      await this.record({ type: "tool_result", payload: { callId, output } });
+      result = { output: await tool.execute(input, { toolCallId: callId }) };
     } catch (error) {
       // A failed tool is part of the conversation too: the model needs to see it.
-      await this.record({ type: "tool_result", payload: { callId, output: (error as Error).message, isError: true } });
+      result = { output: (error as Error).message, isError: true };
     }
+    await this.record({ type: "tool_result", payload: { callId, ...result } });
   }
 
   /** Appends one event, then prints and folds everything new on the tape (checkpoints included). */
