@@ -20,14 +20,19 @@ export async function workspaceTree(root: string): Promise<Record<string, string
         tree[path] = `dir ${mode}`;
         await visit(absolute, path);
       } else {
-        const bytes = await readFile(absolute);
-        const content = bytes.length <= 120 ? JSON.stringify(bytes.toString("utf8")) : `sha256:${sha256(bytes)} (${bytes.length} bytes)`;
-        tree[path] = `file ${mode} ${content}`;
+        tree[path] = fileEntry(await readFile(absolute), info.mode);
       }
     }
   };
   await visit(root, "");
   return tree;
+}
+
+/** How {@link workspaceTree} shows a regular file: for building the tree a test expects. */
+export function fileEntry(content: string | Buffer, mode: number): string {
+  const bytes = Buffer.from(content);
+  const shown = bytes.length <= 120 ? JSON.stringify(bytes.toString("utf8")) : `sha256:${sha256(bytes)} (${bytes.length} bytes)`;
+  return `file ${(mode & 0o7777).toString(8)} ${shown}`;
 }
 
 /** Only the regular files of a tree (what a model of file contents can predict). */

@@ -1,0 +1,163 @@
+import { chmod, mkdir, realpath, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import fc from "fast-check";
+import { afterEach, describe, expect, it } from "vitest";
+import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { fileEntry, workspaceTree } from "../helpers/rewind-workspace.js";
+import { TempRoots } from "../helpers/temp-root.js";
+
+const temps = new TempRoots();
+afterEach(() => temps.removeAll());
+
+// A fixed little tree whose folders always exist, so every file operation is possible on disk.
+const FILES = ["a.txt", "b.txt", "d/c.txt", "d/e/f.txt", "g/h.txt"] as const;
+const FOLDERS = ["d", "d/e", "g"] as const;
+// Few contents, so the same bytes sit under several paths and come back over time (shared blobs).
+const CONTENTS = ["", "x", "hello world\n", "a".repeat(5000), "\u00e9t\u00e9 \u{1F600}"] as const;
+const MODES = [0o644, 0o600, 0o755] as const;
+
+type Operation =
+  | { kind: "write"; path: string; content: number; mode: number }
+  | { kind: "delete"; path: string }
+  | { kind: "chmod"; path: string; mode: number }
+  | { kind: "message"; text: string };
+
+const operation: fc.Arbitrary<Operation> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant("write" as const), path: fc.constantFrom(...FILES), content: fc.nat(CONTENTS.length - 1), mode: fc.constantFrom(...MODES) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("delete" as const), path: fc.constantFrom(...FILES) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("chmod" as const), path: fc.constantFrom(...FILES), mode: fc.constantFrom(...MODES) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("message" as const), text: fc.string({ maxLength: 20 }) }) },
+);
+
+/** Some history, then a rewind to a random point of the log as it is then, perhaps undone at once. */
+interface Round {
+  operations: Operation[];
+  /** Picks the target among 0..last (modulo). */
+  target: number;
+  mode: "all" | "files";
+  undo: boolean;
+}
+
+const round: fc.Arbitrary<Round> = fc.record({
+  operations: fc.array(operation, { maxLength: 10 }),
+  target: fc.nat(),
+  mode: fc.constantFrom("all" as const, "files" as const),
+  undo: fc.boolean(),
+});
+
+/** The files as the test believes them to be: path → content and mode. */
+type Files = ReadonlyMap<string, { content: string; mode: number }>;
+
+/** The workspace tree the model predicts, in workspaceTree's terms. */
+function treeOf(files: Files): Record<string, string> {
+  const tree: Record<string, string> = {};
+  for (const folder of FOLDERS) tree[folder] = "dir 755";
+  for (const [path, file] of files) tree[path] = fileEntry(file.content, file.mode);
+  return Object.fromEntries(Object.entries(tree).sort(([a], [b]) => (a < b ? -1 : 1)));
+}
+
+/**
+ * The log as a timeline: for every event in it, the files right after it happened. The state at a
+ * target is that of the last event at or before it — what a rewind to the target must produce.
+ */
+class Timeline {
+  readonly after = new Map<number, Files>();
+  constructor(private readonly initial: Files) {}
+
+  at(target: number): Files {
+    let best = -1;
+    for (const sequence of this.after.keys()) if (sequence <= target && sequence > best) best = sequence;
+    return best === -1 ? this.initial : this.after.get(best)!;
+  }
+
+  get sequences(): number[] {
+    return [...this.after.keys()].sort((a, b) => a - b);
+  }
+
+  get last(): number {
+    return this.sequences.at(-1) ?? 0;
+  }
+}
+
+describe("rewind against a model of the workspace's history", () => {
+  it("leaves the workspace as it was at the target, and undo brings back the workspace from before the rewind", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(round, { minLength: 1, maxLength: 3 }), async (rounds) => {
+        const base = await realpath(await temps.make("agent-tape-rewind-property-"));
+        const workspace = join(base, "ws");
+        for (const folder of FOLDERS) await mkdir(join(workspace, folder), { recursive: true });
+        for (const folder of ["", ...FOLDERS]) await chmod(join(workspace, folder), 0o755);
+        const store = new SessionStore({ root: join(base, "sessions"), durability: "none" });
+        try {
+          const checkpoints = new CheckpointStore(store);
+          const { id } = await store.create({ workspace });
+          let files = new Map<string, { content: string; mode: number }>();
+          const timeline = new Timeline(new Map());
+          const file = (path: string) => join(workspace, path);
+
+          for (const [r, { operations, target: pick, mode, undo }] of rounds.entries()) {
+            for (const op of operations) {
+              if (op.kind === "message") {
+                const event = await store.append(id, { type: "message", payload: { role: "user", content: op.text } });
+                timeline.after.set(event.sequence, new Map(files));
+                continue;
+              }
+              let sequence = 0;
+              const run = async () => {
+                if (op.kind === "write") {
+                  await writeFile(file(op.path), CONTENTS[op.content]!);
+                  await chmod(file(op.path), op.mode);
+                  files.set(op.path, { content: CONTENTS[op.content]!, mode: op.mode });
+                } else if (op.kind === "delete") {
+                  await rm(file(op.path), { force: true });
+                  files.delete(op.path);
+                } else if (files.has(op.path)) {
+                  await chmod(file(op.path), op.mode);
+                  files.set(op.path, { ...files.get(op.path)!, mode: op.mode });
+                }
+              };
+              await checkpoints.around(id, { tool: op.kind, paths: [op.path] }, run);
+              sequence = (await store.get(id))!.lastSequence; // the checkpoint's: the tool appends nothing
+              timeline.after.set(sequence, new Map(files));
+            }
+
+            const last = timeline.last;
+            const target = pick % (last + 1);
+            const where = `round ${r}: rewind (${mode}) to ${target} of 0..${last}`;
+            const wanted = timeline.at(target);
+            const beforeRewind = new Map(files);
+            const report = await rewind(store, id, { toSequence: target, mode });
+
+            expect(await workspaceTree(workspace), where).toEqual(treeOf(wanted));
+            if (target === last) {
+              expect(report.markerSequence, where).toBeUndefined();
+              continue;
+            }
+            const marker = last + 1;
+            expect(report.markerSequence, where).toBe(marker);
+            const removed = mode === "all" ? timeline.sequences.filter((s) => s > target) : [];
+            const removedStates = removed.map((s) => timeline.after.get(s)!);
+            for (const s of removed) timeline.after.delete(s);
+            timeline.after.set(marker, wanted);
+            files = new Map(wanted);
+            expect((await store.readAll(id)).map((e) => e.sequence), where).toEqual(timeline.sequences);
+            if (!undo) continue;
+
+            const undone = await undoRewind(store, id);
+
+            expect(await workspaceTree(workspace), `${where}, undone`).toEqual(treeOf(beforeRewind));
+            removedStates.forEach((state, i) => timeline.after.set(marker + 1 + i, state));
+            timeline.after.set(marker + removed.length + 1, beforeRewind);
+            expect(undone.markerSequence, `${where}, undone`).toBe(marker + removed.length + 1);
+            expect((await store.readAll(id)).map((e) => e.sequence), `${where}, undone`).toEqual(timeline.sequences);
+            files = new Map(beforeRewind);
+          }
+        } finally {
+          await store.close();
+          await rm(base, { recursive: true, force: true });
+        }
+      }),
+      { numRuns: 60 },
+    );
+  }, 240_000);
+});
