@@ -7,9 +7,12 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   throw error;
 });
 
-process.exitCode = await runCli(process.argv.slice(2), {
+// No top-level await: tsup also builds this entry as CJS, which cannot have one.
+void runCli(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
   env: process.env,
   isTTY: { stdout: process.stdout.isTTY === true, stderr: process.stderr.isTTY === true },
+}).then((code) => {
+  process.exitCode = code;
 });
