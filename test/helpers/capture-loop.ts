@@ -17,7 +17,10 @@ const paths = ["stable.bin", "fresh-1.bin", "fresh-2.bin", "fresh-3.bin"];
 
 for (let n = 0; ; n++) {
   if (n % 3 === 0) await writeFile(join(workspace, "stable.bin"), randomBytes(size));
-  for (const path of paths.slice(1)) await writeFile(join(workspace, path), randomBytes(size));
+  // One small fresh file: its blob lands well before the big ones, widening the moment when a
+  // blob is on disk and its event is not.
+  await writeFile(join(workspace, "fresh-1.bin"), randomBytes(4096));
+  for (const path of paths.slice(2)) await writeFile(join(workspace, path), randomBytes(size));
   process.stdout.write(`capturing ${n}\n`);
   const event = await checkpoints.capture(sessionId, { tool: "rewrite", paths });
   process.stdout.write(`captured ${event?.sequence}\n`);
