@@ -2,7 +2,7 @@ import { resolve as resolvePath } from "node:path";
 import type { z } from "zod";
 import { fsBackend } from "./backend/fs/fs-backend.js";
 import type { CorruptLine, Durability, LockedSession, SessionRecord, SignalOption, StorageBackend } from "./backend/types.js";
-import { InvalidArgumentError, InvalidEventError, SessionNotFoundError, SequenceOutOfRangeError, StoreClosedError } from "./errors.js";
+import { isAgentTapeError, InvalidArgumentError, InvalidEventError, SessionNotFoundError, SequenceOutOfRangeError, StoreClosedError } from "./errors.js";
 import { FORMAT_VERSION, builtinEvents, type BuiltinEvents, type EventInput, type EventSchemas, type StoredEvent, type TypedEvent } from "./events.js";
 import { assertSessionId, newId } from "./ids.js";
 import { recoverInterruptedWork } from "./recovery.js";
@@ -55,6 +55,11 @@ export interface SessionInfo {
   lastSequence: number;
   /** Set on a fork. */
   parent?: { id: string; atSequence: number };
+  /**
+   * Set by `list()` on a session whose log could not be read (e.g. LOG_CORRUPT): it is listed
+   * rather than hidden, with `lastSequence` 0 and `updatedAt` = `createdAt`.
+   */
+  unreadable?: { code: string; message: string };
 }
 
 export interface CreateOptions extends SignalOption {
@@ -158,10 +163,22 @@ export class SessionStore<E extends EventSchemas = {}> {
   async list(options: SignalOption = {}): Promise<SessionInfo[]> {
     this.assertOpen();
     const ids = await this.backend.listSessionIds(options);
-    const infos = await Promise.all(ids.map((id) => this.get(id, options).catch(() => undefined)));
+    const infos = await Promise.all(ids.map((id) => this.infoForList(id, options)));
     return infos
       .filter((info): info is SessionInfo => info !== undefined)
       .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : a.id < b.id ? 1 : -1));
+  }
+
+  private async infoForList(id: string, options: SignalOption): Promise<SessionInfo | undefined> {
+    try {
+      return await this.get(id, options);
+    } catch (error) {
+      if (isAgentTapeError(error, "SESSION_NOT_FOUND") || isAgentTapeError(error, "INVALID_SESSION_ID")) return undefined; // gone meanwhile, or not a session folder
+      const record = await this.backend.getSession(id, options).catch(() => undefined);
+      if (!record) return undefined;
+      const code = isAgentTapeError(error) ? error.code : ((error as NodeJS.ErrnoException).code ?? "UNKNOWN");
+      return { ...toInfo(record, undefined), unreadable: { code, message: (error as Error).message } };
+    }
   }
 
   /** Deletes the session, its log and blobs, once no other writer holds it. Returns false if there was none. */

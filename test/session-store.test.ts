@@ -99,6 +99,20 @@ describe("list", () => {
     expect(listed[0]?.lastSequence).toBe(1);
     expect(listed[2]).toEqual(c);
   });
+
+  it("lists a session whose log cannot be read, marked unreadable with the error code, instead of hiding it", async () => {
+    const { store, root } = await openStore();
+    const good = await store.create({ id: "good" });
+    await store.append(good.id, say("fine"));
+    const bad = await store.create({ id: "bad", title: "broken" });
+    await appendFile(join(root, bad.id, "events.jsonl"), "this is not json\n");
+    const listed = await store.list();
+    expect(listed.map((s) => s.id).sort()).toEqual(["bad", "good"]);
+    const broken = listed.find((s) => s.id === "bad")!;
+    expect(broken.title).toBe("broken");
+    expect(broken.unreadable?.code).toBe("LOG_CORRUPT");
+    expect(listed.find((s) => s.id === "good")!.unreadable).toBeUndefined();
+  });
 });
 
 describe("append", () => {
