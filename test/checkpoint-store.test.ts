@@ -438,6 +438,16 @@ describe("misuse is a typed error and writes nothing", () => {
     );
   });
 
+  it("INVALID_EVENT for a callId that is not a string, before any blob is written", async () => {
+    await put("a.txt", "not stored for a bad call");
+    await expect(checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"], callId: 42 as unknown as string })).rejects.toSatisfy((e) =>
+      isAgentTapeError(e, "INVALID_EVENT"),
+    );
+    expect(await store.readAll(sessionId)).toEqual([]);
+    expect(await filesUnderBlobs(sessionId)).toEqual([]);
+    expect(await store.backend.listRecords(sessionId)).toEqual([]);
+  });
+
   it("INVALID_ARGUMENT when neither the session nor the call names a workspace, or it does not exist", async () => {
     const bare = await store.create();
     await expect(checkpoints.capture(bare.id, { tool: "edit", paths: ["a.txt"] })).rejects.toSatisfy((e) => isAgentTapeError(e, "INVALID_ARGUMENT"));
