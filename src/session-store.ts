@@ -174,9 +174,9 @@ export class SessionStore<E extends EventSchemas = {}> {
       return await this.get(id, options);
     } catch (error) {
       if (isAgentTapeError(error, "SESSION_NOT_FOUND") || isAgentTapeError(error, "INVALID_SESSION_ID")) return undefined; // gone meanwhile, or not a session folder
-      const record = await this.backend.getSession(id, options).catch(() => undefined);
-      if (!record) return undefined;
-      const code = isAgentTapeError(error) ? error.code : ((error as NodeJS.ErrnoException).code ?? "UNKNOWN");
+      // Whatever part is damaged (the log, or session.json itself), still name the session.
+      const record = (await this.backend.getSession(id, options).catch(() => undefined)) ?? { id, createdAt: new Date(0).toISOString() };
+      const code = isAgentTapeError(error) ? error.code : ((error as NodeJS.ErrnoException).code ?? error?.constructor?.name ?? "UNKNOWN");
       return { ...toInfo(record, undefined), unreadable: { code, message: (error as Error).message } };
     }
   }

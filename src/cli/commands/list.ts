@@ -1,7 +1,7 @@
 import { isAgentTapeError } from "../../errors.js";
 import type { SessionInfo } from "../../session-store.js";
 import { forEachLimited } from "../../snapshot.js";
-import { UsageError, errorSummary, printJson, printLine, type CliContext, type Command } from "../command.js";
+import { UsageError, printJson, printLine, type CliContext, type Command } from "../command.js";
 import { formatAge, formatBytes, oneLine, table } from "../output.js";
 
 interface ListedSession extends SessionInfo {
@@ -33,7 +33,9 @@ read is listed last with the reason; \`agent-tape verify <id>\` says more.`,
   async run(ctx, args) {
     if (args.positionals.length > 0) throw new UsageError(`\`list\` takes no arguments, got "${args.positionals[0]}".`, "list");
     const store = ctx.store();
-    const infos = await store.list();
+    const all = await store.list();
+    const infos = all.filter((info) => !info.unreadable);
+    const unreadable: UnreadableSession[] = all.flatMap((info) => (info.unreadable ? [{ id: info.id, error: info.unreadable }] : []));
     const sessions: ListedSession[] = [];
     await forEachLimited(infos, 4, async (info) => {
       const listed = await describe(ctx, info);
@@ -42,7 +44,6 @@ read is listed last with the reason; \`agent-tape verify <id>\` says more.`,
     // forEachLimited finishes in any order; keep list()'s newest-first order.
     const order = new Map(infos.map((info, i) => [info.id, i]));
     sessions.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
-    const unreadable = await findUnreadable(ctx, new Set(infos.map((i) => i.id)));
 
     if (ctx.json) {
       printJson(ctx, [...sessions, ...unreadable]);
@@ -82,24 +83,4 @@ async function describe(ctx: CliContext, info: SessionInfo): Promise<ListedSessi
   }
   const bytes = backend.sizeOf ? await backend.sizeOf(info.id) : null;
   return { ...info, events, corruptLines, bytes };
-}
-
-/**
- * SessionStore.list() leaves out sessions it cannot read (a corrupt last line, a damaged
- * session.json). A user debugging their agent needs to see exactly those, so find them.
- */
-async function findUnreadable(ctx: CliContext, listed: Set<string>): Promise<UnreadableSession[]> {
-  const store = ctx.store();
-  const unreadable: UnreadableSession[] = [];
-  for (const id of (await store.backend.listSessionIds()).sort()) {
-    if (listed.has(id)) continue;
-    try {
-      await store.get(id);
-      // Readable after all (created since list() looked), or not a session folder at all.
-    } catch (error) {
-      if (isAgentTapeError(error, "INVALID_SESSION_ID") || isAgentTapeError(error, "SESSION_NOT_FOUND")) continue;
-      unreadable.push({ id, error: errorSummary(error) });
-    }
-  }
-  return unreadable;
 }
