@@ -1,0 +1,165 @@
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { CheckpointStore, SessionStore, rewind, type RewindReport } from "../src/index.js";
+import { interleavedRounds, timeIt, type Figure, type Row, type Suite } from "./harness.js";
+import { formatMs, medianMs, perOperation } from "./per-operation.js";
+import { editedText, resetToInitial, sharedWorkspace, sizeLabel, spreadPick, type GitWorkspace, type Workspace } from "./workspace.js";
+
+const FLAT_TOLERANCE = 1.5;
+const GIT_SPEEDUP = 50;
+
+/**
+ * Rewind (issue 4): k files edited after the target, each through its own `around` (one
+ * edit_file call per file), then `rewind(store, id, { toSequence })` — with the default undo
+ * snapshot (keepUndo 1) and without it (keepUndo 0) — against Gemini CLI's shadow-git restore
+ * (`git restore --source=<commit> .` + `git clean -fd`) in the same workspace. Every round
+ * starts from the same edited state, re-made untimed: a fresh session, k captures + edits for
+ * ours; the same k edits for git. Only the rewind itself is timed.
+ */
+export const rewindSuite: Suite = {
+  name: "rewind",
+  async run({ quick, tempDir, log }) {
+    const mainSize = quick ? 1000 : 10_000;
+    const ks = quick ? [1, 10, 100] : [1, 100, 1000];
+    const flatSizes = quick ? [300, 3000] : [1000, 50_000];
+    const roundsFor = (k: number) => (quick ? 3 : k >= 1000 ? 3 : k >= 100 ? 5 : 9);
+
+    const main = new Map<number, KFigures>();
+    await withBench(await sharedWorkspace(mainSize, log), await tempDir(), async (bench) => {
+      for (const k of ks) main.set(k, await bench.measure(k, roundsFor(k)));
+    });
+    const flat = new Map<number, KFigures>();
+    for (const size of flatSizes) {
+      await withBench(await sharedWorkspace(size, log), await tempDir(), async (bench) => {
+        flat.set(size, await bench.measure(1, roundsFor(1)));
+      });
+    }
+    return rowsFor(mainSize, ks, main, flatSizes, flat, roundsFor);
+  },
+};
+
+interface KFigures {
+  ours: Figure;
+  oursNoUndo: Figure;
+  git: Figure;
+}
+
+interface RewindBench {
+  measure(k: number, rounds: number): Promise<KFigures>;
+}
+
+/** `dir` holds the store; the workspace is shared with the capture suite, so it is first put back to its first commit. */
+async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBench) => Promise<void>): Promise<void> {
+  await resetToInitial(shared);
+  const { workspace, git, initialCommit } = shared;
+  const store = new SessionStore({ root: join(dir, "store") });
+  const checkpoints = new CheckpointStore(store);
+  try {
+    await fn({
+      measure: async (k, rounds) => {
+        const paths = spreadPick(workspace.files, k);
+        const originals = await Promise.all(paths.map((path) => readFile(join(workspace.root, path), "utf8")));
+        const edited = originals.map((text) => editedText(text, 1));
+        const editAll = () => Promise.all(paths.map((path, i) => writeFile(join(workspace.root, path), edited[i]!)));
+
+        /** A fresh session whose last k events are one edit_file call per path: the state every round starts from. */
+        const editedSession = async () => {
+          const session = await store.create({ workspace: workspace.root });
+          const target = await store.append(session.id, { type: "message", payload: { role: "user", content: "make the change" } });
+          for (const [i, path] of paths.entries()) {
+            await checkpoints.around(session.id, { tool: "edit_file", paths: [path], callId: `call-${i}` }, () =>
+              writeFile(join(workspace.root, path), edited[i]!),
+            );
+          }
+          return { id: session.id, target: target.sequence };
+        };
+        const ours = (keepUndo: number) => async () => {
+          const { id, target } = await editedSession();
+          let report: RewindReport | undefined;
+          const ms = await timeIt(async () => {
+            report = await rewind(store, id, { toSequence: target, keepUndo });
+          });
+          if (report?.filesRestored !== k) throw new Error(`rewind restored ${report?.filesRestored} files, expected ${k}`);
+          await expectOriginals(workspace, paths, originals);
+          return ms;
+        };
+
+        const samples = await interleavedRounds(rounds, {
+          ours: ours(1),
+          oursNoUndo: ours(0),
+          git: async () => {
+            await editAll();
+            const ms = await timeIt(() => git.restore(initialCommit));
+            await expectOriginals(workspace, paths, originals);
+            return ms;
+          },
+        });
+        const changed = await git.changedSince(initialCommit);
+        if (changed !== "") throw new Error(`workspace differs from the initial commit after the rounds: ${changed.slice(0, 200)}`);
+        return {
+          ours: perOperation("rewind(), keepUndo 1 (default)", samples.ours),
+          oursNoUndo: perOperation("rewind(), keepUndo 0", samples.oursNoUndo),
+          git: perOperation("git restore --source + clean -fd", samples.git),
+        };
+      },
+    });
+  } finally {
+    await store.close();
+  }
+}
+
+async function expectOriginals(workspace: Workspace, paths: readonly string[], originals: readonly string[]): Promise<void> {
+  const now = await Promise.all(paths.map((path) => readFile(join(workspace.root, path), "utf8")));
+  const wrong = paths.filter((_, i) => now[i] !== originals[i]);
+  if (wrong.length > 0) throw new Error(`${wrong.length} file(s) not restored, e.g. ${wrong[0]}`);
+}
+
+function rowsFor(
+  mainSize: number,
+  ks: readonly number[],
+  main: ReadonlyMap<number, KFigures>,
+  flatSizes: readonly number[],
+  flat: ReadonlyMap<number, KFigures>,
+  roundsFor: (k: number) => number,
+): Row[] {
+  const rows: Row[] = [];
+  for (const k of ks) {
+    const f = main.get(k)!;
+    const perFile = k > 1 ? `; ${((medianMs(f.ours) * 1000) / k).toFixed(0)} µs/file` : "";
+    rows.push({
+      suite: `rewind ${k} file${k > 1 ? "s" : ""} @${sizeLabel(mainSize)} files vs shadow git`,
+      ours: f.ours,
+      baseline: f.git,
+      ratio: f.ours.value / f.git.value,
+      target: k === 1 ? { op: ">=", value: GIT_SPEEDUP, on: "ratio" } : undefined,
+      notes: `${formatMs(f.ours)} vs ${formatMs(f.git)}${perFile}; keepUndo 0: ${formatMs(f.oursNoUndo)}; ${roundsFor(k)} rounds`,
+      details: { oursMs: medianMs(f.ours), oursNoUndoMs: medianMs(f.oursNoUndo), gitMs: medianMs(f.git) },
+    });
+  }
+  const [smallest, largest] = [flatSizes[0]!, flatSizes[flatSizes.length - 1]!];
+  const small = flat.get(smallest)!;
+  const large = flat.get(largest)!;
+  const slowdown = medianMs(large.ours) / medianMs(small.ours);
+  const gitSlowdown = medianMs(large.git) / medianMs(small.git);
+  rows.push({
+    suite: `rewind 1 file flat in workspace size: @${sizeLabel(largest)} vs @${sizeLabel(smallest)}`,
+    ours: { ...large.ours, label: `rewind() @${sizeLabel(largest)}` },
+    baseline: { ...small.ours, label: `rewind() @${sizeLabel(smallest)}` },
+    ratio: large.ours.value / small.ours.value,
+    target: { op: ">=", value: Math.round(100 / FLAT_TOLERANCE) / 100, on: "ratio" },
+    notes:
+      `time ${sizeLabel(largest)}/${sizeLabel(smallest)} = ${slowdown.toFixed(2)} (flat: <= ${FLAT_TOLERANCE}); ` +
+      `${formatMs(small.ours)} -> ${formatMs(large.ours)}; shadow git ${formatMs(small.git)} -> ${formatMs(large.git)} (${gitSlowdown.toFixed(1)}x)`,
+    details: {
+      slowdown,
+      gitSlowdown,
+      smallMs: medianMs(small.ours),
+      largeMs: medianMs(large.ours),
+      smallGitMs: medianMs(small.git),
+      largeGitMs: medianMs(large.git),
+    },
+  });
+  return rows;
+}
+
+
