@@ -5,8 +5,7 @@ import { InvalidArgumentError, SessionNotFoundError } from "./errors.js";
 import type { CheckpointPayload, StoredEvent } from "./events.js";
 import type { SessionStore } from "./session-store.js";
 import { snapshotPaths, type SnapshotLimits } from "./snapshot.js";
-import { PENDING_CAPTURE_RECORD, recoverPendingCapture } from "./pending-capture.js";
-import { readVerifiedBlob, storeSnapshotBlobs } from "./store-blobs.js";
+import { readVerifiedBlob, storeBlobsThenReference } from "./store-blobs.js";
 
 export interface CheckpointStoreOptions {
   /** Files larger than this are recorded `skipped: too_large` instead of stored. @default 5 MiB */
@@ -92,17 +91,10 @@ export class CheckpointStore {
         const payload: CheckpointPayload = { tool: input.tool, workspace: realWorkspace, files: snapshot.files };
         if (input.callId !== undefined) payload.callId = input.callId;
         const unwritten = this.store.toEvent(id, { type: "session_checkpoint", payload });
-        try {
-          const pendingWritten = await storeSnapshotBlobs(locked, snapshot, this.limits.concurrency);
-          const [event] = await this.store.appendLocked(locked, [unwritten]);
-          if (pendingWritten) await locked.deleteRecord(PENDING_CAPTURE_RECORD);
-          return event as CheckpointEvent;
-        } catch (error) {
-          // This process keeps the lock, so the next capture's pending record would replace this
-          // one: remove now the blobs no event indexes, or they are orphaned for good.
-          await recoverPendingCapture(this.store.backend, locked).catch(() => undefined);
-          throw error;
-        }
+        const [event] = await storeBlobsThenReference(this.store.backend, locked, snapshot, this.limits.concurrency, () =>
+          this.store.appendLocked(locked, [unwritten]),
+        );
+        return event as CheckpointEvent;
       },
       signalOf(input),
     );

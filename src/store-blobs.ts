@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { LockedSession, SignalOption, StorageBackend } from "./backend/types.js";
 import { BlobCorruptError, BlobNotFoundError, SessionNotFoundError } from "./errors.js";
-import { PENDING_CAPTURE_RECORD, type PendingCapture } from "./pending-capture.js";
+import { PENDING_CAPTURE_RECORD, recoverPendingCapture, type PendingCapture } from "./pending-capture.js";
 import { forEachLimited, type Snapshot } from "./snapshot.js";
 
 /**
@@ -23,6 +23,33 @@ export async function storeSnapshotBlobs(locked: LockedSession, snapshot: Snapsh
     await locked.writeBlob(hash, snapshot.blobs.get(hash)!);
   });
   return true;
+}
+
+/**
+ * Stores the snapshot's new blobs, then runs `reference` — which must make something durable
+ * that references them (a checkpoint event, a rewind intent) — then drops the pending record.
+ * If anything fails before the reference exists, the blobs written are removed at once: this
+ * process keeps the lock, and its next capture's pending record would replace this one, leaving
+ * them orphaned for good.
+ */
+export async function storeBlobsThenReference<T>(
+  backend: StorageBackend,
+  locked: LockedSession,
+  snapshot: Snapshot,
+  concurrency: number,
+  reference: () => Promise<T>,
+): Promise<T> {
+  let pendingWritten = false;
+  let result: T;
+  try {
+    pendingWritten = await storeSnapshotBlobs(locked, snapshot, concurrency);
+    result = await reference();
+  } catch (error) {
+    await recoverPendingCapture(backend, locked).catch(() => undefined);
+    throw error;
+  }
+  if (pendingWritten) await locked.deleteRecord(PENDING_CAPTURE_RECORD);
+  return result;
 }
 
 /** A blob's bytes, re-hashed: BLOB_NOT_FOUND if absent, BLOB_CORRUPT if they no longer match their name. */

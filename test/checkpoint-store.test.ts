@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { chmod, mkdir, readdir, readFile, realpath, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CheckpointPayload, CheckpointStore, SessionStore, isAgentTapeError, type CheckpointEvent, type FileSnapshot } from "../src/index.js";
@@ -546,5 +547,31 @@ describe("a capture that died between its blobs and its event", () => {
     expect((await next.backend.listBlobs(sessionId)).sort()).toEqual([earlier, fresh].sort());
     expect((await new CheckpointStore(next).readBlob(sessionId, fresh)).toString()).toBe("written by the capture that died");
     expect(await next.backend.listRecords(sessionId)).toEqual([]);
+  });
+});
+
+describe("a blob write cut short by a crash", () => {
+  it("leaves no temp file once the next store takes the lock", async () => {
+    const root = await mkdtemp(join(tmpdir(), "agent-tape-blob-temp-"));
+    try {
+      const first = new SessionStore({ root });
+      const session = await first.create({ id: "s" });
+      await first.close();
+      // What a process killed between opening a blob's temp file and renaming it leaves behind.
+      const hash = createHash("sha256").update("never finished").digest("hex");
+      const shard = join(root, "s", "blobs", hash.slice(0, 2));
+      await mkdir(shard, { recursive: true });
+      await writeFile(join(shard, `.tmp-${hash}-0123456789ab`), "never fin");
+      await mkdir(join(root, "s", "records"), { recursive: true });
+      await writeFile(join(root, "s", "records", "capture-pending.json"), JSON.stringify({ afterSequence: 0, blobs: [hash] }));
+
+      const next = new SessionStore({ root });
+      await next.append(session.id, { type: "message", payload: { role: "user", content: "after the crash" } });
+      await next.close();
+      expect(await readdir(shard)).toEqual([]);
+      expect(await readdir(join(root, "s", "records"))).toEqual([]);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });

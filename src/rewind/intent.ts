@@ -30,6 +30,19 @@ export interface RewindIntent {
   prune: boolean;
 }
 
+/**
+ * Makes the intent durable. If writing it fails, any half-written record is removed too, so a
+ * rewind the caller saw fail is not completed behind its back by the next lock holder.
+ */
+export async function writeIntent(locked: LockedSession, intent: RewindIntent): Promise<void> {
+  try {
+    await locked.writeRecord(REWIND_INTENT_RECORD, intent);
+  } catch (error) {
+    await locked.deleteRecord(REWIND_INTENT_RECORD).catch(() => undefined);
+    throw error;
+  }
+}
+
 export type RewindStep = "files-restored" | "log-truncated" | "blobs-pruned" | "marker-appended";
 
 /**
@@ -49,7 +62,10 @@ export async function completeIntent(
     return { blobsPruned: 0, refused: [] };
   }
   let refused: string[] = [];
-  if (intent.workspace !== undefined && intent.files.length > 0) {
+  // Step 2 starts only once step 1 is done, so a log already cut back means the files are done —
+  // and their blobs may be pruned already (keepUndo: 0 keeps no archive): step 1 must not run again.
+  const filesDone = intent.kind === "rewind" && locked.lastSequence <= intent.truncateTo && intent.truncateTo < intent.markerSequence - 1;
+  if (intent.workspace !== undefined && intent.files.length > 0 && !filesDone) {
     ({ refused } = await applyFileRecords(intent.workspace, intent.files, (hash) => readVerifiedBlob(backend, locked.sessionId, hash)));
   }
   onStep("files-restored");

@@ -3,12 +3,11 @@ import { resolve } from "node:path";
 import type { LockedSession, SignalOption } from "../backend/types.js";
 import { InvalidArgumentError, SequenceOutOfRangeError, SessionNotFoundError } from "../errors.js";
 import { RewindMode, type FileChange, type RewindPayload, type StoredEvent } from "../events.js";
-import { PENDING_CAPTURE_RECORD } from "../pending-capture.js";
 import type { SessionStore } from "../session-store.js";
 import type { SnapshotLimits } from "../snapshot.js";
-import { storeSnapshotBlobs } from "../store-blobs.js";
+import { storeBlobsThenReference } from "../store-blobs.js";
 import { archiveName, listArchives, type RewindArchive } from "./archive.js";
-import { REWIND_INTENT_RECORD, completeIntent, type RewindIntent, type RewindStep } from "./intent.js";
+import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.js";
 
 export interface RewindOptions extends SignalOption {
@@ -151,20 +150,18 @@ async function prepareRewind(
     eventsRemoved: report.eventsRemoved,
     blobsPruned: 0,
   };
-  let pendingWritten = false;
+  let archive: RewindArchive | undefined;
   if (keepUndo > 0) {
     const undo: NonNullable<RewindPayload["undo"]> = { workspace: input.realWorkspace ?? "", files: plan?.current.files ?? [] };
-    if (plan) pendingWritten = await storeSnapshotBlobs(locked, plan.current, UNDO_LIMITS.concurrency);
     if (report.eventsRemoved > 0) {
-      const archive: RewindArchive = { markerSequence, events: after };
+      archive = { markerSequence, events: after };
       undo.archive = archiveName(markerSequence);
-      await locked.writeRecord(undo.archive, archive);
     }
     payload.undo = undo;
   }
   const marker = store.toEvent(locked.sessionId, { type: "session_rewind", payload });
   marker.sequence = markerSequence;
-  const kept = keepUndo > 0 && payload.undo?.archive ? [payload.undo.archive] : [];
+  const kept = archive ? [archiveName(markerSequence)] : [];
   const existing = await listArchives(store.backend, locked.sessionId);
   const intent: RewindIntent = {
     kind: "rewind",
@@ -176,9 +173,11 @@ async function prepareRewind(
     prune: true,
   };
   if (input.realWorkspace !== undefined) intent.workspace = input.realWorkspace;
-  await locked.writeRecord(REWIND_INTENT_RECORD, intent);
-  // The intent now references the undo blobs; they are no longer at risk of being orphaned.
-  if (pendingWritten) await locked.deleteRecord(PENDING_CAPTURE_RECORD);
+  const undoSnapshot = keepUndo > 0 && plan ? plan.current : { files: [], blobs: new Map() };
+  await storeBlobsThenReference(store.backend, locked, undoSnapshot, UNDO_LIMITS.concurrency, async () => {
+    if (archive) await locked.writeRecord(archiveName(markerSequence), archive);
+    await writeIntent(locked, intent);
+  });
   return intent;
 }
 

@@ -3,11 +3,10 @@ import { resolve } from "node:path";
 import type { SignalOption } from "../backend/types.js";
 import { InvalidArgumentError, NothingToUndoError, SessionNotFoundError } from "../errors.js";
 import type { RewindPayload, StoredEvent } from "../events.js";
-import { PENDING_CAPTURE_RECORD } from "../pending-capture.js";
 import type { SessionStore } from "../session-store.js";
-import { storeSnapshotBlobs } from "../store-blobs.js";
+import { storeBlobsThenReference } from "../store-blobs.js";
 import { readArchive } from "./archive.js";
-import { REWIND_INTENT_RECORD, completeIntent, type RewindIntent, type RewindStep } from "./intent.js";
+import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { planFileChanges, type FilePlan } from "./plan.js";
 import { UNDO_LIMITS, summarizePlan, type RewindReport } from "./rewind.js";
 
@@ -95,11 +94,9 @@ export async function undoRewind(store: SessionStore<any>, id: string, options: 
         blobsPruned: 0,
         reappendedFrom: restoredEvents.map((e) => e.sequence),
       };
-      let pendingWritten = false;
       if (plan) {
         // An undo changes files too: keep their before-state, so a later rewind past it is exact.
         payload.undo = { workspace: realWorkspace!, files: plan.current.files };
-        pendingWritten = await storeSnapshotBlobs(locked, plan.current, UNDO_LIMITS.concurrency);
       }
       const undoMarker = store.toEvent(id, { type: "session_rewind", payload });
       undoMarker.sequence = next + 1;
@@ -113,8 +110,8 @@ export async function undoRewind(store: SessionStore<any>, id: string, options: 
         prune: false,
       };
       if (realWorkspace !== undefined) intent.workspace = realWorkspace;
-      await locked.writeRecord(REWIND_INTENT_RECORD, intent);
-      if (pendingWritten) await locked.deleteRecord(PENDING_CAPTURE_RECORD);
+      const undoSnapshot = plan ? plan.current : { files: [], blobs: new Map() };
+      await storeBlobsThenReference(store.backend, locked, undoSnapshot, UNDO_LIMITS.concurrency, () => writeIntent(locked, intent));
       options.onProgress?.("intent-written");
       await completeIntent(store.backend, locked, intent, options.onProgress);
       const done = undoMarker.payload as RewindPayload;

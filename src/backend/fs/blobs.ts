@@ -53,8 +53,22 @@ export async function writeBlobFile(layout: SessionLayout, id: string, hash: str
   return true;
 }
 
+/**
+ * Deletes a blob, and any temp file a write of it left when its process was killed mid-write
+ * (recovery and pruning are the only callers, so the sweep costs nothing on the hot path).
+ */
 export async function deleteBlobFile(layout: SessionLayout, id: string, hash: string): Promise<void> {
-  await rm(layout.blob(id, hash), { force: true });
+  const file = layout.blob(id, hash);
+  await rm(file, { force: true });
+  let names: string[];
+  try {
+    names = await readdir(dirname(file));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw error;
+  }
+  const leftover = `.tmp-${hash}-`;
+  await Promise.all(names.filter((n) => n.startsWith(leftover)).map((n) => rm(`${dirname(file)}/${n}`, { force: true })));
 }
 
 /** Every blob hash of a session; temp files left by a crash are not blobs and are not listed. */
