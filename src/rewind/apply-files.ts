@@ -1,6 +1,6 @@
 import { lstat, mkdir, open, rename, rm, symlink, chmod } from "node:fs/promises";
-import { dirname } from "node:path";
-import { fsyncDir, tempPathFor } from "../backend/fs/atomic.js";
+import { basename, dirname, join } from "node:path";
+import { fsyncDir } from "../backend/fs/atomic.js";
 import type { FileSnapshot } from "../events.js";
 import { forEachLimited } from "../snapshot.js";
 import { confine } from "../workspace-path.js";
@@ -80,7 +80,7 @@ async function clearFor(absolute: string, keepDirectory: boolean): Promise<void>
 async function restoreFile(absolute: string, bytes: Buffer, mode: number): Promise<void> {
   await mkdir(dirname(absolute), { recursive: true });
   await clearFor(absolute, false); // a folder where the file must be: rename cannot replace it
-  const temp = tempPathFor(absolute);
+  const temp = await freshTempFor(absolute);
   const fh = await open(temp, "wx", 0o600);
   try {
     try {
@@ -100,7 +100,7 @@ async function restoreFile(absolute: string, bytes: Buffer, mode: number): Promi
 async function restoreSymlink(absolute: string, target: string): Promise<void> {
   await mkdir(dirname(absolute), { recursive: true });
   await clearFor(absolute, false);
-  const temp = tempPathFor(absolute);
+  const temp = await freshTempFor(absolute);
   await symlink(target, temp);
   try {
     await rename(temp, absolute);
@@ -108,6 +108,17 @@ async function restoreSymlink(absolute: string, target: string): Promise<void> {
     await rm(temp, { force: true });
     throw error;
   }
+}
+
+/**
+ * The temp name a restore writes before renaming into place: fixed per file, not random, so what
+ * a crash mid-restore leaves behind is cleared by the recovery's restore of the same path instead
+ * of staying as litter in the user's workspace.
+ */
+async function freshTempFor(absolute: string): Promise<string> {
+  const temp = join(dirname(absolute), `.tmp-${basename(absolute)}-agent-tape-rewind`);
+  await rm(temp, { force: true }); // a link there is removed, never followed
+  return temp;
 }
 
 async function restoreDirectory(absolute: string, mode: number): Promise<void> {

@@ -1,0 +1,318 @@
+import { randomInt } from "node:crypto";
+import { access, readFile, realpath, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { isDeepStrictEqual } from "node:util";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, SessionStore, referencedBlobs, rewind, undoRewind, type FileChange, type RewindPayload, type StoredEvent } from "../../src/index.js";
+import { Child } from "../helpers/children.js";
+import { blobFile } from "../helpers/rewind-story.js";
+import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
+import { TempRoots } from "../helpers/temp-root.js";
+
+/** What one test makes and must clean up: its temp folders and its children. Per test, since the boundary tests run concurrently. */
+interface Round {
+  temps: TempRoots;
+  children: Child[];
+}
+
+function newRound(onTestFinished: (fn: () => Promise<void>) => void): Round {
+  const round: Round = { temps: new TempRoots(), children: [] };
+  onTestFinished(async () => {
+    for (const child of round.children.splice(0)) {
+      child.kill();
+      await child.done();
+    }
+    await round.temps.removeAll();
+  });
+  return round;
+}
+
+// A workspace big enough that restoring it takes many event-loop turns: 300 files of 2-5 KB in
+// nested folders, edited after the target, plus files created and deleted after it.
+const EDITED = 300;
+const CREATED = 10;
+const DELETED = 10;
+const editedPath = (i: number) => `src/pkg-${i % 12}/part-${i % 3}/file-${String(i).padStart(3, "0")}.txt`;
+const createdPath = (i: number) => `src/pkg-0/new-${i}.txt`;
+const deletedPath = (i: number) => `old/gone-${i}.txt`;
+function contentOf(i: number, version: "target" | "after"): string {
+  return `${version} file ${i}: ${"abcdefghij".repeat(5)}\n`.repeat(30 + (i % 40));
+}
+const PROBE = "opened after the crash";
+
+interface Scenario {
+  root: string;
+  workspace: string;
+  id: string;
+  target: number;
+  /** The states a crash may leave, by name: each a workspace tree and a log (see describeEvent). */
+  states: Record<string, { tree: Record<string, string>; log: string[] }>;
+}
+
+/** One line per event, naming what a crash could get wrong: number, type, and identity or marker contents. */
+function describeEvent(event: StoredEvent): string {
+  if (event.type !== "session_rewind") return `${event.sequence} ${event.type} ${event.id}`;
+  const p = event.payload as RewindPayload;
+  return describeMarker(event.sequence, p.targetSequence, p.undoOf, p.changes);
+}
+
+function describeMarker(sequence: number, target: number, undoOf: number | undefined, changes: readonly FileChange[]): string {
+  // By value, not by key order: the log writes its JSON with sorted keys.
+  const listed = changes.map((c) => [c.path, c.action, c.reason ?? ""]);
+  return `${sequence} rewind to ${target}, undo of ${undoOf ?? "-"}, changes ${sha256(JSON.stringify(listed)).slice(0, 12)}`;
+}
+
+/** Builds the session, and the two states a crashed rewind may leave: untouched, or fully rewound. */
+async function buildSession(round: Round): Promise<Scenario & { treeBefore: Record<string, string>; eventsBefore: StoredEvent[] }> {
+  const base = await realpath(await round.temps.make("agent-tape-rewind-crash-"));
+  const root = join(base, "sessions");
+  const workspace = join(base, "ws");
+  for (let i = 0; i < EDITED; i++) await put(workspace, editedPath(i), contentOf(i, "target"));
+  for (let i = 0; i < DELETED; i++) await put(workspace, deletedPath(i), `gone ${i}\n`);
+  const store = new SessionStore({ root, durability: "none" });
+  try {
+    const checkpoints = new CheckpointStore(store);
+    const { id } = await store.create({ workspace });
+    await store.append(id, { type: "message", payload: { role: "user", content: "start" } });
+    const target = (await store.append(id, { type: "message", payload: { role: "assistant", content: "the target" } })).sequence;
+    const treeAtTarget = await workspaceTree(workspace);
+    for (let part = 0; part < 3; part++) {
+      const edited = Array.from({ length: EDITED }, (_, i) => i).filter((i) => i % 3 === part);
+      const extra = part === 2 ? [...Array.from({ length: CREATED }, (_, i) => createdPath(i)), ...Array.from({ length: DELETED }, (_, i) => deletedPath(i))] : [];
+      await checkpoints.around(id, { tool: `rewrite part ${part}`, paths: [...edited.map(editedPath), ...extra] }, async () => {
+        for (const i of edited) await put(workspace, editedPath(i), contentOf(i, "after"));
+        if (part !== 2) return;
+        for (let i = 0; i < CREATED; i++) await put(workspace, createdPath(i), `created ${i}\n`);
+        for (let i = 0; i < DELETED; i++) await rm(join(workspace, deletedPath(i)));
+      });
+      await store.append(id, { type: "message", payload: { role: "assistant", content: `part ${part} done` } });
+    }
+    const eventsBefore = await store.readAll(id);
+    const treeBefore = await workspaceTree(workspace);
+    const dry = await rewind(store, id, { toSequence: target, dryRun: true });
+    expect(dry.filesRestored + dry.filesDeleted).toBe(EDITED + CREATED + DELETED);
+    const last = eventsBefore.at(-1)!.sequence;
+    const prefix = eventsBefore.filter((e) => e.sequence <= target).map(describeEvent);
+    return {
+      root,
+      workspace,
+      id,
+      target,
+      treeBefore,
+      eventsBefore,
+      states: {
+        untouched: { tree: treeBefore, log: eventsBefore.map(describeEvent) },
+        rewound: { tree: treeAtTarget, log: [...prefix, describeMarker(last + 1, target, undefined, dry.changes)] },
+      },
+    };
+  } finally {
+    await store.close();
+  }
+}
+
+/** The session rewound (by this process), and the two states a crashed undo may leave: still rewound, or undone. */
+async function buildRewoundSession(round: Round): Promise<Scenario> {
+  const built = await buildSession(round);
+  const store = new SessionStore({ root: built.root });
+  try {
+    const { markerSequence } = await rewind(store, built.id, { toSequence: built.target });
+    const rewoundLog = (await store.readAll(built.id)).map(describeEvent);
+    expect(rewoundLog).toEqual(built.states.rewound!.log);
+    const dry = await undoRewind(store, built.id, { dryRun: true });
+    const removed = built.eventsBefore.filter((e) => e.sequence > built.target);
+    const marker = markerSequence!;
+    const reappended = removed.map((e, i) => describeEvent({ ...e, sequence: marker + 1 + i }));
+    const undone = [...rewoundLog, ...reappended, describeMarker(marker + removed.length + 1, built.target, marker, dry.changes)];
+    return {
+      ...built,
+      states: { rewound: built.states.rewound!, undone: { tree: built.treeBefore, log: undone } },
+    };
+  } finally {
+    await store.close();
+  }
+}
+
+function startChild(round: Round, s: Scenario, operation: "rewind" | "undo", stopAt: string, keepUndo = 1): Child {
+  const child = new Child("rewind-until.ts", [s.root, s.id, s.workspace, operation, String(s.target), stopAt, String(keepUndo)]);
+  round.children.push(child);
+  return child;
+}
+
+async function killNow(round: Round, child: Child): Promise<void> {
+  child.kill("SIGKILL");
+  expect((await child.done()).signal).toBe("SIGKILL");
+  round.children.splice(round.children.indexOf(child), 1);
+}
+
+/**
+ * Opens the session the way a user would after the crash — an append (takes the lock) or a plain
+ * read — and names the states the files and the log are in. A crash must leave both in the same
+ * one of the scenario's states.
+ */
+async function openAfterCrash(s: Scenario, via: "append" | "read"): Promise<{ files: string[]; log: string[] }> {
+  const store = new SessionStore({ root: s.root, lockStaleMs: 2000 });
+  let events: StoredEvent[];
+  try {
+    if (via === "append") await store.append(s.id, { type: "message", payload: { role: "user", content: PROBE } });
+    events = (await store.readAll(s.id)).filter((e) => !(e.type === "message" && (e.payload as { content: unknown }).content === PROBE));
+  } finally {
+    await store.close();
+  }
+  const tree = await workspaceTree(s.workspace);
+  const log = events.map(describeEvent);
+  return {
+    files: Object.entries(s.states).flatMap(([name, state]) => (isDeepStrictEqual(tree, state.tree) ? [name] : [])),
+    log: Object.entries(s.states).flatMap(([name, state]) => (isDeepStrictEqual(log, state.log) ? [name] : [])),
+  };
+}
+
+/** Once any writer has had the lock: no leftover intent or pending record, and exactly the referenced blobs, each intact. */
+async function expectSettled(s: Scenario): Promise<void> {
+  const store = new SessionStore({ root: s.root, lockStaleMs: 2000 });
+  try {
+    await store.append(s.id, { type: "message", payload: { role: "user", content: PROBE } });
+    const records = await store.backend.listRecords(s.id);
+    expect(records).not.toContain("rewind-intent");
+    expect(records).not.toContain("capture-pending");
+    const referenced = referencedBlobs(await store.readAll(s.id));
+    for (const name of records.filter((n) => n.startsWith("rewind-archive-"))) {
+      const archive = (await store.backend.readRecord(s.id, name)) as { events: StoredEvent[] };
+      referencedBlobs(archive.events, referenced);
+    }
+    expect(new Set(await store.backend.listBlobs(s.id))).toEqual(referenced);
+    const checkpoints = new CheckpointStore(store);
+    for (const hash of referenced) await checkpoints.readBlob(s.id, hash); // throws BLOB_CORRUPT / BLOB_NOT_FOUND
+  } finally {
+    await store.close();
+  }
+}
+
+async function waitUntil(condition: () => Promise<boolean>, child: Child): Promise<void> {
+  let ended = false;
+  void child.done().then(() => (ended = true));
+  while (!(await condition())) {
+    if (ended) throw new Error(`the child ended before the moment to kill it came:\n${child.stdout}\n${child.stderr}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+const exists = (path: string) => access(path).then(
+  () => true,
+  () => false,
+);
+
+const BOUNDARY_TIMEOUT = 90_000;
+
+// The boundary tests run concurrently: each spends most of its time on fsyncs and on waiting for
+// the dead child's lock to go stale, not on the CPU.
+describe.concurrent("a rewind killed at a step boundary", () => {
+  it.for([
+    { step: "planned", expected: "untouched", via: "read" },
+    { step: "intent-written", expected: "rewound", via: "append" },
+    { step: "files-restored", expected: "rewound", via: "read" },
+    { step: "log-truncated", expected: "rewound", via: "append" },
+    { step: "blobs-pruned", expected: "rewound", via: "read" },
+    { step: "marker-appended", expected: "rewound", via: "append" },
+  ] as const)(
+    "after $step: opening the session (by $via) finds it $expected, files and log alike",
+    { timeout: BOUNDARY_TIMEOUT },
+    async ({ step, expected, via }, { onTestFinished }) => {
+      const round = newRound(onTestFinished);
+      const s = await buildSession(round);
+      const child = startChild(round, s, "rewind", step);
+      await child.waitForLine((line) => line === step);
+      await killNow(round, child);
+
+      expect(await openAfterCrash(s, via)).toEqual({ files: [expected], log: [expected] });
+      await expectSettled(s);
+    },
+  );
+
+  it.for([
+    { step: "log-truncated", via: "read" },
+    { step: "blobs-pruned", via: "append" },
+  ] as const)(
+    "with keepUndo: 0, after $step (the restored files' blobs may be pruned already): opening the session (by $via) finishes the rewind",
+    { timeout: BOUNDARY_TIMEOUT },
+    async ({ step, via }, { onTestFinished }) => {
+      const round = newRound(onTestFinished);
+      const s = await buildSession(round);
+      const child = startChild(round, s, "rewind", step, 0);
+      await child.waitForLine((line) => line === step);
+      await killNow(round, child);
+
+      expect(await openAfterCrash(s, via)).toEqual({ files: ["rewound"], log: ["rewound"] });
+      await expectSettled(s);
+    },
+  );
+});
+
+describe.concurrent("an undo killed at a step boundary", () => {
+  it.for([
+    { step: "planned", expected: "rewound", via: "append" },
+    { step: "intent-written", expected: "undone", via: "read" },
+    { step: "files-restored", expected: "undone", via: "append" },
+    { step: "marker-appended", expected: "undone", via: "read" },
+  ] as const)(
+    "after $step: opening the session (by $via) finds it $expected, files and log alike",
+    { timeout: BOUNDARY_TIMEOUT },
+    async ({ step, expected, via }, { onTestFinished }) => {
+      const round = newRound(onTestFinished);
+      const s = await buildRewoundSession(round);
+      const child = startChild(round, s, "undo", step);
+      await child.waitForLine((line) => line === step);
+      await killNow(round, child);
+
+      expect(await openAfterCrash(s, via)).toEqual({ files: [expected], log: [expected] });
+      await expectSettled(s);
+    },
+  );
+});
+
+// One at a time: where these kills land depends on the child running at full speed.
+describe("a rewind killed at a random moment", () => {
+  it("while saving what an undo needs (between planned and intent-written): the session is found untouched or fully rewound", async ({ onTestFinished }) => {
+    const round = newRound(onTestFinished);
+    const seen: string[] = [];
+    for (let n = 0; n < 3; n++) {
+      const s = await buildSession(round);
+      // The undo snapshot's blobs are the files' current bytes; kill once a random one of them is stored.
+      const k = randomInt(0, EDITED);
+      const child = startChild(round, s, "rewind", "none");
+      await child.waitForLine((line) => line === "planned");
+      await waitUntil(() => exists(blobFile(s.root, s.id, sha256(contentOf(k, "after")))), child);
+      await killNow(round, child);
+      const where = `round ${n}, killed once file ${k}'s current bytes were stored; the child had printed: ${child.stdout.trim().split("\n").join(", ")}`;
+
+      const found = await openAfterCrash(s, n % 2 === 0 ? "read" : "append");
+      expect(found.files, where).toHaveLength(1);
+      expect(found.log, where).toEqual(found.files);
+      if (child.stdout.includes("intent-written")) expect(found.files, where).toEqual(["rewound"]);
+      await expectSettled(s);
+      seen.push(found.files[0]!);
+    }
+    expect(seen).toContain("untouched"); // at least one kill landed before the intent, as meant
+  }, 180_000);
+
+  it("inside step 1, with files half restored: opening the session finishes the rewind", async ({ onTestFinished }) => {
+    const round = newRound(onTestFinished);
+    let halfRestored = 0;
+    for (let n = 0; n < 4; n++) {
+      const s = await buildSession(round);
+      const k = randomInt(0, 200); // restores run in path order, 8 at a time: plenty still to go after file k
+      const child = startChild(round, s, "rewind", "none");
+      await child.waitForLine((line) => line === "intent-written");
+      await waitUntil(async () => (await readFile(join(s.workspace, editedPath(k)), "utf8")) === contentOf(k, "target"), child);
+      await killNow(round, child);
+      const where = `round ${n}, killed once file ${k} was restored; the child had printed: ${child.stdout.trim().split("\n").join(", ")}`;
+
+      let restored = 0;
+      for (let i = 0; i < EDITED; i++) if ((await readFile(join(s.workspace, editedPath(i)), "utf8")) === contentOf(i, "target")) restored++;
+      if (restored < EDITED) halfRestored++;
+
+      expect(await openAfterCrash(s, n % 2 === 0 ? "append" : "read"), where).toEqual({ files: ["rewound"], log: ["rewound"] });
+      await expectSettled(s);
+    }
+    expect(halfRestored).toBeGreaterThan(0); // the kills did land while files were being restored
+  }, 180_000);
+});
