@@ -35,11 +35,6 @@ export function fileEntry(content: string | Buffer, mode: number): string {
   return `file ${(mode & 0o7777).toString(8)} ${shown}`;
 }
 
-/** Only the regular files of a tree (what a model of file contents can predict). */
-export function filesOf(tree: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(tree).filter(([, what]) => what.startsWith("file ")));
-}
-
 export function sha256(bytes: string | Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
 }

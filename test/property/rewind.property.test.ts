@@ -2,7 +2,7 @@ import { chmod, mkdir, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { CheckpointStore, SessionStore, referencedBlobs, rewind, undoRewind, type StoredEvent } from "../../src/index.js";
 import { fileEntry, workspaceTree } from "../helpers/rewind-workspace.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
@@ -35,15 +35,15 @@ interface Round {
   /** Picks the target among 0..last (modulo). */
   target: number;
   mode: "all" | "files";
+  /** 0 only for "all": a "files" rewind without its undo snapshot leaves the log unable to say what the files were before it. */
+  keepUndo: 0 | 1;
   undo: boolean;
 }
 
-const round: fc.Arbitrary<Round> = fc.record({
-  operations: fc.array(operation, { maxLength: 10 }),
-  target: fc.nat(),
-  mode: fc.constantFrom("all" as const, "files" as const),
-  undo: fc.boolean(),
-});
+const round: fc.Arbitrary<Round> = fc.oneof(
+  fc.record({ operations: fc.array(operation, { maxLength: 10 }), target: fc.nat(), mode: fc.constant("files" as const), keepUndo: fc.constant(1 as const), undo: fc.boolean() }),
+  fc.record({ operations: fc.array(operation, { maxLength: 10 }), target: fc.nat(), mode: fc.constant("all" as const), keepUndo: fc.constantFrom(0 as const, 1 as const), undo: fc.boolean() }),
+);
 
 /** The files as the test believes them to be: path → content and mode. */
 type Files = ReadonlyMap<string, { content: string; mode: number }>;
@@ -80,7 +80,7 @@ class Timeline {
 }
 
 describe("rewind against a model of the workspace's history", () => {
-  it("leaves the workspace as it was at the target, and undo brings back the workspace from before the rewind", async () => {
+  it("leaves the workspace as it was at the target, keeps exactly the blobs still referenced, and undo brings back the workspace from before the rewind", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(round, { minLength: 1, maxLength: 3 }), async (rounds) => {
         const base = await realpath(await temps.make("agent-tape-rewind-property-"));
@@ -95,7 +95,17 @@ describe("rewind against a model of the workspace's history", () => {
           const timeline = new Timeline(new Map());
           const file = (path: string) => join(workspace, path);
 
-          for (const [r, { operations, target: pick, mode, undo }] of rounds.entries()) {
+          /** Exactly the blobs that the log or a kept archive references are stored, each one intact. */
+          const expectBlobsReferenced = async (where: string) => {
+            const referenced = referencedBlobs(await store.readAll(id));
+            for (const name of (await store.backend.listRecords(id)).filter((n) => n.startsWith("rewind-archive-"))) {
+              referencedBlobs(((await store.backend.readRecord(id, name)) as { events: StoredEvent[] }).events, referenced);
+            }
+            expect(new Set(await store.backend.listBlobs(id)), where).toEqual(referenced);
+            for (const hash of referenced) await checkpoints.readBlob(id, hash);
+          };
+
+          for (const [r, { operations, target: pick, mode, keepUndo, undo }] of rounds.entries()) {
             for (const op of operations) {
               if (op.kind === "message") {
                 const event = await store.append(id, { type: "message", payload: { role: "user", content: op.text } });
@@ -123,10 +133,10 @@ describe("rewind against a model of the workspace's history", () => {
 
             const last = timeline.last;
             const target = pick % (last + 1);
-            const where = `round ${r}: rewind (${mode}) to ${target} of 0..${last}`;
+            const where = `round ${r}: rewind (${mode}, keepUndo ${keepUndo}) to ${target} of 0..${last}`;
             const wanted = timeline.at(target);
             const beforeRewind = new Map(files);
-            const report = await rewind(store, id, { toSequence: target, mode });
+            const report = await rewind(store, id, { toSequence: target, mode, keepUndo });
 
             expect(await workspaceTree(workspace), where).toEqual(treeOf(wanted));
             if (target === last) {
@@ -141,7 +151,8 @@ describe("rewind against a model of the workspace's history", () => {
             timeline.after.set(marker, wanted);
             files = new Map(wanted);
             expect((await store.readAll(id)).map((e) => e.sequence), where).toEqual(timeline.sequences);
-            if (!undo) continue;
+            await expectBlobsReferenced(where);
+            if (!undo || keepUndo === 0) continue;
 
             const undone = await undoRewind(store, id);
 
@@ -150,6 +161,7 @@ describe("rewind against a model of the workspace's history", () => {
             timeline.after.set(marker + removed.length + 1, beforeRewind);
             expect(undone.markerSequence, `${where}, undone`).toBe(marker + removed.length + 1);
             expect((await store.readAll(id)).map((e) => e.sequence), `${where}, undone`).toEqual(timeline.sequences);
+            await expectBlobsReferenced(`${where}, undone`);
             files = new Map(beforeRewind);
           }
         } finally {
