@@ -5,7 +5,7 @@ import { serializeEvent } from "../src/envelope.js";
 import { CheckpointStore, FORMAT_VERSION, SessionStore, newId, type CheckpointPayload } from "../src/index.js";
 import { interleavedRounds, timeIt, type Figure, type Row, type Suite } from "./harness.js";
 import { formatMs, medianMs, perOperation } from "./per-operation.js";
-import { hotFileText, sharedWorkspace, sizeLabel, type GitWorkspace, type Workspace } from "./workspace.js";
+import { hotFileText, settleDisk, sharedWorkspace, sizeLabel, type GitWorkspace, type Workspace } from "./workspace.js";
 
 /** The slowest our median may get from the smallest workspace to the largest and still count as flat. */
 const FLAT_TOLERANCE = 1.5;
@@ -17,7 +17,8 @@ const GIT_SPEEDUP = 50;
  * (a new blob each time) and of one that was not (the blob dedupes), in workspaces of growing
  * size, against the peers' shadow-git checkpoint and a raw fs/promises baseline doing the same
  * bytes. All contenders share one workspace per size and alternate round by round; the shadow
- * repo's first commit (the whole tree) is made untimed.
+ * repo's first commit (the whole tree) is made untimed, and the disk is settled (syncfs) before
+ * every timed part so that no contender pays for another's writeback.
  */
 export const captureSuite: Suite = {
   name: "capture",
@@ -79,35 +80,46 @@ async function measureSize({ workspace, git }: GitWorkspace, dir: string, rounds
     /** Holds the lease before the timed capture: the steady state of an agent mid-turn. */
     const holdLease = () => store.withLock(session.id, async () => undefined);
     const current = async () => sha256(await readAll(hot));
+    const settle = () => settleDisk(dir);
 
     const samples = await interleavedRounds(rounds, {
       oursNew: async () => {
         const expected = await edit();
+        await settle();
         await holdLease();
         return captured(oursCapture, expected);
       },
-      oursLockEach: async () => captured(ours(lockEachCheckpoints, lockEachSession.id), await edit()),
+      oursLockEach: async () => {
+        const expected = await edit();
+        await settle();
+        return captured(ours(lockEachCheckpoints, lockEachSession.id), expected);
+      },
       rawNew: async () => {
         const expected = await edit();
+        await settle();
         return captured(async () => ({ blob: await raw.capture(workspace, workspace.hotFile) }), expected);
       },
       gitNew: async () => {
         await edit();
+        await settle();
         return timeIt(() => git.checkpoint());
       },
       oursSame: async () => {
         const expected = await current();
         await oursCapture(); // stores the current bytes, so the timed capture finds its blob
+        await settle();
         await holdLease();
         return captured(oursCapture, expected);
       },
       rawSame: async () => {
         const expected = await current();
         await raw.capture(workspace, workspace.hotFile);
+        await settle();
         return captured(async () => ({ blob: await raw.capture(workspace, workspace.hotFile) }), expected);
       },
       gitSame: async () => {
         await git.checkpoint();
+        await settle();
         return timeIt(() => git.checkpoint());
       },
     });

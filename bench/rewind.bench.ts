@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { CheckpointStore, SessionStore, rewind, type RewindReport } from "../src/index.js";
 import { interleavedRounds, timeIt, type Figure, type Row, type Suite } from "./harness.js";
 import { formatMs, medianMs, perOperation } from "./per-operation.js";
-import { editedText, resetToInitial, sharedWorkspace, sizeLabel, spreadPick, type GitWorkspace, type Workspace } from "./workspace.js";
+import { editedText, resetToInitial, settleDisk, sharedWorkspace, sizeLabel, spreadPick, type GitWorkspace, type Workspace } from "./workspace.js";
 
 const FLAT_TOLERANCE = 1.5;
 const GIT_SPEEDUP = 50;
@@ -14,7 +14,7 @@ const GIT_SPEEDUP = 50;
  * snapshot (keepUndo 1) and without it (keepUndo 0) — against Gemini CLI's shadow-git restore
  * (`git restore --source=<commit> .` + `git clean -fd`) in the same workspace. Every round
  * starts from the same edited state, re-made untimed: a fresh session, k captures + edits for
- * ours; the same k edits for git. Only the rewind itself is timed.
+ * ours; the same k edits for git; then the disk is settled (syncfs). Only the rewind itself is timed.
  */
 export const rewindSuite: Suite = {
   name: "rewind",
@@ -38,7 +38,9 @@ export const rewindSuite: Suite = {
   },
 };
 
+/** Rates in files rewound per second: k files per round. */
 interface KFigures {
+  files: number;
   ours: Figure;
   oursNoUndo: Figure;
   git: Figure;
@@ -75,6 +77,7 @@ async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBe
         };
         const ours = (keepUndo: number) => async () => {
           const { id, target } = await editedSession();
+          await settleDisk(dir);
           let report: RewindReport | undefined;
           const ms = await timeIt(async () => {
             report = await rewind(store, id, { toSequence: target, keepUndo });
@@ -89,6 +92,7 @@ async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBe
           oursNoUndo: ours(0),
           git: async () => {
             await editAll();
+            await settleDisk(dir);
             const ms = await timeIt(() => git.restore(initialCommit));
             await expectOriginals(workspace, paths, originals);
             return ms;
@@ -97,9 +101,10 @@ async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBe
         const changed = await git.changedSince(initialCommit);
         if (changed !== "") throw new Error(`workspace differs from the initial commit after the rounds: ${changed.slice(0, 200)}`);
         return {
-          ours: perOperation("rewind(), keepUndo 1 (default)", samples.ours),
-          oursNoUndo: perOperation("rewind(), keepUndo 0", samples.oursNoUndo),
-          git: perOperation("git restore --source + clean -fd", samples.git),
+          files: k,
+          ours: perOperation("files/s, rewind() keepUndo 1 (default)", samples.ours, k),
+          oursNoUndo: perOperation("files/s, rewind() keepUndo 0", samples.oursNoUndo, k),
+          git: perOperation("files/s, git restore --source + clean -fd", samples.git, k),
         };
       },
     });
@@ -125,15 +130,15 @@ function rowsFor(
   const rows: Row[] = [];
   for (const k of ks) {
     const f = main.get(k)!;
-    const perFile = k > 1 ? `; ${((medianMs(f.ours) * 1000) / k).toFixed(0)} µs/file` : "";
+    const perFile = k > 1 ? `; ${((medianMs(f.ours, k) * 1000) / k).toFixed(0)} µs/file` : "";
     rows.push({
       suite: `rewind ${k} file${k > 1 ? "s" : ""} @${sizeLabel(mainSize)} files vs shadow git`,
       ours: f.ours,
       baseline: f.git,
       ratio: f.ours.value / f.git.value,
       target: k === 1 ? { op: ">=", value: GIT_SPEEDUP, on: "ratio" } : undefined,
-      notes: `${formatMs(f.ours)} vs ${formatMs(f.git)}${perFile}; keepUndo 0: ${formatMs(f.oursNoUndo)}; ${roundsFor(k)} rounds`,
-      details: { oursMs: medianMs(f.ours), oursNoUndoMs: medianMs(f.oursNoUndo), gitMs: medianMs(f.git) },
+      notes: `${formatMs(f.ours, k)} vs ${formatMs(f.git, k)} per rewind${perFile}; keepUndo 0: ${formatMs(f.oursNoUndo, k)}; ${roundsFor(k)} rounds`,
+      details: { oursMs: medianMs(f.ours, k), oursNoUndoMs: medianMs(f.oursNoUndo, k), gitMs: medianMs(f.git, k) },
     });
   }
   const [smallest, largest] = [flatSizes[0]!, flatSizes[flatSizes.length - 1]!];

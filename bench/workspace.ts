@@ -1,7 +1,9 @@
+import { execFile } from "node:child_process";
 import { rmSync } from "node:fs";
 import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { promisify } from "node:util";
 import { forEachLimited } from "../src/snapshot.js";
 import { ShadowGit } from "./git.js";
 
@@ -122,4 +124,14 @@ export async function resetToInitial({ workspace, git, initialCommit }: GitWorks
   await git.run(["reset", "-q", initialCommit]);
   const changed = await git.changedSince(initialCommit);
   if (changed !== "") throw new Error(`shared workspace differs from its first commit: ${changed.slice(0, 200)}`);
+}
+
+/**
+ * Writes back everything dirty on the filesystem holding `path` (syncfs, via `sync -f`), untimed,
+ * right before a timed operation. Git and the untimed edits leave data in the page cache; without
+ * this, the next contender's fsyncs would pay for writing it back (ext4 commits one journal for
+ * all), charging one contender for another's work.
+ */
+export async function settleDisk(path: string): Promise<void> {
+  await promisify(execFile)("sync", ["-f", path]);
 }
