@@ -25,3 +25,10 @@ export async function listArchives(backend: StorageBackend, sessionId: string): 
 export async function readArchive(backend: StorageBackend, sessionId: string, name: string): Promise<RewindArchive | undefined> {
   return (await backend.readRecord(sessionId, name)) as RewindArchive | undefined;
 }
+
+/** The marker sequence an archive name carries, or undefined if `name` is not an archive. */
+export function archiveMarker(name: string): number | undefined {
+  if (!name.startsWith(PREFIX)) return undefined;
+  const n = Number(name.slice(PREFIX.length));
+  return Number.isSafeInteger(n) ? n : undefined;
+}
