@@ -91,7 +91,7 @@ export class CheckpointStore {
         const payload: CheckpointPayload = { tool: input.tool, workspace: realWorkspace, files: snapshot.files };
         if (input.callId !== undefined) payload.callId = input.callId;
         const unwritten = this.store.toEvent(id, { type: "session_checkpoint", payload });
-        const [event] = await storeBlobsThenReference(this.store.backend, locked, snapshot, this.limits.concurrency, () =>
+        const [event] = await storeBlobsThenReference(locked, snapshot, this.limits.concurrency, () =>
           this.store.appendLocked(locked, [unwritten]),
         );
         return event as CheckpointEvent;

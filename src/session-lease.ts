@@ -12,6 +12,8 @@ export interface LeaseOptions {
   waitMs?: number | undefined;
   /** Runs once each time the lock is taken, before any operation: finishes interrupted work. */
   onAcquired: (locked: LockedSession) => Promise<void>;
+  /** Runs just before the lock is given up, while still held (best-effort: its failure is ignored). */
+  beforeRelease?: (locked: LockedSession) => Promise<void>;
 }
 
 // Which sessions the current async call chain holds: the lock is not re-entrant, so a nested
@@ -118,7 +120,9 @@ export class SessionLease {
     clearTimeout(this.idleTimer);
     const locked = this.locked;
     this.locked = undefined;
-    await locked?.release();
+    if (!locked) return;
+    if (locked.held) await this.options.beforeRelease?.(locked).catch(() => undefined);
+    await locked.release();
   }
 
   /** True while the lock is held (between operations, during the idle time). */

@@ -6,6 +6,7 @@ import { isAgentTapeError, InvalidArgumentError, InvalidEventError, SessionNotFo
 import { FORMAT_VERSION, builtinEvents, type BuiltinEvents, type EventInput, type EventSchemas, type StoredEvent, type TypedEvent } from "./events.js";
 import { assertSessionId, newId } from "./ids.js";
 import { recoverInterruptedWork } from "./recovery.js";
+import { clearBlobsInFlight } from "./blobs-in-flight.js";
 import { REWIND_INTENT_RECORD } from "./rewind/intent.js";
 import { referencedBlobs } from "./references.js";
 import { SessionLease } from "./session-lease.js";
@@ -442,6 +443,7 @@ export class SessionStore<E extends EventSchemas = {}> {
         maxHoldMs: this.lockMaxHoldMs,
         waitMs: this.lockWaitMs,
         onAcquired: (locked) => recoverInterruptedWork(this.backend, locked),
+        beforeRelease: clearBlobsInFlight,
       });
       this.leases.set(id, lease);
     }

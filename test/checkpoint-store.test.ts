@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CheckpointPayload, CheckpointStore, SessionStore, isAgentTapeError, type CheckpointEvent, type FileSnapshot } from "../src/index.js";
-import { PENDING_CAPTURE_RECORD, type PendingCapture } from "../src/pending-capture.js";
+import { BLOBS_IN_FLIGHT_RECORD } from "../src/blobs-in-flight.js";
 import { TempRoots } from "./helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -190,10 +190,12 @@ describe("capture", () => {
     expect(await filesUnderBlobs(sessionId)).toEqual([]);
   });
 
-  it("leaves no pending-capture record behind once its event is written", async () => {
+  it("keeps a blobs-in-flight note while it holds the lock, and leaves none once the lock is given up", async () => {
     await put("a.txt", "a");
     await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"] });
-    expect(await store.backend.listRecords(sessionId)).toEqual([]);
+    expect(await store.backend.listRecords(sessionId)).toEqual([BLOBS_IN_FLIGHT_RECORD]); // the lease is still held
+    await store.close();
+    expect(await new SessionStore({ root }).backend.listRecords(sessionId)).toEqual([]);
   });
 
   it("stores blob files read-only (0444)", async () => {
@@ -503,6 +505,7 @@ describe("a capture whose blob write fails", () => {
     await put("next.txt", "the next capture");
     await leasedCheckpoints.capture(sessionId, { tool: "edit", paths: ["next.txt"] });
     expect(await leased.backend.listBlobs(sessionId)).toEqual([sha256("the next capture")]);
+    await leased.close();
     expect(await leased.backend.listRecords(sessionId)).toEqual([]);
   });
 });
@@ -518,7 +521,8 @@ describe("a capture that died between its blobs and its event", () => {
     const fresh = sha256("written by the capture that died");
     const dying = new SessionStore({ root });
     await dying.withLock(sessionId, async (locked) => {
-      await locked.writeRecord(PENDING_CAPTURE_RECORD, { afterSequence: locked.lastSequence, blobs: [fresh] } satisfies PendingCapture);
+      // The note a capture leaves before its first blob (blobs-in-flight.ts), as a dead process leaves it.
+      await locked.writeRecord(BLOBS_IN_FLIGHT_RECORD, { pid: 0, at: new Date().toISOString() });
       await locked.writeBlob(fresh, Buffer.from("written by the capture that died"));
       if (options.eventWritten) {
         const files = [{ path: "b.txt", kind: "blob" as const, blob: fresh, bytes: 32, mode: 0o644 }];
@@ -559,16 +563,16 @@ describe("a blob write cut short by a crash", () => {
       await first.close();
       // What a process killed between opening a blob's temp file and renaming it leaves behind.
       const hash = createHash("sha256").update("never finished").digest("hex");
-      const shard = join(root, "s", "blobs", hash.slice(0, 2));
-      await mkdir(shard, { recursive: true });
-      await writeFile(join(shard, `.tmp-${hash}-0123456789ab`), "never fin");
+      const incoming = join(root, "s", "blobs", ".incoming");
+      await mkdir(incoming, { recursive: true });
+      await writeFile(join(incoming, `${hash}-0123abcd`), "never fin");
       await mkdir(join(root, "s", "records"), { recursive: true });
-      await writeFile(join(root, "s", "records", "capture-pending.json"), JSON.stringify({ afterSequence: 0, blobs: [hash] }));
+      await writeFile(join(root, "s", "records", `${BLOBS_IN_FLIGHT_RECORD}.json`), JSON.stringify({ pid: 0 }));
 
       const next = new SessionStore({ root });
       await next.append(session.id, { type: "message", payload: { role: "user", content: "after the crash" } });
       await next.close();
-      expect(await readdir(shard)).toEqual([]);
+      expect(await readdir(join(root, "s", "blobs"))).toEqual([]);
       expect(await readdir(join(root, "s", "records"))).toEqual([]);
     } finally {
       await rm(root, { recursive: true, force: true });

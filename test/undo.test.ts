@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, foldConversation, isAgentTapeError, rewind, undoRewind, type Conversation, type RewindMode, type RewindPayload } from "../src/index.js";
 import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, logBytes, tellTheStory, type Story } from "./helpers/rewind-story.js";
-import { put, workspaceTree } from "./helpers/rewind-workspace.js";
+import { put, recordsLeft, workspaceTree } from "./helpers/rewind-workspace.js";
 import { TempRoots } from "./helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -87,7 +87,7 @@ describe("undoRewind puts back what the last rewind changed", () => {
     const said = (c: Conversation) => c.messages.map((m) => [m.role, m.content, m.toolCalls.map((t) => t.result?.output)]);
     expect(said(await s.store.conversation(s.id))).toEqual(said(s.eventsBefore.reduce(foldConversation, { messages: [], lastSequence: 0 } as Conversation)));
     // Its archive has served its purpose.
-    expect(await s.store.backend.listRecords(s.id)).toEqual([]);
+    expect(await recordsLeft(s.store, s.id)).toEqual([]);
   });
 
   it('after a "files" rewind: the files come back and the log gains only the undo marker', async () => {
@@ -155,7 +155,7 @@ describe("undoRewind puts back what the last rewind changed", () => {
     await rewind(s.store, s.id, { toSequence: s.target });
     const tree = await workspaceTree(s.workspace);
     const log = await logBytes(s.root, s.id);
-    const records = await s.store.backend.listRecords(s.id);
+    const records = await recordsLeft(s.store, s.id);
 
     const dry = await undoRewind(s.store, s.id, { dryRun: true });
 
@@ -163,7 +163,7 @@ describe("undoRewind puts back what the last rewind changed", () => {
     expect(dry.markerSequence).toBeUndefined();
     expect(await workspaceTree(s.workspace)).toEqual(tree);
     expect((await logBytes(s.root, s.id)).equals(log)).toBe(true);
-    expect(await s.store.backend.listRecords(s.id)).toEqual(records);
+    expect(await recordsLeft(s.store, s.id)).toEqual(records);
   });
 });
 
@@ -251,7 +251,7 @@ describe("NOTHING_TO_UNDO", () => {
     const tree = await workspaceTree(s.workspace);
     await expectNothingToUndo(undoRewind(s.store, s.id), /keepUndo: 0/);
     expect(await workspaceTree(s.workspace)).toEqual(tree);
-    expect(await s.store.backend.listRecords(s.id)).toEqual([]);
+    expect(await recordsLeft(s.store, s.id)).toEqual([]);
   });
 
   it("when the removed events are no longer kept", async () => {
@@ -267,9 +267,9 @@ describe("keepUndo", () => {
     const w = await smallSessionWithMessages(6);
     const first = await rewind(w.store, w.id, { toSequence: 5 });
     const second = await rewind(w.store, w.id, { toSequence: 3, keepUndo: 2 });
-    expect((await w.store.backend.listRecords(w.id)).sort()).toEqual([`rewind-archive-${first.markerSequence}`, `rewind-archive-${second.markerSequence}`]);
+    expect((await recordsLeft(w.store, w.id)).sort()).toEqual([`rewind-archive-${first.markerSequence}`, `rewind-archive-${second.markerSequence}`]);
     const third = await rewind(w.store, w.id, { toSequence: 2 });
-    expect(await w.store.backend.listRecords(w.id)).toEqual([`rewind-archive-${third.markerSequence}`]);
+    expect(await recordsLeft(w.store, w.id)).toEqual([`rewind-archive-${third.markerSequence}`]);
     const marker = (await w.store.readAll(w.id)).at(-1)!.payload as RewindPayload;
     expect(marker.undo?.archive).toBe(`rewind-archive-${third.markerSequence}`);
   });

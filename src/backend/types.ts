@@ -118,6 +118,11 @@ export interface LockedSession {
   writeBlob(hash: string, bytes: Uint8Array): Promise<boolean>;
   hasBlob(hash: string): Promise<boolean>;
   deleteBlob(hash: string): Promise<void>;
+  /**
+   * Optional: removes what blob writes cut short by a crash left behind (never a finished blob).
+   * Called by recovery when a holder died while writing blobs.
+   */
+  discardPartialWrites?(): Promise<void>;
 
   /**
    * Atomically writes (replaces) a named side record. With `durable: false` it survives a

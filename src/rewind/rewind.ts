@@ -174,7 +174,7 @@ async function prepareRewind(
   };
   if (input.realWorkspace !== undefined) intent.workspace = input.realWorkspace;
   const undoSnapshot = keepUndo > 0 && plan ? plan.current : { files: [], blobs: new Map() };
-  await storeBlobsThenReference(store.backend, locked, undoSnapshot, UNDO_LIMITS.concurrency, async () => {
+  await storeBlobsThenReference(locked, undoSnapshot, UNDO_LIMITS.concurrency, async () => {
     if (archive) await locked.writeRecord(archiveName(markerSequence), archive);
     await writeIntent(locked, intent);
   });

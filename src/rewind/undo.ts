@@ -111,7 +111,7 @@ export async function undoRewind(store: SessionStore<any>, id: string, options: 
       };
       if (realWorkspace !== undefined) intent.workspace = realWorkspace;
       const undoSnapshot = plan ? plan.current : { files: [], blobs: new Map() };
-      await storeBlobsThenReference(store.backend, locked, undoSnapshot, UNDO_LIMITS.concurrency, () => writeIntent(locked, intent));
+      await storeBlobsThenReference(locked, undoSnapshot, UNDO_LIMITS.concurrency, () => writeIntent(locked, intent));
       options.onProgress?.("intent-written");
       await completeIntent(store.backend, locked, intent, options.onProgress);
       const done = undoMarker.payload as RewindPayload;

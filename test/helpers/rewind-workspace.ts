@@ -1,3 +1,5 @@
+import { BLOBS_IN_FLIGHT_RECORD } from "../../src/blobs-in-flight.js";
+import type { SessionStore } from "../../src/index.js";
 import { createHash } from "node:crypto";
 import { chmod, lstat, mkdir, readdir, readFile, readlink, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
@@ -45,4 +47,13 @@ export async function put(workspace: string, path: string, content: string | Uin
   await mkdir(dirname(absolute), { recursive: true });
   await writeFile(absolute, content);
   await chmod(absolute, mode);
+}
+
+/**
+ * The session's side records, less the blobs-in-flight note: that note belongs to the lock the
+ * test's store still holds (it goes when the lock is given up; checkpoint-store.test.ts proves
+ * that), so it is no leftover of the operation under test.
+ */
+export async function recordsLeft(store: SessionStore, id: string): Promise<string[]> {
+  return (await store.backend.listRecords(id)).filter((name) => name !== BLOBS_IN_FLIGHT_RECORD);
 }

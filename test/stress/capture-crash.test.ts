@@ -60,7 +60,7 @@ describe("a capture killed at a random moment", () => {
       const before = new Set(await reader.backend.listBlobs(id));
       const indexedBefore = referencedBlobs(await reader.readAll(id));
       if ([...before].some((hash) => !indexedBefore.has(hash))) seen.roundsWithOrphans++;
-      if ((await reader.backend.listRecords(id)).includes("capture-pending")) seen.roundsWithPendingRecord++;
+      if ((await reader.backend.listRecords(id)).includes("blobs-in-flight")) seen.roundsWithPendingRecord++;
       await reader.close();
 
       // The dead child's lock goes stale after lockStaleMs; the next writer takes it and recovers first.
@@ -73,7 +73,7 @@ describe("a capture killed at a random moment", () => {
       expect(new Set(onDisk), where).toEqual(indexed);
       const checkpoints = new CheckpointStore(next);
       for (const hash of indexed) await expect(checkpoints.readBlob(id, hash), `${where}: blob ${hash}`).resolves.toBeInstanceOf(Buffer);
-      expect(await next.backend.listRecords(id), where).not.toContain("capture-pending");
+      expect(await next.backend.listRecords(id), where).not.toContain("blobs-in-flight");
       await next.close();
     }
 
@@ -85,7 +85,7 @@ describe("a capture killed at a random moment", () => {
     // counted here and reported, since removing them is the filesystem backend's job.
     const leftovers = (await namesUnderBlobs(root, id)).filter((name) => !indexed.has(name));
     console.info(
-      `capture crash: ${ROUNDS} rounds; ${seen.roundsWithOrphans} left orphan blobs and ${seen.roundsWithPendingRecord} a pending-capture record before recovery; ` +
+      `capture crash: ${ROUNDS} rounds; ${seen.roundsWithOrphans} left orphan blobs and ${seen.roundsWithPendingRecord} a blobs-in-flight note before recovery; ` +
         `${leftovers.length} temp files of cut-short blob writes remain`,
     );
   }, 180_000);

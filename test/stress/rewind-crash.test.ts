@@ -173,7 +173,7 @@ async function expectSettled(s: Scenario): Promise<void> {
     await store.append(s.id, { type: "message", payload: { role: "user", content: PROBE } });
     const records = await store.backend.listRecords(s.id);
     expect(records).not.toContain("rewind-intent");
-    expect(records).not.toContain("capture-pending");
+    expect(records).not.toContain("blobs-in-flight");
     const referenced = referencedBlobs(await store.readAll(s.id));
     for (const name of records.filter((n) => n.startsWith("rewind-archive-"))) {
       const archive = (await store.backend.readRecord(s.id, name)) as { events: StoredEvent[] };

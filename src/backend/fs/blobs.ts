@@ -1,6 +1,7 @@
 import { open, readdir, readFile, rename, rm, stat, mkdir } from "node:fs/promises";
-import { dirname } from "node:path";
-import { fsyncDir, tempPathFor } from "./atomic.js";
+import { dirname, join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { fsyncDir } from "./atomic.js";
 import { isBlobHash, type SessionLayout } from "./layout.js";
 
 /** Reads a blob's bytes, or undefined if there is none. */
@@ -25,17 +26,18 @@ export async function blobExists(layout: SessionLayout, id: string, hash: string
 }
 
 /**
- * Writes a blob durably: temp file, fsync, rename, fsync the shard folder (and the blobs folder
- * when the shard is new). An existing blob costs one stat and no write: content addressing
- * means the bytes are already there.
+ * Writes a blob durably: a temp file in `blobs/.incoming/`, fsync, rename into its shard, fsync
+ * the shard (and the blobs folder when the shard is new). An existing blob costs one stat and no
+ * write: content addressing means the bytes are already there. Folders are made only when a
+ * write finds them missing, so the common case pays no mkdir.
  */
 export async function writeBlobFile(layout: SessionLayout, id: string, hash: string, bytes: Uint8Array): Promise<boolean> {
   const file = layout.blob(id, hash);
   if (await blobExists(layout, id, hash)) return false;
-  const shard = dirname(file);
-  const created = await mkdir(shard, { recursive: true });
-  const temp = tempPathFor(file);
-  const fh = await open(temp, "wx", 0o444);
+  const incoming = layout.incomingBlobs(id);
+  const temp = join(incoming, `${hash}-${randomBytes(4).toString("hex")}`);
+  const fh = await retryAfterMkdir(incoming, () => open(temp, "wx", 0o444));
+  let newShard = false;
   try {
     try {
       await fh.writeFile(bytes);
@@ -43,32 +45,34 @@ export async function writeBlobFile(layout: SessionLayout, id: string, hash: str
     } finally {
       await fh.close();
     }
-    await rename(temp, file);
+    await retryAfterMkdir(dirname(file), () => rename(temp, file), () => (newShard = true));
   } catch (error) {
     await rm(temp, { force: true });
     throw error;
   }
-  await fsyncDir(shard);
-  if (created !== undefined) await fsyncDir(dirname(shard));
+  await fsyncDir(dirname(file));
+  if (newShard) await fsyncDir(layout.blobs(id));
   return true;
 }
 
-/**
- * Deletes a blob, and any temp file a write of it left when its process was killed mid-write
- * (recovery and pruning are the only callers, so the sweep costs nothing on the hot path).
- */
-export async function deleteBlobFile(layout: SessionLayout, id: string, hash: string): Promise<void> {
-  const file = layout.blob(id, hash);
-  await rm(file, { force: true });
-  let names: string[];
+async function retryAfterMkdir<T>(dir: string, attempt: () => Promise<T>, onMade: () => void = () => {}): Promise<T> {
   try {
-    names = await readdir(dirname(file));
+    return await attempt();
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
-    throw error;
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    await mkdir(dir, { recursive: true });
+    onMade();
+    return attempt();
   }
-  const leftover = `.tmp-${hash}-`;
-  await Promise.all(names.filter((n) => n.startsWith(leftover)).map((n) => rm(`${dirname(file)}/${n}`, { force: true })));
+}
+
+export async function deleteBlobFile(layout: SessionLayout, id: string, hash: string): Promise<void> {
+  await rm(layout.blob(id, hash), { force: true });
+}
+
+/** Removes what blob writes killed mid-way left in `blobs/.incoming/` (never a finished blob). */
+export async function discardIncomingBlobs(layout: SessionLayout, id: string): Promise<void> {
+  await rm(layout.incomingBlobs(id), { recursive: true, force: true });
 }
 
 /** Every blob hash of a session; temp files left by a crash are not blobs and are not listed. */

@@ -19,6 +19,10 @@ export class SessionLayout {
   blob(id: string, hash: string): string {
     return join(this.root, id, "blobs", hash.slice(0, 2), hash);
   }
+  /** Temp files of blob writes in progress; anything here after a crash is garbage. */
+  incomingBlobs(id: string): string {
+    return join(this.root, id, "blobs", ".incoming");
+  }
   records(id: string): string {
     return join(this.root, id, "records");
   }

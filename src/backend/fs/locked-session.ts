@@ -6,7 +6,7 @@ import { InvalidArgumentError, LockCompromisedError, LogCorruptError } from "../
 import type { StoredEvent } from "../../events.js";
 import type { LockedSession } from "../types.js";
 import { fsyncDir, tempPathFor, writeFileAtomic } from "./atomic.js";
-import { blobExists, deleteBlobFile, writeBlobFile } from "./blobs.js";
+import { blobExists, deleteBlobFile, discardIncomingBlobs, writeBlobFile } from "./blobs.js";
 import { isBlobHash, isRecordName, type SessionLayout } from "./layout.js";
 import { readLines, readTail } from "./lines.js";
 import { mkdir } from "node:fs/promises";
@@ -169,6 +169,11 @@ export class FsLockedSession implements LockedSession {
     this.assertHeld();
     if (!isBlobHash(hash)) return;
     await deleteBlobFile(this.layout, this.sessionId, hash);
+  }
+
+  async discardPartialWrites(): Promise<void> {
+    this.assertHeld();
+    await discardIncomingBlobs(this.layout, this.sessionId);
   }
 
   async writeRecord(name: string, value: unknown, options: { durable?: boolean } = {}): Promise<void> {
