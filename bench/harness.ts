@@ -1,6 +1,8 @@
+import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 
 /** One benchmark: a name and a function producing table rows. `bench/run.ts` runs them in order. */
 export interface Suite {
@@ -110,6 +112,15 @@ export function seconds(label: string, msPerRound: readonly number[]): Figure {
 /** Collects garbage if the process runs with --expose-gc (npm run bench does), so memory baselines are clean. */
 export function collectGarbage(): void {
   (globalThis as { gc?: () => void }).gc?.();
+}
+
+/**
+ * Writes back everything dirty on the filesystem holding `path` (syncfs, via `sync -f`), untimed,
+ * before a timed part: ext4 commits one journal for the whole filesystem, so without this a
+ * contender's fsyncs would pay for the writeback of another's (or the setup's) data.
+ */
+export async function settleDisk(path: string): Promise<void> {
+  await promisify(execFile)("sync", ["-f", path]);
 }
 
 export async function withTempDirs<T>(prefix: string, fn: (tempDir: () => Promise<string>) => Promise<T>): Promise<T> {

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { SessionStore } from "../src/index.js";
-import { interleavedRounds, throughput, timeIt, type Suite } from "./harness.js";
+import { interleavedRounds, settleDisk, throughput, timeIt, type Suite } from "./harness.js";
 import { messageEvent } from "./workload.js";
 
 /**
@@ -12,13 +12,14 @@ import { messageEvent } from "./workload.js";
 export const lockSuite: Suite = {
   name: "lock",
   async run({ quick, tempDir }) {
-    const events = quick ? 200 : 1000;
-    const rounds = quick ? 3 : 7;
+    const events = quick ? 200 : 600;
+    const rounds = quick ? 3 : 9;
     const dir = await tempDir();
     const perAppend = new SessionStore({ root: join(dir, "per-append"), durability: "fsync", lockIdleMs: 0 });
     const leased = new SessionStore({ root: join(dir, "lease"), durability: "fsync" });
     const appendSequentially = (store: SessionStore) => async () => {
       const session = await store.create();
+      await settleDisk(dir); // before the warm-up append: a slow sync must not outlast the lease's idle time
       await store.append(session.id, messageEvent);
       return timeIt(async () => {
         for (let i = 0; i < events; i++) await store.append(session.id, messageEvent);

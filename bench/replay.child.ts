@@ -12,6 +12,8 @@ import { messageEvent } from "./workload.js";
 export interface ReplayRun {
   events: number;
   ms: number;
+  /** CPU time of the whole process during the replay: less at the mercy of other load than `ms`. */
+  cpuMs: number;
   rssGrowthMB: number;
   heapGrowthMB: number;
   /** Buffers outside the V8 heap (the read chunks). */
@@ -47,14 +49,17 @@ const visit = (event: { sequence: number }) => {
   }
 };
 const started = performance.now();
+const cpuBefore = process.cpuUsage();
 if (mode === "store") await replayWithStore(store, sessionId, visit);
 else await replayRaw(join(root, sessionId, "events.jsonl"), visit);
 const ms = performance.now() - started;
+const cpu = process.cpuUsage(cpuBefore);
 await store.close();
 
 const result: ReplayRun = {
   events: counter.result().events,
   ms,
+  cpuMs: (cpu.user + cpu.system) / 1000,
   rssGrowthMB: (peak.rss - before.rss) / MB,
   heapGrowthMB: (peak.heapUsed - before.heapUsed) / MB,
   externalGrowthMB: (peak.external - before.external) / MB,

@@ -2,7 +2,7 @@
 // Runs the suites in order, prints one markdown table and writes the figures to
 // bench/results/latest.json (a run of only some suites, or a quick one, writes tmp-*.json instead).
 import { mkdir, writeFile } from "node:fs/promises";
-import { cpus, totalmem } from "node:os";
+import { cpus, loadavg, totalmem } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { appendSuite } from "./append.bench.js";
@@ -24,6 +24,8 @@ if (unknown.length > 0) throw new Error(`unknown suite(s) ${unknown.join(", ")};
 const selected = wanted.length > 0 ? suites.filter((s) => wanted.includes(s.name)) : suites;
 
 const started = performance.now();
+// Other work on a shared machine moves these figures: the load is recorded with them.
+const loadBefore = loadavg()[0]!;
 const rows: ScoredRow[] = [];
 const timings: Record<string, number> = {};
 for (const suite of selected) {
@@ -35,11 +37,12 @@ for (const suite of selected) {
   rows.push(...suiteRows.map(score));
 }
 const totalSeconds = (performance.now() - started) / 1000;
+const loadAfter = loadavg()[0]!;
 
 const complete = selected.length === suites.length && !quick;
 const command = `${quick ? "BENCH_QUICK=1 " : ""}npm run bench${wanted.length ? ` -- ${wanted.join(" ")}` : ""}`;
 const table = markdownTable(rows);
-console.log(`\n${table}\n\n\`${command}\`, ${new Date().toISOString().slice(0, 10)}, Node ${process.versions.node}, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${totalSeconds.toFixed(0)} s`);
+console.log(`\n${table}\n\n\`${command}\`, ${new Date().toISOString().slice(0, 10)}, Node ${process.versions.node}, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${totalSeconds.toFixed(0)} s, load average ${loadBefore.toFixed(1)} → ${loadAfter.toFixed(1)}`);
 
 const out = join(here, "results", complete ? "latest.json" : `tmp-${quick ? "quick" : selected.map((s) => s.name).join("-")}.json`);
 await mkdir(dirname(out), { recursive: true });
@@ -48,6 +51,7 @@ const report = {
   date: new Date().toISOString(),
   quick,
   machine: { node: process.versions.node, platform: process.platform, arch: process.arch, cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryMB: Math.round(totalmem() / 1024 / 1024) },
+  loadAverage: { before: loadBefore, after: loadAfter },
   seconds: { total: totalSeconds, ...timings },
   rows,
   table,
