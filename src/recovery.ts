@@ -1,6 +1,5 @@
 import type { LockedSession, StorageBackend } from "./backend/types.js";
 import { BLOBS_IN_FLIGHT_RECORD, recoverBlobsInFlight } from "./blobs-in-flight.js";
-import { archiveMarker } from "./rewind/archive.js";
 import { REWIND_INTENT_RECORD, recoverInterruptedRewind } from "./rewind/intent.js";
 
 /**
@@ -13,11 +12,5 @@ export async function recoverInterruptedWork(backend: StorageBackend, locked: Lo
   if (records.length === 0) return;
   // The rewind first: the prune below must see the marker the intent appends.
   if (records.includes(REWIND_INTENT_RECORD)) await recoverInterruptedRewind(backend, locked);
-  // An archive for a marker past the log's end was written by a rewind that died before its
-  // intent: that rewind never happened, and the archive would only keep blobs from being pruned.
-  for (const name of records) {
-    const marker = archiveMarker(name);
-    if (marker !== undefined && marker > locked.lastSequence) await locked.deleteRecord(name);
-  }
   if (records.includes(BLOBS_IN_FLIGHT_RECORD)) await recoverBlobsInFlight(backend, locked);
 }

@@ -427,25 +427,6 @@ describe("blobs", () => {
     // The workspace got the bytes before their blobs went.
     expect(await workspaceTree(s.workspace)).toEqual(s.treeAtTarget);
   });
-  it("an archive left by a rewind that died before its intent is dropped at the next lock, so its blobs can be pruned", async () => {
-    const s = await smallSession();
-    await put(s.workspace, "a.txt", "one\n");
-    const target = await s.say("before");
-    await s.checkpoints.around(s.id, { tool: "edit", paths: ["a.txt"] }, () => put(s.workspace, "a.txt", "two\n"));
-    const last = (await s.store.get(s.id))!.lastSequence;
-    // What a rewind that was killed between writing its archive and its intent leaves behind.
-    const stale = `rewind-archive-${last + 1}`;
-    await s.store.withLock(s.id, (locked) => locked.writeRecord(stale, { markerSequence: last + 1, events: [] }));
-    await s.store.close();
-
-    const next = new SessionStore({ root: s.root });
-    stores.push(next);
-    await next.append(s.id, { type: "message", payload: { role: "user", content: "after the crash" } });
-    expect(await recordsLeft(next, s.id)).toEqual([]);
-    // A real archive of a finished rewind is kept.
-    const report = await rewind(next, s.id, { toSequence: target });
-    expect(await recordsLeft(next, s.id)).toEqual([`rewind-archive-${report.markerSequence}`]);
-  });
 });
 
 describe("sequences", () => {

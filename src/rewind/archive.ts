@@ -26,9 +26,3 @@ export async function readArchive(backend: StorageBackend, sessionId: string, na
   return (await backend.readRecord(sessionId, name)) as RewindArchive | undefined;
 }
 
-/** The marker sequence an archive name carries, or undefined if `name` is not an archive. */
-export function archiveMarker(name: string): number | undefined {
-  if (!name.startsWith(PREFIX)) return undefined;
-  const n = Number(name.slice(PREFIX.length));
-  return Number.isSafeInteger(n) ? n : undefined;
-}

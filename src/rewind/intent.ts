@@ -2,6 +2,7 @@ import type { LockedSession, StorageBackend } from "../backend/types.js";
 import type { FileSnapshot, RewindPayload, StoredEvent } from "../events.js";
 import { readVerifiedBlob } from "../store-blobs.js";
 import { applyFileRecords } from "./apply-files.js";
+import type { RewindArchive } from "./archive.js";
 import { pruneUnreferencedBlobs } from "./prune.js";
 
 /** Name of the side record that makes a rewind (or an undo) crash-safe. */
@@ -26,6 +27,12 @@ export interface RewindIntent {
   append: StoredEvent[];
   /** Archives to delete (expired, or put back by an undo). */
   dropArchives: string[];
+  /**
+   * The events a rewind cuts, kept for its undo. They ride in the intent (one fsynced write) and
+   * become the archive record once the marker is in the log; that record is written without
+   * fsync: a power loss can cost the undo, never consistency.
+   */
+  archive?: { name: string; events: StoredEvent[] };
   /** Prune unreferenced blobs (a rewind does; an undo removes nothing, so need not). */
   prune: boolean;
 }
@@ -58,7 +65,7 @@ export async function completeIntent(
 ): Promise<{ blobsPruned: number; refused: string[] }> {
   if (locked.lastSequence >= intent.markerSequence) {
     // Done before a crash that came between appending the marker and dropping the intent.
-    await locked.deleteRecord(REWIND_INTENT_RECORD);
+    await finish(locked, intent);
     return { blobsPruned: 0, refused: [] };
   }
   let refused: string[] = [];
@@ -72,15 +79,24 @@ export async function completeIntent(
   await locked.truncateAfter(intent.truncateTo); // also drops a partial append from a crashed attempt
   onStep("log-truncated");
   for (const name of intent.dropArchives) await locked.deleteRecord(name);
-  const blobsPruned = intent.prune ? await pruneUnreferencedBlobs(backend, locked, intent.append) : 0;
+  const blobsPruned = intent.prune ? await pruneUnreferencedBlobs(backend, locked, [...intent.append, ...(intent.archive?.events ?? [])]) : 0;
   onStep("blobs-pruned");
   const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
   marker.blobsPruned = blobsPruned;
   if (refused.length > 0) reportRefused(marker, refused);
   await locked.append(intent.append, true);
   onStep("marker-appended");
-  await locked.deleteRecord(REWIND_INTENT_RECORD);
+  await finish(locked, intent);
   return { blobsPruned, refused };
+}
+
+/** After the marker: the cut events become the archive, then the intent goes. Idempotent. */
+async function finish(locked: LockedSession, intent: RewindIntent): Promise<void> {
+  if (intent.archive) {
+    const archive: RewindArchive = { markerSequence: intent.markerSequence, events: intent.archive.events };
+    await locked.writeRecord(intent.archive.name, archive, { durable: false });
+  }
+  await locked.deleteRecord(REWIND_INTENT_RECORD);
 }
 
 /** Finishes a rewind or undo that a crashed holder left half done (called at lock time). */

@@ -2,7 +2,7 @@ import { lstat } from "node:fs/promises";
 import type { StorageBackend } from "../backend/types.js";
 import type { CheckpointPayload, FileChange, FileSnapshot, RewindPayload, StoredEvent } from "../events.js";
 import { isAgentTapeError } from "../errors.js";
-import { snapshotPaths, type Snapshot, type SnapshotLimits } from "../snapshot.js";
+import { forEachLimited, snapshotPaths, type Snapshot, type SnapshotLimits } from "../snapshot.js";
 import { readVerifiedBlob } from "../store-blobs.js";
 import { confine } from "../workspace-path.js";
 
@@ -64,33 +64,41 @@ export async function planFileChanges(
   const blobs = new Map<string, Buffer>();
   const candidates: { path: string; target: FileSnapshot }[] = [];
 
-  for (const [recordedPath, target] of [...wanted].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+  // Each path is placed and its blob read and verified independently, `concurrency` at a time.
+  const blobReads = new Map<string, Promise<Buffer>>();
+  const readOnce = (hash: string) => {
+    let read = blobReads.get(hash);
+    if (!read) blobReads.set(hash, (read = readVerifiedBlob(backend, sessionId, hash)));
+    return read;
+  };
+  await forEachLimited([...wanted], limits.concurrency, async ([recordedPath, target]) => {
     const place = await confine(realWorkspace, recordedPath, givenWorkspace);
     if (!place.inside) {
       changes.push({ path: recordedPath, action: "skip", reason: "outside_workspace" });
-      continue;
+      return;
     }
     if (place.path === "." && target.kind !== "directory") {
       // Only a tampered record asks this: replacing or deleting the workspace itself would wipe it.
       changes.push({ path: ".", action: "skip", reason: "workspace_root" });
-      continue;
+      return;
     }
     if (target.kind === "skipped") {
       changes.push({ path: place.path, action: "skip", reason: `not captured (${target.reason})` });
-      continue;
+      return;
     }
-    if (target.kind === "blob" && !blobs.has(target.blob)) {
+    if (target.kind === "blob") {
       try {
-        blobs.set(target.blob, await readVerifiedBlob(backend, sessionId, target.blob));
+        blobs.set(target.blob, await readOnce(target.blob));
       } catch (error) {
         if (isAgentTapeError(error, "BLOB_NOT_FOUND")) changes.push({ path: place.path, action: "skip", reason: "blob_missing" });
         else if (isAgentTapeError(error, "BLOB_CORRUPT")) changes.push({ path: place.path, action: "skip", reason: "blob_corrupt" });
         else throw error;
-        continue;
+        return;
       }
     }
     candidates.push({ path: place.path, target: { ...target, path: place.path } });
-  }
+  });
+  candidates.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 
   // What those paths are now: decides what changes, and is what an undo puts back.
   const current = await currentState(realWorkspace, candidates, limits);

@@ -1,6 +1,7 @@
 import type { LockedSession, StorageBackend } from "../backend/types.js";
 import type { StoredEvent } from "../events.js";
 import { referencedBlobs } from "../references.js";
+import { forEachLimited } from "../snapshot.js";
 import { listArchives, readArchive } from "./archive.js";
 
 /**
@@ -16,11 +17,7 @@ export async function pruneUnreferencedBlobs(backend: StorageBackend, locked: Lo
     const archive = await readArchive(backend, locked.sessionId, name);
     if (archive) referencedBlobs(archive.events, keep);
   }
-  let pruned = 0;
-  for (const hash of await backend.listBlobs(locked.sessionId)) {
-    if (keep.has(hash)) continue;
-    await locked.deleteBlob(hash);
-    pruned++;
-  }
-  return pruned;
+  const unreferenced = (await backend.listBlobs(locked.sessionId)).filter((hash) => !keep.has(hash));
+  await forEachLimited(unreferenced, 8, (hash) => locked.deleteBlob(hash));
+  return unreferenced.length;
 }

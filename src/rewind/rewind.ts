@@ -6,7 +6,7 @@ import { RewindMode, type FileChange, type RewindPayload, type StoredEvent } fro
 import type { SessionStore } from "../session-store.js";
 import type { SnapshotLimits } from "../snapshot.js";
 import { storeBlobsThenReference } from "../store-blobs.js";
-import { archiveName, listArchives, type RewindArchive } from "./archive.js";
+import { archiveName, listArchives } from "./archive.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.js";
 
@@ -150,18 +150,18 @@ async function prepareRewind(
     eventsRemoved: report.eventsRemoved,
     blobsPruned: 0,
   };
-  let archive: RewindArchive | undefined;
+  let archive: RewindIntent["archive"];
   if (keepUndo > 0) {
     const undo: NonNullable<RewindPayload["undo"]> = { workspace: input.realWorkspace ?? "", files: plan?.current.files ?? [] };
     if (report.eventsRemoved > 0) {
-      archive = { markerSequence, events: after };
-      undo.archive = archiveName(markerSequence);
+      archive = { name: archiveName(markerSequence), events: after };
+      undo.archive = archive.name;
     }
     payload.undo = undo;
   }
   const marker = store.toEvent(locked.sessionId, { type: "session_rewind", payload });
   marker.sequence = markerSequence;
-  const kept = archive ? [archiveName(markerSequence)] : [];
+  const kept = archive ? [archive.name] : [];
   const existing = await listArchives(store.backend, locked.sessionId);
   const intent: RewindIntent = {
     kind: "rewind",
@@ -173,11 +173,9 @@ async function prepareRewind(
     prune: true,
   };
   if (input.realWorkspace !== undefined) intent.workspace = input.realWorkspace;
+  if (archive) intent.archive = archive;
   const undoSnapshot = keepUndo > 0 && plan ? plan.current : { files: [], blobs: new Map() };
-  await storeBlobsThenReference(locked, undoSnapshot, UNDO_LIMITS.concurrency, async () => {
-    if (archive) await locked.writeRecord(archiveName(markerSequence), archive);
-    await writeIntent(locked, intent);
-  });
+  await storeBlobsThenReference(locked, undoSnapshot, UNDO_LIMITS.concurrency, () => writeIntent(locked, intent));
   return intent;
 }
 
