@@ -82,17 +82,7 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
     async (locked) => {
       const last = locked.lastSequence;
       if (target > last) throw new SequenceOutOfRangeError(id, target, last);
-      const report: RewindReport = {
-        targetSequence: target,
-        dryRun: options.dryRun ?? false,
-        mode: mode.data,
-        filesRestored: 0,
-        filesDeleted: 0,
-        skipped: [],
-        changes: [],
-        eventsRemoved: 0,
-        blobsPruned: 0,
-      };
+      const report = emptyReport(target, mode.data, options.dryRun ?? false);
       if (target === last) return report;
 
       const after: StoredEvent[] = [];
@@ -177,6 +167,11 @@ async function prepareRewind(
   const undoSnapshot = keepUndo > 0 && plan ? plan.current : { files: [], blobs: new Map() };
   await storeBlobsThenReference(locked, undoSnapshot, UNDO_LIMITS.concurrency, () => writeIntent(locked, intent));
   return intent;
+}
+
+/** A report of nothing done yet, filled in as the plan and the steps go. */
+export function emptyReport(targetSequence: number, mode: RewindMode, dryRun: boolean): RewindReport {
+  return { targetSequence, dryRun, mode, filesRestored: 0, filesDeleted: 0, skipped: [], changes: [], eventsRemoved: 0, blobsPruned: 0 };
 }
 
 /** The report's view of a file plan: counts, skipped paths, and the changes without their records. */

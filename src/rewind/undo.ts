@@ -8,7 +8,7 @@ import { storeBlobsThenReference } from "../store-blobs.js";
 import { readArchive } from "./archive.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { planFileChanges, type FilePlan } from "./plan.js";
-import { UNDO_LIMITS, summarizePlan, type RewindReport } from "./rewind.js";
+import { UNDO_LIMITS, emptyReport, summarizePlan, type RewindReport } from "./rewind.js";
 
 export interface UndoRewindOptions extends SignalOption {
   /** @default the workspace the rewind restored into */
@@ -54,15 +54,7 @@ export async function undoRewind(store: SessionStore<any>, id: string, options: 
       }
 
       const report: UndoReport = {
-        targetSequence: marker.targetSequence,
-        dryRun: options.dryRun ?? false,
-        mode: marker.mode,
-        filesRestored: 0,
-        filesDeleted: 0,
-        skipped: [],
-        changes: [],
-        eventsRemoved: 0,
-        blobsPruned: 0,
+        ...emptyReport(marker.targetSequence, marker.mode, options.dryRun ?? false),
         undoneMarker: last.sequence,
         eventsRestored: restoredEvents.length,
       };

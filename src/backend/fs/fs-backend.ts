@@ -167,13 +167,7 @@ class FsBackend implements StorageBackend {
 
   async *readEvents(id: string, options: ReadEventsOptions = {}): AsyncGenerator<StoredEvent> {
     assertSessionId(id);
-    const file = this.layout.log(id);
-    try {
-      await stat(file);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new SessionNotFoundError(id);
-      throw error;
-    }
+    const file = await this.existingLog(id);
     const from = options.fromSequence ?? 0;
     const to = options.toSequence ?? Number.POSITIVE_INFINITY;
     let previous = 0;
@@ -239,13 +233,7 @@ class FsBackend implements StorageBackend {
 
   async lock(id: string, options: LockOptions = {}): Promise<LockedSession> {
     assertSessionId(id);
-    const file = this.layout.log(id);
-    try {
-      await stat(file);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new SessionNotFoundError(id);
-      throw error;
-    }
+    const file = await this.existingLog(id);
     let session: FsLockedSession | undefined;
     let lostEarly: Error | undefined;
     const release = await acquireFileLock(id, file, {
@@ -274,6 +262,18 @@ class FsBackend implements StorageBackend {
     if (lostEarly) session.markCompromised(lostEarly);
     this.held.add(session);
     return session;
+  }
+
+  /** The session's log path, or SESSION_NOT_FOUND when there is no such session. */
+  private async existingLog(id: string): Promise<string> {
+    const file = this.layout.log(id);
+    try {
+      await stat(file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new SessionNotFoundError(id);
+      throw error;
+    }
+    return file;
   }
 
   async close(): Promise<void> {
