@@ -96,7 +96,7 @@ export class CheckpointStore {
         );
         return event as CheckpointEvent;
       },
-      signalOf(input),
+      { ...signalOf(input), detectReentry: false }, // runs no user code while locked
     );
   }
 

@@ -6,11 +6,20 @@ import type { StoredEvent } from "./events.js";
  * (v, id, sessionId, sequence, type, createdAt, payload); the payload's keys are sorted, so the
  * same event always has the same bytes — diffable, hashable, testable.
  */
+// Payload JSON made when an event is built (`serializePayloadEarly`), so that under group commit
+// the stringify runs while the previous write's fsync is still in flight, not inside the flush.
+const payloadJson = new WeakMap<object, string>();
+
+/** Serialises a payload now and remembers the text for when its event is written. */
+export function serializePayloadEarly(payload: unknown): void {
+  if (typeof payload === "object" && payload !== null) payloadJson.set(payload, stableStringify(payload) ?? "null");
+}
+
 export function serializeEvent(event: StoredEvent): string {
   return (
     `{"v":${event.v},"id":${JSON.stringify(event.id)},"sessionId":${JSON.stringify(event.sessionId)},` +
     `"sequence":${event.sequence},"type":${JSON.stringify(event.type)},"createdAt":${JSON.stringify(event.createdAt)},` +
-    `"payload":${stableStringify(event.payload) ?? "null"}}`
+    `"payload":${(typeof event.payload === "object" && event.payload !== null && payloadJson.get(event.payload)) || (stableStringify(event.payload) ?? "null")}}`
   );
 }
 

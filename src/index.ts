@@ -1,5 +1,5 @@
 export { SessionStore } from "./session-store.js";
-export type { SessionStoreOptions, SessionInfo, CreateOptions, ReadOptions, ForkOptions, SalvageResult } from "./session-store.js";
+export type { SessionStoreOptions, SessionInfo, CreateOptions, ReadOptions, ForkOptions, SalvageResult, WithLockOptions } from "./session-store.js";
 
 export { CheckpointStore } from "./checkpoint-store.js";
 export type { CheckpointStoreOptions, CaptureInput, CheckpointEvent } from "./checkpoint-store.js";

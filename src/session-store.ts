@@ -6,6 +6,8 @@ import { isAgentTapeError, InvalidArgumentError, InvalidEventError, SessionNotFo
 import { FORMAT_VERSION, builtinEvents, type BuiltinEvents, type EventInput, type EventSchemas, type StoredEvent, type TypedEvent } from "./events.js";
 import { assertSessionId, newId } from "./ids.js";
 import { recoverInterruptedWork } from "./recovery.js";
+import { EventStream, inBatches } from "./event-stream.js";
+import { serializePayloadEarly } from "./envelope.js";
 import { clearBlobsInFlight } from "./blobs-in-flight.js";
 import { REWIND_INTENT_RECORD } from "./rewind/intent.js";
 import { referencedBlobs } from "./references.js";
@@ -75,6 +77,16 @@ export interface ReadOptions<T extends string = string> extends SignalOption {
   fromSequence?: number;
   toSequence?: number;
   types?: readonly T[];
+}
+
+export interface WithLockOptions extends SignalOption {
+  /**
+   * Refuse (INVALID_ARGUMENT) a call into this store for the same session from inside `fn`,
+   * which would otherwise wait for itself forever. Costs: on Node 20 it turns on promise hooks
+   * for the whole process (slower promises everywhere). Library code that never re-enters passes
+   * false. @default true
+   */
+  detectReentry?: boolean;
 }
 
 export interface ForkOptions extends SignalOption {
@@ -222,6 +234,8 @@ export class SessionStore<E extends EventSchemas = {}> {
     assertSessionId(id);
     options.signal?.throwIfAborted();
     const events = inputs.map((input, i) => this.toEvent(id, input, inputs.length > 1 ? i : undefined));
+    // Nothing changes these payloads any more, so their JSON can be made now, outside the flush.
+    for (const event of events) serializePayloadEarly(event.payload);
     if (events.length === 0) return [];
     if (!groupable) {
       return this.runInOrder(id, (locked) => this.appendLocked(locked, events), options.signal);
@@ -305,19 +319,19 @@ export class SessionStore<E extends EventSchemas = {}> {
    * writes goes through the {@link LockedSession} it is given; calling this store's methods for
    * the same session from inside `fn` is refused (the lock is not re-entrant).
    */
-  withLock<T>(id: string, fn: (locked: LockedSession) => Promise<T>, options: SignalOption = {}): Promise<T> {
+  withLock<T>(id: string, fn: (locked: LockedSession) => Promise<T>, options: WithLockOptions = {}): Promise<T> {
     this.assertOpen();
     assertSessionId(id);
-    return this.runInOrder(id, fn, options.signal);
+    return this.runInOrder(id, fn, options.signal, options.detectReentry ?? true);
   }
 
   /**
    * Queues locked work behind everything called before it. The open group-commit batch is
    * sealed first: an append called after this work must not join a batch written before it.
    */
-  private runInOrder<T>(id: string, fn: (locked: LockedSession) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  private runInOrder<T>(id: string, fn: (locked: LockedSession) => Promise<T>, signal?: AbortSignal, detectReentry = false): Promise<T> {
     this.pending.delete(id);
-    return this.lease(id).run(fn, signal);
+    return this.lease(id).run(fn, signal, detectReentry);
   }
 
   // ---- reading ---------------------------------------------------------------------------
@@ -328,23 +342,25 @@ export class SessionStore<E extends EventSchemas = {}> {
    * file and line (see {@link salvage}). Events of types this store does not know are yielded
    * as they are.
    */
-  async *read<T extends keyof (BuiltinEvents & E) & string>(
+  read<T extends keyof (BuiltinEvents & E) & string>(
     id: string,
     options: ReadOptions<T> = {},
-  ): AsyncGenerator<TypedEvent<Pick<BuiltinEvents & E, T>>> {
-    this.assertOpen();
-    assertSessionId(id);
-    await this.settle(id, options);
+  ): AsyncIterableIterator<TypedEvent<Pick<BuiltinEvents & E, T>>> {
     const types = options.types ? new Set<string>(options.types) : undefined;
-    const source = this.backend.readEvents(id, {
+    const range = {
       ...(options.fromSequence !== undefined && { fromSequence: options.fromSequence }),
       ...(options.toSequence !== undefined && { toSequence: options.toSequence }),
       ...(options.signal && { signal: options.signal }),
-    });
-    for await (const event of source) {
-      if (types && !types.has(event.type)) continue;
-      yield event as TypedEvent<Pick<BuiltinEvents & E, T>>;
-    }
+    };
+    return new EventStream<TypedEvent<Pick<BuiltinEvents & E, T>>>(
+      async () => {
+        this.assertOpen();
+        assertSessionId(id);
+        await this.settle(id, options);
+        return this.backend.readEventBatches?.(id, range) ?? inBatches(this.backend.readEvents(id, range));
+      },
+      types && ((event) => types.has(event.type)),
+    );
   }
 
   /** Every event of the session, in order. For long logs prefer {@link read} or {@link fold}. */

@@ -34,6 +34,11 @@ export interface StorageBackend {
    * unless `onCorrupt` is given, in which case it is reported there and skipped.
    */
   readEvents(id: string, options?: ReadEventsOptions): AsyncIterable<StoredEvent>;
+  /**
+   * Optional: the same events as `readEvents`, in arrays (a chunk's worth each), so a long replay
+   * pays one await per array instead of one per event. `SessionStore.read` uses it when present.
+   */
+  readEventBatches?(id: string, options?: ReadEventsOptions): AsyncIterable<StoredEvent[]>;
   /** Bytes of a blob, unverified; undefined when absent. Callers that care re-hash. */
   readBlob(id: string, hash: string, options?: SignalOption): Promise<Buffer | undefined>;
   /** Hashes of every blob the session holds. */

@@ -27,7 +27,7 @@ export interface RewindOptions extends SignalOption {
   keepUndo?: number;
   /** Files bigger than this are not saved for undo (the undo then skips them). @default 5 MiB */
   maxFileBytes?: number;
-  /** Called after each step: "planned", "intent-written", then the four steps. */
+  /** Called after each step: "planned", "intent-written", then the four steps. It runs while the session is locked: do not call the store from it. */
   onProgress?: (step: "planned" | "intent-written" | RewindStep) => void;
 }
 
@@ -115,7 +115,7 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
         markerSequence,
       };
     },
-    signalOf(options),
+    { ...signalOf(options), detectReentry: false }, // runs no user code while locked
   );
 }
 

@@ -116,7 +116,7 @@ export async function undoRewind(store: SessionStore<any>, id: string, options: 
         markerSequence: undoMarker.sequence,
       };
     },
-    signalOf(options),
+    { ...signalOf(options), detectReentry: false }, // runs no user code while locked
   );
 }
 
