@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { constants } from "node:fs";
 import type { Stats } from "node:fs";
-import { lstat, open, readdir, readlink } from "node:fs/promises";
+import { lstat, open, readdir, readlink, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { FileSnapshot } from "./events.js";
 import { confine, type ConfinedPath } from "./workspace-path.js";
@@ -193,7 +193,7 @@ async function readRegularFile(file: Pending, maxFileBytes: number): Promise<{ r
     if (!info.isFile()) return { record: { path, kind: "skipped", reason: "not_a_regular_file" } };
     if (info.size > maxFileBytes)
       return { record: { path, kind: "skipped", reason: "too_large", detail: `${info.size} bytes > maxFileBytes ${maxFileBytes}` } };
-    const bytes = await fh.readFile();
+    const bytes = await readWhole(fh, info.size, maxFileBytes);
     if (bytes.length > maxFileBytes)
       return { record: { path, kind: "skipped", reason: "too_large", detail: `${bytes.length} bytes > maxFileBytes ${maxFileBytes}` } };
     const blob = createHash("sha256").update(bytes).digest("hex");
@@ -203,6 +203,24 @@ async function readRegularFile(file: Pending, maxFileBytes: number): Promise<{ r
   } finally {
     await fh.close();
   }
+}
+
+/**
+ * Reads a file whose size fstat just gave: one read of that size and one that finds the end
+ * (FileHandle.readFile would fstat again first). A file that grew meanwhile is read on, up to
+ * one byte past `limit`, so the caller can tell it is too large.
+ */
+async function readWhole(fh: FileHandle, size: number, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for (let want = Math.max(size, 1); total <= limit; want = 64 * 1024) {
+    const buffer = Buffer.allocUnsafe(Math.min(want, limit + 1 - total));
+    const { bytesRead } = await fh.read(buffer, 0, buffer.length, total);
+    if (bytesRead === 0) break;
+    chunks.push(bytesRead === buffer.length ? buffer : buffer.subarray(0, bytesRead));
+    total += bytesRead;
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
 }
 
 /** `fn` over `items` with at most `limit` in flight; results in the order of `items`. */
