@@ -193,9 +193,7 @@ async function readRegularFile(file: Pending, maxFileBytes: number): Promise<{ r
     if (!info.isFile()) return { record: { path, kind: "skipped", reason: "not_a_regular_file" } };
     if (info.size > maxFileBytes)
       return { record: { path, kind: "skipped", reason: "too_large", detail: `${info.size} bytes > maxFileBytes ${maxFileBytes}` } };
-    const bytes = await readWhole(fh, info.size, maxFileBytes);
-    if (bytes.length > maxFileBytes)
-      return { record: { path, kind: "skipped", reason: "too_large", detail: `${bytes.length} bytes > maxFileBytes ${maxFileBytes}` } };
+    const bytes = await readWhole(fh, info.size);
     const blob = createHash("sha256").update(bytes).digest("hex");
     return { record: { path, kind: "blob", blob, bytes: bytes.length, mode: info.mode & 0o7777 }, bytes };
   } catch (error) {
@@ -206,21 +204,20 @@ async function readRegularFile(file: Pending, maxFileBytes: number): Promise<{ r
 }
 
 /**
- * Reads a file whose size fstat just gave: one read of that size and one that finds the end
- * (FileHandle.readFile would fstat again first). A file that grew meanwhile is read on, up to
- * one byte past `limit`, so the caller can tell it is too large.
+ * Reads the `size` bytes fstat just reported, in one read where the OS allows (FileHandle.readFile
+ * would fstat again, then read once more to find the end). A file that changes while being
+ * captured is being written by something else; what is stored is then a prefix of it, hashed as
+ * stored, so the snapshot is still exact about the bytes it holds.
  */
-async function readWhole(fh: FileHandle, size: number, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
+async function readWhole(fh: FileHandle, size: number): Promise<Buffer> {
+  const buffer = Buffer.allocUnsafe(size);
   let total = 0;
-  for (let want = Math.max(size, 1); total <= limit; want = 64 * 1024) {
-    const buffer = Buffer.allocUnsafe(Math.min(want, limit + 1 - total));
-    const { bytesRead } = await fh.read(buffer, 0, buffer.length, total);
-    if (bytesRead === 0) break;
-    chunks.push(bytesRead === buffer.length ? buffer : buffer.subarray(0, bytesRead));
+  while (total < size) {
+    const { bytesRead } = await fh.read(buffer, total, size - total, total);
+    if (bytesRead === 0) break; // shrank meanwhile
     total += bytesRead;
   }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+  return total === size ? buffer : buffer.subarray(0, total);
 }
 
 /** `fn` over `items` with at most `limit` in flight; results in the order of `items`. */
