@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 import { InvalidSessionIdError } from "./errors.js";
 
 // Crockford base32: no I, L, O, U, so ids read aloud and sort the same in every locale.
@@ -13,18 +13,37 @@ let lastRandom: number[] = [];
  * process are strictly increasing even when the clock does not move.
  */
 export function newId(now: number = Date.now()): string {
-  let random: number[];
   if (now <= lastTime) {
-    random = increment(lastRandom);
-    now = lastTime;
+    lastRandom = increment(lastRandom);
   } else {
-    random = Array.from(randomBytes(16), (b) => b & 31);
+    lastTime = now;
+    lastTimeText = timeText(now);
+    lastRandom = freshRandom();
   }
-  lastTime = now;
-  lastRandom = random;
-  let time = "";
-  for (let i = 0, t = now; i < 10; i++, t = Math.floor(t / 32)) time = ALPHABET[t % 32] + time;
-  return time + random.map((d) => ALPHABET[d]).join("");
+  let id = lastTimeText;
+  for (const digit of lastRandom) id += ALPHABET[digit];
+  return id;
+}
+
+let lastTimeText = "";
+
+function timeText(time: number): string {
+  let text = "";
+  for (let i = 0; i < 10; i++, time = Math.floor(time / 32)) text = ALPHABET[time % 32] + text;
+  return text;
+}
+
+// Random digits drawn 64 ids' worth at a time: one call into the CSPRNG per 64 ids, not per id.
+const pool = new Uint8Array(16 * 64);
+let poolAt = pool.length;
+function freshRandom(): number[] {
+  if (poolAt === pool.length) {
+    randomFillSync(pool);
+    poolAt = 0;
+  }
+  const digits = Array.from(pool.subarray(poolAt, poolAt + 16), (b) => b & 31);
+  poolAt += 16;
+  return digits;
 }
 
 function increment(digits: number[]): number[] {

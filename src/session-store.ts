@@ -275,13 +275,14 @@ export class SessionStore<E extends EventSchemas = {}> {
   }
 
   /**
-   * Appends already-validated events under a lock the caller holds, numbering them after the
-   * log's last sequence. For code that runs inside {@link withLock} (checkpoints, rewind).
+   * Appends events made by {@link toEvent} under a lock the caller holds, numbering them (in
+   * place: no copy per event on the group-commit path) after the log's last sequence. For code
+   * that runs inside {@link withLock} (checkpoints, rewind).
    */
-  async appendLocked(locked: LockedSession, events: readonly StoredEvent[]): Promise<StoredEvent[]> {
-    const numbered = events.map((e, i) => ({ ...e, sequence: locked.lastSequence + 1 + i }));
-    await locked.append(numbered, this.durability !== "none");
-    return numbered;
+  async appendLocked(locked: LockedSession, events: StoredEvent[]): Promise<StoredEvent[]> {
+    events.forEach((event, i) => (event.sequence = locked.lastSequence + 1 + i));
+    await locked.append(events, this.durability !== "none");
+    return events;
   }
 
   /** Checks one event input against its schema and builds its envelope (sequence 0 until written). */
