@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
+import { afterEach } from "vitest";
 
 /** Absolute path of a child script in this folder. */
 export function helperScript(name: string): string {
@@ -79,4 +80,20 @@ export function runChild(script: string, args: readonly string[], env?: Record<s
   const child = new Child(script, args, env);
   child.endInput();
   return child.done();
+}
+
+/**
+ * The children a test file spawns: push each one, and after every test the survivors are killed
+ * and awaited. Call it after registering the temp-folder cleanup: vitest runs afterEach hooks in
+ * reverse order, so the children are gone before their folders are removed.
+ */
+export function childrenKilledAfterEach(): Child[] {
+  const children: Child[] = [];
+  afterEach(async () => {
+    for (const child of children.splice(0)) {
+      child.kill();
+      await child.done();
+    }
+  });
+  return children;
 }

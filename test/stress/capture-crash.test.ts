@@ -3,18 +3,12 @@ import { mkdir, readdir, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, referencedBlobs } from "../../src/index.js";
-import { Child } from "../helpers/children.js";
+import { childrenKilledAfterEach, Child } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
-const children: Child[] = [];
-afterEach(async () => {
-  for (const child of children.splice(0)) {
-    child.kill();
-    await child.done();
-  }
-  await temps.removeAll();
-});
+afterEach(() => temps.removeAll());
+const children = childrenKilledAfterEach(); // registered last, so it runs first: children die before their folders go
 
 const ROUNDS = 10;
 const FILE_BYTES = 2 * 1024 * 1024; // big enough that a kill often lands while blobs are being written

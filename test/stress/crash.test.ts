@@ -2,18 +2,12 @@ import { access } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore, type Durability } from "../../src/index.js";
-import { Child } from "../helpers/children.js";
+import { childrenKilledAfterEach, Child } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
-const children: Child[] = [];
-afterEach(async () => {
-  for (const child of children.splice(0)) {
-    child.kill();
-    await child.done();
-  }
-  await temps.removeAll();
-});
+afterEach(() => temps.removeAll());
+const children = childrenKilledAfterEach(); // registered last, so it runs first: children die before their folders go
 
 const ROUNDS = 14;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));

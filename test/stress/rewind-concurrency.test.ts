@@ -2,19 +2,13 @@ import { realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, rewind, type StoredEvent } from "../../src/index.js";
-import { Child } from "../helpers/children.js";
+import { childrenKilledAfterEach, Child } from "../helpers/children.js";
 import { put, workspaceTree } from "../helpers/rewind-workspace.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
-const children: Child[] = [];
-afterEach(async () => {
-  for (const child of children.splice(0)) {
-    child.kill();
-    await child.done();
-  }
-  await temps.removeAll();
-});
+afterEach(() => temps.removeAll());
+const children = childrenKilledAfterEach(); // registered last, so it runs first: children die before their folders go
 
 const FILES = 300; // a rewind long enough that the appender has to wait for it
 const path = (i: number) => `src/dir-${i % 10}/file-${i}.txt`;
