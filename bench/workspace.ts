@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { forEachLimited } from "../src/snapshot.js";
+import { forEachLimited } from "../src/limited.js";
 import { ShadowGit } from "./git.js";
 
 /** A generated project: `files` are workspace-relative paths, `/`-separated, in creation order. */

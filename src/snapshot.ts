@@ -4,6 +4,7 @@ import type { Stats } from "node:fs";
 import { lstat, open, readdir, readlink, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { FileSnapshot } from "./events.js";
+import { forEachLimited, mapLimited } from "./limited.js";
 import { confine, type ConfinedPath } from "./workspace-path.js";
 
 export interface SnapshotLimits {
@@ -218,39 +219,4 @@ async function readWhole(fh: FileHandle, size: number): Promise<Buffer> {
     total += bytesRead;
   }
   return total === size ? buffer : buffer.subarray(0, total);
-}
-
-/** `fn` over `items` with at most `limit` in flight; results in the order of `items`. */
-export async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  await forEachLimited(
-    items.map((_, i) => i),
-    limit,
-    async (i) => {
-      results[i] = await fn(items[i]!);
-    },
-  );
-  return results;
-}
-
-/**
- * Runs `fn` over `items` with at most `limit` in flight. After a failure no new item starts, and
- * it rejects only once every started one has settled: a caller holding a lock must not go on
- * (or let go of it) while a blob write is still landing.
- */
-export async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failed = false;
-  const workers = Array.from({ length: Math.min(Math.max(1, limit), items.length) }, async () => {
-    while (!failed && next < items.length) {
-      try {
-        await fn(items[next++]!);
-      } catch (error) {
-        failed = true;
-        throw error;
-      }
-    }
-  });
-  const failure = (await Promise.allSettled(workers)).find((r): r is PromiseRejectedResult => r.status === "rejected");
-  if (failure) throw failure.reason;
 }

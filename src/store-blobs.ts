@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import type { LockedSession, SignalOption, StorageBackend } from "./backend/types.js";
 import { BlobCorruptError, BlobNotFoundError, SessionNotFoundError } from "./errors.js";
 import { markBlobsInFlight } from "./blobs-in-flight.js";
-import { forEachLimited, type Snapshot } from "./snapshot.js";
+import { forEachLimited } from "./limited.js";
+import type { Snapshot } from "./snapshot.js";
 
 /**
  * Stores the snapshot's new blobs, then runs `reference` — which must make something durable

@@ -4,7 +4,8 @@ import { chmod, mkdir, realpath, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { FileSnapshot } from "../src/events.js";
-import { forEachLimited, snapshotPaths, type SnapshotLimits } from "../src/snapshot.js";
+import { forEachLimited } from "../src/limited.js";
+import { snapshotPaths, type SnapshotLimits } from "../src/snapshot.js";
 import { TempRoots } from "./helpers/temp-root.js";
 
 const temps = new TempRoots();

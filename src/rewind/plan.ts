@@ -2,7 +2,8 @@ import { lstat } from "node:fs/promises";
 import type { StorageBackend } from "../backend/types.js";
 import type { CheckpointPayload, FileChange, FileSnapshot, RewindPayload, StoredEvent } from "../events.js";
 import { isAgentTapeError } from "../errors.js";
-import { forEachLimited, snapshotPaths, type Snapshot, type SnapshotLimits } from "../snapshot.js";
+import { forEachLimited } from "../limited.js";
+import { snapshotPaths, type Snapshot, type SnapshotLimits } from "../snapshot.js";
 import { readVerifiedBlob } from "../store-blobs.js";
 import { confine } from "../workspace-path.js";
 

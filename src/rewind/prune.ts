@@ -1,7 +1,7 @@
 import type { LockedSession, StorageBackend } from "../backend/types.js";
 import type { StoredEvent } from "../events.js";
 import { referencedBlobs } from "../references.js";
-import { forEachLimited } from "../snapshot.js";
+import { forEachLimited } from "../limited.js";
 import { listArchives, readArchive } from "./archive.js";
 
 /**

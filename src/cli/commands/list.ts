@@ -1,6 +1,6 @@
 import { isAgentTapeError } from "../../errors.js";
 import type { SessionInfo } from "../../session-store.js";
-import { forEachLimited } from "../../snapshot.js";
+import { forEachLimited } from "../../limited.js";
 import { UsageError, printJson, printLine, type CliContext, type Command } from "../command.js";
 import { formatAge, formatBytes, oneLine, table } from "../output.js";
 

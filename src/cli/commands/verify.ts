@@ -4,7 +4,7 @@ import type { StoredEvent } from "../../events.js";
 import { referencedBlobs } from "../../references.js";
 import { listArchives, readArchive } from "../../rewind/archive.js";
 import { snapshotsIn } from "../../rewind/plan.js";
-import { forEachLimited } from "../../snapshot.js";
+import { forEachLimited } from "../../limited.js";
 import { errorSummary, optionalSessionId, printJson, printLine, type CliContext, type Command } from "../command.js";
 import { plural } from "../output.js";
 
