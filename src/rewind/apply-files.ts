@@ -1,6 +1,6 @@
 import { lstat, mkdir, open, rename, rm, symlink, chmod } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { fsyncDir } from "../backend/fs/atomic.js";
+import { fsyncDir } from "../atomic-file.js";
 import type { FileSnapshot } from "../events.js";
 import { forEachLimited } from "../limited.js";
 import { confine } from "../workspace-path.js";

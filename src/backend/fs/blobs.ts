@@ -1,7 +1,7 @@
 import { open, readdir, readFile, rename, rm, stat, mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { fsyncDir } from "./atomic.js";
+import { fsyncDir } from "../../atomic-file.js";
 import { mapLimited } from "../../limited.js";
 import { isBlobHash, type SessionLayout } from "./layout.js";
 

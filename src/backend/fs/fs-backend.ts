@@ -6,7 +6,7 @@ import { LogCorruptError, SessionExistsError, SessionNotFoundError } from "../..
 import type { StoredEvent } from "../../events.js";
 import { assertSessionId } from "../../ids.js";
 import type { CreateSessionOptions, LockOptions, LockedSession, ReadEventsOptions, SessionRecord, SignalOption, StorageBackend } from "../types.js";
-import { fsyncDir } from "./atomic.js";
+import { fsyncDir } from "../../atomic-file.js";
 import { listBlobFiles, readBlobFile } from "./blobs.js";
 import { SessionLayout, isBlobHash, isRecordName } from "./layout.js";
 import { readLines, readTail } from "./lines.js";

@@ -5,7 +5,7 @@ import { serializeEvent, parseEventLine } from "../../envelope.js";
 import { InvalidArgumentError, LockCompromisedError, LogCorruptError } from "../../errors.js";
 import type { StoredEvent } from "../../events.js";
 import type { LockedSession } from "../types.js";
-import { fsyncDir, tempPathFor, writeFileAtomic } from "./atomic.js";
+import { fsyncDir, tempPathFor, writeFileAtomic } from "../../atomic-file.js";
 import { blobExists, deleteBlobFile, discardIncomingBlobs, writeBlobFile } from "./blobs.js";
 import { isBlobHash, isRecordName, type SessionLayout } from "./layout.js";
 import { readLines, readTail } from "./lines.js";
