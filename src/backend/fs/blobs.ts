@@ -3,7 +3,8 @@ import { dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { fsyncDir } from "../../atomic-file.js";
 import { mapLimited } from "../../limited.js";
-import { isBlobHash, type SessionLayout } from "./layout.js";
+import { isBlobHash } from "../names.js";
+import type { SessionLayout } from "./layout.js";
 
 /** Reads a blob's bytes, or undefined if there is none. */
 export async function readBlobFile(layout: SessionLayout, id: string, hash: string): Promise<Buffer | undefined> {

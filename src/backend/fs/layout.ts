@@ -30,13 +30,3 @@ export class SessionLayout {
     return join(this.root, id, "records", `${name}.json`);
   }
 }
-
-const RECORD_NAME = /^[a-z0-9][a-z0-9._-]{0,100}$/;
-export function isRecordName(name: string): boolean {
-  return RECORD_NAME.test(name);
-}
-
-const HASH = /^[0-9a-f]{64}$/;
-export function isBlobHash(hash: string): boolean {
-  return HASH.test(hash);
-}

@@ -1,7 +1,7 @@
 import { InvalidArgumentError, SessionExistsError, SessionNotFoundError } from "../../errors.js";
 import type { StoredEvent } from "../../events.js";
 import { assertSessionId } from "../../ids.js";
-import { isRecordName } from "../fs/layout.js";
+import { isRecordName } from "../names.js";
 import type { CreateSessionOptions, LockOptions, LockedSession, ReadEventsOptions, SessionRecord, SignalOption, StorageBackend } from "../types.js";
 import { InProcessLocks } from "./in-process-lock.js";
 import { MemoryLockedSession, toLines, type MemorySession } from "./memory-session.js";

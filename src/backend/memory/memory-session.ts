@@ -1,7 +1,7 @@
 import { serializeEvent } from "../../envelope.js";
 import { InvalidArgumentError } from "../../errors.js";
 import type { StoredEvent } from "../../events.js";
-import { isBlobHash, isRecordName } from "../fs/layout.js";
+import { isBlobHash, isRecordName } from "../names.js";
 import type { LockedSession } from "../types.js";
 
 /** One logged event, kept as the line the filesystem backend would write, so reads hand out fresh copies. */
