@@ -1,10 +1,10 @@
-import { realpath } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { SignalOption } from "./backend/types.js";
 import { InvalidArgumentError, SessionNotFoundError } from "./errors.js";
 import type { CheckpointPayload, StoredEvent } from "./events.js";
 import type { SessionStore } from "./session-store.js";
 import { snapshotPaths, type SnapshotLimits } from "./snapshot.js";
+import { realWorkspaceOf } from "./workspace-path.js";
 import { readVerifiedBlob, storeBlobsThenReference } from "./store-blobs.js";
 
 export interface CheckpointStoreOptions {
@@ -75,12 +75,7 @@ export class CheckpointStore {
       if (input.workspace !== undefined) await this.sessionWorkspace(id, input);
       return undefined;
     }
-    let realWorkspace: string;
-    try {
-      realWorkspace = await realpath(resolve(givenWorkspace));
-    } catch (error) {
-      throw new InvalidArgumentError(`Workspace "${givenWorkspace}" cannot be resolved: ${(error as Error).message}`, { cause: error });
-    }
+    const realWorkspace = await realWorkspaceOf(givenWorkspace);
 
     // Read, hash and store under one hold of the lock: no prune or rewind can see a blob before
     // its event exists, and what is hashed is what is stored.

@@ -1,10 +1,23 @@
 import { lstat, realpath } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
+import { InvalidArgumentError } from "./errors.js";
 
 /** A path the caller named, placed inside the workspace or found to lead outside it. */
 export type ConfinedPath =
   | { inside: true; /** workspace-relative, `/`-separated */ path: string; absolute: string }
   | { inside: false; path: string };
+
+/**
+ * The real path of a workspace (symlinks resolved), which every confinement check is made
+ * against. INVALID_ARGUMENT, naming it, when it does not exist or cannot be resolved.
+ */
+export async function realWorkspaceOf(workspace: string): Promise<string> {
+  try {
+    return await realpath(resolve(workspace));
+  } catch (error) {
+    throw new InvalidArgumentError(`Workspace "${workspace}" cannot be resolved: ${(error as Error).message}`, { cause: error });
+  }
+}
 
 /** True when `candidate` is `root` or below it (both absolute, normalised). */
 export function isInside(root: string, candidate: string): boolean {

@@ -499,6 +499,7 @@ describe("bad input", () => {
     await expectCode(rewind(s.store, s.id, { toSequence: s.target, mode: "everything" as RewindMode }), "INVALID_ARGUMENT");
     await expectCode(rewind(s.store, s.id, { toSequence: s.target, keepUndo: -1 }), "INVALID_ARGUMENT");
     await expectCode(rewind(s.store, "no-such-session", { toSequence: 0 }), "SESSION_NOT_FOUND");
+    await expectCode(rewind(s.store, s.id, { toSequence: s.target, workspace: join(s.workspace, "no-such-folder") }), "INVALID_ARGUMENT");
     expect((await logBytes(s.root, s.id)).equals(s.logBytesBefore)).toBe(true);
     expect(await workspaceTree(s.workspace)).toEqual(s.treeBefore);
   });

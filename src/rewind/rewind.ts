@@ -1,4 +1,3 @@
-import { realpath } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { LockedSession, SignalOption } from "../backend/types.js";
 import { InvalidArgumentError, SequenceOutOfRangeError, SessionNotFoundError } from "../errors.js";
@@ -8,6 +7,7 @@ import type { SnapshotLimits } from "../snapshot.js";
 import { storeBlobsThenReference } from "../store-blobs.js";
 import { archiveName, listArchives } from "./archive.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
+import { realWorkspaceOf } from "../workspace-path.js";
 import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.js";
 
 export interface RewindOptions extends SignalOption {
@@ -92,7 +92,7 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
       let plan: FilePlan | undefined;
       let realWorkspace: string | undefined;
       if (touchesFiles) {
-        realWorkspace = await realpath(resolve(givenWorkspace!));
+        realWorkspace = await realWorkspaceOf(givenWorkspace!);
         const limits = { ...UNDO_LIMITS, maxFileBytes: options.maxFileBytes ?? UNDO_LIMITS.maxFileBytes };
         plan = await planFileChanges(store.backend, id, realWorkspace, resolve(givenWorkspace!), closestSnapshotPerPath(after), limits);
         Object.assign(report, summarizePlan(plan));

@@ -1,4 +1,3 @@
-import { realpath } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { SignalOption } from "../backend/types.js";
 import { InvalidArgumentError, NothingToUndoError, SessionNotFoundError } from "../errors.js";
@@ -7,6 +6,7 @@ import type { SessionStore } from "../session-store.js";
 import { storeBlobsThenReference } from "../store-blobs.js";
 import { readArchive } from "./archive.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
+import { realWorkspaceOf } from "../workspace-path.js";
 import { planFileChanges, type FilePlan } from "./plan.js";
 import { UNDO_LIMITS, emptyReport, summarizePlan, type RewindReport } from "./rewind.js";
 
@@ -63,7 +63,7 @@ export async function undoRewind(store: SessionStore<any>, id: string, options: 
       if (undo.files.length > 0) {
         const givenWorkspace = options.workspace ?? (undo.workspace || record.workspace);
         if (givenWorkspace === undefined) throw new InvalidArgumentError(`Pass \`workspace\`: session "${id}" records none.`);
-        realWorkspace = await realpath(resolve(givenWorkspace));
+        realWorkspace = await realWorkspaceOf(givenWorkspace);
         const wanted = new Map(undo.files.map((f) => [f.path, f]));
         plan = await planFileChanges(store.backend, id, realWorkspace, resolve(givenWorkspace), wanted, UNDO_LIMITS);
         Object.assign(report, summarizePlan(plan));
