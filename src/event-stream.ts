@@ -23,9 +23,25 @@ export class EventStream<T = StoredEvent> implements AsyncIterableIterator<T> {
     private readonly keep?: (event: StoredEvent) => boolean,
   ) {}
 
+  // Set while a refill runs: a next() called before the previous one settled waits its turn, as
+  // it would with an async generator, so no two refills ever pull from the source at once.
+  private inFlight: Promise<unknown> | undefined;
+
   next(): Promise<IteratorResult<T>> {
-    if (this.index < this.buffer.length) return Promise.resolve({ value: this.buffer[this.index++] as T, done: false });
-    return this.refill();
+    if (this.inFlight === undefined && this.index < this.buffer.length)
+      return Promise.resolve({ value: this.buffer[this.index++] as T, done: false });
+    const result = (this.inFlight ?? Promise.resolve()).then(() =>
+      this.index < this.buffer.length ? { value: this.buffer[this.index++] as T, done: false } : this.refill(),
+    );
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inFlight = settled;
+    void settled.then(() => {
+      if (this.inFlight === settled) this.inFlight = undefined;
+    });
+    return result;
   }
 
   private async refill(): Promise<IteratorResult<T>> {

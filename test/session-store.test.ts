@@ -273,6 +273,17 @@ describe("read", () => {
     expect(await openLogs()).toBe(before);
   });
 
+  it("hands out events in order when next() is called again before the last one settled", async () => {
+    const { store } = await openStore();
+    const { id } = await store.create();
+    // Over several read chunks, so the calls race across refills too.
+    await store.appendMany(id, Array.from({ length: 600 }, (_, i) => say(`m${i} ${"x".repeat(300)}`)));
+    const stream = store.read(id);
+    const results = await Promise.all(Array.from({ length: 602 }, () => stream.next()));
+    expect(results.slice(0, 600).map((r) => (r.done ? "done" : r.value.sequence))).toEqual(Array.from({ length: 600 }, (_, i) => i + 1));
+    expect(results.slice(600).every((r) => r.done)).toBe(true);
+  });
+
   it("reads a log far longer than one read chunk, lines spanning chunk edges included", async () => {
     const { store } = await openStore({ durability: "none" });
     const { id } = await store.create();
