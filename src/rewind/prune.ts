@@ -1,23 +1,35 @@
 import type { LockedSession, StorageBackend } from "../backend/types.js";
 import type { StoredEvent } from "../events.js";
-import { referencedBlobs } from "../references.js";
 import { forEachLimited } from "../limited.js";
+import { referencedBlobs } from "../references.js";
 import { listArchives, readArchive } from "./archive.js";
 
+export interface UnreferencedOptions {
+  /** Events about to be appended: what they reference is kept. */
+  alsoKeep?: readonly StoredEvent[];
+  /** Archives about to be dropped: what only they reference counts as unreferenced. */
+  ignoreArchives?: readonly string[];
+}
+
 /**
- * Deletes the blobs nothing references any more. Referenced means: by an event of the live log,
- * by an event about to be appended (`alsoKeep`), or by an event in a kept rewind archive (so an
- * undo can still restore them). Runs under the lock, so no capture can be between writing a blob
- * and indexing it. Returns how many blobs were deleted.
+ * The blobs nothing references: no event of the live log, no event about to be appended, no
+ * event in a kept rewind archive (so an undo can still restore them). Call it under the lock, so
+ * no capture can be between writing a blob and indexing it.
  */
-export async function pruneUnreferencedBlobs(backend: StorageBackend, locked: LockedSession, alsoKeep: readonly StoredEvent[] = []): Promise<number> {
-  const keep = referencedBlobs(alsoKeep);
-  for await (const event of backend.readEvents(locked.sessionId)) referencedBlobs([event], keep);
-  for (const name of await listArchives(backend, locked.sessionId)) {
-    const archive = await readArchive(backend, locked.sessionId, name);
+export async function findUnreferencedBlobs(backend: StorageBackend, sessionId: string, options: UnreferencedOptions = {}): Promise<string[]> {
+  const keep = referencedBlobs(options.alsoKeep ?? []);
+  for await (const event of backend.readEvents(sessionId)) referencedBlobs([event], keep);
+  for (const name of await listArchives(backend, sessionId)) {
+    if (options.ignoreArchives?.includes(name)) continue;
+    const archive = await readArchive(backend, sessionId, name);
     if (archive) referencedBlobs(archive.events, keep);
   }
-  const unreferenced = (await backend.listBlobs(locked.sessionId)).filter((hash) => !keep.has(hash));
+  return (await backend.listBlobs(sessionId)).filter((hash) => !keep.has(hash));
+}
+
+/** Deletes the blobs nothing references any more (see {@link findUnreferencedBlobs}). Returns how many. */
+export async function pruneUnreferencedBlobs(backend: StorageBackend, locked: LockedSession, alsoKeep: readonly StoredEvent[] = []): Promise<number> {
+  const unreferenced = await findUnreferencedBlobs(backend, locked.sessionId, { alsoKeep });
   await forEachLimited(unreferenced, 8, (hash) => locked.deleteBlob(hash));
   return unreferenced.length;
 }

@@ -1,7 +1,7 @@
 import { isAgentTapeError } from "../../errors.js";
-import { referencedBlobs } from "../../references.js";
-import { listArchives, readArchive } from "../../rewind/archive.js";
-import { pruneUnreferencedBlobs } from "../../rewind/prune.js";
+import { forEachLimited } from "../../limited.js";
+import { listArchives } from "../../rewind/archive.js";
+import { findUnreferencedBlobs } from "../../rewind/prune.js";
 import type { SessionStore } from "../../session-store.js";
 import { errorSummary, flag, optionalSessionId, printJson, printLine, type Command } from "../command.js";
 import { formatBytes, plural, table } from "../output.js";
@@ -83,13 +83,9 @@ Options:
 async function collect(store: SessionStore, id: string, dryRun: boolean): Promise<Collected> {
   const backend = store.backend;
   return store.withLock(id, async (locked) => {
-    const [newest, ...older] = await listArchives(backend, id);
-    // What pruneUnreferencedBlobs will keep once the older archives are gone: measured first,
-    // because afterwards the bytes are gone and a dry run must report the same figure.
-    const keep = new Set<string>();
-    for await (const event of backend.readEvents(id)) referencedBlobs([event], keep);
-    if (newest !== undefined) referencedBlobs((await readArchive(backend, id, newest))?.events ?? [], keep);
-    const unreferenced = (await backend.listBlobs(id)).filter((hash) => !keep.has(hash));
+    const [, ...older] = await listArchives(backend, id);
+    // Measured before anything goes, so a dry run reports the same figure as the real run.
+    const unreferenced = await findUnreferencedBlobs(backend, id, { ignoreArchives: older });
     let bytesFreed = 0;
     for (const hash of unreferenced) bytesFreed += (await backend.readBlob(id, hash))?.length ?? 0;
     for (const name of older) {
@@ -99,7 +95,8 @@ async function collect(store: SessionStore, id: string, dryRun: boolean): Promis
     if (dryRun) return { id, blobsPruned: unreferenced.length, archivesDropped: older, bytesFreed };
 
     for (const name of older) await locked.deleteRecord(name);
-    const blobsPruned = await pruneUnreferencedBlobs(backend, locked);
+    await forEachLimited(unreferenced, 8, (hash) => locked.deleteBlob(hash));
+    const blobsPruned = unreferenced.length;
     return { id, blobsPruned, archivesDropped: older, bytesFreed };
   });
 }
