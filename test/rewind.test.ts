@@ -1,24 +1,12 @@
 import { chmod, mkdir, readFile, realpath, rename, stat, symlink, writeFile } from "node:fs/promises";
 import { renameSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, isAgentTapeError, referencedBlobs, rewind, type RewindMode, type RewindPayload } from "../src/index.js";
-import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, blobFile, logBytes, tellTheStory, type Story } from "./helpers/rewind-story.js";
+import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, blobFile, logBytes, storyFixture } from "./helpers/rewind-story.js";
 import { put, recordsLeft, sha256, workspaceTree } from "./helpers/rewind-workspace.js";
-import { TempRoots } from "./helpers/temp-root.js";
 
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
-
-async function story(): Promise<Story> {
-  const told = await tellTheStory(temps);
-  stores.push(told.store);
-  return told;
-}
+const { temps, stores, story } = storyFixture();
 
 /** A fresh session over an empty workspace, with a folder beside it that must stay untouched. */
 async function smallSession(options: { maxFileBytes?: number } = {}) {

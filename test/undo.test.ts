@@ -1,24 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, foldConversation, isAgentTapeError, rewind, undoRewind, type Conversation, type RewindMode, type RewindPayload } from "../src/index.js";
-import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, logBytes, tellTheStory, type Story } from "./helpers/rewind-story.js";
+import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, logBytes, storyFixture } from "./helpers/rewind-story.js";
 import { put, recordsLeft, workspaceTree } from "./helpers/rewind-workspace.js";
-import { TempRoots } from "./helpers/temp-root.js";
 
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
-
-async function story(): Promise<Story> {
-  const told = await tellTheStory(temps);
-  stores.push(told.store);
-  return told;
-}
+const { temps, stores, story } = storyFixture();
 
 async function expectNothingToUndo(promise: Promise<unknown>, because: RegExp): Promise<void> {
   const error = await promise.then(

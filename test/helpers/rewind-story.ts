@@ -1,7 +1,8 @@
 import { chmod, mkdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { CheckpointStore, SessionStore, type StoredEvent } from "../../src/index.js";
-import type { TempRoots } from "./temp-root.js";
+import { afterEach } from "vitest";
+import { TempRoots } from "./temp-root.js";
 import { put, workspaceTree } from "./rewind-workspace.js";
 
 /**
@@ -105,4 +106,23 @@ export function logBytes(root: string, id: string): Promise<Buffer> {
 /** The blob file of `hash` inside the session folder (for damaging it on purpose). */
 export function blobFile(root: string, id: string, hash: string): string {
   return join(root, id, "blobs", hash.slice(0, 2), hash);
+}
+
+/**
+ * What a rewind test file needs: temp folders and the stores opened in them, cleaned up after
+ * each test, and `story()`, which tells the design's story in a fresh session.
+ */
+export function storyFixture(): { temps: TempRoots; stores: SessionStore[]; story: () => Promise<Story> } {
+  const temps = new TempRoots();
+  const stores: SessionStore[] = [];
+  afterEach(async () => {
+    await Promise.all(stores.splice(0).map((s) => s.close()));
+    await temps.removeAll();
+  });
+  const story = async () => {
+    const told = await tellTheStory(temps);
+    stores.push(told.store);
+    return told;
+  };
+  return { temps, stores, story };
 }

@@ -4,17 +4,12 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, type CheckpointEvent, type FileSnapshot } from "../../src/index.js";
+import { CONTENTS, FILES, FOLDERS, MODES } from "../helpers/little-tree.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 
-// A fixed little tree: no file path is ever a folder path, so every history is possible on disk.
-const FILES = ["a.txt", "b.txt", "d/c.txt", "d/e/f.txt", "g/h.txt"] as const;
-const FOLDERS = ["d", "d/e", "g"] as const;
-// Few contents, so the same bytes often sit under several paths and come back over time.
-const CONTENTS = ["", "x", "hello world\n", "a".repeat(5000), "\u00e9t\u00e9 \u{1F600}"] as const;
-const MODES = [0o644, 0o600, 0o755] as const;
 const FOLDER_MODE = 0o755;
 
 type Spelling = "plain" | "dot" | "absolute" | "doubled";

@@ -4,17 +4,12 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, referencedBlobs, rewind, undoRewind, type StoredEvent } from "../../src/index.js";
 import { fileEntry, workspaceTree } from "../helpers/rewind-workspace.js";
+import { CONTENTS, FILES, FOLDERS, MODES } from "../helpers/little-tree.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 
-// A fixed little tree whose folders always exist, so every file operation is possible on disk.
-const FILES = ["a.txt", "b.txt", "d/c.txt", "d/e/f.txt", "g/h.txt"] as const;
-const FOLDERS = ["d", "d/e", "g"] as const;
-// Few contents, so the same bytes sit under several paths and come back over time (shared blobs).
-const CONTENTS = ["", "x", "hello world\n", "a".repeat(5000), "\u00e9t\u00e9 \u{1F600}"] as const;
-const MODES = [0o644, 0o600, 0o755] as const;
 
 type Operation =
   | { kind: "write"; path: string; content: number; mode: number }
