@@ -65,8 +65,22 @@ export const appendSuite: Suite = {
       const rawSync = throughput("raw fd, writeSync+fdatasyncSync", events, samples.rawSync);
       const note = `${line.length} B lines, ${events} sequential appends x ${rounds} rounds`;
       return [
-        { suite: "durable append vs raw async fd", ours, baseline: rawAsync, ratio: ours.value / rawAsync.value, target: { op: ">=", value: 0.8, on: "ratio" }, notes: note },
-        { suite: "durable append vs raw sync fd", ours, baseline: rawSync, ratio: ours.value / rawSync.value, target: { op: ">=", value: 0.8, on: "ratio" }, notes: note },
+        {
+          suite: "durable append vs raw async fd",
+          ours,
+          baseline: rawAsync,
+          ratio: ours.value / rawAsync.value,
+          target: { op: ">=", value: 0.8, on: "ratio" },
+          notes: note,
+        },
+        {
+          suite: "durable append vs raw sync fd",
+          ours,
+          baseline: rawSync,
+          ratio: ours.value / rawSync.value,
+          target: { op: ">=", value: 0.8, on: "ratio" },
+          notes: note,
+        },
       ];
     } finally {
       await store.close();

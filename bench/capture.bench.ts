@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { mkdir, open, rename, stat, writeFile, type FileHandle } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { serializeEvent } from "../src/envelope.js";
+import { serializeEvent } from "../src/core/envelope.js";
 import { CheckpointStore, FORMAT_VERSION, SessionStore, newId, type CheckpointPayload } from "../src/index.js";
 import { interleavedRounds, timeIt, type Figure, type Row, type Suite } from "./harness.js";
 import { formatMs, medianMs, perOperation } from "./per-operation.js";
@@ -45,7 +45,6 @@ interface SizeFigures {
 
 /** `dir` holds the stores; the workspace and its shadow git are shared with the other suites. */
 async function measureSize({ workspace, git }: GitWorkspace, dir: string, rounds: number): Promise<SizeFigures> {
-
   const store = new SessionStore({ root: join(dir, "store") });
   const lockEachStore = new SessionStore({ root: join(dir, "store-lock-each"), lockIdleMs: 0 });
   const raw = await RawCheckpointLog.open(join(dir, "raw"));
@@ -68,7 +67,8 @@ async function measureSize({ workspace, git }: GitWorkspace, dir: string, rounds
       const started = performance.now();
       const record = await run();
       const ms = performance.now() - started;
-      if (record?.blob !== expected) throw new Error(`capture recorded ${JSON.stringify(record)}, expected blob ${expected}`);
+      if (record?.blob !== expected)
+        throw new Error(`capture recorded ${JSON.stringify(record)}, expected blob ${expected}`);
       return ms;
     };
     const ours = (checkpoints: CheckpointStore, id: string) => async () => {
@@ -126,7 +126,8 @@ async function measureSize({ workspace, git }: GitWorkspace, dir: string, rounds
 
     // The shadow repo really holds the last edit: the peers' checkpoints were real ones.
     const committed = await git.run(["show", `HEAD:${workspace.hotFile}`]);
-    if (sha256(Buffer.from(committed)) !== (await current())) throw new Error("shadow git did not commit the edited file");
+    if (sha256(Buffer.from(committed)) !== (await current()))
+      throw new Error("shadow git did not commit the edited file");
 
     return {
       oursNew: perOperation("capture(), lease held", samples.oursNew),
@@ -224,8 +225,6 @@ function rowsFor(sizes: readonly number[], bySize: ReadonlyMap<number, SizeFigur
 function detailsOf(f: SizeFigures): Record<string, number> {
   return Object.fromEntries(Object.entries(f).map(([name, figure]) => [`${name}Ms`, medianMs(figure)]));
 }
-
-
 
 function round2(value: number): number {
   return Math.round(value * 100) / 100;

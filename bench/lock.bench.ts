@@ -26,7 +26,10 @@ export const lockSuite: Suite = {
       });
     };
     try {
-      const samples = await interleavedRounds(rounds, { perAppend: appendSequentially(perAppend), lease: appendSequentially(leased) });
+      const samples = await interleavedRounds(rounds, {
+        perAppend: appendSequentially(perAppend),
+        lease: appendSequentially(leased),
+      });
       const ours = throughput("lock per append (lockIdleMs: 0)", events, samples.perAppend);
       const baseline = throughput("lease (default)", events, samples.lease);
       const usPerAppend = (figure: { value: number }) => 1e6 / figure.value;

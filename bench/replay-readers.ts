@@ -25,7 +25,9 @@ export async function replayRaw(file: string, visit: EventVisitor): Promise<void
       position += bytesRead;
       let start = 0;
       for (let nl = chunk.indexOf(0x0a, start); nl !== -1 && nl < bytesRead; nl = chunk.indexOf(0x0a, start)) {
-        const text = carry ? Buffer.concat([carry, chunk.subarray(start, nl)]).toString("utf8") : chunk.toString("utf8", start, nl);
+        const text = carry
+          ? Buffer.concat([carry, chunk.subarray(start, nl)]).toString("utf8")
+          : chunk.toString("utf8", start, nl);
         carry = undefined;
         visit(JSON.parse(text) as { sequence: number });
         start = nl + 1;
@@ -46,7 +48,8 @@ export function countingVisitor(): { visit: EventVisitor; result: () => { events
   let lastSequence = 0;
   return {
     visit: (event) => {
-      if (event.sequence <= lastSequence) throw new Error(`replay out of order: ${event.sequence} after ${lastSequence}`);
+      if (event.sequence <= lastSequence)
+        throw new Error(`replay out of order: ${event.sequence} after ${lastSequence}`);
       lastSequence = event.sequence;
       events++;
     },

@@ -37,9 +37,12 @@ export const replaySuite: Suite = {
       const generatedMs = await timeIt(() => writeLog(file, sessionId, events));
       await settleDisk(root); // ~300 MB of dirty pages would otherwise be written back during later suites' fsyncs
       const info = await store.get(sessionId);
-      if (info?.lastSequence !== events) throw new Error(`generated log ends at ${info?.lastSequence}, expected ${events}`);
+      if (info?.lastSequence !== events)
+        throw new Error(`generated log ends at ${info?.lastSequence}, expected ${events}`);
       bytes = (await stat(file)).size;
-      log(`  generated ${events.toLocaleString("en-US")} events, ${(bytes / 1024 / 1024).toFixed(0)} MB, in ${(generatedMs / 1000).toFixed(1)} s`);
+      log(
+        `  generated ${events.toLocaleString("en-US")} events, ${(bytes / 1024 / 1024).toFixed(0)} MB, in ${(generatedMs / 1000).toFixed(1)} s`,
+      );
     } finally {
       await store.close();
     }
@@ -117,7 +120,8 @@ async function writeLog(file: string, sessionId: string, events: number): Promis
     for (let first = 1; first <= events; first += linesPerWrite) {
       let text = "";
       const last = Math.min(events, first + linesPerWrite - 1);
-      for (let sequence = first; sequence <= last; sequence++) text += replayLine(sessionId, sequence, createdAt) + "\n";
+      for (let sequence = first; sequence <= last; sequence++)
+        text += replayLine(sessionId, sequence, createdAt) + "\n";
       await fh.write(text);
     }
   } finally {

@@ -24,8 +24,10 @@ const SAMPLE_EVERY = 2048;
 const MB = 1024 * 1024;
 
 const [root, sessionId, mode, scratchRoot] = process.argv.slice(2);
-if (!root || !sessionId || (mode !== "store" && mode !== "raw")) throw new Error("usage: replay.child.ts <root> <sessionId> <store|raw> [<scratch root>]");
-if (!(globalThis as { gc?: unknown }).gc) throw new Error("run with --expose-gc: without it the memory baseline holds garbage");
+if (!root || !sessionId || (mode !== "store" && mode !== "raw"))
+  throw new Error("usage: replay.child.ts <root> <sessionId> <store|raw> [<scratch root>]");
+if (!(globalThis as { gc?: unknown }).gc)
+  throw new Error("run with --expose-gc: without it the memory baseline holds garbage");
 
 if (scratchRoot) {
   const writer = new SessionStore({ root: scratchRoot });
@@ -45,7 +47,11 @@ const visit = (event: { sequence: number }) => {
   counter.visit(event);
   if (++seen % SAMPLE_EVERY === 0) {
     const now = process.memoryUsage();
-    peak = { rss: Math.max(peak.rss, now.rss), heapUsed: Math.max(peak.heapUsed, now.heapUsed), external: Math.max(peak.external, now.external) };
+    peak = {
+      rss: Math.max(peak.rss, now.rss),
+      heapUsed: Math.max(peak.heapUsed, now.heapUsed),
+      external: Math.max(peak.external, now.external),
+    };
   }
 };
 const started = performance.now();

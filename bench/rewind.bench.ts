@@ -3,7 +3,16 @@ import { join } from "node:path";
 import { CheckpointStore, SessionStore, rewind, type RewindReport } from "../src/index.js";
 import { interleavedRounds, timeIt, type Figure, type Row, type Suite } from "./harness.js";
 import { formatMs, medianMs, perOperation } from "./per-operation.js";
-import { editedText, resetToInitial, settleDisk, sharedWorkspace, sizeLabel, spreadPick, type GitWorkspace, type Workspace } from "./workspace.js";
+import {
+  editedText,
+  resetToInitial,
+  settleDisk,
+  sharedWorkspace,
+  sizeLabel,
+  spreadPick,
+  type GitWorkspace,
+  type Workspace,
+} from "./workspace.js";
 
 const FLAT_TOLERANCE = 1.5;
 const GIT_SPEEDUP = 50;
@@ -67,7 +76,10 @@ async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBe
         /** A fresh session whose last k events are one edit_file call per path: the state every round starts from. */
         const editedSession = async () => {
           const session = await store.create({ workspace: workspace.root });
-          const target = await store.append(session.id, { type: "message", payload: { role: "user", content: "make the change" } });
+          const target = await store.append(session.id, {
+            type: "message",
+            payload: { role: "user", content: "make the change" },
+          });
           for (const [i, path] of paths.entries()) {
             await checkpoints.around(session.id, { tool: "edit_file", paths: [path], callId: `call-${i}` }, () =>
               writeFile(join(workspace.root, path), edited[i]!),
@@ -82,7 +94,8 @@ async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBe
           const ms = await timeIt(async () => {
             report = await rewind(store, id, { toSequence: target, keepUndo });
           });
-          if (report?.filesRestored !== k) throw new Error(`rewind restored ${report?.filesRestored} files, expected ${k}`);
+          if (report?.filesRestored !== k)
+            throw new Error(`rewind restored ${report?.filesRestored} files, expected ${k}`);
           await expectOriginals(workspace, paths, originals);
           return ms;
         };
@@ -99,7 +112,8 @@ async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBe
           },
         });
         const changed = await git.changedSince(initialCommit);
-        if (changed !== "") throw new Error(`workspace differs from the initial commit after the rounds: ${changed.slice(0, 200)}`);
+        if (changed !== "")
+          throw new Error(`workspace differs from the initial commit after the rounds: ${changed.slice(0, 200)}`);
         return {
           files: k,
           ours: perOperation("files/s, rewind() keepUndo 1 (default)", samples.ours, k),
@@ -113,7 +127,11 @@ async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBe
   }
 }
 
-async function expectOriginals(workspace: Workspace, paths: readonly string[], originals: readonly string[]): Promise<void> {
+async function expectOriginals(
+  workspace: Workspace,
+  paths: readonly string[],
+  originals: readonly string[],
+): Promise<void> {
   const now = await Promise.all(paths.map((path) => readFile(join(workspace.root, path), "utf8")));
   const wrong = paths.filter((_, i) => now[i] !== originals[i]);
   if (wrong.length > 0) throw new Error(`${wrong.length} file(s) not restored, e.g. ${wrong[0]}`);
@@ -166,5 +184,3 @@ function rowsFor(
   });
   return rows;
 }
-
-

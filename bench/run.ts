@@ -20,7 +20,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 const quick = process.env.BENCH_QUICK === "1";
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((name) => !suites.some((s) => s.name === name));
-if (unknown.length > 0) throw new Error(`unknown suite(s) ${unknown.join(", ")}; known: ${suites.map((s) => s.name).join(", ")}`);
+if (unknown.length > 0)
+  throw new Error(`unknown suite(s) ${unknown.join(", ")}; known: ${suites.map((s) => s.name).join(", ")}`);
 const selected = wanted.length > 0 ? suites.filter((s) => wanted.includes(s.name)) : suites;
 
 const started = performance.now();
@@ -31,7 +32,9 @@ const timings: Record<string, number> = {};
 for (const suite of selected) {
   console.error(`▶ ${suite.name}${quick ? " (quick)" : ""}`);
   const suiteStarted = performance.now();
-  const suiteRows = await withTempDirs(suite.name, (tempDir) => suite.run({ quick, tempDir, log: (m) => console.error(m) }));
+  const suiteRows = await withTempDirs(suite.name, (tempDir) =>
+    suite.run({ quick, tempDir, log: (m) => console.error(m) }),
+  );
   timings[suite.name] = (performance.now() - suiteStarted) / 1000;
   console.error(`  done in ${timings[suite.name]!.toFixed(1)} s`);
   rows.push(...suiteRows.map(score));
@@ -42,15 +45,28 @@ const loadAfter = loadavg()[0]!;
 const complete = selected.length === suites.length && !quick;
 const command = `${quick ? "BENCH_QUICK=1 " : ""}npm run bench${wanted.length ? ` -- ${wanted.join(" ")}` : ""}`;
 const table = markdownTable(rows);
-console.log(`\n${table}\n\n\`${command}\`, ${new Date().toISOString().slice(0, 10)}, Node ${process.versions.node}, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${totalSeconds.toFixed(0)} s, load average ${loadBefore.toFixed(1)} → ${loadAfter.toFixed(1)}`);
+console.log(
+  `\n${table}\n\n\`${command}\`, ${new Date().toISOString().slice(0, 10)}, Node ${process.versions.node}, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${totalSeconds.toFixed(0)} s, load average ${loadBefore.toFixed(1)} → ${loadAfter.toFixed(1)}`,
+);
 
-const out = join(here, "results", complete ? "latest.json" : `tmp-${quick ? "quick" : selected.map((s) => s.name).join("-")}.json`);
+const out = join(
+  here,
+  "results",
+  complete ? "latest.json" : `tmp-${quick ? "quick" : selected.map((s) => s.name).join("-")}.json`,
+);
 await mkdir(dirname(out), { recursive: true });
 const report = {
   command,
   date: new Date().toISOString(),
   quick,
-  machine: { node: process.versions.node, platform: process.platform, arch: process.arch, cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryMB: Math.round(totalmem() / 1024 / 1024) },
+  machine: {
+    node: process.versions.node,
+    platform: process.platform,
+    arch: process.arch,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model,
+    memoryMB: Math.round(totalmem() / 1024 / 1024),
+  },
   loadAverage: { before: loadBefore, after: loadAfter },
   seconds: { total: totalSeconds, ...timings },
   rows,

@@ -1,4 +1,4 @@
-import { serializeEvent } from "../src/envelope.js";
+import { serializeEvent } from "../src/core/envelope.js";
 import { FORMAT_VERSION, newId } from "../src/index.js";
 
 // Prose rather than one repeated letter, so JSON escaping and string scanning see ordinary text.
@@ -44,7 +44,9 @@ export function replayLine(sessionId: string, sequence: number, createdAt: strin
   const kind = sequence % 3;
   const callId = `call_${Math.floor(sequence / 3)}`;
   const base = { v: FORMAT_VERSION, id: newId(), sessionId, sequence, createdAt };
-  if (kind === 1) return serializeEvent({ ...base, type: "message", payload: { role: "assistant", content: prose(110) } });
-  if (kind === 2) return serializeEvent({ ...base, type: "tool_call", payload: { callId, name: "edit_file", input: toolInput } });
+  if (kind === 1)
+    return serializeEvent({ ...base, type: "message", payload: { role: "assistant", content: prose(110) } });
+  if (kind === 2)
+    return serializeEvent({ ...base, type: "tool_call", payload: { callId, name: "edit_file", input: toolInput } });
   return serializeEvent({ ...base, type: "tool_result", payload: { callId, output: toolOutput, isError: false } });
 }

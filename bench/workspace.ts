@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { forEachLimited } from "../src/limited.js";
+import { forEachLimited } from "../src/core/bounded-concurrency.js";
 import { ShadowGit } from "./git.js";
 
 /** A generated project: `files` are workspace-relative paths, `/`-separated, in creation order. */
@@ -110,7 +110,9 @@ export function sharedWorkspace(size: number, log: (message: string) => void): P
       const dir = join(sharedRoot, `files-${size}`);
       const workspace = await makeWorkspace(join(dir, "workspace"), size);
       const { git, initialCommit } = await ShadowGit.create(join(dir, "shadow-git"), workspace.root);
-      log(`  ${sizeLabel(size)} files: workspace and shadow git made in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+      log(
+        `  ${sizeLabel(size)} files: workspace and shadow git made in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+      );
       return { workspace, git, initialCommit };
     })();
     shared.set(size, made);

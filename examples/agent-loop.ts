@@ -5,7 +5,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CheckpointStore, SessionStore, foldConversation, rewind, undoRewind } from "../src/index.js"; // in your project: "agent-tape"
 import type { Conversation, EventInput, BuiltinEvents } from "../src/index.js";
-import { eventLine, heading, note, paint, printTree, printWorkspace, readWorkspace, sameWorkspace, shorten } from "./narrate.js";
+import {
+  eventLine,
+  heading,
+  note,
+  paint,
+  printTree,
+  printWorkspace,
+  readWorkspace,
+  sameWorkspace,
+  shorten,
+} from "./narrate.js";
 import { fileTools, type Tool } from "./tools.js";
 import { withCheckpoints } from "./with-checkpoints.js";
 
@@ -38,7 +48,13 @@ const script: { user: string; replies: Reply[] }[] = [
         text: "Adding test/greet.test.ts, a default name, and removing notes.txt.",
         calls: [
           { name: "make_dir", input: { path: "test" } },
-          { name: "write_file", input: { path: "test/greet.test.ts", content: 'import { greet } from "../src/greet.js";\nconsole.assert(greet() === "Hello, world");\n' } },
+          {
+            name: "write_file",
+            input: {
+              path: "test/greet.test.ts",
+              content: 'import { greet } from "../src/greet.js";\nconsole.assert(greet() === "Hello, world");\n',
+            },
+          },
           { name: "edit_file", input: { path: "src/greet.ts", find: "name: string", replace: 'name = "world"' } },
           { name: "delete_file", input: { path: "notes.txt" } },
         ],
@@ -51,7 +67,16 @@ const script: { user: string; replies: Reply[] }[] = [
     replies: [
       {
         text: "Adding farewell() below greet().",
-        calls: [{ name: "edit_file", input: { path: "src/greet.ts", find: "}\n", replace: '}\n\nexport function farewell(name: string) {\n  return "Bye, " + name;\n}\n' } }],
+        calls: [
+          {
+            name: "edit_file",
+            input: {
+              path: "src/greet.ts",
+              find: "}\n",
+              replace: '}\n\nexport function farewell(name: string) {\n  return "Bye, " + name;\n}\n',
+            },
+          },
+        ],
       },
       { text: "Done: farewell() is exported from src/greet.ts." },
     ],
@@ -127,7 +152,9 @@ await mkdir(join(workspace, "src"), { recursive: true });
 await writeFile(join(workspace, "src/greet.ts"), 'export function greet(name: string) {\n  return "Hi, " + name;\n}\n');
 await writeFile(join(workspace, "notes.txt"), "TODO: greet people properly\n");
 
-console.log(paint("bold", "agent-tape demo: a tool loop whose every step is on a tape, and a rewind that puts files back"));
+console.log(
+  paint("bold", "agent-tape demo: a tool loop whose every step is on a tape, and a rewind that puts files back"),
+);
 console.log(`  workspace  ${workspace}`);
 console.log(`  sessions   ${root}`);
 
@@ -151,19 +178,33 @@ printWorkspace("files before the rewind:", filesAfterTurnTwo);
 const report = await rewind(store, session.id, { toSequence: endOfTurnOne });
 console.log(`  ${paint("bold", `rewind(store, id, { toSequence: ${endOfTurnOne} }) →`)}`);
 for (const change of report.changes)
-  console.log(`    ${paint(change.action === "delete" ? "red" : "green", change.action.padEnd(8))}${change.path}${change.reason ? ` (${change.reason})` : ""}`);
-console.log(`    ${report.filesRestored} restored, ${report.filesDeleted} deleted, ${report.eventsRemoved} events removed, ${report.blobsPruned} blobs pruned, marker #${report.markerSequence}`);
+  console.log(
+    `    ${paint(change.action === "delete" ? "red" : "green", change.action.padEnd(8))}${change.path}${change.reason ? ` (${change.reason})` : ""}`,
+  );
+console.log(
+  `    ${report.filesRestored} restored, ${report.filesDeleted} deleted, ${report.eventsRemoved} events removed, ${report.blobsPruned} blobs pruned, marker #${report.markerSequence}`,
+);
 const filesAfterRewind = await readWorkspace(workspace);
 printWorkspace("files after the rewind:", filesAfterRewind);
-check(sameWorkspace(filesAfterRewind, filesAfterTurnOne), "the workspace is exactly what it was at the end of turn one");
+check(
+  sameWorkspace(filesAfterRewind, filesAfterTurnOne),
+  "the workspace is exactly what it was at the end of turn one",
+);
 const tapeAfterRewind = await store.readAll(session.id);
-console.log(`  the tape now: #1–#${endOfTurnOne}, then ${eventLine(tapeAfterRewind[tapeAfterRewind.length - 1]!).trim()}`);
-note(`#${endOfTurnOne + 1}–#${report.markerSequence! - 1} are cut, and their numbers are never reused: the marker takes the next one.`);
+console.log(
+  `  the tape now: #1–#${endOfTurnOne}, then ${eventLine(tapeAfterRewind[tapeAfterRewind.length - 1]!).trim()}`,
+);
+note(
+  `#${endOfTurnOne + 1}–#${report.markerSequence! - 1} are cut, and their numbers are never reused: the marker takes the next one.`,
+);
 
 heading("4. Changed our mind: undoRewind puts it all back");
 const undone = await undoRewind(store, session.id);
-for (const change of undone.changes) console.log(`    ${paint(change.action === "delete" ? "red" : "green", change.action.padEnd(8))}${change.path}`);
-console.log(`    ${undone.filesRestored} restored, ${undone.filesDeleted} deleted, ${undone.eventsRestored} events re-appended as #${undone.markerSequence! - undone.eventsRestored}–#${undone.markerSequence! - 1}, marker #${undone.markerSequence}`);
+for (const change of undone.changes)
+  console.log(`    ${paint(change.action === "delete" ? "red" : "green", change.action.padEnd(8))}${change.path}`);
+console.log(
+  `    ${undone.filesRestored} restored, ${undone.filesDeleted} deleted, ${undone.eventsRestored} events re-appended as #${undone.markerSequence! - undone.eventsRestored}–#${undone.markerSequence! - 1}, marker #${undone.markerSequence}`,
+);
 const filesAfterUndo = await readWorkspace(workspace);
 printWorkspace("files after the undo:", filesAfterUndo);
 check(sameWorkspace(filesAfterUndo, filesAfterTurnTwo), "the workspace is exactly what it was before the rewind");
@@ -180,7 +221,9 @@ console.log(
 );
 for (const message of conversation.messages) {
   const tools = message.toolCalls.map((c) => `${c.name}${c.result?.isError ? " ✗" : " ✓"}`).join(", ");
-  console.log(`    ${message.role.padEnd(10)}${shorten(String(message.content), 58)}${tools ? paint("dim", `  [${tools}]`) : ""}`);
+  console.log(
+    `    ${message.role.padEnd(10)}${shorten(String(message.content), 58)}${tools ? paint("dim", `  [${tools}]`) : ""}`,
+  );
 }
 console.log("  The stand-in model continues from that conversation:");
 agent = new Agent(store, found!.id, workspace, conversation);
@@ -196,7 +239,9 @@ note("events.jsonl  the tape, one JSON event per line (fewer lines than sequence
 note("session.json  id, title, workspace and creation time, written once by create()");
 note("blobs/        before-snapshots named by their sha256, shared by every checkpoint that needs them");
 const records = await readdir(join(root, session.id, "records")).catch(() => []);
-note(`records/      what undoRewind and crash recovery need between steps${records.length ? "" : " (nothing pending now)"}`);
+note(
+  `records/      what undoRewind and crash recovery need between steps${records.length ? "" : " (nothing pending now)"}`,
+);
 console.log(`  Nothing was deleted, so you can look around; then: rm -rf ${home}`);
 
 function check(ok: boolean, claim: string): void {

@@ -62,7 +62,9 @@ const call = (toolCallId: string, toolName: keyof typeof sdkTools, input: object
   ({ type: "tool-call", toolCallId, toolName, input: JSON.stringify(input) }) as const;
 const step = (text: string, calls: ReturnType<typeof call>[]) => ({
   content: [{ type: "text" as const, text }, ...calls],
-  finishReason: calls.length ? { unified: "tool-calls" as const, raw: "tool_calls" } : { unified: "stop" as const, raw: "stop" },
+  finishReason: calls.length
+    ? { unified: "tool-calls" as const, raw: "tool_calls" }
+    : { unified: "stop" as const, raw: "stop" },
   usage,
   warnings: [],
 });
@@ -80,15 +82,25 @@ const model = new MockLanguageModelV3({
 // ---- recording each step on the tape ---------------------------------------------------------
 // The SDK runs a step's tools, then calls onStepFinish: so a step's checkpoints come just before
 // its events on the tape, and rewinding to the end of a step undoes exactly the steps after it.
-function stepEvents(result: Pick<StepResult<typeof tools>, "text" | "toolCalls" | "content">): EventInput<BuiltinEvents>[] {
+function stepEvents(
+  result: Pick<StepResult<typeof tools>, "text" | "toolCalls" | "content">,
+): EventInput<BuiltinEvents>[] {
   return [
     { type: "message", payload: { role: "assistant", content: result.text } },
-    ...result.toolCalls.map((c) => ({ type: "tool_call" as const, payload: { callId: c.toolCallId, name: c.toolName, input: c.input } })),
+    ...result.toolCalls.map((c) => ({
+      type: "tool_call" as const,
+      payload: { callId: c.toolCallId, name: c.toolName, input: c.input },
+    })),
     ...result.content.flatMap((part) =>
       part.type === "tool-result"
         ? [{ type: "tool_result" as const, payload: { callId: part.toolCallId, output: part.output } }]
         : part.type === "tool-error"
-          ? [{ type: "tool_result" as const, payload: { callId: part.toolCallId, output: String(part.error), isError: true } }]
+          ? [
+              {
+                type: "tool_result" as const,
+                payload: { callId: part.toolCallId, output: String(part.error), isError: true },
+              },
+            ]
           : [],
     ),
   ];
@@ -121,7 +133,12 @@ const result = await generateText({
 });
 if (tapeError) throw tapeError;
 
-console.log(paint("bold", "agent-tape under the Vercel AI SDK: generateText with a checkpointed tool map, on MockLanguageModelV3"));
+console.log(
+  paint(
+    "bold",
+    "agent-tape under the Vercel AI SDK: generateText with a checkpointed tool map, on MockLanguageModelV3",
+  ),
+);
 heading(`generateText ran ${result.steps.length} steps; the tape`);
 note("The SDK runs a step's tools before onStepFinish records the step, so each step's checkpoints");
 note("come just before its events.");
@@ -130,12 +147,17 @@ printWorkspace("files now:", await readWorkspace(workspace));
 
 heading(`Rewind to #${stepEnds[0]}, the end of step 1`);
 const report = await rewind(store, session.id, { toSequence: stepEnds[0]! });
-for (const change of report.changes) console.log(`    ${paint(change.action === "delete" ? "red" : "green", change.action.padEnd(8))}${change.path}`);
-console.log(`    ${report.filesRestored} restored, ${report.filesDeleted} deleted, ${report.eventsRemoved} events removed, marker #${report.markerSequence}`);
+for (const change of report.changes)
+  console.log(`    ${paint(change.action === "delete" ? "red" : "green", change.action.padEnd(8))}${change.path}`);
+console.log(
+  `    ${report.filesRestored} restored, ${report.filesDeleted} deleted, ${report.eventsRemoved} events removed, marker #${report.markerSequence}`,
+);
 const afterRewind = await readWorkspace(workspace);
 printWorkspace("files after the rewind:", afterRewind);
 const same = sameWorkspace(afterRewind, workspaceAfterStep[0]!);
-console.log(`  ${same ? paint("green", "✓") : paint("red", "✗ NOT TRUE:")} the workspace is exactly what it was at the end of step 1`);
+console.log(
+  `  ${same ? paint("green", "✓") : paint("red", "✗ NOT TRUE:")} the workspace is exactly what it was at the end of step 1`,
+);
 if (!same) process.exitCode = 1;
 
 await store.close();

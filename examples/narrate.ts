@@ -1,10 +1,26 @@
 // Terminal output for the demo: one line per tape event, workspace listings, the session folder.
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import type { CheckpointPayload, MessagePayload, RewindPayload, StoredEvent, ToolCallPayload, ToolResultPayload } from "../src/index.js";
+import type {
+  CheckpointPayload,
+  MessagePayload,
+  RewindPayload,
+  StoredEvent,
+  ToolCallPayload,
+  ToolResultPayload,
+} from "../src/index.js";
 
 const useColor = process.stdout.isTTY === true && !process.env.NO_COLOR;
-const codes = { bold: [1, 22], dim: [2, 22], red: [31, 39], green: [32, 39], yellow: [33, 39], blue: [34, 39], magenta: [35, 39], cyan: [36, 39] } as const;
+const codes = {
+  bold: [1, 22],
+  dim: [2, 22],
+  red: [31, 39],
+  green: [32, 39],
+  yellow: [33, 39],
+  blue: [34, 39],
+  magenta: [35, 39],
+  cyan: [36, 39],
+} as const;
 export function paint(style: keyof typeof codes, text: string): string {
   const [on, off] = codes[style];
   return useColor ? `\x1b[${on}m${text}\x1b[${off}m` : text;
@@ -57,7 +73,9 @@ function summarize(event: StoredEvent): string {
     case "session_checkpoint": {
       const p = event.payload as CheckpointPayload;
       const files = p.files.map((f) =>
-        f.kind === "blob" ? `${f.path} (${f.bytes} B, blob ${f.blob.slice(0, 8)})` : `${f.path} (${f.kind === "skipped" ? `skipped: ${f.reason}` : f.kind})`,
+        f.kind === "blob"
+          ? `${f.path} (${f.bytes} B, blob ${f.blob.slice(0, 8)})`
+          : `${f.path} (${f.kind === "skipped" ? `skipped: ${f.reason}` : f.kind})`,
       );
       return `before ${p.tool}: ${files.join(", ")}`;
     }
@@ -77,7 +95,9 @@ function summarize(event: StoredEvent): string {
 export async function readWorkspace(dir: string): Promise<Map<string, string | null>> {
   const entries = new Map<string, string | null>();
   const walk = async (rel: string) => {
-    for (const entry of (await readdir(join(dir, rel), { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
+    for (const entry of (await readdir(join(dir, rel), { withFileTypes: true })).sort((a, b) =>
+      a.name.localeCompare(b.name),
+    )) {
       const path = rel ? `${rel}/${entry.name}` : entry.name;
       if (entry.isDirectory()) {
         entries.set(`${path}/`, null);
@@ -92,7 +112,8 @@ export async function readWorkspace(dir: string): Promise<Map<string, string | n
 export function printWorkspace(label: string, files: Map<string, string | null>): void {
   console.log(`  ${paint("bold", label)}`);
   const width = Math.max(...[...files.keys()].map((p) => p.length)) + 2;
-  for (const [path, text] of files) console.log(`    ${path.padEnd(width)}${text === null ? "" : paint("dim", shorten(text, 74 - width))}`);
+  for (const [path, text] of files)
+    console.log(`    ${path.padEnd(width)}${text === null ? "" : paint("dim", shorten(text, 74 - width))}`);
 }
 
 export function sameWorkspace(a: Map<string, string | null>, b: Map<string, string | null>): boolean {
@@ -109,7 +130,9 @@ export async function printTree(dir: string, indent = "  "): Promise<void> {
       continue;
     }
     const { size } = await stat(path);
-    const lines = entry.name.endsWith(".jsonl") ? `, ${(await readFile(path, "utf8")).split("\n").filter(Boolean).length} lines` : "";
+    const lines = entry.name.endsWith(".jsonl")
+      ? `, ${(await readFile(path, "utf8")).split("\n").filter(Boolean).length} lines`
+      : "";
     const name = entry.name.length > 24 ? `${entry.name.slice(0, 16)}…` : entry.name;
     console.log(`${indent}${name.padEnd(Math.max(2, 26 - indent.length))}${paint("dim", `${size} B${lines}`)}`);
   }

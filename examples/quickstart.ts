@@ -8,7 +8,8 @@ const home = await mkdtemp(join(tmpdir(), "agent-tape-quickstart-"));
 const workspace = join(home, "workspace");
 await mkdir(workspace);
 await writeFile(join(workspace, "hello.txt"), "Hello, world\n");
-const show = async (when: string) => console.log(`${when.padEnd(22)} hello.txt = ${JSON.stringify(await readFile(join(workspace, "hello.txt"), "utf8"))}`);
+const show = async (when: string) =>
+  console.log(`${when.padEnd(22)} hello.txt = ${JSON.stringify(await readFile(join(workspace, "hello.txt"), "utf8"))}`);
 
 const store = new SessionStore({ root: join(home, "sessions") });
 const checkpoints = new CheckpointStore(store);
@@ -16,7 +17,10 @@ const session = await store.create({ title: "quickstart", workspace });
 
 // The agent's loop records what it does: the user's request, the tool call, its result.
 const request = await store.append(session.id, { type: "message", payload: { role: "user", content: "Shout it." } });
-await store.append(session.id, { type: "tool_call", payload: { callId: "c1", name: "write_file", input: { path: "hello.txt" } } });
+await store.append(session.id, {
+  type: "tool_call",
+  payload: { callId: "c1", name: "write_file", input: { path: "hello.txt" } },
+});
 // around() stores hello.txt's current bytes (a session_checkpoint event), then runs the edit.
 await checkpoints.around(session.id, { tool: "write_file", paths: ["hello.txt"], callId: "c1" }, () =>
   writeFile(join(workspace, "hello.txt"), "HELLO, WORLD!\n"),

@@ -1,8 +1,16 @@
-export { SessionStore } from "./session-store.js";
-export type { SessionStoreOptions, SessionInfo, CreateOptions, ReadOptions, ForkOptions, SalvageResult, WithLockOptions } from "./session-store.js";
+export { SessionStore } from "./session/session-store.js";
+export type {
+  SessionStoreOptions,
+  SessionInfo,
+  CreateOptions,
+  ReadOptions,
+  ForkOptions,
+  SalvageResult,
+  WithLockOptions,
+} from "./session/session-store.js";
 
-export { CheckpointStore } from "./checkpoint-store.js";
-export type { CheckpointStoreOptions, CaptureInput, CheckpointEvent } from "./checkpoint-store.js";
+export { CheckpointStore } from "./checkpoint/checkpoint-store.js";
+export type { CheckpointStoreOptions, CaptureInput, CheckpointEvent } from "./checkpoint/checkpoint-store.js";
 
 export { rewind } from "./rewind/rewind.js";
 export type { RewindOptions, RewindReport } from "./rewind/rewind.js";
@@ -42,14 +50,14 @@ export {
   RewindMode,
   FileChange,
   ForkPayload,
-} from "./events.js";
-export type { StoredEvent, EventSchemas, EventInput, TypedEvent, BuiltinEvents } from "./events.js";
+} from "./core/events.js";
+export type { StoredEvent, EventSchemas, EventInput, TypedEvent, BuiltinEvents } from "./core/events.js";
 
-export { foldConversation } from "./conversation.js";
-export type { Conversation, ConversationMessage, ConversationToolCall } from "./conversation.js";
+export { foldConversation } from "./session/conversation.js";
+export type { Conversation, ConversationMessage, ConversationToolCall } from "./session/conversation.js";
 
-export { referencedBlobs } from "./references.js";
-export { newId } from "./ids.js";
+export { referencedBlobs } from "./blobs/references.js";
+export { newId } from "./core/ids.js";
 
 export {
   AgentTapeError,
@@ -68,5 +76,5 @@ export {
   BlobCorruptError,
   SequenceOutOfRangeError,
   NothingToUndoError,
-} from "./errors.js";
-export type { AgentTapeErrorCode } from "./errors.js";
+} from "./core/errors.js";
+export type { AgentTapeErrorCode } from "./core/errors.js";

@@ -4,8 +4,15 @@ import { chmod, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CheckpointPayload, CheckpointStore, SessionStore, isAgentTapeError, type CheckpointEvent, type FileSnapshot } from "../src/index.js";
-import { BLOBS_IN_FLIGHT_RECORD } from "../src/blobs-in-flight.js";
+import {
+  CheckpointPayload,
+  CheckpointStore,
+  SessionStore,
+  isAgentTapeError,
+  type CheckpointEvent,
+  type FileSnapshot,
+} from "../src/index.js";
+import { BLOBS_IN_FLIGHT_RECORD } from "../src/blobs/in-flight.js";
 import { TempRoots } from "./helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -86,7 +93,9 @@ describe("capture", () => {
       files: [{ path: "src/a.ts", kind: "blob", blob: sha256("export const a = 1;\n"), bytes: 20, mode: 0o644 }],
     });
     expect(await store.readAll(sessionId)).toEqual([event]);
-    expect(await checkpoints.readBlob(sessionId, sha256("export const a = 1;\n"))).toEqual(Buffer.from("export const a = 1;\n"));
+    expect(await checkpoints.readBlob(sessionId, sha256("export const a = 1;\n"))).toEqual(
+      Buffer.from("export const a = 1;\n"),
+    );
   });
 
   it("records every kind in one event that reads back valid against the CheckpointPayload schema", async () => {
@@ -100,7 +109,17 @@ describe("capture", () => {
     const small = new CheckpointStore(store, { maxFileBytes: 32, maxDirectoryEntries: 1 });
     const event = await small.capture(sessionId, {
       tool: "bash",
-      paths: ["file.txt", "not-yet.txt", "link", "folder", "big.bin", "pipe", "file.txt/under", "../outside/secret.txt", "many"],
+      paths: [
+        "file.txt",
+        "not-yet.txt",
+        "link",
+        "folder",
+        "big.bin",
+        "pipe",
+        "file.txt/under",
+        "../outside/secret.txt",
+        "many",
+      ],
     });
     const [stored] = await checkpointEvents(sessionId);
     expect(stored).toEqual(event);
@@ -122,14 +141,21 @@ describe("capture", () => {
     await put("run.sh", "#!/bin/sh\n", 0o755);
     await put("notes.md", "notes", 0o644);
     await put("id_rsa", "key", 0o600);
-    const files = recordsOf(await checkpoints.capture(sessionId, { tool: "chmod", paths: ["run.sh", "notes.md", "id_rsa"] }));
-    expect([files["run.sh"], files["notes.md"], files["id_rsa"]].map((f) => f?.kind === "blob" && f.mode)).toEqual([0o755, 0o644, 0o600]);
+    const files = recordsOf(
+      await checkpoints.capture(sessionId, { tool: "chmod", paths: ["run.sh", "notes.md", "id_rsa"] }),
+    );
+    expect([files["run.sh"], files["notes.md"], files["id_rsa"]].map((f) => f?.kind === "blob" && f.mode)).toEqual([
+      0o755, 0o644, 0o600,
+    ]);
   });
 
   it("normalises paths: ./ and doubled slashes, absolute paths inside the workspace, / separators", async () => {
     await put("a/b.txt", "b");
     await put("c/d/e.txt", "e");
-    const event = await checkpoints.capture(sessionId, { tool: "edit", paths: ["./a//b.txt", join(workspace, "c", "d", "e.txt"), "a/b.txt"] });
+    const event = await checkpoints.capture(sessionId, {
+      tool: "edit",
+      paths: ["./a//b.txt", join(workspace, "c", "d", "e.txt"), "a/b.txt"],
+    });
     expect(event?.payload.files.map((f) => f.path)).toEqual(["a/b.txt", "c/d/e.txt"]);
   });
 
@@ -170,7 +196,8 @@ describe("capture", () => {
     expect(second["logs"]).toMatchObject({ kind: "skipped", reason: "over_budget" });
     expect(Object.keys(second).sort()).toEqual(["logs", "logs/1.log", "logs/2.log", "logs/3.log"]);
     for (const record of [...Object.values(first), ...Object.values(second)]) {
-      if (record.kind === "blob") expect((await checkpoints.readBlob(sessionId, record.blob)).length).toBe(record.bytes);
+      if (record.kind === "blob")
+        expect((await checkpoints.readBlob(sessionId, record.blob)).length).toBe(record.bytes);
     }
   });
 
@@ -209,7 +236,9 @@ describe("dedupe", () => {
   it("stores the same bytes under two paths as one blob file", async () => {
     await put("one.txt", "identical");
     await put("nested/two.txt", "identical");
-    const files = recordsOf(await checkpoints.capture(sessionId, { tool: "edit", paths: ["one.txt", "nested/two.txt"] }));
+    const files = recordsOf(
+      await checkpoints.capture(sessionId, { tool: "edit", paths: ["one.txt", "nested/two.txt"] }),
+    );
     expect(files["one.txt"]).toMatchObject({ kind: "blob", blob: sha256("identical") });
     expect(files["nested/two.txt"]).toMatchObject({ kind: "blob", blob: sha256("identical") });
     expect(await filesUnderBlobs(sessionId)).toEqual([blobPath(sessionId, sha256("identical"))]);
@@ -260,11 +289,15 @@ describe("readBlob", () => {
     await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"] });
     await rm(blobPath(sessionId, sha256("soon gone")));
     for (const hash of [sha256("soon gone"), sha256("never stored"), "../../session.json"])
-      await expect(checkpoints.readBlob(sessionId, hash)).rejects.toSatisfy((e) => isAgentTapeError(e, "BLOB_NOT_FOUND"));
+      await expect(checkpoints.readBlob(sessionId, hash)).rejects.toSatisfy((e) =>
+        isAgentTapeError(e, "BLOB_NOT_FOUND"),
+      );
   });
 
   it("says SESSION_NOT_FOUND for a session that does not exist", async () => {
-    await expect(checkpoints.readBlob("no-such-session", sha256("x"))).rejects.toSatisfy((e) => isAgentTapeError(e, "SESSION_NOT_FOUND"));
+    await expect(checkpoints.readBlob("no-such-session", sha256("x"))).rejects.toSatisfy((e) =>
+      isAgentTapeError(e, "SESSION_NOT_FOUND"),
+    );
   });
 });
 
@@ -300,7 +333,10 @@ describe("confinement: nothing outside the workspace is read or recorded absent"
     expect(files["file-out"]).toEqual({ path: "file-out", kind: "symlink", target: join(outside, "secret.txt") });
     expect(files["dangling"]).toEqual({ path: "dangling", kind: "symlink", target: join(outside, "vanished") });
     for (const path of attempts.filter((p) => !["dir-out", "file-out", "dangling", "."].includes(p)))
-      expect(files[path] ?? files[path.replace(/^\.\//, "")], path).toMatchObject({ kind: "skipped", reason: "outside_workspace" });
+      expect(files[path] ?? files[path.replace(/^\.\//, "")], path).toMatchObject({
+        kind: "skipped",
+        reason: "outside_workspace",
+      });
     // Whatever the spelling, anything recorded absent must be a path inside the workspace.
     for (const record of event!.payload.files) expect(record.kind === "absent" && record.path).toBe(false);
     expect(files["own.txt"]).toMatchObject({ kind: "blob" });
@@ -311,7 +347,11 @@ describe("confinement: nothing outside the workspace is read or recorded absent"
     const link = join(workspace, "..", "ws-link");
     await symlink(workspace, link);
     await put("a.txt", "reached through the link");
-    const event = await checkpoints.capture(sessionId, { tool: "edit", workspace: link, paths: ["a.txt", join(link, "a.txt"), join(link, "..", "outside", "secret.txt")] });
+    const event = await checkpoints.capture(sessionId, {
+      tool: "edit",
+      workspace: link,
+      paths: ["a.txt", join(link, "a.txt"), join(link, "..", "outside", "secret.txt")],
+    });
     expect(event?.payload.workspace).toBe(workspace);
     expect(event?.payload.files).toEqual([
       { path: "a.txt", kind: "blob", blob: sha256("reached through the link"), bytes: 24, mode: 0o644 },
@@ -353,7 +393,9 @@ describe("around", () => {
     const [checkpoint] = await checkpointEvents(sessionId);
     const record = recordsOf(checkpoint)["a.txt"];
     expect(record).toMatchObject({ kind: "blob", blob: sha256("before the failed edit") });
-    expect((await checkpoints.readBlob(sessionId, sha256("before the failed edit"))).toString()).toBe("before the failed edit");
+    expect((await checkpoints.readBlob(sessionId, sha256("before the failed edit"))).toString()).toBe(
+      "before the failed edit",
+    );
   });
 
   it("keeps the checkpoint and rethrows when the tool throws synchronously", async () => {
@@ -376,13 +418,17 @@ describe("around", () => {
     let letToolFinish!: () => void;
     const toolCanFinish = new Promise<void>((resolve) => (letToolFinish = resolve));
     let signalSeen: AbortSignal | undefined;
-    const run = checkpoints.around(sessionId, { tool: "edit", paths: ["a.txt"], signal: controller.signal }, async (signal) => {
-      signalSeen = signal;
-      await writeFile(file, "half written");
-      markStarted();
-      await toolCanFinish;
-      return "finished too late";
-    });
+    const run = checkpoints.around(
+      sessionId,
+      { tool: "edit", paths: ["a.txt"], signal: controller.signal },
+      async (signal) => {
+        signalSeen = signal;
+        await writeFile(file, "half written");
+        markStarted();
+        await toolCanFinish;
+        return "finished too late";
+      },
+    );
     await started;
     controller.abort(reason);
     await expect(run).rejects.toBe(reason);
@@ -390,7 +436,9 @@ describe("around", () => {
     letToolFinish();
     const [checkpoint] = await checkpointEvents(sessionId);
     expect(recordsOf(checkpoint)["a.txt"]).toMatchObject({ kind: "blob", blob: sha256("before the cancelled edit") });
-    expect((await checkpoints.readBlob(sessionId, sha256("before the cancelled edit"))).toString()).toBe("before the cancelled edit");
+    expect((await checkpoints.readBlob(sessionId, sha256("before the cancelled edit"))).toString()).toBe(
+      "before the cancelled edit",
+    );
   });
 
   it("rejects with signal.reason without running the tool or writing anything when aborted before it starts", async () => {
@@ -418,34 +466,38 @@ describe("misuse is a typed error and writes nothing", () => {
       { tool: "edit", paths: [] },
       { tool: "edit", paths: [], workspace },
     ])
-      await expect(checkpoints.capture("no-such-session", input), JSON.stringify(input)).rejects.toSatisfy((e) => isAgentTapeError(e, "SESSION_NOT_FOUND"));
-    await expect(checkpoints.around("no-such-session", { tool: "edit", paths: ["a.txt"] }, () => "ran")).rejects.toSatisfy((e) =>
-      isAgentTapeError(e, "SESSION_NOT_FOUND"),
-    );
+      await expect(checkpoints.capture("no-such-session", input), JSON.stringify(input)).rejects.toSatisfy((e) =>
+        isAgentTapeError(e, "SESSION_NOT_FOUND"),
+      );
+    await expect(
+      checkpoints.around("no-such-session", { tool: "edit", paths: ["a.txt"] }, () => "ran"),
+    ).rejects.toSatisfy((e) => isAgentTapeError(e, "SESSION_NOT_FOUND"));
     expect(await store.list()).toHaveLength(1);
   });
 
   it("INVALID_ARGUMENT for an empty or blank tool name", async () => {
     await put("a.txt", "a");
     for (const tool of ["", "   "])
-      await expect(checkpoints.capture(sessionId, { tool, paths: ["a.txt"] })).rejects.toSatisfy((e) => isAgentTapeError(e, "INVALID_ARGUMENT"));
+      await expect(checkpoints.capture(sessionId, { tool, paths: ["a.txt"] })).rejects.toSatisfy((e) =>
+        isAgentTapeError(e, "INVALID_ARGUMENT"),
+      );
     expect(await store.readAll(sessionId)).toEqual([]);
   });
 
   it("INVALID_ARGUMENT when paths is not a list of strings", async () => {
-    await expect(checkpoints.capture(sessionId, { tool: "edit", paths: "a.txt" as unknown as string[] })).rejects.toSatisfy((e) =>
-      isAgentTapeError(e, "INVALID_ARGUMENT"),
-    );
-    await expect(checkpoints.capture(sessionId, { tool: "edit", paths: [42] as unknown as string[] })).rejects.toSatisfy((e) =>
-      isAgentTapeError(e, "INVALID_ARGUMENT"),
-    );
+    await expect(
+      checkpoints.capture(sessionId, { tool: "edit", paths: "a.txt" as unknown as string[] }),
+    ).rejects.toSatisfy((e) => isAgentTapeError(e, "INVALID_ARGUMENT"));
+    await expect(
+      checkpoints.capture(sessionId, { tool: "edit", paths: [42] as unknown as string[] }),
+    ).rejects.toSatisfy((e) => isAgentTapeError(e, "INVALID_ARGUMENT"));
   });
 
   it("INVALID_EVENT for a callId that is not a string, before any blob is written", async () => {
     await put("a.txt", "not stored for a bad call");
-    await expect(checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"], callId: 42 as unknown as string })).rejects.toSatisfy((e) =>
-      isAgentTapeError(e, "INVALID_EVENT"),
-    );
+    await expect(
+      checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"], callId: 42 as unknown as string }),
+    ).rejects.toSatisfy((e) => isAgentTapeError(e, "INVALID_EVENT"));
     expect(await store.readAll(sessionId)).toEqual([]);
     expect(await filesUnderBlobs(sessionId)).toEqual([]);
     expect(await store.backend.listRecords(sessionId)).toEqual([]);
@@ -453,10 +505,12 @@ describe("misuse is a typed error and writes nothing", () => {
 
   it("INVALID_ARGUMENT when neither the session nor the call names a workspace, or it does not exist", async () => {
     const bare = await store.create();
-    await expect(checkpoints.capture(bare.id, { tool: "edit", paths: ["a.txt"] })).rejects.toSatisfy((e) => isAgentTapeError(e, "INVALID_ARGUMENT"));
-    await expect(checkpoints.capture(bare.id, { tool: "edit", paths: ["a.txt"], workspace: join(workspace, "missing") })).rejects.toSatisfy((e) =>
+    await expect(checkpoints.capture(bare.id, { tool: "edit", paths: ["a.txt"] })).rejects.toSatisfy((e) =>
       isAgentTapeError(e, "INVALID_ARGUMENT"),
     );
+    await expect(
+      checkpoints.capture(bare.id, { tool: "edit", paths: ["a.txt"], workspace: join(workspace, "missing") }),
+    ).rejects.toSatisfy((e) => isAgentTapeError(e, "INVALID_ARGUMENT"));
     expect(await store.readAll(bare.id)).toEqual([]);
   });
 });
@@ -489,7 +543,8 @@ describe("a capture whose blob write fails", () => {
     const leasedCheckpoints = new CheckpointStore(leased);
     const stored = "this one is written";
     let refused = "this one cannot be written 0";
-    for (let i = 1; sha256(refused).slice(0, 2) === sha256(stored).slice(0, 2); i++) refused = `this one cannot be written ${i}`;
+    for (let i = 1; sha256(refused).slice(0, 2) === sha256(stored).slice(0, 2); i++)
+      refused = `this one cannot be written ${i}`;
     await put("stored.txt", stored);
     await put("refused.txt", refused);
     // A dangling link where the second blob's shard folder goes: its write fails as a full disk would.
@@ -497,7 +552,9 @@ describe("a capture whose blob write fails", () => {
     await mkdir(join(shard, ".."), { recursive: true });
     await symlink(join(root, "no-such-folder"), shard);
 
-    await expect(leasedCheckpoints.capture(sessionId, { tool: "edit", paths: ["stored.txt", "refused.txt"] })).rejects.toThrow();
+    await expect(
+      leasedCheckpoints.capture(sessionId, { tool: "edit", paths: ["stored.txt", "refused.txt"] }),
+    ).rejects.toThrow();
     expect(await leased.readAll(sessionId)).toEqual([]);
     expect(await filesUnderBlobs(sessionId)).toEqual([]);
 
@@ -526,7 +583,9 @@ describe("a capture that died between its blobs and its event", () => {
       await locked.writeBlob(fresh, Buffer.from("written by the capture that died"));
       if (options.eventWritten) {
         const files = [{ path: "b.txt", kind: "blob" as const, blob: fresh, bytes: 32, mode: 0o644 }];
-        await dying.appendLocked(locked, [dying.toEvent(sessionId, { type: "session_checkpoint", payload: { tool: "edit", workspace, files } })]);
+        await dying.appendLocked(locked, [
+          dying.toEvent(sessionId, { type: "session_checkpoint", payload: { tool: "edit", workspace, files } }),
+        ]);
       }
     });
     await dying.close(); // gives the lock up with the record still there, as a dead process's stale lock would
@@ -549,7 +608,9 @@ describe("a capture that died between its blobs and its event", () => {
     stores.push(next);
     await next.append(sessionId, { type: "message", payload: { role: "user", content: "next turn" } });
     expect((await next.backend.listBlobs(sessionId)).sort()).toEqual([earlier, fresh].sort());
-    expect((await new CheckpointStore(next).readBlob(sessionId, fresh)).toString()).toBe("written by the capture that died");
+    expect((await new CheckpointStore(next).readBlob(sessionId, fresh)).toString()).toBe(
+      "written by the capture that died",
+    );
     expect(await next.backend.listRecords(sessionId)).toEqual([]);
   });
 });

@@ -62,29 +62,32 @@ async function drain(iterable: AsyncIterable<unknown>): Promise<void> {
 }
 
 describe("SESSION_NOT_FOUND", () => {
-  it.each(["fsync", "batch"] as const)("is what every operation on a missing session gets, and nothing is created (durability %s)", async (durability) => {
-    const { store, root } = await openStore({ durability });
-    await store.create({ id: "exists" });
-    const calls: [string, () => Promise<unknown>][] = [
-      ["append", () => store.append("missing", say("x"))],
-      ["appendMany", () => store.appendMany("missing", [say("x"), say("y")])],
-      ["read", () => drain(store.read("missing"))],
-      ["readAll", () => store.readAll("missing")],
-      ["salvage", () => store.salvage("missing")],
-      ["fold", () => store.fold("missing", (n: number) => n + 1, 0)],
-      ["conversation", () => store.conversation("missing")],
-      ["fork", () => store.fork("missing", { id: "child" })],
-      ["withLock", () => store.withLock("missing", async () => "ran")],
-    ];
-    for (const [name, call] of calls) {
-      const error = (await expectCode(call, "SESSION_NOT_FOUND").catch((e: Error) => {
-        throw new Error(`${name}: ${e.message}`);
-      })) as { sessionId: string };
-      expect(error.sessionId, name).toBe("missing");
-    }
-    expect(await readdir(root)).toEqual(["exists"]);
-    expect(await store.get("missing")).toBeUndefined();
-  });
+  it.each(["fsync", "batch"] as const)(
+    "is what every operation on a missing session gets, and nothing is created (durability %s)",
+    async (durability) => {
+      const { store, root } = await openStore({ durability });
+      await store.create({ id: "exists" });
+      const calls: [string, () => Promise<unknown>][] = [
+        ["append", () => store.append("missing", say("x"))],
+        ["appendMany", () => store.appendMany("missing", [say("x"), say("y")])],
+        ["read", () => drain(store.read("missing"))],
+        ["readAll", () => store.readAll("missing")],
+        ["salvage", () => store.salvage("missing")],
+        ["fold", () => store.fold("missing", (n: number) => n + 1, 0)],
+        ["conversation", () => store.conversation("missing")],
+        ["fork", () => store.fork("missing", { id: "child" })],
+        ["withLock", () => store.withLock("missing", async () => "ran")],
+      ];
+      for (const [name, call] of calls) {
+        const error = (await expectCode(call, "SESSION_NOT_FOUND").catch((e: Error) => {
+          throw new Error(`${name}: ${e.message}`);
+        })) as { sessionId: string };
+        expect(error.sessionId, name).toBe("missing");
+      }
+      expect(await readdir(root)).toEqual(["exists"]);
+      expect(await store.get("missing")).toBeUndefined();
+    },
+  );
 
   it("is what an append waiting for the lock gets when the session is deleted meanwhile", async () => {
     const root = await temps.make();
@@ -110,7 +113,9 @@ describe("SESSION_EXISTS", () => {
     await store.append(other.id, say("parent"));
     const before = await readFile(join(root, "taken", "events.jsonl"), "utf8");
 
-    const created = (await expectCode(() => store.create({ id: "taken", title: "impostor" }), "SESSION_EXISTS")) as { sessionId: string };
+    const created = (await expectCode(() => store.create({ id: "taken", title: "impostor" }), "SESSION_EXISTS")) as {
+      sessionId: string;
+    };
     expect(created.sessionId).toBe("taken");
     await expectCode(() => store.fork(other.id, { id: "taken" }), "SESSION_EXISTS");
 
@@ -122,32 +127,47 @@ describe("SESSION_EXISTS", () => {
 });
 
 describe("INVALID_SESSION_ID", () => {
-  const badIds = ["a/b", "../escape", "..", ".", ".hidden", "", "x".repeat(129), "a\\b", "with space", "nul\0byte", "/abs"];
+  const badIds = [
+    "a/b",
+    "../escape",
+    "..",
+    ".",
+    ".hidden",
+    "",
+    "x".repeat(129),
+    "a\\b",
+    "with space",
+    "nul\0byte",
+    "/abs",
+  ];
 
-  it.each(badIds.map((id) => [JSON.stringify(id).slice(0, 24), id]))("refuses %s before touching anything", async (_label, id) => {
-    // A root that does not exist yet: any write at all would create it.
-    const root = join(await temps.make(), "root");
-    const { store } = await openStore({ root });
-    const calls: [string, () => Promise<unknown>][] = [
-      ["create", () => store.create({ id })],
-      ["get", () => store.get(id)],
-      ["append", () => store.append(id, say("x"))],
-      ["appendMany", () => store.appendMany(id, [say("x")])],
-      ["read", () => drain(store.read(id))],
-      ["readAll", () => store.readAll(id)],
-      ["salvage", () => store.salvage(id)],
-      ["fork from", () => store.fork(id)],
-      ["fork to", () => store.fork("fine", { id })],
-      ["delete", () => store.delete(id)],
-      ["withLock", () => store.withLock(id, async () => "ran")],
-    ];
-    for (const [name, call] of calls) {
-      const error = await failure(call);
-      expect(isAgentTapeError(error, "INVALID_SESSION_ID"), `${name}: ${String(error)}`).toBe(true);
-      expect((error as InvalidSessionIdError).sessionId, name).toBe(id);
-    }
-    expect(await exists(root)).toBe(false);
-  });
+  it.each(badIds.map((id) => [JSON.stringify(id).slice(0, 24), id]))(
+    "refuses %s before touching anything",
+    async (_label, id) => {
+      // A root that does not exist yet: any write at all would create it.
+      const root = join(await temps.make(), "root");
+      const { store } = await openStore({ root });
+      const calls: [string, () => Promise<unknown>][] = [
+        ["create", () => store.create({ id })],
+        ["get", () => store.get(id)],
+        ["append", () => store.append(id, say("x"))],
+        ["appendMany", () => store.appendMany(id, [say("x")])],
+        ["read", () => drain(store.read(id))],
+        ["readAll", () => store.readAll(id)],
+        ["salvage", () => store.salvage(id)],
+        ["fork from", () => store.fork(id)],
+        ["fork to", () => store.fork("fine", { id })],
+        ["delete", () => store.delete(id)],
+        ["withLock", () => store.withLock(id, async () => "ran")],
+      ];
+      for (const [name, call] of calls) {
+        const error = await failure(call);
+        expect(isAgentTapeError(error, "INVALID_SESSION_ID"), `${name}: ${String(error)}`).toBe(true);
+        expect((error as InvalidSessionIdError).sessionId, name).toBe(id);
+      }
+      expect(await exists(root)).toBe(false);
+    },
+  );
 
   it("accepts 128 safe characters", async () => {
     const { store } = await openStore();
@@ -158,34 +178,48 @@ describe("INVALID_SESSION_ID", () => {
 });
 
 describe("INVALID_EVENT", () => {
-  it.each(["fsync", "batch", "none"] as const)("refuses a bad payload, an unknown type or a shapeless event and writes nothing (durability %s)", async (durability) => {
-    const { store, root } = await openStore({ durability });
-    const { id } = await store.create();
-    await store.append(id, say("good"));
-    const log = join(root, id, "events.jsonl");
-    const before = await readFile(log);
+  it.each(["fsync", "batch", "none"] as const)(
+    "refuses a bad payload, an unknown type or a shapeless event and writes nothing (durability %s)",
+    async (durability) => {
+      const { store, root } = await openStore({ durability });
+      const { id } = await store.create();
+      await store.append(id, say("good"));
+      const log = join(root, id, "events.jsonl");
+      const before = await readFile(log);
 
-    const badPayload = await expectCode(() => store.append(id, { type: "message", payload: { role: "robot", content: "x" } } as never), "INVALID_EVENT");
-    expect((badPayload as { issues: { path: string }[] }).issues.map((i) => i.path)).toEqual(["role"]);
-    expect((badPayload as Error).message).toContain('Invalid "message" payload');
+      const badPayload = await expectCode(
+        () => store.append(id, { type: "message", payload: { role: "robot", content: "x" } } as never),
+        "INVALID_EVENT",
+      );
+      expect((badPayload as { issues: { path: string }[] }).issues.map((i) => i.path)).toEqual(["role"]);
+      expect((badPayload as Error).message).toContain('Invalid "message" payload');
 
-    const unknown = await expectCode(() => store.append(id, { type: "not_registered", payload: {} } as never), "INVALID_EVENT");
-    expect((unknown as Error).message).toContain('Unknown event type "not_registered"');
+      const unknown = await expectCode(
+        () => store.append(id, { type: "not_registered", payload: {} } as never),
+        "INVALID_EVENT",
+      );
+      expect((unknown as Error).message).toContain('Unknown event type "not_registered"');
 
-    await expectCode(() => store.append(id, null as never), "INVALID_EVENT");
-    await expectCode(() => store.append(id, { payload: {} } as never), "INVALID_EVENT");
+      await expectCode(() => store.append(id, null as never), "INVALID_EVENT");
+      await expectCode(() => store.append(id, { payload: {} } as never), "INVALID_EVENT");
 
-    // One bad event spoils the whole batch: all or nothing.
-    const inBatch = await expectCode(
-      () => store.appendMany(id, [say("fine"), { type: "tool_call", payload: { callId: "", name: "ls", input: 1 } }, say("fine too")]),
-      "INVALID_EVENT",
-    );
-    expect((inBatch as Error).message).toContain("(event 1)");
+      // One bad event spoils the whole batch: all or nothing.
+      const inBatch = await expectCode(
+        () =>
+          store.appendMany(id, [
+            say("fine"),
+            { type: "tool_call", payload: { callId: "", name: "ls", input: 1 } },
+            say("fine too"),
+          ]),
+        "INVALID_EVENT",
+      );
+      expect((inBatch as Error).message).toContain("(event 1)");
 
-    expect(await readFile(log)).toEqual(before);
-    // No sequence was used up by the refused events.
-    expect((await store.append(id, say("next"))).sequence).toBe(2);
-  });
+      expect(await readFile(log)).toEqual(before);
+      // No sequence was used up by the refused events.
+      expect((await store.append(id, say("next"))).sequence).toBe(2);
+    },
+  );
 
   it("is checked before the session is looked up, so it writes nothing even for a missing session", async () => {
     const { store, root } = await openStore();
@@ -265,7 +299,10 @@ describe("LOCKED", () => {
 
     const { store: writer } = await openStore({ root, lockWaitMs: 400 });
     const before = await readFile(join(root, id, "events.jsonl"));
-    const error = (await expectCode(() => writer.append(id, say("blocked")), "LOCKED")) as { sessionId: string; waitedMs: number };
+    const error = (await expectCode(() => writer.append(id, say("blocked")), "LOCKED")) as {
+      sessionId: string;
+      waitedMs: number;
+    };
     expect(error.sessionId).toBe(id);
     expect(error.waitedMs).toBeGreaterThanOrEqual(400);
     await expectCode(() => writer.fork(id), "LOCKED");
@@ -394,10 +431,10 @@ describe("SEQUENCE_OUT_OF_RANGE", () => {
 describe("isAgentTapeError", () => {
   it("recognises errors from a second copy of the package, where instanceof fails", async () => {
     // A query string makes the module loader treat the file as another module: a duplicated package copy.
-    const copyPath = "../src/errors.js?second-copy";
-    const copy = (await import(copyPath)) as typeof import("../src/errors.js");
+    const copyPath = "../src/core/errors.js?second-copy";
+    const copy = (await import(copyPath)) as typeof import("../src/core/errors.js");
     const foreign = new copy.SessionNotFoundError("s1");
-    const { AgentTapeError } = await import("../src/errors.js");
+    const { AgentTapeError } = await import("../src/core/errors.js");
     expect(foreign instanceof AgentTapeError).toBe(false);
     expect(isAgentTapeError(foreign)).toBe(true);
     expect(isAgentTapeError(foreign, "SESSION_NOT_FOUND")).toBe(true);

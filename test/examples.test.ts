@@ -67,13 +67,23 @@ describe("examples/agent-loop.ts (npm run demo)", () => {
     expect(out).not.toContain("✗");
 
     // The tape as it grows: each file-changing call has its before-snapshot between call and result.
-    expect(out).toMatch(/#6 +tool_call +call_2 +edit_file src\/greet\.ts\n +#7 +session_checkpoint +before edit_file: src\/greet\.ts \(64 B, blob [0-9a-f]{8}\)\n +#8 +tool_result/);
+    expect(out).toMatch(
+      /#6 +tool_call +call_2 +edit_file src\/greet\.ts\n +#7 +session_checkpoint +before edit_file: src\/greet\.ts \(64 B, blob [0-9a-f]{8}\)\n +#8 +tool_result/,
+    );
     expect(out).toMatch(/#10 +session_checkpoint +before write_file: CHANGELOG\.md \(absent\)/);
     expect(out.match(/session_checkpoint +before /g)).toHaveLength(7);
 
     // The rewind to the end of turn one: what it reports and what the files are afterwards.
-    const plan = section(out, "rewind(store, id, { toSequence: 12 }) →", /files after/).map((line) => line.trim().replace(/ +/g, " "));
-    expect(plan).toEqual(["restore notes.txt", "restore src/greet.ts", "delete test", "delete test/greet.test.ts", "2 restored, 2 deleted, 15 events removed, 0 blobs pruned, marker #28"]);
+    const plan = section(out, "rewind(store, id, { toSequence: 12 }) →", /files after/).map((line) =>
+      line.trim().replace(/ +/g, " "),
+    );
+    expect(plan).toEqual([
+      "restore notes.txt",
+      "restore src/greet.ts",
+      "delete test",
+      "delete test/greet.test.ts",
+      "2 restored, 2 deleted, 15 events removed, 0 blobs pruned, marker #28",
+    ]);
     const afterRewind = section(out, "files after the rewind:", /✓|✗/).join("\n");
     expect(afterRewind).toMatch(/notes\.txt +TODO: greet people properly/);
     expect(afterRewind).toMatch(/src\/greet\.ts +export function greet\(name: string\) \{↵ {2}return "Hello, "/);
@@ -111,7 +121,9 @@ describe("examples/agent-loop.ts (npm run demo)", () => {
     const workspace = join(run.tmp, home!, "workspace");
     expect((await readdir(workspace)).sort()).toEqual(["CHANGELOG.md", "src", "test"]);
     const greet = await readFile(join(workspace, "src/greet.ts"), "utf8");
-    expect(greet).toBe('export function greet(name = "world") {\n  return "Hello, " + name;\n}\n\nexport function farewell(name: string) {\n  return "Bye, " + name;\n}\n');
+    expect(greet).toBe(
+      'export function greet(name = "world") {\n  return "Hello, " + name;\n}\n\nexport function farewell(name: string) {\n  return "Bye, " + name;\n}\n',
+    );
   });
 });
 

@@ -22,8 +22,24 @@ function event(type: string, payload: unknown): StoredEvent {
 }
 const checkpoint = (...files: FileSnapshot[]) => event("session_checkpoint", { tool: "t", workspace: "/ws", files });
 const marker = (mode: string, ...files: FileSnapshot[]) =>
-  event("session_rewind", { targetSequence: 0, mode, filesRestored: 0, filesDeleted: 0, skipped: [], changes: [], eventsRemoved: 0, blobsPruned: 0, undo: { workspace: "/ws", files } });
-const blob = (path: string, content: string, mode = 0o644): FileSnapshot => ({ path, kind: "blob", blob: sha256(content), bytes: content.length, mode });
+  event("session_rewind", {
+    targetSequence: 0,
+    mode,
+    filesRestored: 0,
+    filesDeleted: 0,
+    skipped: [],
+    changes: [],
+    eventsRemoved: 0,
+    blobsPruned: 0,
+    undo: { workspace: "/ws", files },
+  });
+const blob = (path: string, content: string, mode = 0o644): FileSnapshot => ({
+  path,
+  kind: "blob",
+  blob: sha256(content),
+  bytes: content.length,
+  mode,
+});
 
 describe("closestSnapshotPerPath", () => {
   it("keeps, per path, the first snapshot after the target and ignores newer ones", () => {
@@ -42,7 +58,10 @@ describe("closestSnapshotPerPath", () => {
   });
 
   it("keeps a skipped record as the closest: the caller reports it rather than looking further", () => {
-    const closest = closestSnapshotPerPath([checkpoint({ path: "big", kind: "skipped", reason: "too_large" }), checkpoint(blob("big", "small now"))]);
+    const closest = closestSnapshotPerPath([
+      checkpoint({ path: "big", kind: "skipped", reason: "too_large" }),
+      checkpoint(blob("big", "small now")),
+    ]);
     expect(closest.get("big")).toEqual({ path: "big", kind: "skipped", reason: "too_large" });
   });
 
@@ -69,8 +88,10 @@ describe("planFileChanges", () => {
     const store = new SessionStore({ root });
     stores.push(store);
     const { id } = await store.create({ workspace });
-    const storeBlob = (content: string) => store.withLock(id, (locked) => locked.writeBlob(sha256(content), Buffer.from(content)));
-    const plan = (wanted: FileSnapshot[]) => planFileChanges(store.backend, id, workspace, workspace, new Map(wanted.map((f) => [f.path, f])), UNDO_LIMITS);
+    const storeBlob = (content: string) =>
+      store.withLock(id, (locked) => locked.writeBlob(sha256(content), Buffer.from(content)));
+    const plan = (wanted: FileSnapshot[]) =>
+      planFileChanges(store.backend, id, workspace, workspace, new Map(wanted.map((f) => [f.path, f])), UNDO_LIMITS);
     return { base, root, workspace, store, id, storeBlob, plan };
   }
 
@@ -100,7 +121,9 @@ describe("planFileChanges", () => {
       ["mode.sh", "restore"],
     ]);
     expect(plan.changes.find((c) => c.path === "edited.txt")?.target).toEqual(blob("edited.txt", "original\n"));
-    expect([...plan.blobs.keys()].sort()).toEqual([sha256("same\n"), sha256("original\n"), sha256("#!/bin/sh\n")].sort());
+    expect([...plan.blobs.keys()].sort()).toEqual(
+      [sha256("same\n"), sha256("original\n"), sha256("#!/bin/sh\n")].sort(),
+    );
     expect(await workspaceTree(p.workspace)).toEqual(tree);
   });
 
@@ -136,10 +159,21 @@ describe("planFileChanges", () => {
     await p.storeBlob("unchanged\n");
     await p.storeBlob("old bytes\n");
 
-    const plan = await p.plan([blob("keep.txt", "unchanged\n"), blob("edit.txt", "old bytes\n"), { path: "made", kind: "absent" }]);
+    const plan = await p.plan([
+      blob("keep.txt", "unchanged\n"),
+      blob("edit.txt", "old bytes\n"),
+      { path: "made", kind: "absent" },
+    ]);
 
-    expect(plan.current.files.map((f) => `${f.path}:${f.kind}`).sort()).toEqual(["edit.txt:blob", "made/deep/file.txt:blob", "made/deep:directory", "made:directory"]);
-    expect([...plan.current.blobs.keys()].sort()).toEqual([sha256("current bytes\n"), sha256("inside a folder made after the target\n")].sort());
+    expect(plan.current.files.map((f) => `${f.path}:${f.kind}`).sort()).toEqual([
+      "edit.txt:blob",
+      "made/deep/file.txt:blob",
+      "made/deep:directory",
+      "made:directory",
+    ]);
+    expect([...plan.current.blobs.keys()].sort()).toEqual(
+      [sha256("current bytes\n"), sha256("inside a folder made after the target\n")].sort(),
+    );
   });
 
   it("a folder that is a folder already changes only if its mode differs, and is not walked", async () => {

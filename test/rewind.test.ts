@@ -2,7 +2,15 @@ import { chmod, mkdir, readFile, realpath, rename, stat, symlink, writeFile } fr
 import { renameSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, referencedBlobs, rewind, type RewindMode, type RewindPayload } from "../src/index.js";
+import {
+  CheckpointStore,
+  SessionStore,
+  isAgentTapeError,
+  referencedBlobs,
+  rewind,
+  type RewindMode,
+  type RewindPayload,
+} from "../src/index.js";
 import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, blobFile, logBytes, storyFixture } from "./helpers/rewind-story.js";
 import { put, recordsLeft, sha256, workspaceTree } from "./helpers/rewind-workspace.js";
 
@@ -20,7 +28,8 @@ async function smallSession(options: { maxFileBytes?: number } = {}) {
   stores.push(store);
   const checkpoints = new CheckpointStore(store, options);
   const { id } = await store.create({ workspace });
-  const say = async (content: string) => (await store.append(id, { type: "message", payload: { role: "user", content } })).sequence;
+  const say = async (content: string) =>
+    (await store.append(id, { type: "message", payload: { role: "user", content } })).sequence;
   return { base, root, workspace, outside, store, checkpoints, id, say };
 }
 
@@ -56,7 +65,13 @@ describe("rewinding the story of the design", () => {
     const marker = events.at(-1)!;
     expect(marker).toMatchObject({ type: "session_rewind", sequence: last + 1, sessionId: s.id });
     const payload = marker.payload as RewindPayload;
-    expect(payload).toMatchObject({ targetSequence: s.target, mode: "all", ...STORY_REPORT_FILES, eventsRemoved: STORY_EVENTS_AFTER_TARGET, blobsPruned: 0 });
+    expect(payload).toMatchObject({
+      targetSequence: s.target,
+      mode: "all",
+      ...STORY_REPORT_FILES,
+      eventsRemoved: STORY_EVENTS_AFTER_TARGET,
+      blobsPruned: 0,
+    });
     expect(payload.undo?.archive).toBe(`rewind-archive-${last + 1}`);
     // The bytes of the kept prefix are the very bytes that were there: a rewrite, not a re-serialisation.
     const prefixEnd = s.logBytesBefore.indexOf(`"sequence":${s.target},`);
@@ -81,7 +96,11 @@ describe("rewinding the story of the design", () => {
     expect(await workspaceTree(s.workspace)).toEqual(s.treeAtTarget);
     const events = await s.store.readAll(s.id);
     expect(events.slice(0, -1)).toEqual(s.eventsBefore);
-    expect(events.at(-1)).toMatchObject({ type: "session_rewind", sequence: last + 1, payload: { mode: "files", ...STORY_REPORT_FILES } });
+    expect(events.at(-1)).toMatchObject({
+      type: "session_rewind",
+      sequence: last + 1,
+      payload: { mode: "files", ...STORY_REPORT_FILES },
+    });
   });
 
   it('mode "conversation" cuts the log and leaves every file as it is', async () => {
@@ -104,26 +123,33 @@ describe("rewinding the story of the design", () => {
     expect(await workspaceTree(s.workspace)).toEqual(s.treeBefore);
     const events = await s.store.readAll(s.id);
     expect(events.slice(0, -1)).toEqual(s.eventsBefore.filter((e) => e.sequence <= s.target));
-    expect(events.at(-1)).toMatchObject({ type: "session_rewind", sequence: last + 1, payload: { mode: "conversation", eventsRemoved: STORY_EVENTS_AFTER_TARGET } });
+    expect(events.at(-1)).toMatchObject({
+      type: "session_rewind",
+      sequence: last + 1,
+      payload: { mode: "conversation", eventsRemoved: STORY_EVENTS_AFTER_TARGET },
+    });
   });
 
-  it.each<RewindMode>(["all", "files", "conversation"])('a dry run in mode "%s" reports the plan and touches no file, event, blob or record', async (mode) => {
-    const s = await story();
-    const recordsBefore = await recordsLeft(s.store, s.id);
-    const dry = await rewind(s.store, s.id, { toSequence: s.target, mode, dryRun: true });
+  it.each<RewindMode>(["all", "files", "conversation"])(
+    'a dry run in mode "%s" reports the plan and touches no file, event, blob or record',
+    async (mode) => {
+      const s = await story();
+      const recordsBefore = await recordsLeft(s.store, s.id);
+      const dry = await rewind(s.store, s.id, { toSequence: s.target, mode, dryRun: true });
 
-    expect(await workspaceTree(s.workspace)).toEqual(s.treeBefore);
-    expect((await logBytes(s.root, s.id)).equals(s.logBytesBefore)).toBe(true);
-    expect((await s.store.backend.listBlobs(s.id)).sort()).toEqual(s.blobsBefore);
-    expect(await recordsLeft(s.store, s.id)).toEqual(recordsBefore);
+      expect(await workspaceTree(s.workspace)).toEqual(s.treeBefore);
+      expect((await logBytes(s.root, s.id)).equals(s.logBytesBefore)).toBe(true);
+      expect((await s.store.backend.listBlobs(s.id)).sort()).toEqual(s.blobsBefore);
+      expect(await recordsLeft(s.store, s.id)).toEqual(recordsBefore);
 
-    // The plan is what the real rewind then does.
-    const real = await rewind(s.store, s.id, { toSequence: s.target, mode });
-    const { markerSequence, ...realWithoutMarker } = real;
-    expect(markerSequence).toBeGreaterThan(s.target);
-    expect(dry).toEqual({ ...realWithoutMarker, dryRun: true });
-    expect(dry.markerSequence).toBeUndefined();
-  });
+      // The plan is what the real rewind then does.
+      const real = await rewind(s.store, s.id, { toSequence: s.target, mode });
+      const { markerSequence, ...realWithoutMarker } = real;
+      expect(markerSequence).toBeGreaterThan(s.target);
+      expect(dry).toEqual({ ...realWithoutMarker, dryRun: true });
+      expect(dry.markerSequence).toBeUndefined();
+    },
+  );
 });
 
 describe("the closest snapshot decides", () => {
@@ -138,7 +164,9 @@ describe("the closest snapshot decides", () => {
       await writeFile(join(w.workspace, "small.txt"), "s1\n");
     });
     // A newer snapshot holds "tiny\n": restoring it would pretend to know what the file was.
-    await w.checkpoints.around(w.id, { tool: "edit", paths: ["big.bin"] }, () => writeFile(join(w.workspace, "big.bin"), "changed\n"));
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["big.bin"] }, () =>
+      writeFile(join(w.workspace, "big.bin"), "changed\n"),
+    );
 
     const report = await rewind(w.store, w.id, { toSequence: target });
 
@@ -152,11 +180,13 @@ describe("the closest snapshot decides", () => {
     expect(await readFile(join(w.workspace, "small.txt"), "utf8")).toBe("s0\n");
   });
 
-  it("a second rewind to the same target after an \"all\" rewind changes nothing: the first one's undo snapshot is not a state of the log", async () => {
+  it('a second rewind to the same target after an "all" rewind changes nothing: the first one\'s undo snapshot is not a state of the log', async () => {
     const w = await smallSession();
     await put(w.workspace, "p.txt", "at target\n");
     const target = await w.say("target");
-    await w.checkpoints.around(w.id, { tool: "edit", paths: ["p.txt"] }, () => writeFile(join(w.workspace, "p.txt"), "rewound away\n"));
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["p.txt"] }, () =>
+      writeFile(join(w.workspace, "p.txt"), "rewound away\n"),
+    );
     await rewind(w.store, w.id, { toSequence: target });
     await w.say("carry on");
 
@@ -166,16 +196,22 @@ describe("the closest snapshot decides", () => {
     expect(await readFile(join(w.workspace, "p.txt"), "utf8")).toBe("at target\n");
   });
 
-  it("after an \"all\" rewind and new edits, rewinding to an earlier target gives that target's files", async () => {
+  it('after an "all" rewind and new edits, rewinding to an earlier target gives that target\'s files', async () => {
     const w = await smallSession();
     await put(w.workspace, "p.txt", "p0\n");
     await put(w.workspace, "q.txt", "q0\n");
     const early = await w.say("early");
-    await w.checkpoints.around(w.id, { tool: "edit", paths: ["q.txt"] }, () => writeFile(join(w.workspace, "q.txt"), "q1\n"));
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["q.txt"] }, () =>
+      writeFile(join(w.workspace, "q.txt"), "q1\n"),
+    );
     const later = await w.say("later");
-    await w.checkpoints.around(w.id, { tool: "edit", paths: ["p.txt"] }, () => writeFile(join(w.workspace, "p.txt"), "p-lost\n"));
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["p.txt"] }, () =>
+      writeFile(join(w.workspace, "p.txt"), "p-lost\n"),
+    );
     await rewind(w.store, w.id, { toSequence: later });
-    await w.checkpoints.around(w.id, { tool: "edit", paths: ["p.txt"] }, () => writeFile(join(w.workspace, "p.txt"), "p2\n"));
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["p.txt"] }, () =>
+      writeFile(join(w.workspace, "p.txt"), "p2\n"),
+    );
 
     await rewind(w.store, w.id, { toSequence: early });
 
@@ -187,7 +223,9 @@ describe("the closest snapshot decides", () => {
     const w = await smallSession();
     await put(w.workspace, "p.txt", "p0\n");
     const target = await w.say("target");
-    await w.checkpoints.around(w.id, { tool: "edit", paths: ["p.txt"] }, () => writeFile(join(w.workspace, "p.txt"), "p1\n"));
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["p.txt"] }, () =>
+      writeFile(join(w.workspace, "p.txt"), "p1\n"),
+    );
     const middle = await w.say("p is p1 here");
     await rewind(w.store, w.id, { toSequence: target, mode: "files" });
     expect(await readFile(join(w.workspace, "p.txt"), "utf8")).toBe("p0\n");
@@ -236,7 +274,14 @@ describe("tampered checkpoints and swapped symlinks never reach outside the work
     const outsideChanges = report.changes.filter((c) => c.reason === "outside_workspace");
     expect(outsideChanges.map((c) => c.action)).toEqual(Array(6).fill("skip"));
     expect(outsideChanges.map((c) => c.path).sort()).toEqual(
-      ["../outside/sentinel.txt", "../outside/doomed.txt", "src/../../outside/sneaky.txt", join(s.outside, "abs.txt"), join(s.outside, "abs-doomed.txt"), ".."].sort(),
+      [
+        "../outside/sentinel.txt",
+        "../outside/doomed.txt",
+        "src/../../outside/sneaky.txt",
+        join(s.outside, "abs.txt"),
+        join(s.outside, "abs-doomed.txt"),
+        "..",
+      ].sort(),
     );
     expect(report.skipped.sort()).toEqual(outsideChanges.map((c) => c.path).sort());
     expect(await workspaceTree(s.outside)).toEqual(outsideBefore);
@@ -251,19 +296,25 @@ describe("tampered checkpoints and swapped symlinks never reach outside the work
     { what: "a symlink", record: () => ({ path: ".", kind: "symlink" as const, target: "/" }) },
     { what: "nothing", record: () => ({ path: ".", kind: "absent" as const }) },
     { what: "nothing (spelled as an empty path)", record: () => ({ path: "", kind: "absent" as const }) },
-  ])("a record that would make the workspace itself $what is skipped: the workspace stays a folder with its files", async ({ record }) => {
-    const w = await smallSession();
-    await put(w.workspace, "keep.txt", "precious\n");
-    const target = await w.say("target");
-    await w.checkpoints.capture(w.id, { tool: "read", paths: ["keep.txt"] }); // stores the blob the record names
-    await w.store.append(w.id, { type: "session_checkpoint", payload: { tool: "evil", workspace: w.workspace, files: [record(sha256("precious\n"))] } });
+  ])(
+    "a record that would make the workspace itself $what is skipped: the workspace stays a folder with its files",
+    async ({ record }) => {
+      const w = await smallSession();
+      await put(w.workspace, "keep.txt", "precious\n");
+      const target = await w.say("target");
+      await w.checkpoints.capture(w.id, { tool: "read", paths: ["keep.txt"] }); // stores the blob the record names
+      await w.store.append(w.id, {
+        type: "session_checkpoint",
+        payload: { tool: "evil", workspace: w.workspace, files: [record(sha256("precious\n"))] },
+      });
 
-    const report = await rewind(w.store, w.id, { toSequence: target });
+      const report = await rewind(w.store, w.id, { toSequence: target });
 
-    expect(report.changes).toEqual([{ path: ".", action: "skip", reason: "workspace_root" }]);
-    expect(report.skipped).toEqual(["."]);
-    expect(await workspaceTree(w.workspace)).toEqual({ "keep.txt": 'file 644 "precious\\n"' });
-  });
+      expect(report.changes).toEqual([{ path: ".", action: "skip", reason: "workspace_root" }]);
+      expect(report.skipped).toEqual(["."]);
+      expect(await workspaceTree(w.workspace)).toEqual({ "keep.txt": 'file 644 "precious\\n"' });
+    },
+  );
 
   it("a folder swapped for a symlink to the outside after capture: its paths are skipped and nothing outside is written or deleted", async () => {
     const w = await smallSession();
@@ -347,7 +398,11 @@ describe("tampered checkpoints and swapped symlinks never reach outside the work
     ];
     expect(report.changes).toEqual(expected);
     expect(report).toMatchObject({ filesRestored: 1, skipped: ["dir/a.txt"] });
-    expect((await w.store.readAll(w.id)).at(-1)!.payload).toMatchObject({ changes: expected, filesRestored: 1, skipped: ["dir/a.txt"] });
+    expect((await w.store.readAll(w.id)).at(-1)!.payload).toMatchObject({
+      changes: expected,
+      filesRestored: 1,
+      skipped: ["dir/a.txt"],
+    });
     expect(await workspaceTree(w.outside)).toEqual(outsideBefore);
     expect(await readFile(join(w.workspace, "other.txt"), "utf8")).toBe("o0\n");
   });
@@ -362,7 +417,11 @@ describe("blobs", () => {
 
     const report = await rewind(s.store, s.id, { toSequence: s.target });
 
-    expect(report.changes).toEqual(STORY_CHANGES.map((c) => (c.path === "docs/guide/old.md" ? { path: c.path, action: "skip", reason: "blob_corrupt" } : c)));
+    expect(report.changes).toEqual(
+      STORY_CHANGES.map((c) =>
+        c.path === "docs/guide/old.md" ? { path: c.path, action: "skip", reason: "blob_corrupt" } : c,
+      ),
+    );
     expect(report).toMatchObject({ skipped: ["docs/guide/old.md"], filesRestored: 7, filesDeleted: 1 });
     const { ["docs/guide/old.md"]: _restoredWouldBe, ...rest } = s.treeAtTarget;
     expect(await workspaceTree(s.workspace)).toEqual(rest); // old.md stays deleted, the rest is at the target
@@ -372,7 +431,9 @@ describe("blobs", () => {
     const w = await smallSession();
     await put(w.workspace, "a.txt", "a0\n");
     const target = await w.say("target");
-    await w.checkpoints.around(w.id, { tool: "edit", paths: ["a.txt"] }, () => writeFile(join(w.workspace, "a.txt"), "a1\n"));
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["a.txt"] }, () =>
+      writeFile(join(w.workspace, "a.txt"), "a1\n"),
+    );
     await w.store.withLock(w.id, (locked) => locked.deleteBlob(sha256("a0\n")));
 
     const report = await rewind(w.store, w.id, { toSequence: target });
@@ -393,7 +454,9 @@ describe("blobs", () => {
     expect(onDisk.has(sha256(orphan))).toBe(false);
     for (const hash of s.blobsBefore) expect(onDisk.has(hash), hash).toBe(true); // the archive holds the removed checkpoints
     const events = await s.store.readAll(s.id);
-    const archive = (await s.store.backend.readRecord(s.id, `rewind-archive-${report.markerSequence}`)) as { events: typeof events };
+    const archive = (await s.store.backend.readRecord(s.id, `rewind-archive-${report.markerSequence}`)) as {
+      events: typeof events;
+    };
     expect(onDisk).toEqual(referencedBlobs([...events, ...archive.events]));
     // Among them the blobs of the marker's undo snapshot: main.ts at v5 and the created file.
     expect(onDisk.has(sha256("v5\n"))).toBe(true);
@@ -422,7 +485,9 @@ describe("sequences", () => {
     const w = await smallSession();
     await put(w.workspace, "a.txt", "a0\n");
     const target = await w.say("target");
-    await w.checkpoints.around(w.id, { tool: "edit", paths: ["a.txt"] }, () => writeFile(join(w.workspace, "a.txt"), "a1\n"));
+    await w.checkpoints.around(w.id, { tool: "edit", paths: ["a.txt"] }, () =>
+      writeFile(join(w.workspace, "a.txt"), "a1\n"),
+    );
     const highest = await w.say("last before the rewind");
 
     const first = await rewind(w.store, w.id, { toSequence: target });
@@ -484,10 +549,16 @@ describe("bad input", () => {
     const s = await story();
     await expectCode(rewind(s.store, s.id, { toSequence: -1 }), "INVALID_ARGUMENT");
     await expectCode(rewind(s.store, s.id, { toSequence: 1.5 }), "INVALID_ARGUMENT");
-    await expectCode(rewind(s.store, s.id, { toSequence: s.target, mode: "everything" as RewindMode }), "INVALID_ARGUMENT");
+    await expectCode(
+      rewind(s.store, s.id, { toSequence: s.target, mode: "everything" as RewindMode }),
+      "INVALID_ARGUMENT",
+    );
     await expectCode(rewind(s.store, s.id, { toSequence: s.target, keepUndo: -1 }), "INVALID_ARGUMENT");
     await expectCode(rewind(s.store, "no-such-session", { toSequence: 0 }), "SESSION_NOT_FOUND");
-    await expectCode(rewind(s.store, s.id, { toSequence: s.target, workspace: join(s.workspace, "no-such-folder") }), "INVALID_ARGUMENT");
+    await expectCode(
+      rewind(s.store, s.id, { toSequence: s.target, workspace: join(s.workspace, "no-such-folder") }),
+      "INVALID_ARGUMENT",
+    );
     expect((await logBytes(s.root, s.id)).equals(s.logBytesBefore)).toBe(true);
     expect(await workspaceTree(s.workspace)).toEqual(s.treeBefore);
   });
@@ -500,6 +571,8 @@ describe("bad input", () => {
     const target = (await store.append(id, { type: "message", payload: { role: "user", content: "a" } })).sequence;
     await store.append(id, { type: "message", payload: { role: "user", content: "b" } });
     await expectCode(rewind(store, id, { toSequence: target }), "INVALID_ARGUMENT");
-    await expect(rewind(store, id, { toSequence: target, mode: "conversation" })).resolves.toMatchObject({ eventsRemoved: 1 });
+    await expect(rewind(store, id, { toSequence: target, mode: "conversation" })).resolves.toMatchObject({
+      eventsRemoved: 1,
+    });
   });
 });

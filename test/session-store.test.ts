@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { SessionStore, isAgentTapeError, type SessionStoreOptions, type StoredEvent } from "../src/index.js";
-import type { EventSchemas } from "../src/events.js";
+import type { EventSchemas } from "../src/core/events.js";
 import { TempRoots } from "./helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -14,7 +14,9 @@ afterEach(async () => {
   await temps.removeAll();
 });
 
-async function openStore<E extends EventSchemas = {}>(options: Partial<SessionStoreOptions<E>> = {}): Promise<{ store: SessionStore<E>; root: string }> {
+async function openStore<E extends EventSchemas = {}>(
+  options: Partial<SessionStoreOptions<E>> = {},
+): Promise<{ store: SessionStore<E>; root: string }> {
   const root = options.root ?? (await temps.make());
   const store = new SessionStore<E>({ ...options, root });
   stores.push(store as unknown as SessionStore<EventSchemas>);
@@ -138,37 +140,48 @@ describe("append", () => {
   it("keeps fields a built-in schema does not name (provider extras)", async () => {
     const { store } = await openStore();
     const { id } = await store.create();
-    const event = await store.append(id, { type: "message", payload: { role: "assistant", content: "ok", providerMeta: { a: 1 } } });
+    const event = await store.append(id, {
+      type: "message",
+      payload: { role: "assistant", content: "ok", providerMeta: { a: 1 } },
+    });
     expect((await store.readAll(id))[0]?.payload).toEqual({ role: "assistant", content: "ok", providerMeta: { a: 1 } });
     expect(event.payload).toEqual({ role: "assistant", content: "ok", providerMeta: { a: 1 } });
   });
 
-  it.each(["fsync", "batch", "none"] as const)("gives concurrent appends distinct sequences in call order (durability %s)", async (durability) => {
-    const { store } = await openStore({ durability });
-    const { id } = await store.create();
-    const written = await Promise.all(Array.from({ length: 40 }, (_, i) => store.append(id, say(`c${i}`))));
-    expect(written.map((e) => e.sequence)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
-    const read = await store.readAll(id);
-    expect(read.map((e) => (e.payload as { content: string }).content)).toEqual(Array.from({ length: 40 }, (_, i) => `c${i}`));
-  });
+  it.each(["fsync", "batch", "none"] as const)(
+    "gives concurrent appends distinct sequences in call order (durability %s)",
+    async (durability) => {
+      const { store } = await openStore({ durability });
+      const { id } = await store.create();
+      const written = await Promise.all(Array.from({ length: 40 }, (_, i) => store.append(id, say(`c${i}`))));
+      expect(written.map((e) => e.sequence)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+      const read = await store.readAll(id);
+      expect(read.map((e) => (e.payload as { content: string }).content)).toEqual(
+        Array.from({ length: 40 }, (_, i) => `c${i}`),
+      );
+    },
+  );
 });
 
 describe("call order", () => {
-  it.each(["fsync", "batch", "none"] as const)("is kept by appends, batches and locked work issued without waiting (durability %s)", async (durability) => {
-    const { store } = await openStore({ durability });
-    const { id } = await store.create();
-    const order: string[] = [];
-    const calls = [
-      store.append(id, say("first")),
-      store.appendMany(id, [say("second"), say("third")]),
-      store.append(id, say("fourth")),
-      store.withLock(id, async (locked) => store.appendLocked(locked, [store.toEvent(id, say("fifth"))])),
-      store.append(id, say("sixth")),
-    ];
-    await Promise.all(calls);
-    for (const e of await store.readAll(id)) order.push((e.payload as { content: string }).content);
-    expect(order).toEqual(["first", "second", "third", "fourth", "fifth", "sixth"]);
-  });
+  it.each(["fsync", "batch", "none"] as const)(
+    "is kept by appends, batches and locked work issued without waiting (durability %s)",
+    async (durability) => {
+      const { store } = await openStore({ durability });
+      const { id } = await store.create();
+      const order: string[] = [];
+      const calls = [
+        store.append(id, say("first")),
+        store.appendMany(id, [say("second"), say("third")]),
+        store.append(id, say("fourth")),
+        store.withLock(id, async (locked) => store.appendLocked(locked, [store.toEvent(id, say("fifth"))])),
+        store.append(id, say("sixth")),
+      ];
+      await Promise.all(calls);
+      for (const e of await store.readAll(id)) order.push((e.payload as { content: string }).content);
+      expect(order).toEqual(["first", "second", "third", "fourth", "fifth", "sixth"]);
+    },
+  );
 });
 
 describe("appendMany", () => {
@@ -252,7 +265,10 @@ describe("read", () => {
     // No lease fd: the store must not keep the log open between operations for this count to be exact.
     const { store, root } = await openStore({ lockIdleMs: 0 });
     const { id } = await store.create();
-    await store.appendMany(id, Array.from({ length: 50 }, (_, i) => say(`m${i}`)));
+    await store.appendMany(
+      id,
+      Array.from({ length: 50 }, (_, i) => say(`m${i}`)),
+    );
     const log = join(root, id, "events.jsonl");
     const openLogs = async () => {
       let n = 0;
@@ -277,10 +293,15 @@ describe("read", () => {
     const { store } = await openStore();
     const { id } = await store.create();
     // Over several read chunks, so the calls race across refills too.
-    await store.appendMany(id, Array.from({ length: 600 }, (_, i) => say(`m${i} ${"x".repeat(300)}`)));
+    await store.appendMany(
+      id,
+      Array.from({ length: 600 }, (_, i) => say(`m${i} ${"x".repeat(300)}`)),
+    );
     const stream = store.read(id);
     const results = await Promise.all(Array.from({ length: 602 }, () => stream.next()));
-    expect(results.slice(0, 600).map((r) => (r.done ? "done" : r.value.sequence))).toEqual(Array.from({ length: 600 }, (_, i) => i + 1));
+    expect(results.slice(0, 600).map((r) => (r.done ? "done" : r.value.sequence))).toEqual(
+      Array.from({ length: 600 }, (_, i) => i + 1),
+    );
     expect(results.slice(600).every((r) => r.done)).toBe(true);
   });
 
@@ -288,7 +309,9 @@ describe("read", () => {
     const { store } = await openStore({ durability: "none" });
     const { id } = await store.create();
     // ~300-byte lines against 64 KB chunks, plus a few lines larger than a chunk.
-    const inputs = Array.from({ length: 3000 }, (_, i) => say(i % 997 === 0 ? "é".repeat(70_000) : `line ${i} ${"x".repeat(200)}`));
+    const inputs = Array.from({ length: 3000 }, (_, i) =>
+      say(i % 997 === 0 ? "é".repeat(70_000) : `line ${i} ${"x".repeat(200)}`),
+    );
     for (let i = 0; i < inputs.length; i += 500) await store.appendMany(id, inputs.slice(i, i + 500));
     let expected = 1;
     for await (const e of store.read(id)) {
@@ -339,7 +362,12 @@ describe("fold", () => {
     await appendMessages(store, id, 4);
     const order = await store.fold(id, (seen: number[], e) => [...seen, e.sequence], []);
     expect(order).toEqual([1, 2, 3, 4]);
-    const words = await store.fold(id, (text: string, e) => text + (e.payload as { content: string }).content.slice(-1), "", { fromSequence: 3 });
+    const words = await store.fold(
+      id,
+      (text: string, e) => text + (e.payload as { content: string }).content.slice(-1),
+      "",
+      { fromSequence: 3 },
+    );
     expect(words).toBe("34");
   });
 });
@@ -371,8 +399,20 @@ describe("conversation", () => {
           content: "looking",
           sequence: 2,
           toolCalls: [
-            { callId: "t1", name: "ls", input: { dir: "." }, sequence: 3, result: { output: ["a", "b"], isError: false, sequence: 5 } },
-            { callId: "t2", name: "cat", input: { file: "a" }, sequence: 4, result: { output: "boom", isError: true, sequence: 7 } },
+            {
+              callId: "t1",
+              name: "ls",
+              input: { dir: "." },
+              sequence: 3,
+              result: { output: ["a", "b"], isError: false, sequence: 5 },
+            },
+            {
+              callId: "t2",
+              name: "cat",
+              input: { file: "a" },
+              sequence: 4,
+              result: { output: "boom", isError: true, sequence: 7 },
+            },
           ],
         },
       ],
@@ -405,10 +445,21 @@ describe("fork", () => {
     const parent = await store.create({ title: "parent", workspace: "/tmp/ws" });
     const written = await appendMessages(store, parent.id, 5);
     const fork = await store.fork(parent.id, { atSequence: 3, id: "the-fork" });
-    expect(fork).toMatchObject({ id: "the-fork", title: "parent", workspace: "/tmp/ws", parent: { id: parent.id, atSequence: 3 }, lastSequence: 4 });
+    expect(fork).toMatchObject({
+      id: "the-fork",
+      title: "parent",
+      workspace: "/tmp/ws",
+      parent: { id: parent.id, atSequence: 3 },
+      lastSequence: 4,
+    });
     const events = await store.readAll("the-fork");
     expect(events.slice(0, 3)).toEqual(written.slice(0, 3).map((e) => ({ ...e, sessionId: "the-fork" })));
-    expect(events[3]).toMatchObject({ sequence: 4, sessionId: "the-fork", type: "session_fork", payload: { parentId: parent.id, atSequence: 3 } });
+    expect(events[3]).toMatchObject({
+      sequence: 4,
+      sessionId: "the-fork",
+      type: "session_fork",
+      payload: { parentId: parent.id, atSequence: 3 },
+    });
     expect(events).toHaveLength(4);
     expect(await store.get("the-fork")).toEqual(fork);
     // The parent is untouched, and both go on independently.
@@ -438,7 +489,10 @@ describe("fork", () => {
   it("brings the blobs its copied checkpoints refer to, and only those", async () => {
     const { store } = await openStore();
     const parent = await store.create({ workspace: "/ws" });
-    const blob = (text: string) => ({ bytes: Buffer.from(text), hash: createHash("sha256").update(text).digest("hex") });
+    const blob = (text: string) => ({
+      bytes: Buffer.from(text),
+      hash: createHash("sha256").update(text).digest("hex"),
+    });
     const early = blob("before the first edit");
     const late = blob("before the second edit");
     await store.withLock(parent.id, async (locked) => {
@@ -447,7 +501,11 @@ describe("fork", () => {
     });
     const checkpoint = (b: { hash: string; bytes: Buffer }) => ({
       type: "session_checkpoint" as const,
-      payload: { tool: "edit", workspace: "/ws", files: [{ path: "a.ts", kind: "blob" as const, blob: b.hash, bytes: b.bytes.length, mode: 0o644 }] },
+      payload: {
+        tool: "edit",
+        workspace: "/ws",
+        files: [{ path: "a.ts", kind: "blob" as const, blob: b.hash, bytes: b.bytes.length, mode: 0o644 }],
+      },
     });
     await store.append(parent.id, checkpoint(early));
     await store.append(parent.id, say("edited"));
@@ -576,9 +634,13 @@ describe("custom event types", () => {
     expect(note.payload).toBe("remember this");
     const read = await store.readAll(id, { types: ["plan_step", "note"] });
     expect(read.map((e) => e.payload)).toEqual([{ step: 1, done: false }, "remember this"]);
-    await expect(store.append(id, { type: "plan_step", payload: { step: 1.5 } })).rejects.toSatisfy((e) => isAgentTapeError(e, "INVALID_EVENT"));
+    await expect(store.append(id, { type: "plan_step", payload: { step: 1.5 } })).rejects.toSatisfy((e) =>
+      isAgentTapeError(e, "INVALID_EVENT"),
+    );
     // @ts-expect-error: append is typed by the registered schemas
-    await expect(store.append(id, { type: "plan_step", payload: { stage: 1 } })).rejects.toSatisfy((e) => isAgentTapeError(e, "INVALID_EVENT"));
+    await expect(store.append(id, { type: "plan_step", payload: { stage: 1 } })).rejects.toSatisfy((e) =>
+      isAgentTapeError(e, "INVALID_EVENT"),
+    );
   });
 
   it("cannot take a built-in type's name", async () => {
@@ -596,8 +658,14 @@ describe("event types found on disk that this store does not know", () => {
     const { id } = await store.create();
     await store.append(id, say("known"));
     // A newer version of the app, with a type this one has never heard of, writes to the same session.
-    const { store: newer } = await openStore({ root, events: { from_a_newer_version: z.object({ whatever: z.array(z.unknown()) }) } });
-    const future = await newer.append(id, { type: "from_a_newer_version", payload: { whatever: [1, { nested: true }] } });
+    const { store: newer } = await openStore({
+      root,
+      events: { from_a_newer_version: z.object({ whatever: z.array(z.unknown()) }) },
+    });
+    const future = await newer.append(id, {
+      type: "from_a_newer_version",
+      payload: { whatever: [1, { nested: true }] },
+    });
     await newer.close();
     const events = await store.readAll(id);
     expect(events[1]).toEqual(future);

@@ -3,9 +3,9 @@ import { createHash } from "node:crypto";
 import { chmod, mkdir, realpath, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { FileSnapshot } from "../src/events.js";
-import { forEachLimited } from "../src/limited.js";
-import { snapshotPaths, type SnapshotLimits } from "../src/snapshot.js";
+import type { FileSnapshot } from "../src/core/events.js";
+import { forEachLimited } from "../src/core/bounded-concurrency.js";
+import { snapshotPaths, type SnapshotLimits } from "../src/checkpoint/snapshot.js";
 import { TempRoots } from "./helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -22,7 +22,12 @@ beforeEach(async () => {
   await writeFile(join(outside, "secret.txt"), "OUTSIDE SECRET");
 });
 
-const roomy: SnapshotLimits = { maxFileBytes: 1024 * 1024, maxDirectoryEntries: 1000, maxDirectoryBytes: 10 * 1024 * 1024, concurrency: 4 };
+const roomy: SnapshotLimits = {
+  maxFileBytes: 1024 * 1024,
+  maxDirectoryEntries: 1000,
+  maxDirectoryBytes: 10 * 1024 * 1024,
+  concurrency: 4,
+};
 
 function snapshot(paths: readonly string[], limits: Partial<SnapshotLimits> = {}) {
   return snapshotPaths(workspace, workspace, paths, { ...roomy, ...limits });
@@ -143,7 +148,9 @@ describe("skipped, with the reason", () => {
       "out/secret.txt",
       "out/not-there.txt",
     ]);
-    expect(files.map((f) => [f.kind, f.kind === "skipped" && f.reason])).toEqual(Array(5).fill(["skipped", "outside_workspace"]));
+    expect(files.map((f) => [f.kind, f.kind === "skipped" && f.reason])).toEqual(
+      Array(5).fill(["skipped", "outside_workspace"]),
+    );
     expect(blobs.size).toBe(0);
   });
 
@@ -153,7 +160,13 @@ describe("skipped, with the reason", () => {
     expect(files[0]).toMatchObject({ path: "many", kind: "skipped", reason: "over_budget" });
     // Entries are walked in name order, so the first three are the ones kept.
     expect(files.slice(1)).toEqual(
-      ["a", "b", "c"].map((n) => ({ path: `many/${n}.txt`, kind: "blob", blob: sha256(`file ${n}`), bytes: 6, mode: 0o644 })),
+      ["a", "b", "c"].map((n) => ({
+        path: `many/${n}.txt`,
+        kind: "blob",
+        blob: sha256(`file ${n}`),
+        bytes: 6,
+        mode: 0o644,
+      })),
     );
     expect(blobs.size).toBe(3);
   });
@@ -188,13 +201,29 @@ describe("folders", () => {
     await symlink("index.ts", join(workspace, "pkg", "alias.ts"));
     const files = byPath((await snapshot(["pkg"])).files);
     expect(Object.keys(files).sort()).toEqual(
-      ["pkg", "pkg/alias.ts", "pkg/empty", "pkg/empty/nested-empty", "pkg/index.ts", "pkg/lib", "pkg/lib/deeper", "pkg/lib/deeper/x.sh", "pkg/lib/util.ts"].sort(),
+      [
+        "pkg",
+        "pkg/alias.ts",
+        "pkg/empty",
+        "pkg/empty/nested-empty",
+        "pkg/index.ts",
+        "pkg/lib",
+        "pkg/lib/deeper",
+        "pkg/lib/deeper/x.sh",
+        "pkg/lib/util.ts",
+      ].sort(),
     );
     expect(files["pkg"]).toMatchObject({ kind: "directory" });
     expect(files["pkg/empty"]).toMatchObject({ kind: "directory" });
     expect(files["pkg/empty/nested-empty"]).toMatchObject({ kind: "directory" });
     expect(files["pkg/alias.ts"]).toEqual({ path: "pkg/alias.ts", kind: "symlink", target: "index.ts" });
-    expect(files["pkg/index.ts"]).toEqual({ path: "pkg/index.ts", kind: "blob", blob: sha256("export {}"), bytes: 9, mode: 0o644 });
+    expect(files["pkg/index.ts"]).toEqual({
+      path: "pkg/index.ts",
+      kind: "blob",
+      blob: sha256("export {}"),
+      bytes: 9,
+      mode: 0o644,
+    });
     expect(files["pkg/lib/util.ts"]).toMatchObject({ kind: "blob", mode: 0o600 });
     expect(files["pkg/lib/deeper/x.sh"]).toMatchObject({ kind: "blob", mode: 0o755 });
   });

@@ -40,17 +40,34 @@ async function logLines(log: string): Promise<string[]> {
 describe("the envelope on disk", () => {
   it("is one line per event with the documented field order and the payload's keys sorted", async () => {
     const { store, log, id } = await sessionWithEvents(0);
-    const event = await store.append(id, { type: "message", payload: { role: "user", content: "hi", zeta: 1, alpha: { b: 2, a: 1 } } });
+    const event = await store.append(id, {
+      type: "message",
+      payload: { role: "user", content: "hi", zeta: 1, alpha: { b: 2, a: 1 } },
+    });
     expect(await readFile(log, "utf8")).toBe(
       `{"v":1,"id":"${event.id}","sessionId":"${id}","sequence":1,"type":"message","createdAt":"${event.createdAt}",` +
         `"payload":{"alpha":{"a":1,"b":2},"content":"hi","role":"user","zeta":1}}\n`,
     );
-    expect(Object.keys(JSON.parse((await logLines(log))[0]!))).toEqual(["v", "id", "sessionId", "sequence", "type", "createdAt", "payload"]);
+    expect(Object.keys(JSON.parse((await logLines(log))[0]!))).toEqual([
+      "v",
+      "id",
+      "sessionId",
+      "sequence",
+      "type",
+      "createdAt",
+      "payload",
+    ]);
   });
 
   it("keeps newlines and other characters inside a payload from breaking the one-line-per-event rule", async () => {
     const { store, log, id } = await sessionWithEvents(0);
-    const awkward = ["two\nlines", "carriage\r\nreturn", "tab\tand \u2028 separator", "emoji 🎞️ and 中文", '{"looks":"like json"}\n'];
+    const awkward = [
+      "two\nlines",
+      "carriage\r\nreturn",
+      "tab\tand \u2028 separator",
+      "emoji 🎞️ and 中文",
+      '{"looks":"like json"}\n',
+    ];
     for (const content of awkward) await store.append(id, say(content));
     const lines = await logLines(log);
     expect(lines).toHaveLength(awkward.length);
@@ -64,9 +81,14 @@ describe("a torn last line (a crash mid-append)", () => {
     ["a half-written event", Buffer.from('{"v":1,"id":"01TORN","sessionId":"s","sequ')],
     [
       "a complete event missing only its newline",
-      Buffer.from('{"v":1,"id":"01TORN","sessionId":"s","sequence":4,"type":"message","createdAt":"2026-01-01T00:00:00.000Z","payload":{}}'),
+      Buffer.from(
+        '{"v":1,"id":"01TORN","sessionId":"s","sequence":4,"type":"message","createdAt":"2026-01-01T00:00:00.000Z","payload":{}}',
+      ),
     ],
-    ["a multi-byte character cut in half", Buffer.concat([Buffer.from('{"v":1,"payload":"caf'), Buffer.from("é").subarray(0, 1)])],
+    [
+      "a multi-byte character cut in half",
+      Buffer.concat([Buffer.from('{"v":1,"payload":"caf'), Buffer.from("é").subarray(0, 1)]),
+    ],
     ["a fragment longer than one 64 KB read", Buffer.from('{"v":1,"payload":"' + "x".repeat(200_000))],
   ];
 
@@ -129,17 +151,26 @@ describe("sequences", () => {
   it("come from the log, not from session.json", async () => {
     const { root, id, store } = await sessionWithEvents(3);
     // The metadata file is derived: damaging or removing it changes nothing about numbering.
-    await writeFile(join(root, id, "session.json"), JSON.stringify({ id, createdAt: new Date(0).toISOString(), lastSequence: 99 }));
+    await writeFile(
+      join(root, id, "session.json"),
+      JSON.stringify({ id, createdAt: new Date(0).toISOString(), lastSequence: 99 }),
+    );
     expect((await store.append(id, say("next"))).sequence).toBe(4);
     expect((await store.get(id))?.lastSequence).toBe(4);
   });
 
   it("are never handed out twice to stores taking turns on one session", async () => {
     const root = await temps.make();
-    const stores = await Promise.all([openStore({ root }), openStore({ root, lockIdleMs: 5 }), openStore({ root, durability: "batch" })]);
+    const stores = await Promise.all([
+      openStore({ root }),
+      openStore({ root, lockIdleMs: 5 }),
+      openStore({ root, durability: "batch" }),
+    ]);
     const { id } = await stores[0]!.store.create();
     const written = await Promise.all(
-      stores.flatMap(({ store }, s) => Array.from({ length: 30 }, (_, i) => store.append(id, say(`store ${s} event ${i}`)))),
+      stores.flatMap(({ store }, s) =>
+        Array.from({ length: 30 }, (_, i) => store.append(id, say(`store ${s} event ${i}`))),
+      ),
     );
     const sequences = written.map((e) => e.sequence).sort((a, b) => a - b);
     expect(sequences).toEqual(Array.from({ length: 90 }, (_, i) => i + 1));
@@ -147,7 +178,9 @@ describe("sequences", () => {
     expect(onDisk.map((e) => e.sequence)).toEqual(sequences);
     // Each store's own events stay in the order it appended them.
     for (let s = 0; s < 3; s++) {
-      const mine = onDisk.map((e) => (e.payload as { content: string }).content).filter((c) => c.startsWith(`store ${s} `));
+      const mine = onDisk
+        .map((e) => (e.payload as { content: string }).content)
+        .filter((c) => c.startsWith(`store ${s} `));
       expect(mine).toEqual(Array.from({ length: 30 }, (_, i) => `store ${s} event ${i}`));
     }
   });

@@ -2,7 +2,17 @@ import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, foldConversation, isAgentTapeError, rewind, undoRewind, type Conversation, type RewindMode, type RewindPayload } from "../src/index.js";
+import {
+  CheckpointStore,
+  SessionStore,
+  foldConversation,
+  isAgentTapeError,
+  rewind,
+  undoRewind,
+  type Conversation,
+  type RewindMode,
+  type RewindPayload,
+} from "../src/index.js";
 import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, logBytes, storyFixture } from "./helpers/rewind-story.js";
 import { put, recordsLeft, workspaceTree } from "./helpers/rewind-workspace.js";
 
@@ -72,8 +82,11 @@ describe("undoRewind puts back what the last rewind changed", () => {
       changes: STORY_UNDO_CHANGES,
     });
     // The conversation reads as it did before the rewind.
-    const said = (c: Conversation) => c.messages.map((m) => [m.role, m.content, m.toolCalls.map((t) => t.result?.output)]);
-    expect(said(await s.store.conversation(s.id))).toEqual(said(s.eventsBefore.reduce(foldConversation, { messages: [], lastSequence: 0 } as Conversation)));
+    const said = (c: Conversation) =>
+      c.messages.map((m) => [m.role, m.content, m.toolCalls.map((t) => t.result?.output)]);
+    expect(said(await s.store.conversation(s.id))).toEqual(
+      said(s.eventsBefore.reduce(foldConversation, { messages: [], lastSequence: 0 } as Conversation)),
+    );
     // Its archive has served its purpose.
     expect(await recordsLeft(s.store, s.id)).toEqual([]);
   });
@@ -84,7 +97,13 @@ describe("undoRewind puts back what the last rewind changed", () => {
     const report = await undoRewind(s.store, s.id);
 
     expect(await workspaceTree(s.workspace)).toEqual(s.treeBefore);
-    expect(report).toMatchObject({ mode: "files", changes: STORY_UNDO_CHANGES, eventsRestored: 0, undoneMarker: markerSequence, markerSequence: markerSequence! + 1 });
+    expect(report).toMatchObject({
+      mode: "files",
+      changes: STORY_UNDO_CHANGES,
+      eventsRestored: 0,
+      undoneMarker: markerSequence,
+      markerSequence: markerSequence! + 1,
+    });
     const events = await s.store.readAll(s.id);
     expect(events.slice(0, -2)).toEqual(s.eventsBefore);
     expect(events.at(-1)!.payload).toMatchObject({ undoOf: markerSequence, reappendedFrom: [] });
@@ -173,10 +192,15 @@ describe("after an undo", () => {
 
   it("rewinding to a re-appended event gives the files as they were at the original event", async () => {
     const s = await story();
-    const thirdEdit = s.eventsBefore.find((e) => e.type === "tool_result" && (e.payload as { callId: string }).callId === "edit-3")!;
+    const thirdEdit = s.eventsBefore.find(
+      (e) => e.type === "tool_result" && (e.payload as { callId: string }).callId === "edit-3",
+    )!;
     const { markerSequence } = await rewind(s.store, s.id, { toSequence: s.target });
     await undoRewind(s.store, s.id);
-    const reappendedAt = markerSequence! + 1 + s.eventsBefore.filter((e) => e.sequence > s.target && e.sequence < thirdEdit.sequence).length;
+    const reappendedAt =
+      markerSequence! +
+      1 +
+      s.eventsBefore.filter((e) => e.sequence > s.target && e.sequence < thirdEdit.sequence).length;
     expect((await s.store.readAll(s.id)).find((e) => e.sequence === reappendedAt)?.payload).toEqual(thirdEdit.payload);
 
     await rewind(s.store, s.id, { toSequence: reappendedAt });
@@ -233,14 +257,17 @@ describe("NOTHING_TO_UNDO", () => {
     expect((await logBytes(s.root, s.id)).equals(log)).toBe(true);
   });
 
-  it.each<RewindMode>(["all", "files"])('for a "%s" rewind made with keepUndo: 0, which keeps nothing to undo with', async (mode) => {
-    const s = await story();
-    await rewind(s.store, s.id, { toSequence: s.target, mode, keepUndo: 0 });
-    const tree = await workspaceTree(s.workspace);
-    await expectNothingToUndo(undoRewind(s.store, s.id), /keepUndo: 0/);
-    expect(await workspaceTree(s.workspace)).toEqual(tree);
-    expect(await recordsLeft(s.store, s.id)).toEqual([]);
-  });
+  it.each<RewindMode>(["all", "files"])(
+    'for a "%s" rewind made with keepUndo: 0, which keeps nothing to undo with',
+    async (mode) => {
+      const s = await story();
+      await rewind(s.store, s.id, { toSequence: s.target, mode, keepUndo: 0 });
+      const tree = await workspaceTree(s.workspace);
+      await expectNothingToUndo(undoRewind(s.store, s.id), /keepUndo: 0/);
+      expect(await workspaceTree(s.workspace)).toEqual(tree);
+      expect(await recordsLeft(s.store, s.id)).toEqual([]);
+    },
+  );
 
   it("when the removed events are no longer kept", async () => {
     const s = await story();
@@ -255,7 +282,10 @@ describe("keepUndo", () => {
     const w = await smallSessionWithMessages(6);
     const first = await rewind(w.store, w.id, { toSequence: 5 });
     const second = await rewind(w.store, w.id, { toSequence: 3, keepUndo: 2 });
-    expect((await recordsLeft(w.store, w.id)).sort()).toEqual([`rewind-archive-${first.markerSequence}`, `rewind-archive-${second.markerSequence}`]);
+    expect((await recordsLeft(w.store, w.id)).sort()).toEqual([
+      `rewind-archive-${first.markerSequence}`,
+      `rewind-archive-${second.markerSequence}`,
+    ]);
     const third = await rewind(w.store, w.id, { toSequence: 2 });
     expect(await recordsLeft(w.store, w.id)).toEqual([`rewind-archive-${third.markerSequence}`]);
     const marker = (await w.store.readAll(w.id)).at(-1)!.payload as RewindPayload;
@@ -268,6 +298,7 @@ async function smallSessionWithMessages(count: number) {
   const store = new SessionStore({ root: base });
   stores.push(store);
   const { id } = await store.create({ workspace: base });
-  for (let i = 1; i <= count; i++) await store.append(id, { type: "message", payload: { role: "user", content: `m${i}` } });
+  for (let i = 1; i <= count; i++)
+    await store.append(id, { type: "message", payload: { role: "user", content: `m${i}` } });
   return { store, id };
 }

@@ -1,7 +1,7 @@
 import { mkdir, realpath, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { confine, isInside, toPortable } from "../src/workspace-path.js";
+import { confine, isInside, toPortable } from "../src/checkpoint/confine.js";
 import { TempRoots } from "./helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -22,7 +22,11 @@ beforeEach(async () => {
 
 describe("confine: paths that stay inside", () => {
   it("normalises ./, doubled slashes and trailing slashes to a /-separated relative path", async () => {
-    expect(await confine(workspace, "./src//a.ts")).toEqual({ inside: true, path: "src/a.ts", absolute: join(workspace, "src", "a.ts") });
+    expect(await confine(workspace, "./src//a.ts")).toEqual({
+      inside: true,
+      path: "src/a.ts",
+      absolute: join(workspace, "src", "a.ts"),
+    });
     expect(await confine(workspace, "src/deep/")).toMatchObject({ inside: true, path: "src/deep" });
     expect(await confine(workspace, "src/deep/../a.ts")).toMatchObject({ inside: true, path: "src/a.ts" });
   });
@@ -37,7 +41,10 @@ describe("confine: paths that stay inside", () => {
   });
 
   it("accepts a path that does not exist yet, parents included", async () => {
-    expect(await confine(workspace, "new/folder/file.txt")).toMatchObject({ inside: true, path: "new/folder/file.txt" });
+    expect(await confine(workspace, "new/folder/file.txt")).toMatchObject({
+      inside: true,
+      path: "new/folder/file.txt",
+    });
   });
 
   it("goes through a symlinked parent that points inside the workspace", async () => {
@@ -47,14 +54,21 @@ describe("confine: paths that stay inside", () => {
 
   it("leaves a symlink in the last place alone, even one pointing outside: it is the thing recorded", async () => {
     await symlink(outside, join(workspace, "escape"));
-    expect(await confine(workspace, "escape")).toEqual({ inside: true, path: "escape", absolute: join(workspace, "escape") });
+    expect(await confine(workspace, "escape")).toEqual({
+      inside: true,
+      path: "escape",
+      absolute: join(workspace, "escape"),
+    });
   });
 
   it("accepts absolute paths spelled through a symlinked workspace as well as through its real path", async () => {
     const link = join(workspace, "..", "ws-link");
     await symlink(workspace, link);
     expect(await confine(workspace, join(link, "src", "a.ts"), link)).toMatchObject({ inside: true, path: "src/a.ts" });
-    expect(await confine(workspace, join(workspace, "src", "a.ts"), link)).toMatchObject({ inside: true, path: "src/a.ts" });
+    expect(await confine(workspace, join(workspace, "src", "a.ts"), link)).toMatchObject({
+      inside: true,
+      path: "src/a.ts",
+    });
     expect(await confine(workspace, "src/a.ts", link)).toMatchObject({ inside: true, path: "src/a.ts" });
   });
 
@@ -64,7 +78,10 @@ describe("confine: paths that stay inside", () => {
 
   it("keeps a path under a name too long for the filesystem inside, so reading it fails honestly (ENAMETOOLONG)", async () => {
     const tooLong = "n".repeat(300);
-    expect(await confine(workspace, `${tooLong}/file.txt`)).toMatchObject({ inside: true, path: `${tooLong}/file.txt` });
+    expect(await confine(workspace, `${tooLong}/file.txt`)).toMatchObject({
+      inside: true,
+      path: `${tooLong}/file.txt`,
+    });
   });
 });
 

@@ -1,4 +1,4 @@
-import type { StoredEvent } from "../events.js";
+import type { StoredEvent } from "../core/events.js";
 
 /**
  * The storage seam. A backend keeps three things per session — an event log, a blob store and

@@ -1,5 +1,5 @@
-import { isAgentTapeError } from "../errors.js";
-import type { SessionStore } from "../session-store.js";
+import { isAgentTapeError } from "../core/errors.js";
+import type { SessionStore } from "../session/session-store.js";
 import type { Progress, Style, TextSink } from "./output.js";
 
 /** The options of one verb, in `util.parseArgs` form. */
@@ -71,7 +71,8 @@ export function requireSessionId(command: string, args: ParsedArgs): string {
 /** An optional single session id: absent means every session. */
 export function optionalSessionId(command: string, args: ParsedArgs): string | undefined {
   const [id, ...extra] = args.positionals;
-  if (extra.length > 0) throw new UsageError(`Unexpected argument "${extra[0]}": give one session id or none.`, command);
+  if (extra.length > 0)
+    throw new UsageError(`Unexpected argument "${extra[0]}": give one session id or none.`, command);
   return id;
 }
 
@@ -97,5 +98,8 @@ export function sequenceOption(command: string, args: ParsedArgs, name: string):
 export function errorSummary(error: unknown): { code: string; message: string } {
   if (isAgentTapeError(error)) return { code: error.code, message: error.message };
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  return { code: typeof code === "string" ? code : "ERROR", message: error instanceof Error ? error.message : String(error) };
+  return {
+    code: typeof code === "string" ? code : "ERROR",
+    message: error instanceof Error ? error.message : String(error),
+  };
 }

@@ -10,7 +10,7 @@ import type {
   ToolCallPayload,
   ToolResultPayload,
   UsagePayload,
-} from "../events.js";
+} from "../core/events.js";
 import { oneLine, plural } from "./output.js";
 
 /**
@@ -47,7 +47,11 @@ function describe(event: StoredEvent): string {
     }
     case "usage": {
       const u = p as UsagePayload;
-      const parts = [u.model, u.inputTokens !== undefined ? `in ${u.inputTokens}` : undefined, u.outputTokens !== undefined ? `out ${u.outputTokens}` : undefined];
+      const parts = [
+        u.model,
+        u.inputTokens !== undefined ? `in ${u.inputTokens}` : undefined,
+        u.outputTokens !== undefined ? `out ${u.outputTokens}` : undefined,
+      ];
       if (u.costUsd !== undefined) parts.push(`$${u.costUsd.toFixed(4)}`);
       return parts.filter((x) => x !== undefined).join(", ");
     }
@@ -62,13 +66,16 @@ function describe(event: StoredEvent): string {
     case "session_checkpoint": {
       const c = p as CheckpointPayload;
       const files = c.files ?? [];
-      const names = files.map((f) => (f.kind === "absent" ? `${f.path} (new)` : f.kind === "skipped" ? `${f.path} (skipped: ${f.reason})` : f.path));
+      const names = files.map((f) =>
+        f.kind === "absent" ? `${f.path} (new)` : f.kind === "skipped" ? `${f.path} (skipped: ${f.reason})` : f.path,
+      );
       return `before ${c.tool}: ${plural(files.length, "file")}${names.length ? ` — ${names.join(", ")}` : ""}`;
     }
     case "session_rewind": {
       const r = p as RewindPayload;
       const files = `${r.filesRestored} restored, ${r.filesDeleted} deleted${r.skipped?.length ? `, ${r.skipped.length} skipped` : ""}`;
-      if (r.undoOf !== undefined) return `undo of rewind #${r.undoOf}: ${files}, ${plural(r.reappendedFrom?.length ?? 0, "event")} put back`;
+      if (r.undoOf !== undefined)
+        return `undo of rewind #${r.undoOf}: ${files}, ${plural(r.reappendedFrom?.length ?? 0, "event")} put back`;
       return `rewind to #${r.targetSequence} (${r.mode}): ${files}, ${plural(r.eventsRemoved, "event")} removed`;
     }
     case "session_fork": {
@@ -84,7 +91,11 @@ function contentText(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return compactJson(content);
   // Provider-style parts: show the text ones, count the rest.
-  const texts = content.flatMap((part) => (part && typeof part === "object" && typeof (part as { text?: unknown }).text === "string" ? [(part as { text: string }).text] : []));
+  const texts = content.flatMap((part) =>
+    part && typeof part === "object" && typeof (part as { text?: unknown }).text === "string"
+      ? [(part as { text: string }).text]
+      : [],
+  );
   const others = content.length - texts.length;
   return [texts.join(" "), others > 0 ? `[+${plural(others, "part")}]` : ""].filter(Boolean).join(" ");
 }

@@ -1,4 +1,4 @@
-import type { FileChange } from "../events.js";
+import type { FileChange } from "../core/events.js";
 import { printLine, type CliContext } from "./command.js";
 import { plural, table, type Style } from "./output.js";
 
@@ -20,7 +20,11 @@ export function printFileChanges(ctx: CliContext, changes: readonly FileChange[]
 }
 
 /** "2 files restored, 1 deleted, 1 skipped". */
-export function fileCounts(report: { filesRestored: number; filesDeleted: number; skipped: readonly string[] }): string {
+export function fileCounts(report: {
+  filesRestored: number;
+  filesDeleted: number;
+  skipped: readonly string[];
+}): string {
   const parts = [`${plural(report.filesRestored, "file")} restored`, `${report.filesDeleted} deleted`];
   if (report.skipped.length > 0) parts.push(`${report.skipped.length} skipped`);
   return parts.join(", ");

@@ -14,7 +14,8 @@ export interface Style {
 }
 
 export function makeStyle(enabled: boolean): Style {
-  const wrap = (open: number, close: number) => (text: string) => (enabled ? `\x1b[${open}m${text}\x1b[${close}m` : text);
+  const wrap = (open: number, close: number) => (text: string) =>
+    enabled ? `\x1b[${open}m${text}\x1b[${close}m` : text;
   return { enabled, green: wrap(32, 39), red: wrap(31, 39), yellow: wrap(33, 39), bold: wrap(1, 22), dim: wrap(2, 22) };
 }
 
@@ -37,7 +38,10 @@ function visibleLength(text: string): number {
 /** Lines of a table with columns padded to their widest cell; "right" columns hold numbers. */
 export function table(rows: readonly (readonly string[])[], align: readonly ("left" | "right")[] = []): string[] {
   const widths: number[] = [];
-  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, visibleLength(cell))));
+  for (const row of rows)
+    row.forEach((cell, i) => {
+      widths[i] = Math.max(widths[i] ?? 0, visibleLength(cell));
+    });
   return rows.map((row) =>
     row
       .map((cell, i) => {

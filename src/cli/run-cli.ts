@@ -1,8 +1,16 @@
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { isAgentTapeError } from "../errors.js";
-import { SessionStore } from "../session-store.js";
-import { UsageError, errorSummary, printLine, type CliContext, type Command, type OptionSpecs, type ParsedArgs } from "./command.js";
+import { isAgentTapeError } from "../core/errors.js";
+import { SessionStore } from "../session/session-store.js";
+import {
+  UsageError,
+  errorSummary,
+  printLine,
+  type CliContext,
+  type Command,
+  type OptionSpecs,
+  type ParsedArgs,
+} from "./command.js";
 import { forkCommand } from "./commands/fork.js";
 import { gcCommand } from "./commands/gc.js";
 import { listCommand } from "./commands/list.js";
@@ -26,7 +34,15 @@ export interface CliIO {
   now?: () => Date;
 }
 
-export const commands: readonly Command[] = [listCommand, showCommand, rewindCommand, undoCommand, forkCommand, gcCommand, verifyCommand];
+export const commands: readonly Command[] = [
+  listCommand,
+  showCommand,
+  rewindCommand,
+  undoCommand,
+  forkCommand,
+  gcCommand,
+  verifyCommand,
+];
 
 const GLOBAL_OPTIONS: OptionSpecs = {
   root: { type: "string" },
@@ -91,7 +107,13 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
  * `help <verb>` reads as `<verb> --help`.
  */
 function locateCommand(argv: readonly string[]): { command: Command | undefined; rest: string[]; help: boolean } {
-  const { tokens } = parseArgs({ args: [...argv], options: GLOBAL_OPTIONS, strict: false, allowPositionals: true, tokens: true });
+  const { tokens } = parseArgs({
+    args: [...argv],
+    options: GLOBAL_OPTIONS,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
   const positionals = tokens.filter((t) => t.kind === "positional");
   let first = positionals[0];
   if (!first) return { command: undefined, rest: [...argv], help: false };
@@ -103,17 +125,26 @@ function locateCommand(argv: readonly string[]): { command: Command | undefined;
     first = named;
   }
   const command = commands.find((c) => c.name === first.value);
-  if (!command) throw new UsageError(`Unknown command "${first.value}". Commands: ${commands.map((c) => c.name).join(", ")}.`);
+  if (!command)
+    throw new UsageError(`Unknown command "${first.value}". Commands: ${commands.map((c) => c.name).join(", ")}.`);
   return { command, rest: help ? [] : argv.filter((_, i) => i !== first.index), help };
 }
 
 function parseFor(command: Command | undefined, args: string[]): ParsedArgs {
   try {
-    const parsed = parseArgs({ args, options: { ...GLOBAL_OPTIONS, ...(command?.options ?? {}) }, strict: true, allowPositionals: true });
+    const parsed = parseArgs({
+      args,
+      options: { ...GLOBAL_OPTIONS, ...(command?.options ?? {}) },
+      strict: true,
+      allowPositionals: true,
+    });
     return { positionals: parsed.positionals, values: parsed.values as ParsedArgs["values"] };
   } catch (error) {
     // parseArgs's own errors (unknown option, missing value) are the user's typing: exit 2.
-    if (typeof (error as NodeJS.ErrnoException).code === "string" && (error as NodeJS.ErrnoException).code!.startsWith("ERR_PARSE_ARGS"))
+    if (
+      typeof (error as NodeJS.ErrnoException).code === "string" &&
+      (error as NodeJS.ErrnoException).code!.startsWith("ERR_PARSE_ARGS")
+    )
       throw new UsageError((error as Error).message, command?.name);
     throw error;
   }
@@ -123,7 +154,10 @@ function reportError(io: CliIO, error: unknown, command: Command | undefined, js
   if (error instanceof UsageError) {
     const helpFor = error.command ?? command?.name;
     if (json) io.stderr.write(JSON.stringify({ error: { code: "USAGE", message: error.message } }) + "\n");
-    else io.stderr.write(`agent-tape: ${error.message}\nRun \`agent-tape ${helpFor ? `${helpFor} ` : ""}--help\` for usage.\n`);
+    else
+      io.stderr.write(
+        `agent-tape: ${error.message}\nRun \`agent-tape ${helpFor ? `${helpFor} ` : ""}--help\` for usage.\n`,
+      );
     return 2;
   }
   const { code, message } = errorSummary(error);

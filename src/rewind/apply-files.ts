@@ -1,9 +1,9 @@
 import { lstat, mkdir, open, rename, rm, symlink, chmod } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { fsyncDir } from "../atomic-file.js";
-import type { FileSnapshot } from "../events.js";
-import { forEachLimited } from "../limited.js";
-import { confine } from "../workspace-path.js";
+import { fsyncDir } from "../core/atomic-file.js";
+import type { FileSnapshot } from "../core/events.js";
+import { forEachLimited } from "../core/bounded-concurrency.js";
+import { confine } from "../checkpoint/confine.js";
 
 export interface ApplyResult {
   /** Paths that turned out to lead outside the workspace at the last moment, and were left alone. */
@@ -26,7 +26,9 @@ export async function applyFileRecords(
 ): Promise<ApplyResult> {
   const refused: string[] = [];
   const depth = (p: string) => (p === "." ? 0 : p.split("/").length);
-  const restores = records.filter((r) => r.kind !== "absent" && r.kind !== "skipped").sort((a, b) => depth(a.path) - depth(b.path));
+  const restores = records
+    .filter((r) => r.kind !== "absent" && r.kind !== "skipped")
+    .sort((a, b) => depth(a.path) - depth(b.path));
   const deletes = records.filter((r) => r.kind === "absent").sort((a, b) => depth(b.path) - depth(a.path));
   const touchedDirs = new Set<string>();
 

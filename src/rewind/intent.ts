@@ -1,9 +1,10 @@
 import type { LockedSession, StorageBackend } from "../backend/types.js";
-import type { FileSnapshot, RewindPayload, StoredEvent } from "../events.js";
-import { readVerifiedBlob } from "../store-blobs.js";
+import type { FileSnapshot, RewindPayload, StoredEvent } from "../core/events.js";
+import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { applyFileRecords } from "./apply-files.js";
-import type { RewindArchive } from "./archive.js";
-import { pruneUnreferencedBlobs } from "./prune.js";
+import type { RewindArchive } from "../blobs/archives.js";
+import { registerRecoveryStep } from "../session/recovery.js";
+import { pruneUnreferencedBlobs } from "../blobs/prune.js";
 
 /** Name of the side record that makes a rewind (or an undo) crash-safe. */
 export const REWIND_INTENT_RECORD = "rewind-intent";
@@ -71,15 +72,22 @@ export async function completeIntent(
   let refused: string[] = [];
   // Step 2 starts only once step 1 is done, so a log already cut back means the files are done —
   // and their blobs may be pruned already (keepUndo: 0 keeps no archive): step 1 must not run again.
-  const filesDone = intent.kind === "rewind" && locked.lastSequence <= intent.truncateTo && intent.truncateTo < intent.markerSequence - 1;
+  const filesDone =
+    intent.kind === "rewind" &&
+    locked.lastSequence <= intent.truncateTo &&
+    intent.truncateTo < intent.markerSequence - 1;
   if (intent.workspace !== undefined && intent.files.length > 0 && !filesDone) {
-    ({ refused } = await applyFileRecords(intent.workspace, intent.files, (hash) => readVerifiedBlob(backend, locked.sessionId, hash)));
+    ({ refused } = await applyFileRecords(intent.workspace, intent.files, (hash) =>
+      readVerifiedBlob(backend, locked.sessionId, hash),
+    ));
   }
   onStep("files-restored");
   await locked.truncateAfter(intent.truncateTo); // also drops a partial append from a crashed attempt
   onStep("log-truncated");
   for (const name of intent.dropArchives) await locked.deleteRecord(name);
-  const blobsPruned = intent.prune ? await pruneUnreferencedBlobs(backend, locked, [...intent.append, ...(intent.archive?.events ?? [])]) : 0;
+  const blobsPruned = intent.prune
+    ? await pruneUnreferencedBlobs(backend, locked, [...intent.append, ...(intent.archive?.events ?? [])])
+    : 0;
   onStep("blobs-pruned");
   const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
   marker.blobsPruned = blobsPruned;
@@ -117,3 +125,7 @@ function reportRefused(marker: RewindPayload, refused: readonly string[]): void 
     marker.skipped.push(change.path);
   }
 }
+
+// Every entry point that can write an intent (rewind, undo) imports this module, and so does the
+// public entry: any store that can meet an intent has this step registered.
+registerRecoveryStep({ record: REWIND_INTENT_RECORD, blocksReaders: true, run: recoverInterruptedRewind });

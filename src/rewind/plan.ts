@@ -1,18 +1,12 @@
 import { lstat } from "node:fs/promises";
 import type { StorageBackend } from "../backend/types.js";
-import type { CheckpointPayload, FileChange, FileSnapshot, RewindPayload, StoredEvent } from "../events.js";
-import { isAgentTapeError } from "../errors.js";
-import { forEachLimited } from "../limited.js";
-import { snapshotPaths, type Snapshot, type SnapshotLimits } from "../snapshot.js";
-import { readVerifiedBlob } from "../store-blobs.js";
-import { confine } from "../workspace-path.js";
-
-/** The before-snapshots an event carries: a checkpoint's files, or a rewind marker's undo snapshot. */
-export function snapshotsIn(event: StoredEvent): readonly FileSnapshot[] {
-  if (event.type === "session_checkpoint") return (event.payload as CheckpointPayload).files ?? [];
-  if (event.type === "session_rewind") return (event.payload as RewindPayload).undo?.files ?? [];
-  return [];
-}
+import type { FileChange, FileSnapshot, RewindPayload, StoredEvent } from "../core/events.js";
+import { isAgentTapeError } from "../core/errors.js";
+import { forEachLimited } from "../core/bounded-concurrency.js";
+import { snapshotPaths, type Snapshot, type SnapshotLimits } from "../checkpoint/snapshot.js";
+import { readVerifiedBlob } from "../blobs/store-then-reference.js";
+import { snapshotsIn } from "../blobs/references.js";
+import { confine } from "../checkpoint/confine.js";
 
 /**
  * DESIGN.md idea 3: visit the snapshots taken after the target, closest to it first, and keep
@@ -91,8 +85,10 @@ export async function planFileChanges(
       try {
         blobs.set(target.blob, await readOnce(target.blob));
       } catch (error) {
-        if (isAgentTapeError(error, "BLOB_NOT_FOUND")) changes.push({ path: place.path, action: "skip", reason: "blob_missing" });
-        else if (isAgentTapeError(error, "BLOB_CORRUPT")) changes.push({ path: place.path, action: "skip", reason: "blob_corrupt" });
+        if (isAgentTapeError(error, "BLOB_NOT_FOUND"))
+          changes.push({ path: place.path, action: "skip", reason: "blob_missing" });
+        else if (isAgentTapeError(error, "BLOB_CORRUPT"))
+          changes.push({ path: place.path, action: "skip", reason: "blob_corrupt" });
         else throw error;
         return;
       }
@@ -113,12 +109,18 @@ export async function planFileChanges(
   }
   // Keep in the undo snapshot only what will change (and what lies below a folder that will).
   const kept = current.files.filter((f) => isAtOrBelowAny(f.path, changing));
-  const keptBlobs = new Map([...current.blobs].filter(([hash]) => kept.some((f) => f.kind === "blob" && f.blob === hash)));
+  const keptBlobs = new Map(
+    [...current.blobs].filter(([hash]) => kept.some((f) => f.kind === "blob" && f.blob === hash)),
+  );
   changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { changes, blobs, current: { files: kept, blobs: keptBlobs } };
 }
 
-async function currentState(realWorkspace: string, candidates: { path: string; target: FileSnapshot }[], limits: SnapshotLimits): Promise<Snapshot> {
+async function currentState(
+  realWorkspace: string,
+  candidates: { path: string; target: FileSnapshot }[],
+  limits: SnapshotLimits,
+): Promise<Snapshot> {
   // A folder that is to stay a folder only needs its own mode, not everything below it.
   const shallow: FileSnapshot[] = [];
   const deep: string[] = [];

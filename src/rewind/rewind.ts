@@ -1,13 +1,13 @@
 import { resolve } from "node:path";
 import type { LockedSession, SignalOption } from "../backend/types.js";
-import { InvalidArgumentError, SequenceOutOfRangeError, SessionNotFoundError } from "../errors.js";
-import { RewindMode, type FileChange, type RewindPayload, type StoredEvent } from "../events.js";
-import type { SessionStore } from "../session-store.js";
-import type { SnapshotLimits } from "../snapshot.js";
-import { storeBlobsThenReference } from "../store-blobs.js";
-import { archiveName, listArchives } from "./archive.js";
+import { InvalidArgumentError, SequenceOutOfRangeError, SessionNotFoundError } from "../core/errors.js";
+import { RewindMode, type FileChange, type RewindPayload, type StoredEvent } from "../core/events.js";
+import type { SessionStore } from "../session/session-store.js";
+import type { SnapshotLimits } from "../checkpoint/snapshot.js";
+import { storeBlobsThenReference } from "../blobs/store-then-reference.js";
+import { archiveName, listArchives } from "../blobs/archives.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
-import { realWorkspaceOf } from "../workspace-path.js";
+import { realWorkspaceOf } from "../checkpoint/confine.js";
 import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.js";
 
 export interface RewindOptions extends SignalOption {
@@ -67,15 +67,21 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
   if (!Number.isSafeInteger(target) || target < 0)
     throw new InvalidArgumentError(`toSequence must be a non-negative integer, not ${JSON.stringify(target)}.`);
   const mode = RewindMode.safeParse(options.mode ?? "all");
-  if (!mode.success) throw new InvalidArgumentError(`mode must be "all", "files" or "conversation", not ${JSON.stringify(options.mode)}.`);
+  if (!mode.success)
+    throw new InvalidArgumentError(
+      `mode must be "all", "files" or "conversation", not ${JSON.stringify(options.mode)}.`,
+    );
   const keepUndo = options.keepUndo ?? 1;
-  if (!Number.isSafeInteger(keepUndo) || keepUndo < 0) throw new InvalidArgumentError("keepUndo must be a non-negative integer.");
+  if (!Number.isSafeInteger(keepUndo) || keepUndo < 0)
+    throw new InvalidArgumentError("keepUndo must be a non-negative integer.");
   const record = await store.backend.getSession(id, signalOf(options));
   if (!record) throw new SessionNotFoundError(id);
   const touchesFiles = mode.data !== "conversation";
   const givenWorkspace = options.workspace ?? record.workspace;
   if (touchesFiles && givenWorkspace === undefined)
-    throw new InvalidArgumentError(`Session "${id}" has no workspace: pass \`workspace\`, or rewind with mode "conversation".`);
+    throw new InvalidArgumentError(
+      `Session "${id}" has no workspace: pass \`workspace\`, or rewind with mode "conversation".`,
+    );
 
   return store.withLock(
     id,
@@ -86,7 +92,8 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
       if (target === last) return report;
 
       const after: StoredEvent[] = [];
-      for await (const event of store.backend.readEvents(id, { fromSequence: target + 1, ...signalOf(options) })) after.push(event);
+      for await (const event of store.backend.readEvents(id, { fromSequence: target + 1, ...signalOf(options) }))
+        after.push(event);
       if (mode.data !== "files") report.eventsRemoved = after.length;
 
       let plan: FilePlan | undefined;
@@ -94,14 +101,28 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
       if (touchesFiles) {
         realWorkspace = await realWorkspaceOf(givenWorkspace!);
         const limits = { ...UNDO_LIMITS, maxFileBytes: options.maxFileBytes ?? UNDO_LIMITS.maxFileBytes };
-        plan = await planFileChanges(store.backend, id, realWorkspace, resolve(givenWorkspace!), closestSnapshotPerPath(after), limits);
+        plan = await planFileChanges(
+          store.backend,
+          id,
+          realWorkspace,
+          resolve(givenWorkspace!),
+          closestSnapshotPerPath(after),
+          limits,
+        );
         Object.assign(report, summarizePlan(plan));
       }
       options.onProgress?.("planned");
       if (report.dryRun) return report;
 
       const markerSequence = last + 1;
-      const intent = await prepareRewind(store, locked, { report, plan, realWorkspace, after, markerSequence, keepUndo });
+      const intent = await prepareRewind(store, locked, {
+        report,
+        plan,
+        realWorkspace,
+        after,
+        markerSequence,
+        keepUndo,
+      });
       options.onProgress?.("intent-written");
       const done = await completeIntent(store.backend, locked, intent, options.onProgress);
       const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
@@ -127,7 +148,14 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
 async function prepareRewind(
   store: SessionStore<any>,
   locked: LockedSession,
-  input: { report: RewindReport; plan: FilePlan | undefined; realWorkspace: string | undefined; after: StoredEvent[]; markerSequence: number; keepUndo: number },
+  input: {
+    report: RewindReport;
+    plan: FilePlan | undefined;
+    realWorkspace: string | undefined;
+    after: StoredEvent[];
+    markerSequence: number;
+    keepUndo: number;
+  },
 ): Promise<RewindIntent> {
   const { report, plan, after, markerSequence, keepUndo } = input;
   const payload: RewindPayload = {
@@ -142,7 +170,10 @@ async function prepareRewind(
   };
   let archive: RewindIntent["archive"];
   if (keepUndo > 0) {
-    const undo: NonNullable<RewindPayload["undo"]> = { workspace: input.realWorkspace ?? "", files: plan?.current.files ?? [] };
+    const undo: NonNullable<RewindPayload["undo"]> = {
+      workspace: input.realWorkspace ?? "",
+      files: plan?.current.files ?? [],
+    };
     if (report.eventsRemoved > 0) {
       archive = { name: archiveName(markerSequence), events: after };
       undo.archive = archive.name;
@@ -171,11 +202,23 @@ async function prepareRewind(
 
 /** A report of nothing done yet, filled in as the plan and the steps go. */
 export function emptyReport(targetSequence: number, mode: RewindMode, dryRun: boolean): RewindReport {
-  return { targetSequence, dryRun, mode, filesRestored: 0, filesDeleted: 0, skipped: [], changes: [], eventsRemoved: 0, blobsPruned: 0 };
+  return {
+    targetSequence,
+    dryRun,
+    mode,
+    filesRestored: 0,
+    filesDeleted: 0,
+    skipped: [],
+    changes: [],
+    eventsRemoved: 0,
+    blobsPruned: 0,
+  };
 }
 
 /** The report's view of a file plan: counts, skipped paths, and the changes without their records. */
-export function summarizePlan(plan: FilePlan): Pick<RewindReport, "changes" | "filesRestored" | "filesDeleted" | "skipped"> {
+export function summarizePlan(
+  plan: FilePlan,
+): Pick<RewindReport, "changes" | "filesRestored" | "filesDeleted" | "skipped"> {
   return {
     changes: plan.changes.map(({ target: _record, ...change }) => change),
     filesRestored: plan.changes.filter((c) => c.action === "restore").length,

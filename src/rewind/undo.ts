@@ -1,12 +1,12 @@
 import { resolve } from "node:path";
 import type { SignalOption } from "../backend/types.js";
-import { InvalidArgumentError, NothingToUndoError, SessionNotFoundError } from "../errors.js";
-import type { RewindPayload, StoredEvent } from "../events.js";
-import type { SessionStore } from "../session-store.js";
-import { storeBlobsThenReference } from "../store-blobs.js";
-import { readArchive } from "./archive.js";
+import { InvalidArgumentError, NothingToUndoError, SessionNotFoundError } from "../core/errors.js";
+import type { RewindPayload, StoredEvent } from "../core/events.js";
+import type { SessionStore } from "../session/session-store.js";
+import { storeBlobsThenReference } from "../blobs/store-then-reference.js";
+import { readArchive } from "../blobs/archives.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
-import { realWorkspaceOf } from "../workspace-path.js";
+import { realWorkspaceOf } from "../checkpoint/confine.js";
 import { planFileChanges, type FilePlan } from "./plan.js";
 import { UNDO_LIMITS, emptyReport, summarizePlan, type RewindReport } from "./rewind.js";
 
@@ -32,24 +32,35 @@ export interface UndoReport extends RewindReport {
  * no rewind, the last one was undone already, the session moved on since (events after its
  * marker), or it was made with `keepUndo: 0` / its archive expired.
  */
-export async function undoRewind(store: SessionStore<any>, id: string, options: UndoRewindOptions = {}): Promise<UndoReport> {
+export async function undoRewind(
+  store: SessionStore<any>,
+  id: string,
+  options: UndoRewindOptions = {},
+): Promise<UndoReport> {
   const record = await store.backend.getSession(id, signalOf(options));
   if (!record) throw new SessionNotFoundError(id);
   return store.withLock(
     id,
     async (locked) => {
       const last = await store.backend.lastEvent(id, signalOf(options));
-      if (!last || last.type !== "session_rewind")
-        throw new NothingToUndoError(id, last ? `the last event (#${last.sequence}, ${last.type}) is not a rewind; undo works right after one` : "the session is empty");
+      if (last?.type !== "session_rewind")
+        throw new NothingToUndoError(
+          id,
+          last
+            ? `the last event (#${last.sequence}, ${last.type}) is not a rewind; undo works right after one`
+            : "the session is empty",
+        );
       const marker = last.payload as RewindPayload;
-      if (marker.undoOf !== undefined) throw new NothingToUndoError(id, `the last rewind was already undone (by #${last.sequence})`);
+      if (marker.undoOf !== undefined)
+        throw new NothingToUndoError(id, `the last rewind was already undone (by #${last.sequence})`);
       const undo = marker.undo;
       if (!undo) throw new NothingToUndoError(id, `rewind #${last.sequence} was made with keepUndo: 0`);
 
       let restoredEvents: StoredEvent[] = [];
       if (marker.eventsRemoved > 0) {
         const archive = undo.archive ? await readArchive(store.backend, id, undo.archive) : undefined;
-        if (!archive) throw new NothingToUndoError(id, `the events rewind #${last.sequence} removed are no longer kept (keepUndo)`);
+        if (!archive)
+          throw new NothingToUndoError(id, `the events rewind #${last.sequence} removed are no longer kept (keepUndo)`);
         restoredEvents = archive.events;
       }
 
@@ -62,7 +73,8 @@ export async function undoRewind(store: SessionStore<any>, id: string, options: 
       let realWorkspace: string | undefined;
       if (undo.files.length > 0) {
         const givenWorkspace = options.workspace ?? (undo.workspace || record.workspace);
-        if (givenWorkspace === undefined) throw new InvalidArgumentError(`Pass \`workspace\`: session "${id}" records none.`);
+        if (givenWorkspace === undefined)
+          throw new InvalidArgumentError(`Pass \`workspace\`: session "${id}" records none.`);
         realWorkspace = await realWorkspaceOf(givenWorkspace);
         const wanted = new Map(undo.files.map((f) => [f.path, f]));
         plan = await planFileChanges(store.backend, id, realWorkspace, resolve(givenWorkspace), wanted, UNDO_LIMITS);

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { LockedSession, SessionRecord, StorageBackend } from "../backend/types.js";
-import { isAgentTapeError, type AgentTapeErrorCode } from "../errors.js";
-import type { CheckpointPayload, StoredEvent } from "../events.js";
-import { SessionStore } from "../session-store.js";
+import { isAgentTapeError, type AgentTapeErrorCode } from "../core/errors.js";
+import type { CheckpointPayload, StoredEvent } from "../core/events.js";
+import { SessionStore } from "../session/session-store.js";
 
 export interface BackendConformanceOptions {
   /** Shown in the test names, e.g. "fs". */
@@ -63,7 +63,10 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
 
       it("createSession refuses a taken id with SESSION_EXISTS and leaves the session as it was", async () => {
         await backend.createSession(record("s1", "first"), [event("s1", 1)]);
-        await expectCode(backend.createSession(record("s1", "second"), [event("s1", 1), event("s1", 2)]), "SESSION_EXISTS");
+        await expectCode(
+          backend.createSession(record("s1", "second"), [event("s1", 1), event("s1", 2)]),
+          "SESSION_EXISTS",
+        );
         expect((await backend.getSession("s1"))?.title).toBe("first");
         expect(await readAll(backend, "s1")).toEqual([event("s1", 1)]);
       });
@@ -105,7 +108,9 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
           for (const x of [a, b, c]) await locked.writeBlob(x.hash, x.bytes);
         });
         const neverWritten = blob("never written").hash;
-        await backend.createSession(record("child"), [], { blobsFrom: { sessionId: "parent", hashes: new Set([a.hash, b.hash, neverWritten]) } });
+        await backend.createSession(record("child"), [], {
+          blobsFrom: { sessionId: "parent", hashes: new Set([a.hash, b.hash, neverWritten]) },
+        });
         expect((await backend.listBlobs("child")).sort()).toEqual([a.hash, b.hash].sort());
         expect(await backend.readBlob("child", a.hash)).toEqual(Buffer.from(a.bytes));
         expect(await backend.readBlob("child", b.hash)).toEqual(Buffer.from(b.bytes));
@@ -186,7 +191,10 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
       });
 
       it("readEvents honours fromSequence and toSequence, both inclusive", async () => {
-        await backend.createSession(record("s1"), [1, 2, 3, 4, 5, 6].map((n) => event("s1", n)));
+        await backend.createSession(
+          record("s1"),
+          [1, 2, 3, 4, 5, 6].map((n) => event("s1", n)),
+        );
         const sequences = async (bounds: { fromSequence?: number; toSequence?: number }) =>
           (await readAll(backend, "s1", bounds)).map((e) => e.sequence);
         expect(await sequences({ fromSequence: 3 })).toEqual([3, 4, 5, 6]);
@@ -198,7 +206,10 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
       });
 
       it("breaking out of readEvents early ends the stream, and the log stays usable", async () => {
-        await backend.createSession(record("s1"), [1, 2, 3, 4, 5].map((n) => event("s1", n)));
+        await backend.createSession(
+          record("s1"),
+          [1, 2, 3, 4, 5].map((n) => event("s1", n)),
+        );
         const seen: number[] = [];
         for await (const e of backend.readEvents("s1")) {
           seen.push(e.sequence);
@@ -230,7 +241,9 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
       it("lastEvent is the newest event, follows appends and truncation, and is undefined when empty", async () => {
         await backend.createSession(record("s1"));
         expect(await backend.lastEvent("s1")).toBeUndefined();
-        await withLock(backend, "s1", (locked) => locked.append([event("s1", 1), event("s1", 2), event("s1", 3)], true));
+        await withLock(backend, "s1", (locked) =>
+          locked.append([event("s1", 1), event("s1", 2), event("s1", 3)], true),
+        );
         expect(await backend.lastEvent("s1")).toEqual(event("s1", 3));
         await withLock(backend, "s1", (locked) => locked.truncateAfter(1));
         expect(await backend.lastEvent("s1")).toEqual(event("s1", 1));
@@ -308,7 +321,9 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
         await withLock(backend, "s1", async (locked) => {
           for (const name of ["../s2/events.jsonl", "../s2/session.json", "../../s2/events.jsonl", "..", "../s2"]) {
             // Refusing the name and ignoring it are both fine; following it is not.
-            await locked.deleteBlob(name).catch((error: unknown) => expect(isAgentTapeError(error, "INVALID_ARGUMENT")).toBe(true));
+            await locked
+              .deleteBlob(name)
+              .catch((error: unknown) => expect(isAgentTapeError(error, "INVALID_ARGUMENT")).toBe(true));
           }
         });
         expect(await backend.getSession("s2")).toEqual(record("s2", "victim"));
@@ -401,7 +416,8 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
       it("a record name with a path separator is refused with INVALID_ARGUMENT", async () => {
         await backend.createSession(record("s1"));
         await withLock(backend, "s1", async (locked) => {
-          for (const name of ["../escape", "a/b", "a\\b"]) await expectCode(locked.writeRecord(name, 1), "INVALID_ARGUMENT");
+          for (const name of ["../escape", "a/b", "a\\b"])
+            await expectCode(locked.writeRecord(name, 1), "INVALID_ARGUMENT");
         });
         expect(await backend.listRecords("s1")).toEqual([]);
       });
@@ -573,7 +589,10 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
       });
 
       it("append accepts a gap: a rewind marker takes the number after the highest ever written", async () => {
-        await backend.createSession(record("s1"), range(1, 5).map((n) => event("s1", n)));
+        await backend.createSession(
+          record("s1"),
+          range(1, 5).map((n) => event("s1", n)),
+        );
         await withLock(backend, "s1", async (locked) => {
           await locked.truncateAfter(2);
           await locked.append([event("s1", 6)], true);
@@ -608,7 +627,10 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
       });
 
       it("truncateAfter keeps the events through the given sequence and moves lastSequence back", async () => {
-        await backend.createSession(record("s1"), range(1, 6).map((n) => event("s1", n)));
+        await backend.createSession(
+          record("s1"),
+          range(1, 6).map((n) => event("s1", n)),
+        );
         await withLock(backend, "s1", async (locked) => {
           await locked.truncateAfter(4);
           expect(locked.lastSequence).toBe(4);
@@ -639,7 +661,10 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
 
       it("truncateAfter into a gap between sequences keeps the events below it", async () => {
         // A rewind marker leaves a gap below it, and a fork copies its parent's sequences, gaps included.
-        await backend.createSession(record("s1"), [1, 2, 3, 7, 8].map((n) => event("s1", n)));
+        await backend.createSession(
+          record("s1"),
+          [1, 2, 3, 7, 8].map((n) => event("s1", n)),
+        );
         await withLock(backend, "s1", async (locked) => {
           expect(locked.lastSequence).toBe(8);
           await locked.truncateAfter(5);
@@ -650,7 +675,10 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
 
       it("truncation leaves blobs and records alone", async () => {
         const a = blob("survives");
-        await backend.createSession(record("s1"), range(1, 3).map((n) => event("s1", n)));
+        await backend.createSession(
+          record("s1"),
+          range(1, 3).map((n) => event("s1", n)),
+        );
         await withLock(backend, "s1", async (locked) => {
           await locked.writeBlob(a.hash, a.bytes);
           await locked.writeRecord("intent", { to: 1 });
@@ -687,7 +715,10 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
           { type: "tool_result", payload: { callId: "c1", output: "contents" } },
         ]);
         expect(many.map((e) => e.sequence)).toEqual([2, 3]);
-        await expectCode(store.append(first.id, { type: "message", payload: { role: "nobody", content: 1 } } as never), "INVALID_EVENT");
+        await expectCode(
+          store.append(first.id, { type: "message", payload: { role: "nobody", content: 1 } } as never),
+          "INVALID_EVENT",
+        );
 
         const all = await store.readAll(first.id);
         expect(all.map((e) => [e.sequence, e.type])).toEqual([
@@ -696,8 +727,14 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
           [3, "tool_result"],
         ]);
         expect(all[0]).toEqual(appended);
-        expect((await store.readAll(first.id, { fromSequence: 2, types: ["tool_result"] })).map((e) => e.sequence)).toEqual([3]);
-        expect(await store.get(first.id)).toMatchObject({ lastSequence: 3, title: "first session", updatedAt: all[2]!.createdAt });
+        expect(
+          (await store.readAll(first.id, { fromSequence: 2, types: ["tool_result"] })).map((e) => e.sequence),
+        ).toEqual([3]);
+        expect(await store.get(first.id)).toMatchObject({
+          lastSequence: 3,
+          title: "first session",
+          updatedAt: all[2]!.createdAt,
+        });
         expect(await store.get("missing")).toBeUndefined();
         expect((await store.list()).map((s) => s.id).sort()).toEqual([first.id, second.id].sort());
         await store.close();
@@ -718,7 +755,13 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
         await store.append(parent.id, { type: "session_checkpoint", payload: checkpoint(later.hash) });
 
         const child = await store.fork(parent.id, { id: "child", atSequence: 2 });
-        expect(child).toMatchObject({ id: "child", title: "parent", workspace: "/ws", parent: { id: "parent", atSequence: 2 }, lastSequence: 3 });
+        expect(child).toMatchObject({
+          id: "child",
+          title: "parent",
+          workspace: "/ws",
+          parent: { id: "parent", atSequence: 2 },
+          lastSequence: 3,
+        });
         const events = await store.readAll(child.id);
         expect(events.map((e) => [e.sequence, e.type, e.sessionId])).toEqual([
           [1, "message", "child"],
@@ -742,13 +785,19 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
         const { id } = await a.create({ id: "shared" });
         const perStore = 15;
         const write = (store: SessionStore, name: string) =>
-          Promise.all(range(1, perStore).map((i) => store.append(id, { type: "message", payload: { role: "user", content: `${name}-${i}` } })));
+          Promise.all(
+            range(1, perStore).map((i) =>
+              store.append(id, { type: "message", payload: { role: "user", content: `${name}-${i}` } }),
+            ),
+          );
         await Promise.all([write(a, "a"), write(b, "b")]);
         const events = await a.readAll(id);
         expect(events.map((e) => e.sequence)).toEqual(range(1, perStore * 2));
         const contents = events.map((e) => (e.payload as { content: string }).content);
         for (const name of ["a", "b"]) {
-          expect(contents.filter((c) => c.startsWith(`${name}-`))).toEqual(range(1, perStore).map((i) => `${name}-${i}`));
+          expect(contents.filter((c) => c.startsWith(`${name}-`))).toEqual(
+            range(1, perStore).map((i) => `${name}-${i}`),
+          );
         }
         await a.close();
         await b.close();
@@ -776,7 +825,11 @@ function record(id: string, title?: string): SessionRecord {
   return r;
 }
 
-function event(sessionId: string, sequence: number, payload: unknown = { role: "user", content: `event ${sequence}` }): StoredEvent {
+function event(
+  sessionId: string,
+  sequence: number,
+  payload: unknown = { role: "user", content: `event ${sequence}` },
+): StoredEvent {
   return {
     v: 1,
     id: `${sessionId}-event-${sequence}`,
@@ -798,7 +851,11 @@ function blob(text: string): { hash: string; bytes: Uint8Array } {
 }
 
 function checkpoint(hash: string): CheckpointPayload {
-  return { tool: "edit_file", workspace: "/ws", files: [{ path: "a.ts", kind: "blob", blob: hash, bytes: 20, mode: 0o644 }] };
+  return {
+    tool: "edit_file",
+    workspace: "/ws",
+    files: [{ path: "a.ts", kind: "blob", blob: hash, bytes: 20, mode: 0o644 }],
+  };
 }
 
 function range(from: number, to: number): number[] {
@@ -809,7 +866,11 @@ function pause(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-async function readAll(backend: StorageBackend, id: string, options: Parameters<StorageBackend["readEvents"]>[1] = {}): Promise<StoredEvent[]> {
+async function readAll(
+  backend: StorageBackend,
+  id: string,
+  options: Parameters<StorageBackend["readEvents"]>[1] = {},
+): Promise<StoredEvent[]> {
   const events: StoredEvent[] = [];
   for await (const e of backend.readEvents(id, options)) events.push(e);
   return events;

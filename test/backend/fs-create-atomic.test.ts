@@ -1,7 +1,7 @@
 import { readdir } from "node:fs/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/fs/fs-backend.js";
-import { isAgentTapeError } from "../../src/errors.js";
+import { isAgentTapeError } from "../../src/core/errors.js";
 import { FixtureProcess, TempRoots, events, readAll } from "./helpers.js";
 
 const temp = new TempRoots();
@@ -50,7 +50,8 @@ describe("fs backend: createSession is all at once", () => {
         expect((await readAll(backend, id)).length).toBe(perSession);
       }
       // Whatever the crash left in staging, the id can still be created (or already exists whole).
-      if (!listed.includes(inFlight)) await backend.createSession({ id: inFlight, createdAt: "2025-01-01T00:00:00.000Z" });
+      if (!listed.includes(inFlight))
+        await backend.createSession({ id: inFlight, createdAt: "2025-01-01T00:00:00.000Z" });
       expect(await backend.getSession(inFlight)).toMatchObject({ id: inFlight });
     }
   });

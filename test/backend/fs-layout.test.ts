@@ -18,7 +18,12 @@ describe("fs backend: what a session looks like on disk", () => {
   it("keeps events.jsonl, session.json, blobs/<first byte>/<hash> and records/<name>.json in the session folder", async () => {
     const root = await temp.make();
     const backend = fsBackend({ root });
-    const record: SessionRecord = { id: "s1", createdAt: "2025-01-01T00:00:00.000Z", title: "on disk", workspace: "/ws" };
+    const record: SessionRecord = {
+      id: "s1",
+      createdAt: "2025-01-01T00:00:00.000Z",
+      title: "on disk",
+      workspace: "/ws",
+    };
     const a = blob("before the edit\n");
     await backend.createSession(record, [event("s1", 1)]);
     const locked = await backend.lock("s1");
@@ -37,7 +42,16 @@ describe("fs backend: what a session looks like on disk", () => {
     const lines = text.slice(0, -1).split("\n");
     expect(lines.map((line) => JSON.parse(line))).toEqual([event("s1", 1), event("s1", 2), event("s1", 3)]);
     // The envelope's documented field order, so lines diff and hash the same everywhere.
-    for (const line of lines) expect(Object.keys(JSON.parse(line))).toEqual(["v", "id", "sessionId", "sequence", "type", "createdAt", "payload"]);
+    for (const line of lines)
+      expect(Object.keys(JSON.parse(line))).toEqual([
+        "v",
+        "id",
+        "sessionId",
+        "sequence",
+        "type",
+        "createdAt",
+        "payload",
+      ]);
   });
 
   it("stores blob files read-only, in the session and in a fork's copy", async () => {
@@ -48,7 +62,9 @@ describe("fs backend: what a session looks like on disk", () => {
     const locked = await backend.lock("parent");
     await locked.writeBlob(a.hash, a.bytes);
     await locked.release();
-    await backend.createSession({ id: "child", createdAt: "2025-01-01T00:00:00.000Z" }, [], { blobsFrom: { sessionId: "parent", hashes: [a.hash] } });
+    await backend.createSession({ id: "child", createdAt: "2025-01-01T00:00:00.000Z" }, [], {
+      blobsFrom: { sessionId: "parent", hashes: [a.hash] },
+    });
     for (const id of ["parent", "child"]) {
       const { mode } = await stat(join(root, id, "blobs", a.hash.slice(0, 2), a.hash));
       expect(mode & 0o777).toBe(0o444);

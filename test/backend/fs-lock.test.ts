@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/fs/fs-backend.js";
-import { isAgentTapeError } from "../../src/errors.js";
+import { isAgentTapeError } from "../../src/core/errors.js";
 import { FixtureProcess, TempRoots, event, readAll } from "./helpers.js";
 
 const temp = new TempRoots();

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/fs/fs-backend.js";
 import type { CorruptLine } from "../../src/backend/types.js";
-import { isAgentTapeError, type LogCorruptError } from "../../src/errors.js";
+import { isAgentTapeError, type LogCorruptError } from "../../src/core/errors.js";
 import { TempRoots, event, events, readAll } from "./helpers.js";
 
 const temp = new TempRoots();
@@ -46,7 +46,12 @@ describe("fs backend: a torn last line (a crash mid-append)", () => {
     await locked.release();
     const text = await readFile(log, "utf8");
     expect(text.endsWith("\n")).toBe(true);
-    expect(text.slice(0, -1).split("\n").map((line) => JSON.parse(line).sequence)).toEqual([1, 2, 3, 4]);
+    expect(
+      text
+        .slice(0, -1)
+        .split("\n")
+        .map((line) => JSON.parse(line).sequence),
+    ).toEqual([1, 2, 3, 4]);
   });
 
   it("is cut even when it is the only thing in the log", async () => {
@@ -79,7 +84,14 @@ describe("fs backend: a corrupt line", () => {
     const { backend, log } = await sessionWith(4);
     const lines = (await readFile(log, "utf8")).split("\n");
     lines[1] = '{"v":1,"id":"broken", not json';
-    lines[2] = JSON.stringify({ v: 1, id: "no-sequence", sessionId: "s1", type: "message", createdAt: created, payload: {} });
+    lines[2] = JSON.stringify({
+      v: 1,
+      id: "no-sequence",
+      sessionId: "s1",
+      type: "message",
+      createdAt: created,
+      payload: {},
+    });
     await writeFile(log, lines.join("\n"));
     const corrupt: CorruptLine[] = [];
     const salvaged = await readAll(backend, "s1", { onCorrupt: (bad) => corrupt.push(bad) });
@@ -114,7 +126,10 @@ describe("fs backend: truncateAfter", () => {
     const { backend } = await sessionWith(0);
     const count = 3000;
     const locked = await backend.lock("s1");
-    await locked.append(events("s1", count, (n) => `event ${n} `.padEnd(200, ".")), false);
+    await locked.append(
+      events("s1", count, (n) => `event ${n} `.padEnd(200, ".")),
+      false,
+    );
     const iterator = backend.readEvents("s1")[Symbol.asyncIterator]();
     const first = await iterator.next();
     expect(first.value?.sequence).toBe(1);

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { StorageBackend } from "../../src/backend/types.js";
-import type { StoredEvent } from "../../src/events.js";
+import type { StoredEvent } from "../../src/core/events.js";
 
 /** Temp folders made by a test file; `removeAll` (in afterEach) deletes them. */
 export class TempRoots {
@@ -37,7 +37,11 @@ export function events(sessionId: string, count: number, content?: (n: number) =
   return Array.from({ length: count }, (_, i) => event(sessionId, i + 1, content?.(i + 1)));
 }
 
-export async function readAll(backend: StorageBackend, id: string, options: Parameters<StorageBackend["readEvents"]>[1] = {}): Promise<StoredEvent[]> {
+export async function readAll(
+  backend: StorageBackend,
+  id: string,
+  options: Parameters<StorageBackend["readEvents"]>[1] = {},
+): Promise<StoredEvent[]> {
   const out: StoredEvent[] = [];
   for await (const e of backend.readEvents(id, options)) out.push(e);
   return out;

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { memoryBackend } from "../../src/backend/memory/memory-backend.js";
-import { isAgentTapeError } from "../../src/errors.js";
+import { isAgentTapeError } from "../../src/core/errors.js";
 import { event, readAll } from "./helpers.js";
 
 const created = "2025-01-01T00:00:00.000Z";
@@ -53,7 +53,9 @@ describe("memory backend: what sets it apart", () => {
 
   it("createSession refuses events whose sequences do not increase, creating nothing", async () => {
     const backend = memoryBackend();
-    const error = await rejection(backend.createSession({ id: "s1", createdAt: created }, [event("s1", 2), event("s1", 1)]));
+    const error = await rejection(
+      backend.createSession({ id: "s1", createdAt: created }, [event("s1", 2), event("s1", 1)]),
+    );
     expect(isAgentTapeError(error, "INVALID_ARGUMENT")).toBe(true);
     expect(await backend.getSession("s1")).toBeUndefined();
   });

@@ -14,10 +14,16 @@ const repo = fileURLToPath(new URL("../../", import.meta.url));
 it("the real entry point runs as a program: `node --import tsx src/cli/main.ts list` prints the sessions", async () => {
   const { root, id } = await seedSession(temps);
   // tsup keeps the entry's first line, so this is what makes dist/cli/main.js runnable as a bin.
-  expect((await readFile(new URL("../../src/cli/main.ts", import.meta.url), "utf8")).split("\n", 1)[0]).toBe("#!/usr/bin/env node");
-  const { stdout, stderr } = await promisify(execFile)(process.execPath, ["--import", "tsx", "src/cli/main.ts", "list", "--root", root], {
-    cwd: repo,
-  });
+  expect((await readFile(new URL("../../src/cli/main.ts", import.meta.url), "utf8")).split("\n", 1)[0]).toBe(
+    "#!/usr/bin/env node",
+  );
+  const { stdout, stderr } = await promisify(execFile)(
+    process.execPath,
+    ["--import", "tsx", "src/cli/main.ts", "list", "--root", root],
+    {
+      cwd: repo,
+    },
+  );
   expect(stderr).toBe("");
   expect(stdout.split("\n")[0]).toMatch(/^ID\s+TITLE\s+EVENTS\s+LAST ACTIVITY\s+SIZE$/);
   expect(stdout).toContain(id);

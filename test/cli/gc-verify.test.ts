@@ -34,7 +34,9 @@ describe("agent-tape gc", () => {
     const orphan = await plantOrphanBlob(s, "left by a crash: 31 bytes long\n");
     const run = await cli(["gc", s.id, "--dry-run", "--root", s.root]);
     expect(run.code).toBe(0);
-    expect(run.stdout).toBe(`${s.id}  1 blob, 0 rewind archives  31 B\nWould free 31 B: 1 blob and 0 rewind archives from session ${s.id}. Nothing was deleted.\n`);
+    expect(run.stdout).toBe(
+      `${s.id}  1 blob, 0 rewind archives  31 B\nWould free 31 B: 1 blob and 0 rewind archives from session ${s.id}. Nothing was deleted.\n`,
+    );
     expect(await exists(blobPath(s, orphan))).toBe(true);
   });
 
@@ -70,12 +72,16 @@ describe("agent-tape gc", () => {
     const archiveBytes = (await stat(join(records, "rewind-archive-6.json"))).size;
 
     const dry = JSON.parse((await cli(["gc", s.id, "--dry-run", "--json", "--root", s.root])).stdout);
-    expect(dry.sessions).toEqual([{ id: s.id, blobsPruned: 1, archivesDropped: ["rewind-archive-6"], bytesFreed: archiveBytes + 4 }]);
+    expect(dry.sessions).toEqual([
+      { id: s.id, blobsPruned: 1, archivesDropped: ["rewind-archive-6"], bytesFreed: archiveBytes + 4 },
+    ]);
     expect((await readdir(records)).sort()).toEqual(["rewind-archive-6.json", "rewind-archive-8.json"]);
 
     const run = await cli(["gc", s.id, "--root", s.root]);
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain(`Freed ${formatBytes(archiveBytes + 4)}: 1 blob and 1 rewind archive from session ${s.id}.`);
+    expect(run.stdout).toContain(
+      `Freed ${formatBytes(archiveBytes + 4)}: 1 blob and 1 rewind archive from session ${s.id}.`,
+    );
     expect(await readdir(records)).toEqual(["rewind-archive-8.json"]);
     expect(await exists(blobPath(s, sha256("one\n")))).toBe(false);
     expect((await cli(["verify", s.id, "--root", s.root])).code).toBe(0);
@@ -87,7 +93,10 @@ describe("agent-tape gc", () => {
     const bad = await seedSession(temps, { root: good.root });
     const orphan = await plantOrphanBlob(good, "orphan");
     const badOrphan = await plantOrphanBlob(bad, "orphan too");
-    await writeFile(join(bad.root, bad.id, "events.jsonl"), "not a line of json\n" + (await readFile(join(bad.root, bad.id, "events.jsonl"), "utf8")));
+    await writeFile(
+      join(bad.root, bad.id, "events.jsonl"),
+      "not a line of json\n" + (await readFile(join(bad.root, bad.id, "events.jsonl"), "utf8")),
+    );
 
     const run = await cli(["gc", "--root", good.root]);
     expect(run.code).toBe(1);

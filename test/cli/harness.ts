@@ -2,7 +2,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { CheckpointStore, SessionStore } from "../../src/index.js";
 import { runCli, type CliIO } from "../../src/cli/run-cli.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import type { TempRoots } from "../helpers/temp-root.js";
 
 export interface CliRun {
   code: number;
@@ -11,7 +11,10 @@ export interface CliRun {
 }
 
 /** Runs the CLI in-process against a root, collecting what it prints. */
-export async function cli(args: readonly string[], io: Partial<Omit<CliIO, "stdout" | "stderr">> = {}): Promise<CliRun> {
+export async function cli(
+  args: readonly string[],
+  io: Partial<Omit<CliIO, "stdout" | "stderr">> = {},
+): Promise<CliRun> {
   let stdout = "";
   let stderr = "";
   const code = await runCli(args, {
@@ -47,7 +50,10 @@ export async function seedSession(temps: TempRoots, options: { root?: string; ti
     const checkpoints = new CheckpointStore(store);
     const { id } = await store.create({ title: options.title ?? "fix the failing test", workspace });
     await store.append(id, { type: "message", payload: { role: "user", content: "make a.txt say two" } });
-    await store.append(id, { type: "tool_call", payload: { callId: "c1", name: "write_files", input: { paths: ["a.txt", "b.txt"] } } });
+    await store.append(id, {
+      type: "tool_call",
+      payload: { callId: "c1", name: "write_files", input: { paths: ["a.txt", "b.txt"] } },
+    });
     await checkpoints.around(id, { tool: "write_files", paths: ["a.txt", "b.txt"], callId: "c1" }, async () => {
       await writeFile(join(workspace, "a.txt"), "two\n");
       await writeFile(join(workspace, "b.txt"), "new file\n");

@@ -12,7 +12,9 @@ describe("agent-tape list", () => {
     const older = await seedSession(temps, { title: "older session" });
     const newer = await seedSession(temps, { root: older.root, title: "newer session" });
     // Activity, not creation, decides the order: touch the older one last.
-    await withStore(older.root, (store) => store.append(older.id, { type: "message", payload: { role: "user", content: "again" } }));
+    await withStore(older.root, (store) =>
+      store.append(older.id, { type: "message", payload: { role: "user", content: "again" } }),
+    );
 
     const run = await cli(["list", "--root", older.root]);
     expect(run.code).toBe(0);
@@ -20,7 +22,9 @@ describe("agent-tape list", () => {
     const [header, first, second, ...rest] = run.stdout.trimEnd().split("\n");
     expect(header).toMatch(/^ID\s+TITLE\s+EVENTS\s+LAST ACTIVITY\s+SIZE$/);
     expect(rest).toEqual([]);
-    expect(first).toMatch(new RegExp(`^${older.id}\\s+older session\\s+6\\s+(just now|\\d+[smh] ago)\\s+[\\d.]+ (B|KiB)$`));
+    expect(first).toMatch(
+      new RegExp(`^${older.id}\\s+older session\\s+6\\s+(just now|\\d+[smh] ago)\\s+[\\d.]+ (B|KiB)$`),
+    );
     expect(second).toMatch(new RegExp(`^${newer.id}\\s+newer session\\s+5\\s+`));
   });
 
@@ -30,7 +34,13 @@ describe("agent-tape list", () => {
     expect(run.code).toBe(0);
     const sessions = JSON.parse(run.stdout);
     expect(sessions).toHaveLength(1);
-    expect(sessions[0]).toMatchObject({ id, title: "fix the failing test", events: 5, lastSequence: 5, corruptLines: 0 });
+    expect(sessions[0]).toMatchObject({
+      id,
+      title: "fix the failing test",
+      events: 5,
+      lastSequence: 5,
+      corruptLines: 0,
+    });
     expect(sessions[0].bytes).toBeGreaterThan(0);
   });
 
@@ -77,16 +87,29 @@ describe("agent-tape show", () => {
   it("--from and --to cut the range; --type keeps one kind of event", async () => {
     const { root, id } = await seedSession(temps);
     const range = await cli(["show", id, "--from", "2", "--to", "3", "--root", root]);
-    expect(range.stdout.trimEnd().split("\n").map((l) => l.split(/\s+/)[0])).toEqual(["2", "3"]);
+    expect(
+      range.stdout
+        .trimEnd()
+        .split("\n")
+        .map((l) => l.split(/\s+/)[0]),
+    ).toEqual(["2", "3"]);
     const messages = await cli(["show", id, "--type", "message", "--root", root]);
-    expect(messages.stdout.trimEnd().split("\n").map((l) => l.split(/\s+/)[0])).toEqual(["1", "5"]);
+    expect(
+      messages.stdout
+        .trimEnd()
+        .split("\n")
+        .map((l) => l.split(/\s+/)[0]),
+    ).toEqual(["1", "5"]);
   });
 
   it("--json prints the stored events as JSONL, exactly as the library reads them", async () => {
     const { root, id } = await seedSession(temps);
     const run = await cli(["show", id, "--json", "--from", "3", "--root", root]);
     expect(run.code).toBe(0);
-    const printed = run.stdout.trimEnd().split("\n").map((line) => JSON.parse(line));
+    const printed = run.stdout
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line));
     const stored = await withStore(root, (store) => store.readAll(id, { fromSequence: 3 }));
     expect(printed).toEqual(stored);
   });

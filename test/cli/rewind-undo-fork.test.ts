@@ -8,7 +8,8 @@ const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 
 const ESC = "\x1b[";
-const sequences = (root: string, id: string) => withStore(root, async (store) => (await store.readAll(id)).map((e) => e.sequence));
+const sequences = (root: string, id: string) =>
+  withStore(root, async (store) => (await store.readAll(id)).map((e) => e.sequence));
 
 describe("agent-tape rewind", () => {
   it("--dry-run prints the plan per path and changes neither files nor tape", async () => {
@@ -76,7 +77,10 @@ describe("agent-tape rewind", () => {
   it("prints no colour when piped, or when NO_COLOR is set on a terminal", async () => {
     const { root, id } = await seedSession(temps);
     const piped = await cli(["rewind", id, "--to", "2", "--dry-run", "--root", root], { isTTY: false });
-    const noColour = await cli(["rewind", id, "--to", "2", "--dry-run", "--root", root], { isTTY: true, env: { NO_COLOR: "1" } });
+    const noColour = await cli(["rewind", id, "--to", "2", "--dry-run", "--root", root], {
+      isTTY: true,
+      env: { NO_COLOR: "1" },
+    });
     expect(piped.stdout).toContain("restore  a.txt");
     expect(piped.stdout).not.toContain(ESC);
     expect(noColour.stdout).toBe(piped.stdout);

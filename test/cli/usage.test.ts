@@ -18,8 +18,12 @@ describe("help and version", () => {
     expect(run.code).toBe(0);
     expect(run.stderr).toBe("");
     for (const verb of VERBS) expect(run.stdout).toMatch(new RegExp(`^  ${verb}\\b`, "m"));
-    expect(run.stdout).toContain("$AGENT_TAPE_ROOT, else\n                 $XDG_DATA_HOME/agent-tape/sessions, else ~/.local/share/agent-tape/sessions");
-    expect(run.stdout).toContain("Exit codes:\n  0  success\n  1  problems found (verify), or the operation failed\n  2  usage error");
+    expect(run.stdout).toContain(
+      "$AGENT_TAPE_ROOT, else\n                 $XDG_DATA_HOME/agent-tape/sessions, else ~/.local/share/agent-tape/sessions",
+    );
+    expect(run.stdout).toContain(
+      "Exit codes:\n  0  success\n  1  problems found (verify), or the operation failed\n  2  usage error",
+    );
   });
 
   it("each verb has its own --help, also reachable as `help <verb>`", async () => {
@@ -79,7 +83,9 @@ describe("usage errors exit 2", () => {
     const { root } = await seedSession(temps);
     const usage = await cli(["show", "--json", "--root", root]);
     expect(usage.code).toBe(2);
-    expect(JSON.parse(usage.stderr)).toEqual({ error: { code: "USAGE", message: "`show` needs a session id (see `agent-tape list`)." } });
+    expect(JSON.parse(usage.stderr)).toEqual({
+      error: { code: "USAGE", message: "`show` needs a session id (see `agent-tape list`)." },
+    });
     const failed = await cli(["show", "nope", "--json", "--root", root]);
     expect(failed.code).toBe(1);
     expect(JSON.parse(failed.stderr).error.code).toBe("SESSION_NOT_FOUND");
@@ -88,9 +94,13 @@ describe("usage errors exit 2", () => {
 
 describe("the store root", () => {
   it("defaults to $AGENT_TAPE_ROOT, else $XDG_DATA_HOME/agent-tape/sessions, else ~/.local/share/agent-tape/sessions", () => {
-    expect(defaultRoot({ AGENT_TAPE_ROOT: "/data/tapes", XDG_DATA_HOME: "/xdg", HOME: "/home/me" })).toBe("/data/tapes");
+    expect(defaultRoot({ AGENT_TAPE_ROOT: "/data/tapes", XDG_DATA_HOME: "/xdg", HOME: "/home/me" })).toBe(
+      "/data/tapes",
+    );
     expect(defaultRoot({ XDG_DATA_HOME: "/xdg", HOME: "/home/me" })).toBe("/xdg/agent-tape/sessions");
-    expect(defaultRoot({ XDG_DATA_HOME: "relative/is/ignored", HOME: "/home/me" })).toBe("/home/me/.local/share/agent-tape/sessions");
+    expect(defaultRoot({ XDG_DATA_HOME: "relative/is/ignored", HOME: "/home/me" })).toBe(
+      "/home/me/.local/share/agent-tape/sessions",
+    );
     expect(defaultRoot({ HOME: "/home/me" })).toBe("/home/me/.local/share/agent-tape/sessions");
   });
 
@@ -114,13 +124,13 @@ describe("the store root", () => {
 
 describe("output helpers", () => {
   it("sizes in binary units and ages relative to now", () => {
-    expect([formatBytes(0), formatBytes(1023), formatBytes(1536), formatBytes(5 * 1024 * 1024), formatBytes(300 * 1024 * 1024)]).toEqual([
-      "0 B",
-      "1023 B",
-      "1.5 KiB",
-      "5.0 MiB",
-      "300 MiB",
-    ]);
+    expect([
+      formatBytes(0),
+      formatBytes(1023),
+      formatBytes(1536),
+      formatBytes(5 * 1024 * 1024),
+      formatBytes(300 * 1024 * 1024),
+    ]).toEqual(["0 B", "1023 B", "1.5 KiB", "5.0 MiB", "300 MiB"]);
     const now = new Date("2025-03-10T12:00:00Z");
     const ago = (seconds: number) => formatAge(new Date(now.getTime() - seconds * 1000), now);
     expect([ago(1), ago(42), ago(5 * 60), ago(3 * 3600), ago(3 * 86400), ago(90 * 86400)]).toEqual([

@@ -7,7 +7,10 @@ if (!root || !sessionId) throw new Error("usage: append-once root sessionId lock
 
 const store = new SessionStore({ root, lockStaleMs: 2000, lockWaitMs: Number(lockWaitMs ?? 1000) });
 try {
-  const event = await store.append(sessionId, { type: "message", payload: { role: "user", content: content ?? "from another process" } });
+  const event = await store.append(sessionId, {
+    type: "message",
+    payload: { role: "user", content: content ?? "from another process" },
+  });
   process.stdout.write(JSON.stringify({ ok: true, sequence: event.sequence }) + "\n");
 } catch (error) {
   if (!isAgentTapeError(error)) throw error;

@@ -5,7 +5,8 @@ import { z } from "zod";
 import { SessionStore, type Durability } from "../../src/index.js";
 
 const [root, sessionId, writer, count, durability, lockMaxHoldMs, concurrency] = process.argv.slice(2);
-if (!root || !sessionId || !writer) throw new Error("usage: append-writer root sessionId writer count durability lockMaxHoldMs concurrency");
+if (!root || !sessionId || !writer)
+  throw new Error("usage: append-writer root sessionId writer count durability lockMaxHoldMs concurrency");
 
 const store = new SessionStore({
   root,
@@ -20,7 +21,8 @@ const total = Number(count ?? 100);
 const together = Math.max(1, Number(concurrency ?? 1));
 for (let n = 0; n < total; n += together) {
   const round: Promise<unknown>[] = [];
-  for (let k = n; k < Math.min(total, n + together); k++) round.push(store.append(sessionId, { type: "tick", payload: { writer, n: k } }));
+  for (let k = n; k < Math.min(total, n + together); k++)
+    round.push(store.append(sessionId, { type: "tick", payload: { writer, n: k } }));
   await Promise.all(round);
 }
 await store.close();

@@ -56,7 +56,9 @@ export class Child {
     return new Promise((resolve, reject) => {
       this.lineWaiters.push({ match, resolve });
       this.exited.then((run) =>
-        reject(new Error(`child ended (code ${run.code}, signal ${run.signal}) before the line; stderr:\n${run.stderr}`)),
+        reject(
+          new Error(`child ended (code ${run.code}, signal ${run.signal}) before the line; stderr:\n${run.stderr}`),
+        ),
       );
     });
   }

@@ -66,18 +66,31 @@ export async function tellTheStory(temps: TempRoots): Promise<Story> {
 
   await store.append(id, { type: "message", payload: { role: "user", content: "Bring main.ts to v0." } });
   // An edit before the target: its checkpoint must play no part in rewinding to the target.
-  await checkpoints.around(id, { tool: "edit_file", paths: ["src/app/main.ts"] }, () => writeFile(file("src/app/main.ts"), "v0\n"));
-  const target = (await store.append(id, { type: "message", payload: { role: "assistant", content: "main.ts is at v0." } })).sequence;
+  await checkpoints.around(id, { tool: "edit_file", paths: ["src/app/main.ts"] }, () =>
+    writeFile(file("src/app/main.ts"), "v0\n"),
+  );
+  const target = (
+    await store.append(id, { type: "message", payload: { role: "assistant", content: "main.ts is at v0." } })
+  ).sequence;
   const treeAtTarget = await workspaceTree(workspace);
 
   for (let v = 1; v <= 5; v++) {
     const callId = `edit-${v}`;
-    await store.append(id, { type: "tool_call", payload: { callId, name: "edit_file", input: { path: "src/app/main.ts", v } } });
-    await checkpoints.around(id, { tool: "edit_file", paths: ["src/app/main.ts"], callId }, () => writeFile(file("src/app/main.ts"), `v${v}\n`));
+    await store.append(id, {
+      type: "tool_call",
+      payload: { callId, name: "edit_file", input: { path: "src/app/main.ts", v } },
+    });
+    await checkpoints.around(id, { tool: "edit_file", paths: ["src/app/main.ts"], callId }, () =>
+      writeFile(file("src/app/main.ts"), `v${v}\n`),
+    );
     await store.append(id, { type: "tool_result", payload: { callId, output: "ok" } });
   }
-  await checkpoints.around(id, { tool: "write_file", paths: ["src/app/new.ts"] }, () => writeFile(file("src/app/new.ts"), "export {};\n"));
-  await checkpoints.around(id, { tool: "delete_file", paths: ["docs/guide/old.md"] }, () => rm(file("docs/guide/old.md")));
+  await checkpoints.around(id, { tool: "write_file", paths: ["src/app/new.ts"] }, () =>
+    writeFile(file("src/app/new.ts"), "export {};\n"),
+  );
+  await checkpoints.around(id, { tool: "delete_file", paths: ["docs/guide/old.md"] }, () =>
+    rm(file("docs/guide/old.md")),
+  );
   await checkpoints.around(id, { tool: "chmod", paths: ["bin/run.sh"] }, () => chmod(file("bin/run.sh"), 0o755));
   await checkpoints.around(id, { tool: "rm_rf", paths: ["vendor"] }, () => rm(file("vendor"), { recursive: true }));
   await store.append(id, { type: "message", payload: { role: "assistant", content: "All done." } });

@@ -5,7 +5,8 @@
 import { SessionStore, rewind, undoRewind } from "../../src/index.js";
 
 const [root, id, workspace, operation, toSequence, stopAt, keepUndo] = process.argv.slice(2);
-if (!root || !id || !workspace || !operation || !stopAt) throw new Error("usage: rewind-until root sessionId workspace rewind|undo toSequence stopAt keepUndo");
+if (!root || !id || !workspace || !operation || !stopAt)
+  throw new Error("usage: rewind-until root sessionId workspace rewind|undo toSequence stopAt keepUndo");
 
 const store = new SessionStore({ root, lockStaleMs: 2000 });
 const onProgress = (step: string) => {
@@ -16,6 +17,11 @@ const onProgress = (step: string) => {
 const report =
   operation === "undo"
     ? await undoRewind(store, id, { workspace, onProgress })
-    : await rewind(store, id, { toSequence: Number(toSequence), workspace, keepUndo: Number(keepUndo ?? 1), onProgress });
+    : await rewind(store, id, {
+        toSequence: Number(toSequence),
+        workspace,
+        keepUndo: Number(keepUndo ?? 1),
+        onProgress,
+      });
 process.stdout.write(`done ${report.markerSequence}\n`);
 await store.close();

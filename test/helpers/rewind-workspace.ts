@@ -1,4 +1,4 @@
-import { BLOBS_IN_FLIGHT_RECORD } from "../../src/blobs-in-flight.js";
+import { BLOBS_IN_FLIGHT_RECORD } from "../../src/blobs/in-flight.js";
 import type { SessionStore } from "../../src/index.js";
 import { createHash } from "node:crypto";
 import { chmod, lstat, mkdir, readdir, readFile, readlink, writeFile } from "node:fs/promises";
@@ -33,7 +33,8 @@ export async function workspaceTree(root: string): Promise<Record<string, string
 /** How {@link workspaceTree} shows a regular file: for building the tree a test expects. */
 export function fileEntry(content: string | Buffer, mode: number): string {
   const bytes = Buffer.from(content);
-  const shown = bytes.length <= 120 ? JSON.stringify(bytes.toString("utf8")) : `sha256:${sha256(bytes)} (${bytes.length} bytes)`;
+  const shown =
+    bytes.length <= 120 ? JSON.stringify(bytes.toString("utf8")) : `sha256:${sha256(bytes)} (${bytes.length} bytes)`;
   return `file ${(mode & 0o7777).toString(8)} ${shown}`;
 }
 

@@ -20,15 +20,29 @@ type Command =
   | { kind: "capture"; targets: { path: string; spelling: Spelling }[] };
 
 const command: fc.Arbitrary<Command> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant("write" as const), path: fc.constantFrom(...FILES), content: fc.nat(CONTENTS.length - 1), mode: fc.constantFrom(...MODES) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant("write" as const),
+      path: fc.constantFrom(...FILES),
+      content: fc.nat(CONTENTS.length - 1),
+      mode: fc.constantFrom(...MODES),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("delete" as const), path: fc.constantFrom(...FILES) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("removeFolder" as const), path: fc.constantFrom(...FOLDERS) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant("removeFolder" as const), path: fc.constantFrom(...FOLDERS) }),
+  },
   {
     weight: 3,
     arbitrary: fc.record({
       kind: fc.constant("capture" as const),
       targets: fc.array(
-        fc.record({ path: fc.constantFrom<string>(...FILES, ...FOLDERS, "."), spelling: fc.constantFrom<Spelling>("plain", "dot", "absolute", "doubled") }),
+        fc.record({
+          path: fc.constantFrom<string>(...FILES, ...FOLDERS, "."),
+          spelling: fc.constantFrom<Spelling>("plain", "dot", "absolute", "doubled"),
+        }),
         { minLength: 1, maxLength: 5 },
       ),
     }),
@@ -61,7 +75,8 @@ class WorkspaceModel {
     if (file) return [blobRecord(target, file.content, file.mode)];
     if (!this.folders.has(target)) return [{ path: target, kind: "absent" }];
     const records: FileSnapshot[] = [{ path: target, kind: "directory", mode: FOLDER_MODE }];
-    for (const folder of this.folders) if (isBelow(folder, target)) records.push({ path: folder, kind: "directory", mode: FOLDER_MODE });
+    for (const folder of this.folders)
+      if (isBelow(folder, target)) records.push({ path: folder, kind: "directory", mode: FOLDER_MODE });
     for (const [path, f] of this.files) if (isBelow(path, target)) records.push(blobRecord(path, f.content, f.mode));
     return records;
   }
@@ -102,7 +117,8 @@ async function everyBlobOnDisk(dir: string): Promise<{ name: string; bytes: Buff
     throw error;
   }
   const blobs = [];
-  for (const entry of entries) if (entry.isFile()) blobs.push({ name: entry.name, bytes: await readFile(join(entry.parentPath, entry.name)) });
+  for (const entry of entries)
+    if (entry.isFile()) blobs.push({ name: entry.name, bytes: await readFile(join(entry.parentPath, entry.name)) });
   return blobs;
 }
 
@@ -137,7 +153,10 @@ describe("checkpoints against a model of the workspace", () => {
               model.removeFolder(step.path);
               await rm(join(workspace, step.path), { recursive: true, force: true });
             } else {
-              const event = await checkpoints.capture(id, { tool: "step", paths: step.targets.map((t) => spell(workspace, t.path, t.spelling)) });
+              const event = await checkpoints.capture(id, {
+                tool: "step",
+                paths: step.targets.map((t) => spell(workspace, t.path, t.spelling)),
+              });
               const expected = byPath(step.targets.flatMap((t) => model.expected(t.path)));
               const recorded = byPath(event!.payload.files);
               expect(event!.payload.files).toHaveLength(recorded.size); // one record per path

@@ -2,14 +2,20 @@ import { chmod, mkdir, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, referencedBlobs, rewind, undoRewind, type StoredEvent } from "../../src/index.js";
+import {
+  CheckpointStore,
+  SessionStore,
+  referencedBlobs,
+  rewind,
+  undoRewind,
+  type StoredEvent,
+} from "../../src/index.js";
 import { fileEntry, workspaceTree } from "../helpers/rewind-workspace.js";
 import { CONTENTS, FILES, FOLDERS, MODES } from "../helpers/little-tree.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
-
 
 type Operation =
   | { kind: "write"; path: string; content: number; mode: number }
@@ -18,9 +24,24 @@ type Operation =
   | { kind: "message"; text: string };
 
 const operation: fc.Arbitrary<Operation> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant("write" as const), path: fc.constantFrom(...FILES), content: fc.nat(CONTENTS.length - 1), mode: fc.constantFrom(...MODES) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant("write" as const),
+      path: fc.constantFrom(...FILES),
+      content: fc.nat(CONTENTS.length - 1),
+      mode: fc.constantFrom(...MODES),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("delete" as const), path: fc.constantFrom(...FILES) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("chmod" as const), path: fc.constantFrom(...FILES), mode: fc.constantFrom(...MODES) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("chmod" as const),
+      path: fc.constantFrom(...FILES),
+      mode: fc.constantFrom(...MODES),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("message" as const), text: fc.string({ maxLength: 20 }) }) },
 );
 
@@ -36,8 +57,20 @@ interface Round {
 }
 
 const round: fc.Arbitrary<Round> = fc.oneof(
-  fc.record({ operations: fc.array(operation, { maxLength: 10 }), target: fc.nat(), mode: fc.constant("files" as const), keepUndo: fc.constant(1 as const), undo: fc.boolean() }),
-  fc.record({ operations: fc.array(operation, { maxLength: 10 }), target: fc.nat(), mode: fc.constant("all" as const), keepUndo: fc.constantFrom(0 as const, 1 as const), undo: fc.boolean() }),
+  fc.record({
+    operations: fc.array(operation, { maxLength: 10 }),
+    target: fc.nat(),
+    mode: fc.constant("files" as const),
+    keepUndo: fc.constant(1 as const),
+    undo: fc.boolean(),
+  }),
+  fc.record({
+    operations: fc.array(operation, { maxLength: 10 }),
+    target: fc.nat(),
+    mode: fc.constant("all" as const),
+    keepUndo: fc.constantFrom(0 as const, 1 as const),
+    undo: fc.boolean(),
+  }),
 );
 
 /** The files as the test believes them to be: path → content and mode. */
@@ -94,7 +127,10 @@ describe("rewind against a model of the workspace's history", () => {
           const expectBlobsReferenced = async (where: string) => {
             const referenced = referencedBlobs(await store.readAll(id));
             for (const name of (await store.backend.listRecords(id)).filter((n) => n.startsWith("rewind-archive-"))) {
-              referencedBlobs(((await store.backend.readRecord(id, name)) as { events: StoredEvent[] }).events, referenced);
+              referencedBlobs(
+                ((await store.backend.readRecord(id, name)) as { events: StoredEvent[] }).events,
+                referenced,
+              );
             }
             expect(new Set(await store.backend.listBlobs(id)), where).toEqual(referenced);
             for (const hash of referenced) await checkpoints.readBlob(id, hash);
@@ -145,17 +181,25 @@ describe("rewind against a model of the workspace's history", () => {
             for (const s of removed) timeline.after.delete(s);
             timeline.after.set(marker, wanted);
             files = new Map(wanted);
-            expect((await store.readAll(id)).map((e) => e.sequence), where).toEqual(timeline.sequences);
+            expect(
+              (await store.readAll(id)).map((e) => e.sequence),
+              where,
+            ).toEqual(timeline.sequences);
             await expectBlobsReferenced(where);
             if (!undo || keepUndo === 0) continue;
 
             const undone = await undoRewind(store, id);
 
             expect(await workspaceTree(workspace), `${where}, undone`).toEqual(treeOf(beforeRewind));
-            removedStates.forEach((state, i) => timeline.after.set(marker + 1 + i, state));
+            removedStates.forEach((state, i) => {
+              timeline.after.set(marker + 1 + i, state);
+            });
             timeline.after.set(marker + removed.length + 1, beforeRewind);
             expect(undone.markerSequence, `${where}, undone`).toBe(marker + removed.length + 1);
-            expect((await store.readAll(id)).map((e) => e.sequence), `${where}, undone`).toEqual(timeline.sequences);
+            expect(
+              (await store.readAll(id)).map((e) => e.sequence),
+              `${where}, undone`,
+            ).toEqual(timeline.sequences);
             await expectBlobsReferenced(`${where}, undone`);
             files = new Map(beforeRewind);
           }

@@ -13,10 +13,14 @@ interface ModelSession {
 
 const TYPES = ["message", "usage", "tool_call", "session_fork"] as const;
 
-type Input = { type: "message"; payload: { role: "user"; content: string } } | { type: "usage"; payload: { inputTokens: number } };
+type Input =
+  | { type: "message"; payload: { role: "user"; content: string } }
+  | { type: "usage"; payload: { inputTokens: number } };
 
 const input: fc.Arbitrary<Input> = fc.oneof(
-  fc.string({ maxLength: 12 }).map((content) => ({ type: "message" as const, payload: { role: "user" as const, content } })),
+  fc
+    .string({ maxLength: 12 })
+    .map((content) => ({ type: "message" as const, payload: { role: "user" as const, content } })),
   fc.nat({ max: 10_000 }).map((inputTokens) => ({ type: "usage" as const, payload: { inputTokens } })),
 );
 
@@ -25,13 +29,26 @@ type Op =
   | { kind: "appendMany"; session: number; events: Input[] }
   | { kind: "concurrentAppends"; session: number; calls: (Input | Input[])[] }
   | { kind: "fork"; session: number; at: number; beyondEnd: number }
-  | { kind: "read"; session: number; from: number | undefined; to: number | undefined; types: (typeof TYPES)[number][] | undefined }
+  | {
+      kind: "read";
+      session: number;
+      from: number | undefined;
+      to: number | undefined;
+      types: (typeof TYPES)[number][] | undefined;
+    }
   | { kind: "reopen" };
 
 const session = fc.nat({ max: 7 });
 const op: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constant("append" as const), session, event: input }), weight: 4 },
-  { arbitrary: fc.record({ kind: fc.constant("appendMany" as const), session, events: fc.array(input, { maxLength: 5 }) }), weight: 2 },
+  {
+    arbitrary: fc.record({
+      kind: fc.constant("appendMany" as const),
+      session,
+      events: fc.array(input, { maxLength: 5 }),
+    }),
+    weight: 2,
+  },
   {
     // Each call is an append or (an array) an appendMany, issued without waiting for the others.
     arbitrary: fc.record({
@@ -42,7 +59,15 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     weight: 2,
   },
   // `at` is a fraction of the session's length; `beyondEnd` > 0 asks for a fork past the end, which must be refused.
-  { arbitrary: fc.record({ kind: fc.constant("fork" as const), session, at: fc.double({ min: 0, max: 1, noNaN: true }), beyondEnd: fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 1, max: 3 })) }), weight: 1 },
+  {
+    arbitrary: fc.record({
+      kind: fc.constant("fork" as const),
+      session,
+      at: fc.double({ min: 0, max: 1, noNaN: true }),
+      beyondEnd: fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 1, max: 3 })),
+    }),
+    weight: 1,
+  },
   {
     arbitrary: fc.record({
       kind: fc.constant("read" as const),
@@ -60,7 +85,10 @@ const lastOf = (s: ModelSession) => s.events[s.events.length - 1]?.sequence ?? 0
 
 function expectedRead(s: ModelSession, from?: number, to?: number, types?: readonly string[]): StoredEvent[] {
   return s.events.filter(
-    (e) => (from === undefined || e.sequence >= from) && (to === undefined || e.sequence <= to) && (types === undefined || types.includes(e.type)),
+    (e) =>
+      (from === undefined || e.sequence >= from) &&
+      (to === undefined || e.sequence <= to) &&
+      (types === undefined || types.includes(e.type)),
   );
 }
 
@@ -80,7 +108,12 @@ async function runAgainstModel(ops: Op[], durability: Durability, lockIdleMs: nu
       switch (o.kind) {
         case "append": {
           const e = await store.append(s.id, o.event);
-          expect(e).toMatchObject({ sessionId: s.id, sequence: lastOf(s) + 1, type: o.event.type, payload: o.event.payload });
+          expect(e).toMatchObject({
+            sessionId: s.id,
+            sequence: lastOf(s) + 1,
+            type: o.event.type,
+            payload: o.event.payload,
+          });
           s.events.push(e);
           break;
         }
@@ -93,7 +126,9 @@ async function runAgainstModel(ops: Op[], durability: Durability, lockIdleMs: nu
         }
         case "concurrentAppends": {
           // Issued without waiting in between: they must still land in call order.
-          const results = await Promise.all(o.calls.map((c) => (Array.isArray(c) ? store.appendMany(s.id, c) : store.append(s.id, c))));
+          const results = await Promise.all(
+            o.calls.map((c) => (Array.isArray(c) ? store.appendMany(s.id, c) : store.append(s.id, c))),
+          );
           const written = results.flat();
           const inputs = o.calls.flat();
           expect(written.map((e) => e.sequence)).toEqual(inputs.map((_, i) => lastOf(s) + 1 + i));
@@ -153,7 +188,12 @@ async function runAgainstModel(ops: Op[], durability: Durability, lockIdleMs: nu
 describe("the tape against an in-memory model", () => {
   it("agrees with the model for random appends, batches, concurrent appends, forks, reads and reopens", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(op, { maxLength: 30 }), fc.constantFrom<Durability>("fsync", "batch", "none"), fc.constantFrom(0, 50), runAgainstModel),
+      fc.asyncProperty(
+        fc.array(op, { maxLength: 30 }),
+        fc.constantFrom<Durability>("fsync", "batch", "none"),
+        fc.constantFrom(0, 50),
+        runAgainstModel,
+      ),
       { numRuns: 60 },
     );
   }, 120_000);

@@ -66,7 +66,8 @@ describe("a capture killed at a random moment", () => {
       const onDisk = await next.backend.listBlobs(id);
       expect(new Set(onDisk), where).toEqual(indexed);
       const checkpoints = new CheckpointStore(next);
-      for (const hash of indexed) await expect(checkpoints.readBlob(id, hash), `${where}: blob ${hash}`).resolves.toBeInstanceOf(Buffer);
+      for (const hash of indexed)
+        await expect(checkpoints.readBlob(id, hash), `${where}: blob ${hash}`).resolves.toBeInstanceOf(Buffer);
       expect(await next.backend.listRecords(id), where).not.toContain("blobs-in-flight");
       await next.close();
     }

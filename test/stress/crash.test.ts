@@ -46,7 +46,13 @@ describe("a writer killed with SIGKILL mid-stream", () => {
       expect(run.signal, `round ${round}: ${run.stderr}`).toBe("SIGKILL");
       const resolved = run.stdout.split("\n").filter(Boolean).map(Number);
       if (resolved.length > 0) killedWhileAppending++;
-      if (await access(lockDir).then(() => true, () => false)) lockLeftBehind++;
+      if (
+        await access(lockDir).then(
+          () => true,
+          () => false,
+        )
+      )
+        lockLeftBehind++;
 
       // The log reads (a torn last line, if any, is skipped) with no gap and no repeat...
       const reader = open();
@@ -67,9 +73,14 @@ describe("a writer killed with SIGKILL mid-stream", () => {
     // And one more append from this process after the last kill.
     const store = open();
     try {
-      const next = await store.append(id, { type: "message", payload: { role: "user", content: "after the last crash" } });
+      const next = await store.append(id, {
+        type: "message",
+        payload: { role: "user", content: "after the last crash" },
+      });
       expect(next.sequence).toBe(last + 1);
-      expect((await store.readAll(id)).map((e) => e.sequence)).toEqual(Array.from({ length: last + 1 }, (_, i) => i + 1));
+      expect((await store.readAll(id)).map((e) => e.sequence)).toEqual(
+        Array.from({ length: last + 1 }, (_, i) => i + 1),
+      );
     } finally {
       await store.close();
     }

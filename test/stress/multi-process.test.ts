@@ -18,7 +18,15 @@ async function writeFromFourProcesses(durability: Durability, concurrency: numbe
 
   const writers = Array.from({ length: WRITERS }, (_, w) => {
     // A short hold so each lease is handed over many times while the others wait.
-    const child = new Child("append-writer.ts", [root, id, `w${w}`, String(EACH), durability, "15", String(concurrency)]);
+    const child = new Child("append-writer.ts", [
+      root,
+      id,
+      `w${w}`,
+      String(EACH),
+      durability,
+      "15",
+      String(concurrency),
+    ]);
     children.push(child);
     return child;
   });

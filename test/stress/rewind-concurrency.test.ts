@@ -13,7 +13,8 @@ const children = childrenKilledAfterEach(); // registered last, so it runs first
 const FILES = 300; // a rewind long enough that the appender has to wait for it
 const path = (i: number) => `src/dir-${i % 10}/file-${i}.txt`;
 const tickOf = (event: StoredEvent) => {
-  const match = event.type === "message" ? /^tick (\d+)$/.exec(String((event.payload as { content: unknown }).content)) : null;
+  const match =
+    event.type === "message" ? /^tick (\d+)$/.exec(String((event.payload as { content: unknown }).content)) : null;
   return match ? Number(match[1]) : undefined;
 };
 
@@ -33,7 +34,8 @@ describe("a rewind while another process appends", () => {
     try {
       const checkpoints = new CheckpointStore(store);
       const { id } = await store.create({ workspace });
-      const target = (await store.append(id, { type: "message", payload: { role: "user", content: "the target" } })).sequence;
+      const target = (await store.append(id, { type: "message", payload: { role: "user", content: "the target" } }))
+        .sequence;
       const treeAtTarget = await workspaceTree(workspace);
       const paths = Array.from({ length: FILES }, (_, i) => path(i));
       await checkpoints.around(id, { tool: "rewrite", paths }, async () => {

@@ -3,7 +3,16 @@ import { access, readFile, realpath, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, referencedBlobs, rewind, undoRewind, type FileChange, type RewindPayload, type StoredEvent } from "../../src/index.js";
+import {
+  CheckpointStore,
+  SessionStore,
+  referencedBlobs,
+  rewind,
+  undoRewind,
+  type FileChange,
+  type RewindPayload,
+  type StoredEvent,
+} from "../../src/index.js";
 import { Child } from "../helpers/children.js";
 import { blobFile } from "../helpers/rewind-story.js";
 import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
@@ -56,14 +65,21 @@ function describeEvent(event: StoredEvent): string {
   return describeMarker(event.sequence, p.targetSequence, p.undoOf, p.changes);
 }
 
-function describeMarker(sequence: number, target: number, undoOf: number | undefined, changes: readonly FileChange[]): string {
+function describeMarker(
+  sequence: number,
+  target: number,
+  undoOf: number | undefined,
+  changes: readonly FileChange[],
+): string {
   // By value, not by key order: the log writes its JSON with sorted keys.
   const listed = changes.map((c) => [c.path, c.action, c.reason ?? ""]);
   return `${sequence} rewind to ${target}, undo of ${undoOf ?? "-"}, changes ${sha256(JSON.stringify(listed)).slice(0, 12)}`;
 }
 
 /** Builds the session, and the two states a crashed rewind may leave: untouched, or fully rewound. */
-async function buildSession(round: Round): Promise<Scenario & { treeBefore: Record<string, string>; eventsBefore: StoredEvent[] }> {
+async function buildSession(
+  round: Round,
+): Promise<Scenario & { treeBefore: Record<string, string>; eventsBefore: StoredEvent[] }> {
   const base = await realpath(await round.temps.make("agent-tape-rewind-crash-"));
   const root = join(base, "sessions");
   const workspace = join(base, "ws");
@@ -74,17 +90,28 @@ async function buildSession(round: Round): Promise<Scenario & { treeBefore: Reco
     const checkpoints = new CheckpointStore(store);
     const { id } = await store.create({ workspace });
     await store.append(id, { type: "message", payload: { role: "user", content: "start" } });
-    const target = (await store.append(id, { type: "message", payload: { role: "assistant", content: "the target" } })).sequence;
+    const target = (await store.append(id, { type: "message", payload: { role: "assistant", content: "the target" } }))
+      .sequence;
     const treeAtTarget = await workspaceTree(workspace);
     for (let part = 0; part < 3; part++) {
       const edited = Array.from({ length: EDITED }, (_, i) => i).filter((i) => i % 3 === part);
-      const extra = part === 2 ? [...Array.from({ length: CREATED }, (_, i) => createdPath(i)), ...Array.from({ length: DELETED }, (_, i) => deletedPath(i))] : [];
-      await checkpoints.around(id, { tool: `rewrite part ${part}`, paths: [...edited.map(editedPath), ...extra] }, async () => {
-        for (const i of edited) await put(workspace, editedPath(i), contentOf(i, "after"));
-        if (part !== 2) return;
-        for (let i = 0; i < CREATED; i++) await put(workspace, createdPath(i), `created ${i}\n`);
-        for (let i = 0; i < DELETED; i++) await rm(join(workspace, deletedPath(i)));
-      });
+      const extra =
+        part === 2
+          ? [
+              ...Array.from({ length: CREATED }, (_, i) => createdPath(i)),
+              ...Array.from({ length: DELETED }, (_, i) => deletedPath(i)),
+            ]
+          : [];
+      await checkpoints.around(
+        id,
+        { tool: `rewrite part ${part}`, paths: [...edited.map(editedPath), ...extra] },
+        async () => {
+          for (const i of edited) await put(workspace, editedPath(i), contentOf(i, "after"));
+          if (part !== 2) return;
+          for (let i = 0; i < CREATED; i++) await put(workspace, createdPath(i), `created ${i}\n`);
+          for (let i = 0; i < DELETED; i++) await rm(join(workspace, deletedPath(i)));
+        },
+      );
       await store.append(id, { type: "message", payload: { role: "assistant", content: `part ${part} done` } });
     }
     const eventsBefore = await store.readAll(id);
@@ -122,7 +149,11 @@ async function buildRewoundSession(round: Round): Promise<Scenario> {
     const removed = built.eventsBefore.filter((e) => e.sequence > built.target);
     const marker = markerSequence!;
     const reappended = removed.map((e, i) => describeEvent({ ...e, sequence: marker + 1 + i }));
-    const undone = [...rewoundLog, ...reappended, describeMarker(marker + removed.length + 1, built.target, marker, dry.changes)];
+    const undone = [
+      ...rewoundLog,
+      ...reappended,
+      describeMarker(marker + removed.length + 1, built.target, marker, dry.changes),
+    ];
     return {
       ...built,
       states: { rewound: built.states.rewound!, undone: { tree: built.treeBefore, log: undone } },
@@ -133,7 +164,15 @@ async function buildRewoundSession(round: Round): Promise<Scenario> {
 }
 
 function startChild(round: Round, s: Scenario, operation: "rewind" | "undo", stopAt: string, keepUndo = 1): Child {
-  const child = new Child("rewind-until.ts", [s.root, s.id, s.workspace, operation, String(s.target), stopAt, String(keepUndo)]);
+  const child = new Child("rewind-until.ts", [
+    s.root,
+    s.id,
+    s.workspace,
+    operation,
+    String(s.target),
+    stopAt,
+    String(keepUndo),
+  ]);
   round.children.push(child);
   return child;
 }
@@ -154,7 +193,9 @@ async function openAfterCrash(s: Scenario, via: "append" | "read"): Promise<{ fi
   let events: StoredEvent[];
   try {
     if (via === "append") await store.append(s.id, { type: "message", payload: { role: "user", content: PROBE } });
-    events = (await store.readAll(s.id)).filter((e) => !(e.type === "message" && (e.payload as { content: unknown }).content === PROBE));
+    events = (await store.readAll(s.id)).filter(
+      (e) => !(e.type === "message" && (e.payload as { content: unknown }).content === PROBE),
+    );
   } finally {
     await store.close();
   }
@@ -196,10 +237,11 @@ async function waitUntil(condition: () => Promise<boolean>, child: Child): Promi
   }
 }
 
-const exists = (path: string) => access(path).then(
-  () => true,
-  () => false,
-);
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 const BOUNDARY_TIMEOUT = 90_000;
 
@@ -271,7 +313,9 @@ describe.concurrent("an undo killed at a step boundary", () => {
 
 // One at a time: where these kills land depends on the child running at full speed.
 describe("a rewind killed at a random moment", () => {
-  it("while saving what an undo needs (between planned and intent-written): the session is found untouched or fully rewound", async ({ onTestFinished }) => {
+  it("while saving what an undo needs (between planned and intent-written): the session is found untouched or fully rewound", async ({
+    onTestFinished,
+  }) => {
     const round = newRound(onTestFinished);
     const seen: string[] = [];
     for (let n = 0; n < 3; n++) {
@@ -302,15 +346,22 @@ describe("a rewind killed at a random moment", () => {
       const k = randomInt(0, 200); // restores run in path order, 8 at a time: plenty still to go after file k
       const child = startChild(round, s, "rewind", "none");
       await child.waitForLine((line) => line === "intent-written");
-      await waitUntil(async () => (await readFile(join(s.workspace, editedPath(k)), "utf8")) === contentOf(k, "target"), child);
+      await waitUntil(
+        async () => (await readFile(join(s.workspace, editedPath(k)), "utf8")) === contentOf(k, "target"),
+        child,
+      );
       await killNow(round, child);
       const where = `round ${n}, killed once file ${k} was restored; the child had printed: ${child.stdout.trim().split("\n").join(", ")}`;
 
       let restored = 0;
-      for (let i = 0; i < EDITED; i++) if ((await readFile(join(s.workspace, editedPath(i)), "utf8")) === contentOf(i, "target")) restored++;
+      for (let i = 0; i < EDITED; i++)
+        if ((await readFile(join(s.workspace, editedPath(i)), "utf8")) === contentOf(i, "target")) restored++;
       if (restored < EDITED) halfRestored++;
 
-      expect(await openAfterCrash(s, n % 2 === 0 ? "append" : "read"), where).toEqual({ files: ["rewound"], log: ["rewound"] });
+      expect(await openAfterCrash(s, n % 2 === 0 ? "append" : "read"), where).toEqual({
+        files: ["rewound"],
+        log: ["rewound"],
+      });
       await expectSettled(s);
     }
     expect(halfRestored).toBeGreaterThan(0); // the kills did land while files were being restored

@@ -1,8 +1,8 @@
 import { open, readdir, readFile, rename, rm, stat, mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { fsyncDir } from "../../atomic-file.js";
-import { mapLimited } from "../../limited.js";
+import { fsyncDir } from "../../core/atomic-file.js";
+import { mapLimited } from "../../core/bounded-concurrency.js";
 import { isBlobHash } from "../names.js";
 import type { SessionLayout } from "./layout.js";
 
@@ -33,7 +33,12 @@ export async function blobExists(layout: SessionLayout, id: string, hash: string
  * write: content addressing means the bytes are already there. Folders are made only when a
  * write finds them missing, so the common case pays no mkdir.
  */
-export async function writeBlobFile(layout: SessionLayout, id: string, hash: string, bytes: Uint8Array): Promise<boolean> {
+export async function writeBlobFile(
+  layout: SessionLayout,
+  id: string,
+  hash: string,
+  bytes: Uint8Array,
+): Promise<boolean> {
   const file = layout.blob(id, hash);
   if (await blobExists(layout, id, hash)) return false;
   const incoming = layout.incomingBlobs(id);
@@ -47,7 +52,11 @@ export async function writeBlobFile(layout: SessionLayout, id: string, hash: str
     } finally {
       await fh.close();
     }
-    await retryAfterMkdir(dirname(file), () => rename(temp, file), () => (newShard = true));
+    await retryAfterMkdir(
+      dirname(file),
+      () => rename(temp, file),
+      () => (newShard = true),
+    );
   } catch (error) {
     await rm(temp, { force: true });
     throw error;

@@ -1,12 +1,20 @@
 import { randomBytes } from "node:crypto";
 import { link, copyFile, mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { parseEventLine, serializeEvent } from "../../envelope.js";
-import { LogCorruptError, SessionExistsError, SessionNotFoundError } from "../../errors.js";
-import type { StoredEvent } from "../../events.js";
-import { assertSessionId } from "../../ids.js";
-import type { CreateSessionOptions, LockOptions, LockedSession, ReadEventsOptions, SessionRecord, SignalOption, StorageBackend } from "../types.js";
-import { fsyncDir } from "../../atomic-file.js";
+import { parseEventLine, serializeEvent } from "../../core/envelope.js";
+import { LogCorruptError, SessionExistsError, SessionNotFoundError } from "../../core/errors.js";
+import type { StoredEvent } from "../../core/events.js";
+import { assertSessionId } from "../../core/ids.js";
+import type {
+  CreateSessionOptions,
+  LockOptions,
+  LockedSession,
+  ReadEventsOptions,
+  SessionRecord,
+  SignalOption,
+  StorageBackend,
+} from "../types.js";
+import { fsyncDir } from "../../core/atomic-file.js";
 import { listBlobFiles, readBlobFile } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import { SessionLayout } from "./layout.js";
@@ -48,7 +56,11 @@ class FsBackend implements StorageBackend {
     this.staleMs = Math.max(2000, options.lockStaleMs ?? DEFAULT_LOCK_STALE_MS);
   }
 
-  async createSession(record: SessionRecord, events: readonly StoredEvent[] = [], options: CreateSessionOptions = {}): Promise<void> {
+  async createSession(
+    record: SessionRecord,
+    events: readonly StoredEvent[] = [],
+    options: CreateSessionOptions = {},
+  ): Promise<void> {
     assertSessionId(record.id);
     options.signal?.throwIfAborted();
     const dir = this.layout.dir(record.id);
@@ -159,7 +171,8 @@ class FsBackend implements StorageBackend {
       const tail = await readTail(fh);
       if (!tail.last) return undefined;
       const parsed = parseEventLine(tail.last.text);
-      if (typeof parsed === "string") throw new LogCorruptError(file, await lineNumberAt(file, tail.last.start), parsed);
+      if (typeof parsed === "string")
+        throw new LogCorruptError(file, await lineNumberAt(file, tail.last.start), parsed);
       return parsed;
     } finally {
       await fh.close();

@@ -16,7 +16,10 @@ const NEWLINE = 0x0a;
  * the file is (a whole-file read of 1M events costs ~570 MB and stops at V8's 512 MiB string
  * limit; see DESIGN.md). A trailing fragment with no newline — a torn write — is not yielded.
  */
-export async function* readLines(path: string, options: { chunkBytes?: number; signal?: AbortSignal } = {}): AsyncGenerator<Line[]> {
+export async function* readLines(
+  path: string,
+  options: { chunkBytes?: number; signal?: AbortSignal } = {},
+): AsyncGenerator<Line[]> {
   const { signal } = options;
   const chunk = Buffer.allocUnsafe(options.chunkBytes ?? 64 * 1024);
   let fh: FileHandle;

@@ -1,6 +1,6 @@
 import lockfile from "proper-lockfile";
-import { LockedError } from "../../errors.js";
-import { sleep } from "../../sleep.js";
+import { LockedError } from "../../core/errors.js";
+import { sleep } from "../../core/sleep.js";
 
 export interface FileLockOptions {
   /** A lock whose holder stopped refreshing it for this long is taken over. */
@@ -17,7 +17,11 @@ export interface FileLockOptions {
  * returns its release function. Polls with a short jittered back-off rather than proper-lockfile's
  * exponential retries, so a waiter notices a released lock within a few milliseconds.
  */
-export async function acquireFileLock(sessionId: string, file: string, options: FileLockOptions): Promise<() => Promise<void>> {
+export async function acquireFileLock(
+  sessionId: string,
+  file: string,
+  options: FileLockOptions,
+): Promise<() => Promise<void>> {
   const started = Date.now();
   for (let attempt = 0; ; attempt++) {
     options.signal?.throwIfAborted();

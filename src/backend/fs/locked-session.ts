@@ -1,11 +1,11 @@
 import type { FileHandle } from "node:fs/promises";
 import { open, rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
-import { serializeEvent, parseEventLine } from "../../envelope.js";
-import { InvalidArgumentError, LockCompromisedError, LogCorruptError } from "../../errors.js";
-import type { StoredEvent } from "../../events.js";
+import { serializeEvent, parseEventLine } from "../../core/envelope.js";
+import { InvalidArgumentError, LockCompromisedError, LogCorruptError } from "../../core/errors.js";
+import type { StoredEvent } from "../../core/events.js";
 import type { LockedSession } from "../types.js";
-import { fsyncDir, tempPathFor, writeFileAtomic } from "../../atomic-file.js";
+import { fsyncDir, tempPathFor, writeFileAtomic } from "../../core/atomic-file.js";
 import { blobExists, deleteBlobFile, discardIncomingBlobs, writeBlobFile } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import type { SessionLayout } from "./layout.js";
@@ -39,7 +39,11 @@ export class FsLockedSession implements LockedSession {
    * so a new line is never glued to a fragment. A corrupt last complete line is refused: writing
    * after it would bury the damage.
    */
-  static async open(sessionId: string, layout: SessionLayout, releaseLock: () => Promise<void>): Promise<FsLockedSession> {
+  static async open(
+    sessionId: string,
+    layout: SessionLayout,
+    releaseLock: () => Promise<void>,
+  ): Promise<FsLockedSession> {
     const file = layout.log(sessionId);
     const fh = await open(file, "a+");
     try {
@@ -87,7 +91,9 @@ export class FsLockedSession implements LockedSession {
     let previous = this.last;
     for (const event of events) {
       if (!Number.isSafeInteger(event.sequence) || event.sequence <= previous)
-        throw new InvalidArgumentError(`Event sequence ${event.sequence} does not come after ${previous} in session "${this.sessionId}".`);
+        throw new InvalidArgumentError(
+          `Event sequence ${event.sequence} does not come after ${previous} in session "${this.sessionId}".`,
+        );
       previous = event.sequence;
     }
     let text = "";
@@ -157,7 +163,8 @@ export class FsLockedSession implements LockedSession {
   async writeBlob(hash: string, bytes: Uint8Array): Promise<boolean> {
     this.assertHeld();
     // The name becomes a path: anything but a sha256 (e.g. "../..") could write outside the store.
-    if (!isBlobHash(hash)) throw new InvalidArgumentError(`"${hash}" is not a blob name: a blob is named by its lowercase hex sha256.`);
+    if (!isBlobHash(hash))
+      throw new InvalidArgumentError(`"${hash}" is not a blob name: a blob is named by its lowercase hex sha256.`);
     return writeBlobFile(this.layout, this.sessionId, hash, bytes);
   }
 

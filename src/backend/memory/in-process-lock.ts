@@ -1,4 +1,4 @@
-import { LockedError } from "../../errors.js";
+import { LockedError } from "../../core/errors.js";
 
 interface Waiter {
   grant: () => void;

@@ -1,8 +1,16 @@
-import { InvalidArgumentError, SessionExistsError, SessionNotFoundError } from "../../errors.js";
-import type { StoredEvent } from "../../events.js";
-import { assertSessionId } from "../../ids.js";
+import { InvalidArgumentError, SessionExistsError, SessionNotFoundError } from "../../core/errors.js";
+import type { StoredEvent } from "../../core/events.js";
+import { assertSessionId } from "../../core/ids.js";
 import { isRecordName } from "../names.js";
-import type { CreateSessionOptions, LockOptions, LockedSession, ReadEventsOptions, SessionRecord, SignalOption, StorageBackend } from "../types.js";
+import type {
+  CreateSessionOptions,
+  LockOptions,
+  LockedSession,
+  ReadEventsOptions,
+  SessionRecord,
+  SignalOption,
+  StorageBackend,
+} from "../types.js";
 import { InProcessLocks } from "./in-process-lock.js";
 import { MemoryLockedSession, toLines, type MemorySession } from "./memory-session.js";
 
@@ -40,14 +48,20 @@ class MemoryBackend implements StorageBackend {
 
   constructor(private readonly defaultWaitMs: number) {}
 
-  async createSession(record: SessionRecord, events: readonly StoredEvent[] = [], options: CreateSessionOptions = {}): Promise<void> {
+  async createSession(
+    record: SessionRecord,
+    events: readonly StoredEvent[] = [],
+    options: CreateSessionOptions = {},
+  ): Promise<void> {
     assertSessionId(record.id);
     options.signal?.throwIfAborted();
     if (this.sessions.has(record.id)) throw new SessionExistsError(record.id);
     let previous = 0;
     for (const event of events) {
       if (!Number.isSafeInteger(event.sequence) || event.sequence <= previous)
-        throw new InvalidArgumentError(`Event sequence ${event.sequence} does not follow ${previous} in the new session "${record.id}".`);
+        throw new InvalidArgumentError(
+          `Event sequence ${event.sequence} does not follow ${previous} in the new session "${record.id}".`,
+        );
       previous = event.sequence;
     }
     const blobs = new Map<string, Buffer>();
@@ -142,7 +156,10 @@ class MemoryBackend implements StorageBackend {
 
   async lock(id: string, options: LockOptions = {}): Promise<LockedSession> {
     this.existing(id);
-    const release = await this.locks.acquire(id, { waitMs: options.waitMs ?? this.defaultWaitMs, signal: options.signal });
+    const release = await this.locks.acquire(id, {
+      waitMs: options.waitMs ?? this.defaultWaitMs,
+      signal: options.signal,
+    });
     // The session may have been deleted while we waited.
     const session = this.sessions.get(id);
     if (!session) {

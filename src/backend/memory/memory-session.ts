@@ -1,6 +1,6 @@
-import { serializeEvent } from "../../envelope.js";
-import { InvalidArgumentError } from "../../errors.js";
-import type { StoredEvent } from "../../events.js";
+import { serializeEvent } from "../../core/envelope.js";
+import { InvalidArgumentError } from "../../core/errors.js";
+import type { StoredEvent } from "../../core/events.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import type { LockedSession } from "../types.js";
 
@@ -29,7 +29,8 @@ export function lastSequenceOf(session: MemorySession): number {
 }
 
 export function assertBlobHash(hash: string): void {
-  if (!isBlobHash(hash)) throw new InvalidArgumentError(`"${hash}" is not a blob name: a blob is named by its lowercase hex sha256.`);
+  if (!isBlobHash(hash))
+    throw new InvalidArgumentError(`"${hash}" is not a blob name: a blob is named by its lowercase hex sha256.`);
 }
 
 function assertRecordName(name: string): void {
@@ -63,7 +64,9 @@ export class MemoryLockedSession implements LockedSession {
     let previous = this.lastSequence;
     for (const event of events) {
       if (!Number.isSafeInteger(event.sequence) || event.sequence <= previous)
-        throw new InvalidArgumentError(`Event sequence ${event.sequence} does not come after ${previous} in session "${this.sessionId}".`);
+        throw new InvalidArgumentError(
+          `Event sequence ${event.sequence} does not come after ${previous} in session "${this.sessionId}".`,
+        );
       previous = event.sequence;
     }
     // Serialise everything before storing anything: all or nothing.

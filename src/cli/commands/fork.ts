@@ -30,7 +30,8 @@ Options:
       ...(newId !== undefined && { id: newId }),
     });
     if (ctx.json) printJson(ctx, info);
-    else printLine(ctx.stdout, `Forked ${parentId} at #${info.parent?.atSequence ?? at} into ${ctx.style.bold(info.id)}`);
+    else
+      printLine(ctx.stdout, `Forked ${parentId} at #${info.parent?.atSequence ?? at} into ${ctx.style.bold(info.id)}`);
     return 0;
   },
 };

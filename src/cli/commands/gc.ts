@@ -1,8 +1,8 @@
-import { isAgentTapeError } from "../../errors.js";
-import { forEachLimited } from "../../limited.js";
-import { listArchives } from "../../rewind/archive.js";
-import { findUnreferencedBlobs } from "../../rewind/prune.js";
-import type { SessionStore } from "../../session-store.js";
+import { isAgentTapeError } from "../../core/errors.js";
+import { forEachLimited } from "../../core/bounded-concurrency.js";
+import { listArchives } from "../../blobs/archives.js";
+import { findUnreferencedBlobs } from "../../blobs/prune.js";
+import type { SessionStore } from "../../session/session-store.js";
 import { errorSummary, flag, optionalSessionId, printJson, printLine, type Command } from "../command.js";
 import { formatBytes, plural, table } from "../output.js";
 
@@ -57,21 +57,36 @@ Options:
     const blobs = collected.reduce((sum, c) => sum + c.blobsPruned, 0);
     const archives = collected.reduce((sum, c) => sum + c.archivesDropped.length, 0);
     if (ctx.json) {
-      printJson(ctx, { dryRun, bytesFreed, blobsPruned: blobs, archivesDropped: archives, sessions: [...collected, ...failed] });
+      printJson(ctx, {
+        dryRun,
+        bytesFreed,
+        blobsPruned: blobs,
+        archivesDropped: archives,
+        sessions: [...collected, ...failed],
+      });
       return failed.length > 0 ? 1 : 0;
     }
 
     const freed = collected.filter((c) => c.blobsPruned > 0 || c.archivesDropped.length > 0);
-    const rows = freed.map((c) => [c.id, `${plural(c.blobsPruned, "blob")}, ${plural(c.archivesDropped.length, "rewind archive")}`, formatBytes(c.bytesFreed)]);
+    const rows = freed.map((c) => [
+      c.id,
+      `${plural(c.blobsPruned, "blob")}, ${plural(c.archivesDropped.length, "rewind archive")}`,
+      formatBytes(c.bytesFreed),
+    ]);
     for (const line of table(rows, ["left", "left", "right"])) printLine(ctx.stdout, line);
     const scope = only !== undefined ? `session ${only}` : `${freed.length} of ${plural(collected.length, "session")}`;
-    if (freed.length === 0) printLine(ctx.stdout, `Nothing to free in ${only !== undefined ? `session ${only}` : plural(collected.length, "session")}.`);
+    if (freed.length === 0)
+      printLine(
+        ctx.stdout,
+        `Nothing to free in ${only !== undefined ? `session ${only}` : plural(collected.length, "session")}.`,
+      );
     else
       printLine(
         ctx.stdout,
         `${dryRun ? "Would free" : "Freed"} ${formatBytes(bytesFreed)}: ${plural(blobs, "blob")} and ${plural(archives, "rewind archive")} from ${scope}.${dryRun ? " Nothing was deleted." : ""}`,
       );
-    for (const f of failed) printLine(ctx.stderr, `agent-tape: gc skipped ${f.id}: ${f.error.message} (${f.error.code})`);
+    for (const f of failed)
+      printLine(ctx.stderr, `agent-tape: gc skipped ${f.id}: ${f.error.message} (${f.error.code})`);
     return failed.length > 0 ? 1 : 0;
   },
 };

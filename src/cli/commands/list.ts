@@ -1,6 +1,6 @@
-import { isAgentTapeError } from "../../errors.js";
-import type { SessionInfo } from "../../session-store.js";
-import { forEachLimited } from "../../limited.js";
+import { isAgentTapeError } from "../../core/errors.js";
+import type { SessionInfo } from "../../session/session-store.js";
+import { forEachLimited } from "../../core/bounded-concurrency.js";
 import { UsageError, printJson, printLine, type CliContext, type Command } from "../command.js";
 import { formatAge, formatBytes, oneLine, table } from "../output.js";
 
@@ -31,11 +31,14 @@ read is listed last with the reason; \`agent-tape verify <id>\` says more.`,
   options: {},
 
   async run(ctx, args) {
-    if (args.positionals.length > 0) throw new UsageError(`\`list\` takes no arguments, got "${args.positionals[0]}".`, "list");
+    if (args.positionals.length > 0)
+      throw new UsageError(`\`list\` takes no arguments, got "${args.positionals[0]}".`, "list");
     const store = ctx.store();
     const all = await store.list();
     const infos = all.filter((info) => !info.unreadable);
-    const unreadable: UnreadableSession[] = all.flatMap((info) => (info.unreadable ? [{ id: info.id, error: info.unreadable }] : []));
+    const unreadable: UnreadableSession[] = all.flatMap((info) =>
+      info.unreadable ? [{ id: info.id, error: info.unreadable }] : [],
+    );
     const sessions: ListedSession[] = [];
     await forEachLimited(infos, 4, async (info) => {
       const listed = await describe(ctx, info);

@@ -1,6 +1,15 @@
-import { RewindMode } from "../../events.js";
+import { RewindMode } from "../../core/events.js";
 import { rewind } from "../../rewind/rewind.js";
-import { UsageError, flag, printJson, printLine, requireSessionId, sequenceOption, stringOption, type Command } from "../command.js";
+import {
+  UsageError,
+  flag,
+  printJson,
+  printLine,
+  requireSessionId,
+  sequenceOption,
+  stringOption,
+  type Command,
+} from "../command.js";
 import { fileCounts, printFileChanges } from "../file-changes.js";
 import { plural } from "../output.js";
 
@@ -29,9 +38,14 @@ Options:
   async run(ctx, args) {
     const id = requireSessionId("rewind", args);
     const to = sequenceOption("rewind", args, "to");
-    if (to === undefined) throw new UsageError("`rewind` needs --to <seq>: the event to go back to (see `agent-tape show <id>`).", "rewind");
+    if (to === undefined)
+      throw new UsageError(
+        "`rewind` needs --to <seq>: the event to go back to (see `agent-tape show <id>`).",
+        "rewind",
+      );
     const mode = RewindMode.safeParse(stringOption(args, "mode") ?? "all");
-    if (!mode.success) throw new UsageError(`--mode is all, files or conversation, not "${stringOption(args, "mode")}".`, "rewind");
+    if (!mode.success)
+      throw new UsageError(`--mode is all, files or conversation, not "${stringOption(args, "mode")}".`, "rewind");
     const workspace = stringOption(args, "workspace");
     const dryRun = flag(args, "dry-run");
 
@@ -49,20 +63,34 @@ Options:
     }
 
     if (report.changes.length === 0 && report.eventsRemoved === 0 && report.markerSequence === undefined) {
-      printLine(ctx.stdout, `Nothing to rewind: session ${id} is already as it was at #${to}${report.mode === "files" ? " (its files match)" : ""}.`);
+      printLine(
+        ctx.stdout,
+        `Nothing to rewind: session ${id} is already as it was at #${to}${report.mode === "files" ? " (its files match)" : ""}.`,
+      );
       return 0;
     }
     const { bold } = ctx.style;
-    printLine(ctx.stdout, dryRun ? `Dry run: rewinding ${bold(id)} to #${to} (mode ${report.mode}) would:` : `Rewound ${bold(id)} to #${to} (mode ${report.mode}):`);
+    printLine(
+      ctx.stdout,
+      dryRun
+        ? `Dry run: rewinding ${bold(id)} to #${to} (mode ${report.mode}) would:`
+        : `Rewound ${bold(id)} to #${to} (mode ${report.mode}):`,
+    );
     printFileChanges(ctx, report.changes);
-    const events = report.mode === "files" ? "the conversation is kept" : `${plural(report.eventsRemoved, "event")} ${dryRun ? "to remove" : "removed"}`;
+    const events =
+      report.mode === "files"
+        ? "the conversation is kept"
+        : `${plural(report.eventsRemoved, "event")} ${dryRun ? "to remove" : "removed"}`;
     if (dryRun) {
       const files = report.mode === "conversation" ? "files are left alone" : `${fileCounts(report)}`;
       printLine(ctx.stdout, `${files}; ${events}. Nothing was changed.`);
       return 0;
     }
     const files = report.mode === "conversation" ? "files left alone" : fileCounts(report);
-    printLine(ctx.stdout, `${files}; ${events}; ${plural(report.blobsPruned, "blob")} pruned. Rewind marker: #${report.markerSequence}.`);
+    printLine(
+      ctx.stdout,
+      `${files}; ${events}; ${plural(report.blobsPruned, "blob")} pruned. Rewind marker: #${report.markerSequence}.`,
+    );
     printLine(ctx.stdout, `Undo it with: agent-tape undo ${id}`);
     return 0;
   },

@@ -1,4 +1,4 @@
-import { SessionNotFoundError } from "../../errors.js";
+import { SessionNotFoundError } from "../../core/errors.js";
 import { UsageError, printLine, requireSessionId, sequenceOption, type Command } from "../command.js";
 import { summarizeEvent } from "../event-summary.js";
 import { formatTime } from "../output.js";
@@ -25,7 +25,8 @@ Options:
     const id = requireSessionId("show", args);
     const from = sequenceOption("show", args, "from");
     const to = sequenceOption("show", args, "to");
-    if (from !== undefined && to !== undefined && from > to) throw new UsageError(`--from ${from} is after --to ${to}.`, "show");
+    if (from !== undefined && to !== undefined && from > to)
+      throw new UsageError(`--from ${from} is after --to ${to}.`, "show");
     // Filtered here, not by read(): a user's own event types are not in this store's schemas.
     const types = args.values.type === undefined ? undefined : new Set(args.values.type as string[]);
 
@@ -46,7 +47,10 @@ Options:
         continue;
       }
       const type = event.type === "error" ? ctx.style.red(event.type.padEnd(19)) : event.type.padEnd(19);
-      printLine(ctx.stdout, `${String(event.sequence).padStart(seqWidth)}  ${ctx.style.dim(formatTime(event.createdAt))}  ${type}  ${summarizeEvent(event)}`);
+      printLine(
+        ctx.stdout,
+        `${String(event.sequence).padStart(seqWidth)}  ${ctx.style.dim(formatTime(event.createdAt))}  ${type}  ${summarizeEvent(event)}`,
+      );
     }
     if (shown === 0 && !ctx.json) {
       const filtered = from !== undefined || to !== undefined || types !== undefined;

@@ -34,11 +34,17 @@ Options:
       return 0;
     }
     const { bold } = ctx.style;
-    printLine(ctx.stdout, dryRun ? `Dry run: undoing rewind #${report.undoneMarker} of ${bold(id)} would:` : `Undid rewind #${report.undoneMarker} of ${bold(id)}:`);
+    printLine(
+      ctx.stdout,
+      dryRun
+        ? `Dry run: undoing rewind #${report.undoneMarker} of ${bold(id)} would:`
+        : `Undid rewind #${report.undoneMarker} of ${bold(id)}:`,
+    );
     printFileChanges(ctx, report.changes);
     const first = report.undoneMarker + 1;
     const last = report.undoneMarker + report.eventsRestored;
-    const where = report.eventsRestored === 0 ? "" : report.eventsRestored === 1 ? ` (as #${first})` : ` (as #${first}-#${last})`;
+    const where =
+      report.eventsRestored === 0 ? "" : report.eventsRestored === 1 ? ` (as #${first})` : ` (as #${first}-#${last})`;
     const events = `${plural(report.eventsRestored, "event")} ${dryRun ? "to put back" : "put back"}${dryRun ? "" : where}`;
     if (dryRun) printLine(ctx.stdout, `${fileCounts(report)}; ${events}. Nothing was changed.`);
     else printLine(ctx.stdout, `${fileCounts(report)}; ${events}. Undo marker: #${report.markerSequence}.`);

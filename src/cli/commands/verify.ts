@@ -1,14 +1,20 @@
-import { CheckpointStore } from "../../checkpoint-store.js";
-import { SessionNotFoundError, isAgentTapeError, type BlobCorruptError } from "../../errors.js";
-import type { StoredEvent } from "../../events.js";
-import { referencedBlobs } from "../../references.js";
-import { listArchives, readArchive } from "../../rewind/archive.js";
-import { snapshotsIn } from "../../rewind/plan.js";
-import { forEachLimited } from "../../limited.js";
+import { CheckpointStore } from "../../checkpoint/checkpoint-store.js";
+import { SessionNotFoundError, isAgentTapeError, type BlobCorruptError } from "../../core/errors.js";
+import type { StoredEvent } from "../../core/events.js";
+import { referencedBlobs, snapshotsIn } from "../../blobs/references.js";
+import { listArchives, readArchive } from "../../blobs/archives.js";
+import { forEachLimited } from "../../core/bounded-concurrency.js";
 import { errorSummary, optionalSessionId, printJson, printLine, type CliContext, type Command } from "../command.js";
 import { plural } from "../output.js";
 
-type ProblemKind = "metadata_unreadable" | "log_unreadable" | "corrupt_line" | "archive_unreadable" | "blob_missing" | "blob_corrupt" | "blob_unreadable";
+type ProblemKind =
+  | "metadata_unreadable"
+  | "log_unreadable"
+  | "corrupt_line"
+  | "archive_unreadable"
+  | "blob_missing"
+  | "blob_corrupt"
+  | "blob_unreadable";
 
 interface Problem {
   kind: ProblemKind;
@@ -70,17 +76,32 @@ takes no lock. Exits 1 when anything is wrong, 0 when all is well.`,
         printLine(ctx.stdout, `${style.green("ok")}    ${v.id}  ${counts}`);
         continue;
       }
-      printLine(ctx.stdout, `${style.red("FAIL")}  ${v.id}  ${counts}: ${style.red(plural(v.problems.length, "problem"))}`);
+      printLine(
+        ctx.stdout,
+        `${style.red("FAIL")}  ${v.id}  ${counts}: ${style.red(plural(v.problems.length, "problem"))}`,
+      );
       for (const p of v.problems) printLine(ctx.stdout, `      ${p.message}`);
     }
-    if (bad.length === 0) printLine(ctx.stdout, `${verdicts.length === 1 ? "The session is" : `All ${verdicts.length} sessions are`} intact.`);
-    else printLine(ctx.stdout, `${bad.length} of ${plural(verdicts.length, "session")} ${bad.length === 1 ? "has" : "have"} problems.`);
+    if (bad.length === 0)
+      printLine(
+        ctx.stdout,
+        `${verdicts.length === 1 ? "The session is" : `All ${verdicts.length} sessions are`} intact.`,
+      );
+    else
+      printLine(
+        ctx.stdout,
+        `${bad.length} of ${plural(verdicts.length, "session")} ${bad.length === 1 ? "has" : "have"} problems.`,
+      );
     return bad.length > 0 ? 1 : 0;
   },
 };
 
 /** Undefined when `id` names no session (a stray folder under the root). */
-async function verifySession(ctx: CliContext, id: string, progress: (text: string) => void): Promise<SessionVerdict | undefined> {
+async function verifySession(
+  ctx: CliContext,
+  id: string,
+  progress: (text: string) => void,
+): Promise<SessionVerdict | undefined> {
   const store = ctx.store();
   const backend = store.backend;
   const problems: Problem[] = [];
@@ -89,7 +110,10 @@ async function verifySession(ctx: CliContext, id: string, progress: (text: strin
     if ((await backend.getSession(id)) === undefined) return undefined;
   } catch (error) {
     if (isAgentTapeError(error, "INVALID_SESSION_ID")) return undefined;
-    problems.push({ kind: "metadata_unreadable", message: `session.json cannot be read: ${errorSummary(error).message}` });
+    problems.push({
+      kind: "metadata_unreadable",
+      message: `session.json cannot be read: ${errorSummary(error).message}`,
+    });
   }
 
   // Streamed rather than store.salvage(): same skip-and-report of bad lines, flat memory on a long tape.
@@ -98,14 +122,23 @@ async function verifySession(ctx: CliContext, id: string, progress: (text: strin
     const hashes = referencedBlobs([event]);
     for (const file of snapshotsIn(event)) {
       if (file.kind !== "blob" || !hashes.has(file.blob) || firstReference.has(file.blob)) continue;
-      firstReference.set(file.blob, `${file.path}, ${event.type === "session_rewind" ? "rewind" : "checkpoint"} #${event.sequence}${where}`);
+      firstReference.set(
+        file.blob,
+        `${file.path}, ${event.type === "session_rewind" ? "rewind" : "checkpoint"} #${event.sequence}${where}`,
+      );
     }
-    for (const hash of hashes) if (!firstReference.has(hash)) firstReference.set(hash, `event #${event.sequence}${where}`);
+    for (const hash of hashes)
+      if (!firstReference.has(hash)) firstReference.set(hash, `event #${event.sequence}${where}`);
   };
   let events = 0;
   try {
     const source = backend.readEvents(id, {
-      onCorrupt: (bad) => problems.push({ kind: "corrupt_line", line: bad.line, message: `events.jsonl line ${bad.line}: ${bad.reason}` }),
+      onCorrupt: (bad) =>
+        problems.push({
+          kind: "corrupt_line",
+          line: bad.line,
+          message: `events.jsonl line ${bad.line}: ${bad.reason}`,
+        }),
     });
     for await (const event of source) {
       events++;
@@ -114,7 +147,10 @@ async function verifySession(ctx: CliContext, id: string, progress: (text: strin
     }
   } catch (error) {
     const summary = errorSummary(error);
-    problems.push({ kind: "log_unreadable", message: `events.jsonl cannot be read: ${summary.message} (${summary.code})` });
+    problems.push({
+      kind: "log_unreadable",
+      message: `events.jsonl cannot be read: ${summary.message} (${summary.code})`,
+    });
   }
 
   // An archive's blobs are kept for undo, so they must be sound too.
@@ -123,11 +159,17 @@ async function verifySession(ctx: CliContext, id: string, progress: (text: strin
       try {
         for (const event of (await readArchive(backend, id, name))?.events ?? []) note(event, ` in ${name}`);
       } catch (error) {
-        problems.push({ kind: "archive_unreadable", message: `rewind archive ${name} cannot be read: ${errorSummary(error).message}` });
+        problems.push({
+          kind: "archive_unreadable",
+          message: `rewind archive ${name} cannot be read: ${errorSummary(error).message}`,
+        });
       }
     }
   } catch (error) {
-    problems.push({ kind: "archive_unreadable", message: `rewind archives cannot be listed: ${errorSummary(error).message}` });
+    problems.push({
+      kind: "archive_unreadable",
+      message: `rewind archives cannot be listed: ${errorSummary(error).message}`,
+    });
   }
 
   const checkpoints = new CheckpointStore(store);
@@ -153,11 +195,22 @@ async function verifySession(ctx: CliContext, id: string, progress: (text: strin
 
 function blobProblem(hash: string, referencedBy: string, error: unknown): Problem {
   const at = `(${referencedBy})`;
-  if (isAgentTapeError(error, "BLOB_NOT_FOUND")) return { kind: "blob_missing", hash, referencedBy, message: `blob ${hash} is missing ${at}` };
+  if (isAgentTapeError(error, "BLOB_NOT_FOUND"))
+    return { kind: "blob_missing", hash, referencedBy, message: `blob ${hash} is missing ${at}` };
   if (isAgentTapeError(error, "BLOB_CORRUPT")) {
     const actual = (error as BlobCorruptError).actual;
-    return { kind: "blob_corrupt", hash, referencedBy, message: `blob ${hash} is damaged: its bytes hash to ${actual} ${at}` };
+    return {
+      kind: "blob_corrupt",
+      hash,
+      referencedBy,
+      message: `blob ${hash} is damaged: its bytes hash to ${actual} ${at}`,
+    };
   }
   const summary = errorSummary(error);
-  return { kind: "blob_unreadable", hash, referencedBy, message: `blob ${hash} cannot be read: ${summary.message} ${at}` };
+  return {
+    kind: "blob_unreadable",
+    hash,
+    referencedBy,
+    message: `blob ${hash} cannot be read: ${summary.message} ${at}`,
+  };
 }

@@ -1,9 +1,8 @@
 import { createHash } from "node:crypto";
-import type { LockedSession, SignalOption, StorageBackend } from "./backend/types.js";
-import { BlobCorruptError, BlobNotFoundError, SessionNotFoundError } from "./errors.js";
-import { markBlobsInFlight } from "./blobs-in-flight.js";
-import { forEachLimited } from "./limited.js";
-import type { Snapshot } from "./snapshot.js";
+import type { LockedSession, SignalOption, StorageBackend } from "../backend/types.js";
+import { BlobCorruptError, BlobNotFoundError, SessionNotFoundError } from "../core/errors.js";
+import { markBlobsInFlight } from "./in-flight.js";
+import { forEachLimited } from "../core/bounded-concurrency.js";
 
 /**
  * Stores the snapshot's new blobs, then runs `reference` — which must make something durable
@@ -11,7 +10,12 @@ import type { Snapshot } from "./snapshot.js";
  * reference exists, the blobs this call wrote are deleted at once, so a failed operation leaves
  * no orphan; a crash is covered by the blobs-in-flight note (blobs-in-flight.ts).
  */
-export async function storeBlobsThenReference<T>(locked: LockedSession, snapshot: Snapshot, concurrency: number, reference: () => Promise<T>): Promise<T> {
+export async function storeBlobsThenReference<T>(
+  locked: LockedSession,
+  snapshot: { blobs: ReadonlyMap<string, Uint8Array> },
+  concurrency: number,
+  reference: () => Promise<T>,
+): Promise<T> {
   const written: string[] = [];
   try {
     if (snapshot.blobs.size > 0) {
@@ -28,7 +32,12 @@ export async function storeBlobsThenReference<T>(locked: LockedSession, snapshot
 }
 
 /** A blob's bytes, re-hashed: BLOB_NOT_FOUND if absent, BLOB_CORRUPT if they no longer match their name. */
-export async function readVerifiedBlob(backend: StorageBackend, id: string, hash: string, options: SignalOption = {}): Promise<Buffer> {
+export async function readVerifiedBlob(
+  backend: StorageBackend,
+  id: string,
+  hash: string,
+  options: SignalOption = {},
+): Promise<Buffer> {
   const bytes = await backend.readBlob(id, hash, options);
   if (!bytes) {
     if (!(await backend.getSession(id, options))) throw new SessionNotFoundError(id);

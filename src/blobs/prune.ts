@@ -1,8 +1,8 @@
 import type { LockedSession, StorageBackend } from "../backend/types.js";
-import type { StoredEvent } from "../events.js";
-import { forEachLimited } from "../limited.js";
-import { referencedBlobs } from "../references.js";
-import { listArchives, readArchive } from "./archive.js";
+import type { StoredEvent } from "../core/events.js";
+import { forEachLimited } from "../core/bounded-concurrency.js";
+import { referencedBlobs } from "./references.js";
+import { listArchives, readArchive } from "./archives.js";
 
 export interface UnreferencedOptions {
   /** Events about to be appended: what they reference is kept. */
@@ -16,7 +16,11 @@ export interface UnreferencedOptions {
  * event in a kept rewind archive (so an undo can still restore them). Call it under the lock, so
  * no capture can be between writing a blob and indexing it.
  */
-export async function findUnreferencedBlobs(backend: StorageBackend, sessionId: string, options: UnreferencedOptions = {}): Promise<string[]> {
+export async function findUnreferencedBlobs(
+  backend: StorageBackend,
+  sessionId: string,
+  options: UnreferencedOptions = {},
+): Promise<string[]> {
   const keep = referencedBlobs(options.alsoKeep ?? []);
   for await (const event of backend.readEvents(sessionId)) referencedBlobs([event], keep);
   for (const name of await listArchives(backend, sessionId)) {
@@ -28,7 +32,11 @@ export async function findUnreferencedBlobs(backend: StorageBackend, sessionId: 
 }
 
 /** Deletes the blobs nothing references any more (see {@link findUnreferencedBlobs}). Returns how many. */
-export async function pruneUnreferencedBlobs(backend: StorageBackend, locked: LockedSession, alsoKeep: readonly StoredEvent[] = []): Promise<number> {
+export async function pruneUnreferencedBlobs(
+  backend: StorageBackend,
+  locked: LockedSession,
+  alsoKeep: readonly StoredEvent[] = [],
+): Promise<number> {
   const unreferenced = await findUnreferencedBlobs(backend, locked.sessionId, { alsoKeep });
   await forEachLimited(unreferenced, 8, (hash) => locked.deleteBlob(hash));
   return unreferenced.length;

@@ -1,5 +1,5 @@
-import type { LockedSession, StorageBackend } from "./backend/types.js";
-import { pruneUnreferencedBlobs } from "./rewind/prune.js";
+import type { LockedSession, StorageBackend } from "../backend/types.js";
+import { pruneUnreferencedBlobs } from "./prune.js";
 
 /**
  * Name of the side record that says "this lock's holder may be writing blobs nothing references
@@ -16,7 +16,11 @@ const marked = new WeakSet<LockedSession>();
 /** Leaves the note before this lock's first blob write. Not fsynced: it guards against a process crash; after a power loss `agent-tape gc` collects. */
 export async function markBlobsInFlight(locked: LockedSession): Promise<void> {
   if (marked.has(locked)) return;
-  await locked.writeRecord(BLOBS_IN_FLIGHT_RECORD, { pid: process.pid, at: new Date().toISOString() }, { durable: false });
+  await locked.writeRecord(
+    BLOBS_IN_FLIGHT_RECORD,
+    { pid: process.pid, at: new Date().toISOString() },
+    { durable: false },
+  );
   marked.add(locked);
 }
 

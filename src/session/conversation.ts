@@ -1,5 +1,5 @@
-import type { StoredEvent } from "./events.js";
-import type { CompactionPayload, MessagePayload, ToolCallPayload, ToolResultPayload } from "./events.js";
+import type { StoredEvent } from "../core/events.js";
+import type { CompactionPayload, MessagePayload, ToolCallPayload, ToolResultPayload } from "../core/events.js";
 
 export interface ConversationToolCall {
   callId: string;
@@ -41,7 +41,7 @@ export function foldConversation(state: Conversation, event: StoredEvent): Conve
     case "tool_call": {
       const p = event.payload as ToolCallPayload;
       let owner = state.messages[state.messages.length - 1];
-      if (!owner || owner.role !== "assistant") {
+      if (owner?.role !== "assistant") {
         owner = { role: "assistant", content: "", sequence: event.sequence, toolCalls: [] };
         state.messages.push(owner);
       }

@@ -1,11 +1,11 @@
 import { resolve } from "node:path";
-import type { SignalOption } from "./backend/types.js";
-import { InvalidArgumentError, SessionNotFoundError } from "./errors.js";
-import type { CheckpointPayload, StoredEvent } from "./events.js";
-import type { SessionStore } from "./session-store.js";
+import type { SignalOption } from "../backend/types.js";
+import { InvalidArgumentError, SessionNotFoundError } from "../core/errors.js";
+import type { CheckpointPayload, StoredEvent } from "../core/events.js";
+import type { SessionStore } from "../session/session-store.js";
 import { snapshotPaths, type SnapshotLimits } from "./snapshot.js";
-import { realWorkspaceOf } from "./workspace-path.js";
-import { readVerifiedBlob, storeBlobsThenReference } from "./store-blobs.js";
+import { realWorkspaceOf } from "./confine.js";
+import { readVerifiedBlob, storeBlobsThenReference } from "../blobs/store-then-reference.js";
 
 export interface CheckpointStoreOptions {
   /** Files larger than this are recorded `skipped: too_large` instead of stored. @default 5 MiB */
@@ -69,7 +69,9 @@ export class CheckpointStore {
     input.signal?.throwIfAborted();
     const givenWorkspace = input.workspace ?? (await this.sessionWorkspace(id, input));
     if (givenWorkspace === undefined)
-      throw new InvalidArgumentError(`Session "${id}" has no workspace: pass \`workspace\` to capture() or to store.create().`);
+      throw new InvalidArgumentError(
+        `Session "${id}" has no workspace: pass \`workspace\` to capture() or to store.create().`,
+      );
     if (input.paths.length === 0) {
       // Nothing to record, but a wrong session id is still misuse: say so now, not on the next call.
       if (input.workspace !== undefined) await this.sessionWorkspace(id, input);
@@ -128,7 +130,6 @@ export class CheckpointStore {
   async readBlob(id: string, hash: string, options: SignalOption = {}): Promise<Buffer> {
     return readVerifiedBlob(this.store.backend, id, hash, options);
   }
-
 }
 
 function signalOf(input: SignalOption): SignalOption {

@@ -3,9 +3,9 @@ import { constants } from "node:fs";
 import type { Stats } from "node:fs";
 import { lstat, open, readdir, readlink, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
-import type { FileSnapshot } from "./events.js";
-import { forEachLimited, mapLimited } from "./limited.js";
-import { confine, type ConfinedPath } from "./workspace-path.js";
+import type { FileSnapshot } from "../core/events.js";
+import { forEachLimited, mapLimited } from "../core/bounded-concurrency.js";
+import { confine, type ConfinedPath } from "./confine.js";
 
 export interface SnapshotLimits {
   /** A file larger than this is recorded `skipped: too_large`. */
@@ -31,7 +31,12 @@ type Pending = { path: string; absolute: string };
  * touching anything outside the workspace. Best-effort per path: a failure becomes a `skipped`
  * record with its reason, never an exception.
  */
-export async function snapshotPaths(realWorkspace: string, givenWorkspace: string, paths: readonly string[], limits: SnapshotLimits): Promise<Snapshot> {
+export async function snapshotPaths(
+  realWorkspace: string,
+  givenWorkspace: string,
+  paths: readonly string[],
+  limits: SnapshotLimits,
+): Promise<Snapshot> {
   const records = new Map<string, FileSnapshot>();
   const seen = new Set<string>(); // one record per path, the first way it was reached
   const toRead: Pending[] = [];
@@ -101,7 +106,12 @@ function classifyEntry(
   if (info.isSymbolicLink()) return recordLink(path, absolute, note);
   if (!info.isFile()) return note({ path, kind: "skipped", reason: "not_a_regular_file" });
   if (info.size > limits.maxFileBytes)
-    return note({ path, kind: "skipped", reason: "too_large", detail: `${info.size} bytes > maxFileBytes ${limits.maxFileBytes}` });
+    return note({
+      path,
+      kind: "skipped",
+      reason: "too_large",
+      detail: `${info.size} bytes > maxFileBytes ${limits.maxFileBytes}`,
+    });
   queueRead({ path, absolute });
 }
 
@@ -109,7 +119,12 @@ async function recordLink(path: string, absolute: string, note: (r: FileSnapshot
   try {
     note({ path, kind: "symlink", target: await readlink(absolute) });
   } catch (error) {
-    note({ path, kind: "skipped", reason: "unreadable", detail: (error as NodeJS.ErrnoException).code ?? String(error) });
+    note({
+      path,
+      kind: "skipped",
+      reason: "unreadable",
+      detail: (error as NodeJS.ErrnoException).code ?? String(error),
+    });
   }
 }
 
@@ -139,7 +154,12 @@ async function walkDirectory(
     try {
       names = (await readdir(dir.absolute)).sort();
     } catch (error) {
-      found.push({ path: dir.path, kind: "skipped", reason: "unreadable", detail: (error as NodeJS.ErrnoException).code ?? String(error) });
+      found.push({
+        path: dir.path,
+        kind: "skipped",
+        reason: "unreadable",
+        detail: (error as NodeJS.ErrnoException).code ?? String(error),
+      });
       continue;
     }
     for (const name of names) {
@@ -149,7 +169,8 @@ async function walkDirectory(
         info = await lstat(child.absolute);
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
-        if (code !== "ENOENT") found.push({ path: child.path, kind: "skipped", reason: "unreadable", detail: code ?? String(error) });
+        if (code !== "ENOENT")
+          found.push({ path: child.path, kind: "skipped", reason: "unreadable", detail: code ?? String(error) });
         continue;
       }
       if (++entries > limits.maxDirectoryEntries) {
@@ -186,19 +207,36 @@ async function readRegularFile(file: Pending, maxFileBytes: number): Promise<{ r
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return { record: { path, kind: "absent" } };
-    if (code === "ELOOP") return { record: { path, kind: "skipped", reason: "unreadable", detail: "became a symlink while being captured" } };
+    if (code === "ELOOP")
+      return {
+        record: { path, kind: "skipped", reason: "unreadable", detail: "became a symlink while being captured" },
+      };
     return { record: { path, kind: "skipped", reason: "unreadable", detail: code ?? String(error) } };
   }
   try {
     const info = await fh.stat();
     if (!info.isFile()) return { record: { path, kind: "skipped", reason: "not_a_regular_file" } };
     if (info.size > maxFileBytes)
-      return { record: { path, kind: "skipped", reason: "too_large", detail: `${info.size} bytes > maxFileBytes ${maxFileBytes}` } };
+      return {
+        record: {
+          path,
+          kind: "skipped",
+          reason: "too_large",
+          detail: `${info.size} bytes > maxFileBytes ${maxFileBytes}`,
+        },
+      };
     const bytes = await readWhole(fh, info.size);
     const blob = createHash("sha256").update(bytes).digest("hex");
     return { record: { path, kind: "blob", blob, bytes: bytes.length, mode: info.mode & 0o7777 }, bytes };
   } catch (error) {
-    return { record: { path, kind: "skipped", reason: "unreadable", detail: (error as NodeJS.ErrnoException).code ?? String(error) } };
+    return {
+      record: {
+        path,
+        kind: "skipped",
+        reason: "unreadable",
+        detail: (error as NodeJS.ErrnoException).code ?? String(error),
+      },
+    };
   } finally {
     await fh.close();
   }

@@ -1,5 +1,5 @@
 import type { StorageBackend } from "../backend/types.js";
-import type { StoredEvent } from "../events.js";
+import type { StoredEvent } from "../core/events.js";
 
 /**
  * The events a rewind cut from the log, kept beside it so `undoRewind` can put them back.
@@ -22,7 +22,10 @@ export async function listArchives(backend: StorageBackend, sessionId: string): 
   return names.sort((a, b) => Number(b.slice(PREFIX.length)) - Number(a.slice(PREFIX.length)));
 }
 
-export async function readArchive(backend: StorageBackend, sessionId: string, name: string): Promise<RewindArchive | undefined> {
+export async function readArchive(
+  backend: StorageBackend,
+  sessionId: string,
+  name: string,
+): Promise<RewindArchive | undefined> {
   return (await backend.readRecord(sessionId, name)) as RewindArchive | undefined;
 }
-

@@ -58,7 +58,11 @@ export class InvalidSessionIdError extends AgentTapeError {
 
 export class InvalidEventError extends AgentTapeError {
   readonly code = "INVALID_EVENT" as const;
-  constructor(message: string, readonly issues: readonly { path: string; message: string }[] = [], options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly issues: readonly { path: string; message: string }[] = [],
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }
@@ -69,7 +73,11 @@ export class InvalidArgumentError extends AgentTapeError {
 
 export class LogCorruptError extends AgentTapeError {
   readonly code = "LOG_CORRUPT" as const;
-  constructor(readonly file: string, readonly line: number, reason: string) {
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    reason: string,
+  ) {
     super(
       `${file}:${line}: ${reason}. Nothing was changed. Read what can be saved with store.salvage(), or repair the line by hand.`,
     );
@@ -78,7 +86,11 @@ export class LogCorruptError extends AgentTapeError {
 
 export class LockedError extends AgentTapeError {
   readonly code = "LOCKED" as const;
-  constructor(readonly sessionId: string, readonly waitedMs: number, options?: { cause?: unknown }) {
+  constructor(
+    readonly sessionId: string,
+    readonly waitedMs: number,
+    options?: { cause?: unknown },
+  ) {
     super(
       `Session "${sessionId}" is locked by another writer; gave up after ${waitedMs} ms. ` +
         `Retry later, or raise lockWaitMs. A lock left by a crashed process is taken over once it is stale (lockStaleMs).`,
@@ -89,7 +101,10 @@ export class LockedError extends AgentTapeError {
 
 export class LockCompromisedError extends AgentTapeError {
   readonly code = "LOCK_COMPROMISED" as const;
-  constructor(readonly sessionId: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly sessionId: string,
+    options?: { cause?: unknown },
+  ) {
     super(
       `The lock on session "${sessionId}" was lost (taken over as stale, or its lock folder removed), so the last operation may not have finished. ` +
         `Nothing further was written; the next operation takes the lock afresh. If this repeats, the event loop is blocked longer than lockStaleMs.`,
@@ -107,21 +122,31 @@ export class StoreClosedError extends AgentTapeError {
 
 export class PathOutsideWorkspaceError extends AgentTapeError {
   readonly code = "PATH_OUTSIDE_WORKSPACE" as const;
-  constructor(readonly path: string, readonly workspace: string) {
+  constructor(
+    readonly path: string,
+    readonly workspace: string,
+  ) {
     super(`Path "${path}" resolves outside the workspace "${workspace}"; agent-tape never reads or writes there.`);
   }
 }
 
 export class BlobNotFoundError extends AgentTapeError {
   readonly code = "BLOB_NOT_FOUND" as const;
-  constructor(readonly sessionId: string, readonly hash: string) {
+  constructor(
+    readonly sessionId: string,
+    readonly hash: string,
+  ) {
     super(`Blob ${hash} is not stored in session "${sessionId}". It may have been pruned, or the hash is wrong.`);
   }
 }
 
 export class BlobCorruptError extends AgentTapeError {
   readonly code = "BLOB_CORRUPT" as const;
-  constructor(readonly sessionId: string, readonly hash: string, readonly actual: string) {
+  constructor(
+    readonly sessionId: string,
+    readonly hash: string,
+    readonly actual: string,
+  ) {
     super(
       `Blob ${hash} in session "${sessionId}" no longer matches its name (its bytes hash to ${actual}); refusing to use it. ` +
         `Run \`agent-tape verify ${sessionId}\` to list every damaged blob.`,
@@ -131,14 +156,21 @@ export class BlobCorruptError extends AgentTapeError {
 
 export class SequenceOutOfRangeError extends AgentTapeError {
   readonly code = "SEQUENCE_OUT_OF_RANGE" as const;
-  constructor(readonly sessionId: string, readonly sequence: number, readonly lastSequence: number) {
+  constructor(
+    readonly sessionId: string,
+    readonly sequence: number,
+    readonly lastSequence: number,
+  ) {
     super(`Sequence ${sequence} is outside session "${sessionId}" (its events run 0..${lastSequence}).`);
   }
 }
 
 export class NothingToUndoError extends AgentTapeError {
   readonly code = "NOTHING_TO_UNDO" as const;
-  constructor(readonly sessionId: string, reason: string) {
+  constructor(
+    readonly sessionId: string,
+    reason: string,
+  ) {
     super(`Nothing to undo in session "${sessionId}": ${reason}.`);
   }
 }

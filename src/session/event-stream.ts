@@ -1,4 +1,4 @@
-import type { StoredEvent } from "./events.js";
+import type { StoredEvent } from "../core/events.js";
 
 /**
  * An async iterator over events that arrive in arrays. A hand-written iterator, not an async

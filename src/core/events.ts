@@ -74,7 +74,13 @@ const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, "a lowercase hex sha256");
 
 /** What a file was just before a tool touched it. Exactly one record per path. */
 export const FileSnapshot = z.discriminatedUnion("kind", [
-  z.object({ path: z.string(), kind: z.literal("blob"), blob: Sha256, bytes: z.number().int().nonnegative(), mode: z.number().int().nonnegative() }),
+  z.object({
+    path: z.string(),
+    kind: z.literal("blob"),
+    blob: Sha256,
+    bytes: z.number().int().nonnegative(),
+    mode: z.number().int().nonnegative(),
+  }),
   z.object({ path: z.string(), kind: z.literal("absent") }),
   z.object({ path: z.string(), kind: z.literal("symlink"), target: z.string() }),
   z.object({ path: z.string(), kind: z.literal("directory"), mode: z.number().int().nonnegative() }),

@@ -1,10 +1,10 @@
 import { lstat, realpath } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
-import { InvalidArgumentError } from "./errors.js";
+import { InvalidArgumentError } from "../core/errors.js";
 
 /** A path the caller named, placed inside the workspace or found to lead outside it. */
 export type ConfinedPath =
-  | { inside: true; /** workspace-relative, `/`-separated */ path: string; absolute: string }
+  | { inside: true /** workspace-relative, `/`-separated */; path: string; absolute: string }
   | { inside: false; path: string };
 
 /**
@@ -15,7 +15,9 @@ export async function realWorkspaceOf(workspace: string): Promise<string> {
   try {
     return await realpath(resolve(workspace));
   } catch (error) {
-    throw new InvalidArgumentError(`Workspace "${workspace}" cannot be resolved: ${(error as Error).message}`, { cause: error });
+    throw new InvalidArgumentError(`Workspace "${workspace}" cannot be resolved: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
 }
 
@@ -38,7 +40,11 @@ export function toPortable(rel: string): string {
  * record, not a way through. `realWorkspace` must be the workspace's real path; `givenWorkspace`
  * is the spelling the caller used, so absolute paths through it are accepted too.
  */
-export async function confine(realWorkspace: string, path: string, givenWorkspace: string = realWorkspace): Promise<ConfinedPath> {
+export async function confine(
+  realWorkspace: string,
+  path: string,
+  givenWorkspace: string = realWorkspace,
+): Promise<ConfinedPath> {
   const lexical = lexicalRelative(realWorkspace, givenWorkspace, path);
   if (lexical === undefined) return { inside: false, path: toPortable(path) };
   const portable = toPortable(lexical);
@@ -48,7 +54,8 @@ export async function confine(realWorkspace: string, path: string, givenWorkspac
 
 function lexicalRelative(realWorkspace: string, givenWorkspace: string, path: string): string | undefined {
   if (path.includes("\0")) return undefined;
-  const bases = isAbsolute(path) && givenWorkspace !== realWorkspace ? [realWorkspace, resolve(givenWorkspace)] : [realWorkspace];
+  const bases =
+    isAbsolute(path) && givenWorkspace !== realWorkspace ? [realWorkspace, resolve(givenWorkspace)] : [realWorkspace];
   for (const base of bases) {
     const rel = relative(base, resolve(base, path));
     if (rel === "") return "";
@@ -63,7 +70,14 @@ async function parentsStayInside(realWorkspace: string, rel: string): Promise<bo
   // The common case is a chain of plain folders: stat them all at once (one round trip through
   // the thread pool instead of one per folder), and walk one by one only when a link shows up.
   const prefixes = parents.map((_, i) => join(realWorkspace, ...parents.slice(0, i + 1)));
-  const found = await Promise.all(prefixes.map((p) => lstat(p).then((info) => ({ info }), (error: NodeJS.ErrnoException) => ({ code: error.code }))));
+  const found = await Promise.all(
+    prefixes.map((p) =>
+      lstat(p).then(
+        (info) => ({ info }),
+        (error: NodeJS.ErrnoException) => ({ code: error.code }),
+      ),
+    ),
+  );
   for (const entry of found) {
     if ("code" in entry) return isNothingThere(entry.code);
     if (entry.info.isSymbolicLink()) return walkParents(realWorkspace, parents);

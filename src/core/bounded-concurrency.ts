@@ -19,7 +19,11 @@ export async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (
  * it rejects only once every started one has settled: a caller holding a lock must not go on
  * (or let go of it) while a blob write is still landing.
  */
-export async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+export async function forEachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
   let next = 0;
   let failed = false;
   const workers = Array.from({ length: Math.min(Math.max(1, limit), items.length) }, async () => {

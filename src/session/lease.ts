@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { InvalidArgumentError, isAgentTapeError } from "./errors.js";
-import type { LockedSession, StorageBackend } from "./backend/types.js";
-import { sleep } from "./sleep.js";
+import { InvalidArgumentError, isAgentTapeError } from "../core/errors.js";
+import type { LockedSession, StorageBackend } from "../backend/types.js";
+import { sleep } from "../core/sleep.js";
 
 export interface LeaseOptions {
   /** Release the lock after this long with nothing to do. 0 = release after every operation. */
@@ -63,7 +63,11 @@ export class SessionLease {
     return result;
   }
 
-  private async runLocked<T>(fn: (locked: LockedSession) => Promise<T>, signal: AbortSignal | undefined, markHeld: boolean): Promise<T> {
+  private async runLocked<T>(
+    fn: (locked: LockedSession) => Promise<T>,
+    signal: AbortSignal | undefined,
+    markHeld: boolean,
+  ): Promise<T> {
     clearTimeout(this.idleTimer);
     try {
       signal?.throwIfAborted();
@@ -81,7 +85,7 @@ export class SessionLease {
   }
 
   private async acquire(signal?: AbortSignal): Promise<LockedSession> {
-    if (this.locked && this.locked.held && Date.now() - this.heldSince > this.options.maxHoldMs) {
+    if (this.locked?.held && Date.now() - this.heldSince > this.options.maxHoldMs) {
       await this.releaseNow();
       // Pause longer than a waiter's poll interval so a waiting process can take its turn.
       await sleep(25, signal);

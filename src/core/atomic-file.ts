@@ -27,7 +27,11 @@ export interface AtomicWriteOptions {
  * Replaces `file` with `data` so a reader (or a crash) sees the old bytes or the new, never a
  * mix: write a temp file, fsync it, rename it over, fsync the folder.
  */
-export async function writeFileAtomic(file: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
+export async function writeFileAtomic(
+  file: string,
+  data: string | Uint8Array,
+  options: AtomicWriteOptions = {},
+): Promise<void> {
   const durable = options.durable ?? true;
   const temp = tempPathFor(file);
   const fh = await open(temp, "wx", options.mode ?? 0o644);

@@ -1,17 +1,38 @@
 import { resolve as resolvePath } from "node:path";
 import type { z } from "zod";
-import { fsBackend } from "./backend/fs/fs-backend.js";
-import type { CorruptLine, Durability, LockedSession, SessionRecord, SignalOption, StorageBackend } from "./backend/types.js";
-import { isAgentTapeError, InvalidArgumentError, InvalidEventError, SessionNotFoundError, SequenceOutOfRangeError, StoreClosedError } from "./errors.js";
-import { FORMAT_VERSION, builtinEvents, type BuiltinEvents, type EventInput, type EventSchemas, type StoredEvent, type TypedEvent } from "./events.js";
-import { assertSessionId, newId } from "./ids.js";
-import { recoverInterruptedWork } from "./recovery.js";
+import { fsBackend } from "../backend/fs/fs-backend.js";
+import type {
+  CorruptLine,
+  Durability,
+  LockedSession,
+  SessionRecord,
+  SignalOption,
+  StorageBackend,
+} from "../backend/types.js";
+import {
+  isAgentTapeError,
+  InvalidArgumentError,
+  InvalidEventError,
+  SessionNotFoundError,
+  SequenceOutOfRangeError,
+  StoreClosedError,
+} from "../core/errors.js";
+import {
+  FORMAT_VERSION,
+  builtinEvents,
+  type BuiltinEvents,
+  type EventInput,
+  type EventSchemas,
+  type StoredEvent,
+  type TypedEvent,
+} from "../core/events.js";
+import { assertSessionId, newId } from "../core/ids.js";
+import { recordsThatBlockReaders, recoverInterruptedWork } from "./recovery.js";
 import { EventStream, inBatches } from "./event-stream.js";
-import { serializePayloadEarly } from "./envelope.js";
-import { clearBlobsInFlight } from "./blobs-in-flight.js";
-import { REWIND_INTENT_RECORD } from "./rewind/intent.js";
-import { referencedBlobs } from "./references.js";
-import { SessionLease } from "./session-lease.js";
+import { serializePayloadEarly } from "../core/envelope.js";
+import { clearBlobsInFlight } from "../blobs/in-flight.js";
+import { referencedBlobs } from "../blobs/references.js";
+import { SessionLease } from "./lease.js";
 import { foldConversation, type Conversation } from "./conversation.js";
 
 export interface SessionStoreOptions<E extends EventSchemas = {}> {
@@ -125,14 +146,22 @@ export class SessionStore<E extends EventSchemas = {}> {
     // A backend passed in may be shared with other stores: close() leaves it open for them.
     this.ownsBackend = options.backend === undefined;
     if (options.backend) this.backend = options.backend;
-    else if (options.root) this.backend = fsBackend(options.lockStaleMs === undefined ? { root: options.root } : { root: options.root, lockStaleMs: options.lockStaleMs });
+    else if (options.root)
+      this.backend = fsBackend(
+        options.lockStaleMs === undefined
+          ? { root: options.root }
+          : { root: options.root, lockStaleMs: options.lockStaleMs },
+      );
     else throw new InvalidArgumentError("SessionStore needs a `root` folder (or a `backend`).");
     this.durability = options.durability ?? "fsync";
     if (!["fsync", "batch", "none"].includes(this.durability))
-      throw new InvalidArgumentError(`durability must be "fsync", "batch" or "none", not ${JSON.stringify(this.durability)}.`);
+      throw new InvalidArgumentError(
+        `durability must be "fsync", "batch" or "none", not ${JSON.stringify(this.durability)}.`,
+      );
     this.schemas = { ...(options.events ?? {}), ...builtinEvents };
     for (const type of Object.keys(options.events ?? {})) {
-      if (type in builtinEvents) throw new InvalidArgumentError(`Event type "${type}" is built in; register yours under another name.`);
+      if (type in builtinEvents)
+        throw new InvalidArgumentError(`Event type "${type}" is built in; register yours under another name.`);
     }
     this.lockIdleMs = options.lockIdleMs ?? 50;
     this.lockMaxHoldMs = options.lockMaxHoldMs ?? 1000;
@@ -163,13 +192,14 @@ export class SessionStore<E extends EventSchemas = {}> {
   }
 
   /**
-   * If a rewind was interrupted (its intent record is still there), takes the lock once, which
-   * finishes it (recovery.ts), so readers never see a half-rewound session. One directory read
-   * when there is nothing to do.
+   * If an operation readers must not see half done was interrupted (a rewind's intent record is
+   * still there), takes the lock once, which finishes it (recovery.ts), so readers never see a
+   * half-rewound session. One directory read when there is nothing to do.
    */
   private async settle(id: string, options: SignalOption): Promise<void> {
     const records = await this.backend.listRecords(id, options);
-    if (records.includes(REWIND_INTENT_RECORD)) await this.lease(id).run(async () => undefined, options.signal);
+    if (recordsThatBlockReaders().some((name) => records.includes(name)))
+      await this.lease(id).run(async () => undefined, options.signal);
   }
 
   /** Every session, most recently updated first. */
@@ -186,10 +216,16 @@ export class SessionStore<E extends EventSchemas = {}> {
     try {
       return await this.get(id, options);
     } catch (error) {
-      if (isAgentTapeError(error, "SESSION_NOT_FOUND") || isAgentTapeError(error, "INVALID_SESSION_ID")) return undefined; // gone meanwhile, or not a session folder
+      if (isAgentTapeError(error, "SESSION_NOT_FOUND") || isAgentTapeError(error, "INVALID_SESSION_ID"))
+        return undefined; // gone meanwhile, or not a session folder
       // Whatever part is damaged (the log, or session.json itself), still name the session.
-      const record = (await this.backend.getSession(id, options).catch(() => undefined)) ?? { id, createdAt: new Date(0).toISOString() };
-      const code = isAgentTapeError(error) ? error.code : ((error as NodeJS.ErrnoException).code ?? error?.constructor?.name ?? "UNKNOWN");
+      const record = (await this.backend.getSession(id, options).catch(() => undefined)) ?? {
+        id,
+        createdAt: new Date(0).toISOString(),
+      };
+      const code = isAgentTapeError(error)
+        ? error.code
+        : ((error as NodeJS.ErrnoException).code ?? error?.constructor?.name ?? "UNKNOWN");
       return { ...toInfo(record, undefined), unreadable: { code, message: (error as Error).message } };
     }
   }
@@ -199,11 +235,15 @@ export class SessionStore<E extends EventSchemas = {}> {
     this.assertOpen();
     assertSessionId(id);
     if (!(await this.backend.getSession(id, options))) return false;
-    const deleted = await this.runInOrder(id, async (locked) => {
-      const done = await this.backend.deleteSession(id, options);
-      await locked.release();
-      return done;
-    }, options.signal);
+    const deleted = await this.runInOrder(
+      id,
+      async (locked) => {
+        const done = await this.backend.deleteSession(id, options);
+        await locked.release();
+        return done;
+      },
+      options.signal,
+    );
     this.leases.delete(id);
     return deleted;
   }
@@ -215,7 +255,11 @@ export class SessionStore<E extends EventSchemas = {}> {
    * Resolves once durable (per `durability`). Throws INVALID_EVENT (nothing written),
    * SESSION_NOT_FOUND, LOCKED, STORE_CLOSED.
    */
-  async append(id: string, event: EventInput<BuiltinEvents & E>, options: SignalOption = {}): Promise<TypedEvent<BuiltinEvents & E>> {
+  async append(
+    id: string,
+    event: EventInput<BuiltinEvents & E>,
+    options: SignalOption = {},
+  ): Promise<TypedEvent<BuiltinEvents & E>> {
     const [stored] = await this.write(id, [event], options, this.durability !== "fsync");
     return stored as TypedEvent<BuiltinEvents & E>;
   }
@@ -229,7 +273,12 @@ export class SessionStore<E extends EventSchemas = {}> {
     return (await this.write(id, events, options, false)) as TypedEvent<BuiltinEvents & E>[];
   }
 
-  private async write(id: string, inputs: readonly { type: string; payload: unknown }[], options: SignalOption, groupable: boolean): Promise<StoredEvent[]> {
+  private async write(
+    id: string,
+    inputs: readonly { type: string; payload: unknown }[],
+    options: SignalOption,
+    groupable: boolean,
+  ): Promise<StoredEvent[]> {
     this.assertOpen();
     assertSessionId(id);
     options.signal?.throwIfAborted();
@@ -254,7 +303,10 @@ export class SessionStore<E extends EventSchemas = {}> {
           .run(async (locked) => {
             seal();
             try {
-              const written = await this.appendLocked(locked, batch.flatMap((p) => p.events));
+              const written = await this.appendLocked(
+                locked,
+                batch.flatMap((p) => p.events),
+              );
               let at = 0;
               for (const p of batch) {
                 p.resolve(written.slice(at, at + p.events.length));
@@ -280,7 +332,9 @@ export class SessionStore<E extends EventSchemas = {}> {
    * that runs inside {@link withLock} (checkpoints, rewind).
    */
   async appendLocked(locked: LockedSession, events: StoredEvent[]): Promise<StoredEvent[]> {
-    events.forEach((event, i) => (event.sequence = locked.lastSequence + 1 + i));
+    events.forEach((event, i) => {
+      event.sequence = locked.lastSequence + 1 + i;
+    });
     await locked.append(events, this.durability !== "none");
     return events;
   }
@@ -330,7 +384,12 @@ export class SessionStore<E extends EventSchemas = {}> {
    * Queues locked work behind everything called before it. The open group-commit batch is
    * sealed first: an append called after this work must not join a batch written before it.
    */
-  private runInOrder<T>(id: string, fn: (locked: LockedSession) => Promise<T>, signal?: AbortSignal, detectReentry = false): Promise<T> {
+  private runInOrder<T>(
+    id: string,
+    fn: (locked: LockedSession) => Promise<T>,
+    signal?: AbortSignal,
+    detectReentry = false,
+  ): Promise<T> {
     this.pending.delete(id);
     return this.lease(id).run(fn, signal, detectReentry);
   }
@@ -365,7 +424,10 @@ export class SessionStore<E extends EventSchemas = {}> {
   }
 
   /** Every event of the session, in order. For long logs prefer {@link read} or {@link fold}. */
-  async readAll(id: string, options: ReadOptions<keyof (BuiltinEvents & E) & string> = {}): Promise<TypedEvent<BuiltinEvents & E>[]> {
+  async readAll(
+    id: string,
+    options: ReadOptions<keyof (BuiltinEvents & E) & string> = {},
+  ): Promise<TypedEvent<BuiltinEvents & E>[]> {
     const events: TypedEvent<BuiltinEvents & E>[] = [];
     for await (const event of this.read(id, options)) events.push(event as unknown as TypedEvent<BuiltinEvents & E>);
     return events;
@@ -382,7 +444,12 @@ export class SessionStore<E extends EventSchemas = {}> {
   }
 
   /** Resume: folds the session's events, in order, into a state. Streams; memory is your state's. */
-  async fold<S>(id: string, reducer: (state: S, event: TypedEvent<BuiltinEvents & E>) => S, initial: S, options: ReadOptions = {}): Promise<S> {
+  async fold<S>(
+    id: string,
+    reducer: (state: S, event: TypedEvent<BuiltinEvents & E>) => S,
+    initial: S,
+    options: ReadOptions = {},
+  ): Promise<S> {
     let state = initial;
     for await (const event of this.read(id, options as ReadOptions<keyof (BuiltinEvents & E) & string>))
       state = reducer(state, event as unknown as TypedEvent<BuiltinEvents & E>);
@@ -408,25 +475,33 @@ export class SessionStore<E extends EventSchemas = {}> {
     const parent = await this.backend.getSession(parentId, options);
     if (!parent) throw new SessionNotFoundError(parentId);
     // Under the parent's lock, so no rewind can prune a blob between reading and linking it.
-    return this.runInOrder(parentId, async (locked) => {
-      const at = options.atSequence ?? locked.lastSequence;
-      if (!Number.isSafeInteger(at) || at < 0 || at > locked.lastSequence)
-        throw new SequenceOutOfRangeError(parentId, at, locked.lastSequence);
-      const copied: StoredEvent[] = [];
-      for await (const event of this.backend.readEvents(parentId, { toSequence: at, ...signalOnly(options) }))
-        copied.push({ ...event, sessionId: id });
-      const forkEvent = this.toEvent(id, { type: "session_fork", payload: { parentId, atSequence: at } });
-      forkEvent.sequence = (copied[copied.length - 1]?.sequence ?? 0) + 1;
-      const record: SessionRecord = { id, createdAt: new Date().toISOString(), parent: { id: parentId, atSequence: at } };
-      const title = options.title ?? parent.title;
-      if (title !== undefined) record.title = title;
-      if (parent.workspace !== undefined) record.workspace = parent.workspace;
-      await this.backend.createSession(record, [...copied, forkEvent], {
-        ...signalOnly(options),
-        blobsFrom: { sessionId: parentId, hashes: referencedBlobs(copied) },
-      });
-      return toInfo(record, forkEvent);
-    }, options.signal);
+    return this.runInOrder(
+      parentId,
+      async (locked) => {
+        const at = options.atSequence ?? locked.lastSequence;
+        if (!Number.isSafeInteger(at) || at < 0 || at > locked.lastSequence)
+          throw new SequenceOutOfRangeError(parentId, at, locked.lastSequence);
+        const copied: StoredEvent[] = [];
+        for await (const event of this.backend.readEvents(parentId, { toSequence: at, ...signalOnly(options) }))
+          copied.push({ ...event, sessionId: id });
+        const forkEvent = this.toEvent(id, { type: "session_fork", payload: { parentId, atSequence: at } });
+        forkEvent.sequence = (copied[copied.length - 1]?.sequence ?? 0) + 1;
+        const record: SessionRecord = {
+          id,
+          createdAt: new Date().toISOString(),
+          parent: { id: parentId, atSequence: at },
+        };
+        const title = options.title ?? parent.title;
+        if (title !== undefined) record.title = title;
+        if (parent.workspace !== undefined) record.workspace = parent.workspace;
+        await this.backend.createSession(record, [...copied, forkEvent], {
+          ...signalOnly(options),
+          blobsFrom: { sessionId: parentId, hashes: referencedBlobs(copied) },
+        });
+        return toInfo(record, forkEvent);
+      },
+      options.signal,
+    );
   }
 
   // ---- lifecycle -------------------------------------------------------------------------
