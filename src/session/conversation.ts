@@ -45,26 +45,70 @@ export function foldConversation(state: Conversation, event: StoredEvent): Conve
         owner = { role: "assistant", content: "", sequence: event.sequence, toolCalls: [] };
         state.messages.push(owner);
       }
-      owner.toolCalls.push({ callId: p.callId, name: p.name, input: p.input, sequence: event.sequence });
+      const call: ConversationToolCall = { callId: p.callId, name: p.name, input: p.input, sequence: event.sequence };
+      owner.toolCalls.push(call);
+      callsOf(state).add(call);
       break;
     }
     case "tool_result": {
       const p = event.payload as ToolResultPayload;
-      for (let i = state.messages.length - 1; i >= 0; i--) {
-        const call = state.messages[i]!.toolCalls.find((c) => c.callId === p.callId);
-        if (call) {
-          call.result = { output: p.output, isError: p.isError ?? false, sequence: event.sequence };
-          break;
-        }
-      }
+      const call = callsOf(state).take(p.callId);
+      if (call) call.result = { output: p.output, isError: p.isError ?? false, sequence: event.sequence };
       break;
     }
     case "compaction": {
       const p = event.payload as CompactionPayload;
       const kept = state.messages.filter((m) => m.sequence > p.throughSequence);
       state.messages = [{ role: "system", content: p.summary, sequence: event.sequence, toolCalls: [] }, ...kept];
+      indexes.delete(state); // calls compacted away must not take results any more: rebuilt on next use
       break;
     }
   }
   return state;
+}
+
+/**
+ * The calls of a conversation by id, so a result finds its call in constant time whatever the
+ * shape of the tape (a scan per result made thousands of back-to-back calls quadratic).
+ */
+class CallIndex {
+  /** Calls still waiting for a result, oldest first, per id. */
+  private readonly waiting = new Map<string, ConversationToolCall[]>();
+  /** The most recent call per id: a repeated result (a retry) replaces its result. */
+  private readonly latest = new Map<string, ConversationToolCall>();
+
+  static of(messages: readonly ConversationMessage[]): CallIndex {
+    const index = new CallIndex();
+    for (const message of messages) for (const call of message.toolCalls) index.add(call);
+    return index;
+  }
+
+  add(call: ConversationToolCall): void {
+    this.latest.set(call.callId, call);
+    if (call.result) return;
+    const waiting = this.waiting.get(call.callId);
+    if (waiting) waiting.push(call);
+    else this.waiting.set(call.callId, [call]);
+  }
+
+  /** The call a result with this id belongs to: the most recent one still waiting, else the most recent. */
+  take(callId: string): ConversationToolCall | undefined {
+    const waiting = this.waiting.get(callId);
+    const call = waiting?.pop();
+    if (waiting?.length === 0) this.waiting.delete(callId);
+    return call ?? this.latest.get(callId);
+  }
+}
+
+// Kept beside the state rather than in it, so `Conversation` stays plain data; a state made
+// elsewhere (a copy, JSON) gets its index built on first use.
+const indexes = new WeakMap<Conversation, CallIndex>();
+
+function callsOf(state: Conversation): CallIndex {
+  let index = indexes.get(state);
+  if (!index) {
+    index = CallIndex.of(state.messages);
+    indexes.set(state, index);
+  }
+  return index;
 }
