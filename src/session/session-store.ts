@@ -30,6 +30,7 @@ import { assertSessionId, newId } from "../core/ids.js";
 import { recordsThatBlockReaders, recoverInterruptedWork } from "./recovery.js";
 import { EventStream, inBatches } from "./event-stream.js";
 import { serializePayloadEarly } from "../core/envelope.js";
+import { mapLimited } from "../core/bounded-concurrency.js";
 import { clearBlobsInFlight } from "../blobs/in-flight.js";
 import { referencedBlobs } from "../blobs/references.js";
 import { SessionLease } from "./lease.js";
@@ -122,6 +123,9 @@ export interface SalvageResult<E extends EventSchemas> {
   corrupt: CorruptLine[];
 }
 
+/** Sessions `list()` reads at once: enough to hide each one's latency, few enough for any open-file limit. */
+const LIST_CONCURRENCY = 16;
+
 type Pending = { events: StoredEvent[]; resolve: (events: StoredEvent[]) => void; reject: (error: unknown) => void };
 
 /**
@@ -202,11 +206,14 @@ export class SessionStore<E extends EventSchemas = {}> {
       await this.lease(id).run(async () => undefined, options.signal);
   }
 
-  /** Every session, most recently updated first. */
+  /**
+   * Every session, most recently updated first. Reads each session's record and last event only
+   * (not its log), a few sessions at a time: thousands of sessions never exhaust open files.
+   */
   async list(options: SignalOption = {}): Promise<SessionInfo[]> {
     this.assertOpen();
     const ids = await this.backend.listSessionIds(options);
-    const infos = await Promise.all(ids.map((id) => this.infoForList(id, options)));
+    const infos = await mapLimited(ids, LIST_CONCURRENCY, (id) => this.infoForList(id, options));
     return infos
       .filter((info): info is SessionInfo => info !== undefined)
       .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : a.id < b.id ? 1 : -1));

@@ -1,0 +1,42 @@
+import { execFile } from "node:child_process";
+import { cp, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { SessionStore } from "../../src/index.js";
+import { helperScript } from "../helpers/children.js";
+import { TempRoots } from "../helpers/temp-root.js";
+
+const roots = new TempRoots();
+afterEach(() => roots.removeAll());
+
+describe("list() with many sessions", () => {
+  it("lists 2,000 sessions in a process limited to 256 open files, none unreadable (child process, 1 round)", async () => {
+    const root = await roots.make();
+    const store = new SessionStore({ root, durability: "none" });
+    const template = await store.create({ title: "t" });
+    await store.append(template.id, { type: "message", payload: { role: "user", content: "hi" } });
+    await store.close();
+    // Copies of one session, each with its own id in session.json: creating 2,000 through the
+    // store would fsync 2,000 times for no part of what is tested.
+    const record = await readFile(join(root, template.id, "session.json"), "utf8");
+    for (let i = 0; i < 2000; i++) {
+      const id = `s${String(i).padStart(5, "0")}`;
+      await cp(join(root, template.id), join(root, id), { recursive: true });
+      await writeFile(join(root, id, "session.json"), record.replace(template.id, id));
+    }
+    const { stdout } = await promisify(execFile)(
+      "bash",
+      [
+        "-c",
+        'ulimit -n 256 && exec "$0" --import tsx "$1" "$2"',
+        process.execPath,
+        helperScript("list-sessions.ts"),
+        root,
+      ],
+      { maxBuffer: 1 << 20 },
+    );
+    const result = JSON.parse(stdout) as { listed: number; unreadable: number; first?: unknown };
+    expect(result, JSON.stringify(result.first)).toMatchObject({ listed: 2001, unreadable: 0 });
+  }, 120_000);
+});
