@@ -1,12 +1,30 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
+
+// Three tiers, chosen by file name (README, "Tests"): `npm run test:fast` runs "unit", `npm run test:slow` the
+// other two, `npm test` all three.
+const propertyTests = "test/**/*.property.test.ts";
+const processTests = "test/**/*.process.test.ts";
+// Runs the CLI as a real program; it lives with the other CLI tests, so it is named here rather than by suffix.
+const cliAsProgram = "test/cli/entry.test.ts";
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Crash and multi-process tests spawn real children; two cores do not like many at once.
     fileParallelism: true,
     maxWorkers: 2,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          include: ["test/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, propertyTests, processTests, cliAsProgram],
+        },
+      },
+      { extends: true, test: { name: "property", include: [propertyTests] } },
+      { extends: true, test: { name: "process", include: [processTests, cliAsProgram] } },
+    ],
   },
 });

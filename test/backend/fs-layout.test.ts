@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/fs/fs-backend.js";
 import type { SessionRecord } from "../../src/backend/types.js";
-import { TempRoots, event, readAll } from "./helpers.js";
+import { event, readAll } from "../helpers/stored-events.js";
+import { TempRoots } from "../helpers/temp-root.js";
 
 const temp = new TempRoots();
 afterEach(() => temp.removeAll());

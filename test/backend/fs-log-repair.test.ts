@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/fs/fs-backend.js";
 import type { CorruptLine } from "../../src/backend/types.js";
 import { isAgentTapeError, type LogCorruptError } from "../../src/core/errors.js";
-import { TempRoots, event, events, readAll } from "./helpers.js";
+import { event, events, readAll } from "../helpers/stored-events.js";
+import { TempRoots } from "../helpers/temp-root.js";
 
 const temp = new TempRoots();
 afterEach(() => temp.removeAll());

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { memoryBackend } from "../../src/backend/memory/memory-backend.js";
 import { isAgentTapeError } from "../../src/core/errors.js";
-import { event, readAll } from "./helpers.js";
+import { event, readAll } from "../helpers/stored-events.js";
 
 const created = "2025-01-01T00:00:00.000Z";
 

@@ -1,11 +1,16 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
+import { isAbsolute } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach } from "vitest";
 
-/** Absolute path of a child script in this folder. */
-export function helperScript(name: string): string {
-  return fileURLToPath(new URL(`./${name}`, import.meta.url));
+// The one way the tests run a separate process: a script run with tsx from the repository's root.
+
+const repository = fileURLToPath(new URL("../..", import.meta.url));
+
+/** Absolute path of a child script: a name in test/children/, or already absolute (an example, say). */
+export function childScript(script: string): string {
+  return isAbsolute(script) ? script : fileURLToPath(new URL(`../children/${script}`, import.meta.url));
 }
 
 export interface ChildRun {
@@ -24,7 +29,8 @@ export class Child {
   private readonly lineWaiters: { match: (line: string) => boolean; resolve: (line: string) => void }[] = [];
 
   constructor(script: string, args: readonly string[], env: Record<string, string> = {}) {
-    this.process = spawn(process.execPath, ["--import", "tsx", helperScript(script), ...args], {
+    this.process = spawn(process.execPath, ["--import", "tsx", childScript(script), ...args], {
+      cwd: repository,
       stdio: ["pipe", "pipe", "pipe"],
       env: { ...process.env, ...env },
     });
@@ -51,6 +57,11 @@ export class Child {
     }));
   }
 
+  /** The lines the child has printed so far, each complete (a line still missing its newline is left out). */
+  get lines(): string[] {
+    return this.stdout.split("\n").slice(0, -1);
+  }
+
   /** Resolves with the first line of stdout (from now on) that `match` accepts; rejects if the child ends first. */
   waitForLine(match: (line: string) => boolean): Promise<string> {
     return new Promise((resolve, reject) => {
@@ -63,7 +74,7 @@ export class Child {
     });
   }
 
-  /** Closes the child's stdin: the helpers that hold something let go when it ends. */
+  /** Closes the child's stdin: the children that hold something let go when it ends. */
   endInput(): void {
     this.process.stdin!.end();
   }

@@ -1,8 +1,8 @@
 import { appendFile, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, type SessionStoreOptions } from "../src/index.js";
-import { TempRoots } from "./helpers/temp-root.js";
+import { SessionStore, type SessionStoreOptions } from "../../src/index.js";
+import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
 const stores: SessionStore[] = [];

@@ -1,9 +1,9 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { SessionStore, isAgentTapeError, type Durability, type StoredEvent } from "../../src/index.js";
+import { TempRoots } from "../helpers/temp-root.js";
+
+const temps = new TempRoots();
 
 // The model: a session is the array of events it holds. Nothing else about the store is modelled.
 interface ModelSession {
@@ -93,7 +93,7 @@ function expectedRead(s: ModelSession, from?: number, to?: number, types?: reado
 }
 
 async function runAgainstModel(ops: Op[], durability: Durability, lockIdleMs: number): Promise<void> {
-  const root = await mkdtemp(join(tmpdir(), "agent-tape-prop-"));
+  const root = await temps.make("agent-tape-prop-");
   const open = () => new SessionStore({ root, durability, lockIdleMs });
   let store = open();
   try {
@@ -181,7 +181,7 @@ async function runAgainstModel(ops: Op[], durability: Durability, lockIdleMs: nu
     expect((await store.list()).map((i) => i.id).sort()).toEqual(sessions.map((s) => s.id).sort());
   } finally {
     await store.close();
-    await rm(root, { recursive: true, force: true });
+    await temps.removeAll(); // each run's folder goes at once: 60 runs would otherwise pile up
   }
 }
 

@@ -2,14 +2,13 @@ import { readdir } from "node:fs/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/fs/fs-backend.js";
 import { isAgentTapeError } from "../../src/core/errors.js";
-import { FixtureProcess, TempRoots, events, readAll } from "./helpers.js";
+import { Child, childrenKilledAfterEach } from "../helpers/children.js";
+import { events, readAll } from "../helpers/stored-events.js";
+import { TempRoots } from "../helpers/temp-root.js";
 
 const temp = new TempRoots();
-const children: FixtureProcess[] = [];
-afterEach(async () => {
-  await Promise.all(children.splice(0).map((child) => child.kill()));
-  await temp.removeAll();
-});
+afterEach(() => temp.removeAll());
+const children = childrenKilledAfterEach();
 
 describe("fs backend: createSession is all at once", () => {
   it("two callers racing for one id: one wins, the other gets SESSION_EXISTS, and no staging folder is left", async () => {
@@ -32,11 +31,12 @@ describe("fs backend: createSession is all at once", () => {
     const perSession = 2000;
     for (let round = 0; round < 4; round++) {
       const root = await temp.make();
-      const child = new FixtureProcess("create-sessions.ts", [root, String(perSession)]);
+      const child = new Child("create-sessions.ts", [root, String(perSession)]);
       children.push(child);
-      await child.waitForLines(1);
+      await child.waitForLine(() => true);
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 150));
-      await child.kill();
+      child.kill();
+      await child.done();
       const resolved = child.lines.filter((line) => line !== "");
 
       const backend = fsBackend({ root });

@@ -1,8 +1,8 @@
 import { mkdir, realpath, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { confine, isInside, toPortable } from "../src/checkpoint/confine.js";
-import { TempRoots } from "./helpers/temp-root.js";
+import { confine, isInside, toPortable } from "../../src/checkpoint/confine.js";
+import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());

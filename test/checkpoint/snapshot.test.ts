@@ -3,10 +3,10 @@ import { createHash } from "node:crypto";
 import { chmod, mkdir, realpath, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { FileSnapshot } from "../src/core/events.js";
-import { forEachLimited } from "../src/core/bounded-concurrency.js";
-import { snapshotPaths, type SnapshotLimits } from "../src/checkpoint/snapshot.js";
-import { TempRoots } from "./helpers/temp-root.js";
+import type { FileSnapshot } from "../../src/core/events.js";
+import { forEachLimited } from "../../src/core/bounded-concurrency.js";
+import { snapshotPaths, type SnapshotLimits } from "../../src/checkpoint/snapshot.js";
+import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());

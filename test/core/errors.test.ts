@@ -8,18 +8,12 @@ import {
   isAgentTapeError,
   type AgentTapeErrorCode,
   type SessionStoreOptions,
-} from "../src/index.js";
-import { Child } from "./helpers/children.js";
-import { TempRoots } from "./helpers/temp-root.js";
+} from "../../src/index.js";
+import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
 const stores: SessionStore[] = [];
-const children: Child[] = [];
 afterEach(async () => {
-  for (const child of children.splice(0)) {
-    child.kill();
-    await child.done();
-  }
   await Promise.all(stores.splice(0).map((s) => s.close()));
   await temps.removeAll();
 });
@@ -287,36 +281,7 @@ describe("LOG_CORRUPT", () => {
   });
 });
 
-describe("LOCKED", () => {
-  it("is what a writer gets when another process holds the lock past lockWaitMs; nothing is written", async () => {
-    const { store, root } = await openStore({ lockWaitMs: 400 });
-    const { id } = await store.create();
-    await store.append(id, say("before"));
-    await store.close();
-    const holder = new Child("hold-lock.ts", [root, id]);
-    children.push(holder);
-    expect(await holder.waitForLine((l) => l.startsWith("held"))).toBe("held 1");
-
-    const { store: writer } = await openStore({ root, lockWaitMs: 400 });
-    const before = await readFile(join(root, id, "events.jsonl"));
-    const error = (await expectCode(() => writer.append(id, say("blocked")), "LOCKED")) as {
-      sessionId: string;
-      waitedMs: number;
-    };
-    expect(error.sessionId).toBe(id);
-    expect(error.waitedMs).toBeGreaterThanOrEqual(400);
-    await expectCode(() => writer.fork(id), "LOCKED");
-    await expectCode(() => writer.delete(id), "LOCKED");
-    expect(await readFile(join(root, id, "events.jsonl"))).toEqual(before);
-    expect(await writer.list()).toHaveLength(1);
-
-    // Once the other process lets go, the same store writes.
-    holder.endInput();
-    expect((await holder.done()).code).toBe(0);
-    expect((await writer.append(id, say("now"))).sequence).toBe(2);
-  });
-});
-
+// LOCKED, and LOCK_COMPROMISED between processes: test/session/lock-errors.process.test.ts.
 describe("LOCK_COMPROMISED", () => {
   // proper-lockfile checks its lock every max(1000, lockStaleMs / 4) ms; wait out more than one check.
   const detection = 2_500;
@@ -344,42 +309,6 @@ describe("LOCK_COMPROMISED", () => {
 
     await expectCode(() => store.append(id, say("lost")), "LOCK_COMPROMISED");
     expect((await store.append(id, say("2"))).sequence).toBe(2);
-  });
-
-  it("does not free the lock of the process that took it over", async () => {
-    const { store, root } = await openStore({ lockStaleMs: 2000, lockIdleMs: 60_000, lockWaitMs: 10_000 });
-    const { id } = await store.create();
-    await store.append(id, say("1"));
-    const lockDir = join(root, id, "events.jsonl.lock");
-    // Our lock vanishes and another process takes the session.
-    await rm(lockDir, { recursive: true });
-    const taker = new Child("hold-lock.ts", [root, id]);
-    children.push(taker);
-    await taker.waitForLine((l) => l.startsWith("held"));
-    await pause(detection);
-
-    await expectCode(() => store.withLock(id, async () => "ran"), "LOCK_COMPROMISED");
-    expect(await exists(lockDir)).toBe(true);
-
-    taker.endInput();
-    expect((await taker.done()).code).toBe(0);
-    expect((await store.append(id, say("2"))).sequence).toBe(2);
-  });
-
-  it("does not crash the process that lost it", async () => {
-    // A child that loses its lock while idle, then keeps working; proper-lockfile's default would throw from a timer.
-    const { store, root } = await openStore();
-    const { id } = await store.create();
-    await store.close();
-    const child = new Child("lose-lock.ts", [root, id]);
-    children.push(child);
-    await child.waitForLine((l) => l === "holding");
-    await rm(join(root, id, "events.jsonl.lock"), { recursive: true });
-    child.endInput();
-    const run = await child.done();
-    expect(run.stderr).toBe("");
-    expect(run.code).toBe(0);
-    expect(run.stdout.trim().split("\n")).toEqual(["holding", "LOCK_COMPROMISED", "appended 2"]);
   });
 });
 
@@ -431,10 +360,10 @@ describe("SEQUENCE_OUT_OF_RANGE", () => {
 describe("isAgentTapeError", () => {
   it("recognises errors from a second copy of the package, where instanceof fails", async () => {
     // A query string makes the module loader treat the file as another module: a duplicated package copy.
-    const copyPath = "../src/core/errors.js?second-copy";
-    const copy = (await import(copyPath)) as typeof import("../src/core/errors.js");
+    const copyPath = "../../src/core/errors.js?second-copy";
+    const copy = (await import(copyPath)) as typeof import("../../src/core/errors.js");
     const foreign = new copy.SessionNotFoundError("s1");
-    const { AgentTapeError } = await import("../src/core/errors.js");
+    const { AgentTapeError } = await import("../../src/core/errors.js");
     expect(foreign instanceof AgentTapeError).toBe(false);
     expect(isAgentTapeError(foreign)).toBe(true);
     expect(isAgentTapeError(foreign, "SESSION_NOT_FOUND")).toBe(true);

@@ -3,9 +3,9 @@ import { createHash } from "node:crypto";
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { SessionStore, isAgentTapeError, type SessionStoreOptions, type StoredEvent } from "../src/index.js";
-import type { EventSchemas } from "../src/core/events.js";
-import { TempRoots } from "./helpers/temp-root.js";
+import { SessionStore, isAgentTapeError, type SessionStoreOptions, type StoredEvent } from "../../src/index.js";
+import type { EventSchemas } from "../../src/core/events.js";
+import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
 const stores: SessionStore<EventSchemas>[] = [];

@@ -12,9 +12,9 @@ import {
   type Conversation,
   type RewindMode,
   type RewindPayload,
-} from "../src/index.js";
-import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, logBytes, storyFixture } from "./helpers/rewind-story.js";
-import { put, recordsLeft, workspaceTree } from "./helpers/rewind-workspace.js";
+} from "../../src/index.js";
+import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, logBytes, storyFixture } from "../helpers/rewind-story.js";
+import { put, recordsLeft, workspaceTree } from "../helpers/rewind-workspace.js";
 
 const { temps, stores, story } = storyFixture();
 

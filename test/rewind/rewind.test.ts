@@ -10,9 +10,9 @@ import {
   rewind,
   type RewindMode,
   type RewindPayload,
-} from "../src/index.js";
-import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, blobFile, logBytes, storyFixture } from "./helpers/rewind-story.js";
-import { put, recordsLeft, sha256, workspaceTree } from "./helpers/rewind-workspace.js";
+} from "../../src/index.js";
+import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, blobFile, logBytes, storyFixture } from "../helpers/rewind-story.js";
+import { put, recordsLeft, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 
 const { temps, stores, story } = storyFixture();
 

@@ -1,12 +1,12 @@
 import { chmod, mkdir, realpath, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, type FileSnapshot, type StoredEvent } from "../src/index.js";
-import { closestSnapshotPerPath, planFileChanges } from "../src/rewind/plan.js";
-import { UNDO_LIMITS } from "../src/rewind/rewind.js";
-import { blobFile } from "./helpers/rewind-story.js";
-import { put, sha256, workspaceTree } from "./helpers/rewind-workspace.js";
-import { TempRoots } from "./helpers/temp-root.js";
+import { SessionStore, type FileSnapshot, type StoredEvent } from "../../src/index.js";
+import { closestSnapshotPerPath, planFileChanges } from "../../src/rewind/plan.js";
+import { UNDO_LIMITS } from "../../src/rewind/rewind.js";
+import { blobFile } from "../helpers/rewind-story.js";
+import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
+import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
 const stores: SessionStore[] = [];

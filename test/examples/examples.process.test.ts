@@ -1,32 +1,22 @@
 // The examples are what a newcomer runs first: each runs here as a real child process, the way
 // `npm run demo` runs it, and what it prints (and leaves on disk) is checked.
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore } from "../src/index.js";
-import { TempRoots } from "./helpers/temp-root.js";
+import { SessionStore } from "../../src/index.js";
+import { runChild } from "../helpers/children.js";
+import { TempRoots } from "../helpers/temp-root.js";
 
-const repo = fileURLToPath(new URL("..", import.meta.url));
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 
 /** Runs an example with its own TMPDIR (so whatever it leaves behind is ours to inspect and remove). */
 async function runExample(file: string): Promise<{ code: number | null; stdout: string; stderr: string; tmp: string }> {
   const tmp = await temps.make("agent-tape-example-");
-  const child = spawn(process.execPath, ["--import", "tsx", join("examples", file)], {
-    cwd: repo,
-    env: { ...process.env, TMPDIR: tmp, NO_COLOR: "1" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text));
-  child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
-  const [code] = await once(child, "close");
-  return { code: code as number | null, stdout, stderr, tmp };
+  const script = fileURLToPath(new URL(`../../examples/${file}`, import.meta.url));
+  const { code, stdout, stderr } = await runChild(script, [], { TMPDIR: tmp, NO_COLOR: "1" });
+  return { code, stdout, stderr, tmp };
 }
 
 /** What the example left in its TMPDIR (tsx keeps its own cache there too: not the example's). */
