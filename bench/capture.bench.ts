@@ -172,7 +172,8 @@ function rowsFor(sizes: readonly number[], bySize: ReadonlyMap<number, SizeFigur
       ratio: f.oursNew.value / f.rawNew.value,
       target: { op: ">=", value: round2(1 / RAW_TOLERANCE), on: "ratio" },
       notes:
-        `${vs(f.oursNew, f.rawNew)} (within ${RAW_TOLERANCE}x = ratio >= ${round2(1 / RAW_TOLERANCE)}); raw: read+fstat, sha256, ` +
+        `${vs(f.oursNew, f.rawNew)} (within ${RAW_TOLERANCE}x = ratio >= ${round2(1 / RAW_TOLERANCE)}); ` +
+        "raw: read+fstat, sha256, " +
         "blob temp+fsync+rename+fsync of its folder (a rename is durable only then), line write+fdatasync",
     });
   }
@@ -187,8 +188,10 @@ function rowsFor(sizes: readonly number[], bySize: ReadonlyMap<number, SizeFigur
     ratio: large.value / small.value,
     target: { op: ">=", value: round2(1 / FLAT_TOLERANCE), on: "ratio" },
     notes:
-      `time ${sizeLabel(largest)}/${sizeLabel(smallest)} = ${slowdown.toFixed(2)} (flat: <= ${FLAT_TOLERANCE}, the noise of fsync on a shared VM); ` +
-      `shadow git ${sizeLabel(largest)}/${sizeLabel(smallest)} = ${(medianMs(at(largest).gitNew) / medianMs(at(smallest).gitNew)).toFixed(1)}`,
+      `time ${sizeLabel(largest)}/${sizeLabel(smallest)} = ${slowdown.toFixed(2)} ` +
+      `(flat: <= ${FLAT_TOLERANCE}, the noise of fsync on a shared VM); ` +
+      `shadow git ${sizeLabel(largest)}/${sizeLabel(smallest)} = ` +
+      `${(medianMs(at(largest).gitNew) / medianMs(at(smallest).gitNew)).toFixed(1)}`,
     details: { slowdown, gitSlowdown: medianMs(at(largest).gitNew) / medianMs(at(smallest).gitNew) },
   });
 

@@ -43,7 +43,9 @@ export const lockSuite: Suite = {
           ratio: ours.value / baseline.value,
           target: undefined,
           details: { perAppendUs: usPerAppend(ours), leaseUs: usPerAppend(baseline), extraUs, overheadPercent },
-          notes: `per-append lock adds ${extraUs.toFixed(0)} µs (+${overheadPercent.toFixed(0)} %) to a ${usPerAppend(baseline).toFixed(0)} µs fsynced append`,
+          notes:
+            `per-append lock adds ${extraUs.toFixed(0)} µs (+${overheadPercent.toFixed(0)} %) ` +
+            `to a ${usPerAppend(baseline).toFixed(0)} µs fsynced append`,
         },
       ];
     } finally {

@@ -41,7 +41,8 @@ export const replaySuite: Suite = {
         throw new Error(`generated log ends at ${info?.lastSequence}, expected ${events}`);
       bytes = (await stat(file)).size;
       log(
-        `  generated ${events.toLocaleString("en-US")} events, ${(bytes / 1024 / 1024).toFixed(0)} MB, in ${(generatedMs / 1000).toFixed(1)} s`,
+        `  generated ${events.toLocaleString("en-US")} events, ${(bytes / 1024 / 1024).toFixed(0)} MB, ` +
+          `in ${(generatedMs / 1000).toFixed(1)} s`,
       );
     } finally {
       await store.close();
@@ -82,7 +83,9 @@ export const replaySuite: Suite = {
         baseline: raw,
         ratio: ours.value / raw.value,
         target: { op: "<=", value: 1.3, on: "ratio" },
-        notes: `${perEvent(ours)} vs ${perEvent(raw)}; CPU time ${cpuRatio.toFixed(2)}x; ${(bytes / events).toFixed(0)} B/event, ${rounds} rounds`,
+        notes:
+          `${perEvent(ours)} vs ${perEvent(raw)}; CPU time ${cpuRatio.toFixed(2)}x; ` +
+          `${(bytes / events).toFixed(0)} B/event, ${rounds} rounds`,
         details: { events, bytes, cpuSeconds: cpuSeconds(storeName), rawCpuSeconds: cpuSeconds(rawName), cpuRatio },
       };
     };
@@ -99,7 +102,9 @@ export const replaySuite: Suite = {
         baseline: { label: "raw", value: peak(rawRuns, "rssGrowthMB"), unit: "MB" },
         ratio: undefined,
         target: { op: "<", value: MEMORY_LIMIT_MB, on: "ours" },
-        notes: `worst of ${rounds * 2} runs each; heap +${peak(ourRuns, "heapGrowthMB").toFixed(1)} MB (raw +${peak(rawRuns, "heapGrowthMB").toFixed(1)} MB)`,
+        notes:
+          `worst of ${rounds * 2} runs each; heap +${peak(ourRuns, "heapGrowthMB").toFixed(1)} MB ` +
+          `(raw +${peak(rawRuns, "heapGrowthMB").toFixed(1)} MB)`,
         details: {
           heapGrowthMB: peak(ourRuns, "heapGrowthMB"),
           externalGrowthMB: peak(ourRuns, "externalGrowthMB"),

@@ -59,7 +59,10 @@ interface RewindBench {
   measure(k: number, rounds: number): Promise<KFigures>;
 }
 
-/** `dir` holds the store; the workspace is shared with the capture suite, so it is first put back to its first commit. */
+/**
+ * `dir` holds the store; the workspace is shared with the capture suite, so it is first put back to its
+ * first commit.
+ */
 async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBench) => Promise<void>): Promise<void> {
   await resetToInitial(shared);
   const { workspace, git, initialCommit } = shared;
@@ -155,7 +158,9 @@ function rowsFor(
       baseline: f.git,
       ratio: f.ours.value / f.git.value,
       target: k === 1 ? { op: ">=", value: GIT_SPEEDUP, on: "ratio" } : undefined,
-      notes: `${formatMs(f.ours, k)} vs ${formatMs(f.git, k)} per rewind${perFile}; keepUndo 0: ${formatMs(f.oursNoUndo, k)}; ${roundsFor(k)} rounds`,
+      notes:
+        `${formatMs(f.ours, k)} vs ${formatMs(f.git, k)} per rewind${perFile}; ` +
+        `keepUndo 0: ${formatMs(f.oursNoUndo, k)}; ${roundsFor(k)} rounds`,
       details: { oursMs: medianMs(f.ours, k), oursNoUndoMs: medianMs(f.oursNoUndo, k), gitMs: medianMs(f.git, k) },
     });
   }
@@ -172,7 +177,8 @@ function rowsFor(
     target: { op: ">=", value: Math.round(100 / FLAT_TOLERANCE) / 100, on: "ratio" },
     notes:
       `time ${sizeLabel(largest)}/${sizeLabel(smallest)} = ${slowdown.toFixed(2)} (flat: <= ${FLAT_TOLERANCE}); ` +
-      `${formatMs(small.ours)} -> ${formatMs(large.ours)}; shadow git ${formatMs(small.git)} -> ${formatMs(large.git)} (${gitSlowdown.toFixed(1)}x)`,
+      `${formatMs(small.ours)} -> ${formatMs(large.ours)}; ` +
+      `shadow git ${formatMs(small.git)} -> ${formatMs(large.git)} (${gitSlowdown.toFixed(1)}x)`,
     details: {
       slowdown,
       gitSlowdown,

@@ -47,7 +47,9 @@ const complete = selected.length === suites.length && !quick;
 const command = `${quick ? "BENCH_QUICK=1 " : ""}npm run bench${wanted.length ? ` -- ${wanted.join(" ")}` : ""}`;
 const table = markdownTable(rows);
 console.log(
-  `\n${table}\n\n\`${command}\`, ${new Date().toISOString().slice(0, 10)}, Node ${process.versions.node}, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${totalSeconds.toFixed(0)} s, load average ${loadBefore.toFixed(1)} → ${loadAfter.toFixed(1)}`,
+  `\n${table}\n\n\`${command}\`, ${new Date().toISOString().slice(0, 10)}, Node ${process.versions.node}, ` +
+    `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${totalSeconds.toFixed(0)} s, ` +
+    `load average ${loadBefore.toFixed(1)} → ${loadAfter.toFixed(1)}`,
 );
 
 const out = join(

@@ -111,7 +111,8 @@ export function sharedWorkspace(size: number, log: (message: string) => void): P
       const workspace = await makeWorkspace(join(dir, "workspace"), size);
       const { git, initialCommit } = await ShadowGit.create(join(dir, "shadow-git"), workspace.root);
       log(
-        `  ${sizeLabel(size)} files: workspace and shadow git made in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+        `  ${sizeLabel(size)} files: workspace and shadow git made in ` +
+          `${((performance.now() - started) / 1000).toFixed(1)} s`,
       );
       return { workspace, git, initialCommit };
     })();

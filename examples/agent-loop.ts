@@ -3,7 +3,8 @@
 import { mkdir, mkdtemp, readdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CheckpointStore, SessionStore, foldConversation, rewind, undoRewind } from "../src/index.js"; // in your project: "agent-tape"
+// In your project: from "agent-tape".
+import { CheckpointStore, SessionStore, foldConversation, rewind, undoRewind } from "../src/index.js";
 import type { Conversation, EventInput, BuiltinEvents } from "../src/index.js";
 import {
   eventLine,
@@ -179,10 +180,12 @@ const report = await rewind(store, session.id, { toSequence: endOfTurnOne });
 console.log(`  ${paint("bold", `rewind(store, id, { toSequence: ${endOfTurnOne} }) →`)}`);
 for (const change of report.changes)
   console.log(
-    `    ${paint(change.action === "delete" ? "red" : "green", change.action.padEnd(8))}${change.path}${change.reason ? ` (${change.reason})` : ""}`,
+    `    ${paint(change.action === "delete" ? "red" : "green", change.action.padEnd(8))}${change.path}` +
+      `${change.reason ? ` (${change.reason})` : ""}`,
   );
 console.log(
-  `    ${report.filesRestored} restored, ${report.filesDeleted} deleted, ${report.eventsRemoved} events removed, ${report.blobsPruned} blobs pruned, marker #${report.markerSequence}`,
+  `    ${report.filesRestored} restored, ${report.filesDeleted} deleted, ${report.eventsRemoved} events removed, ` +
+    `${report.blobsPruned} blobs pruned, marker #${report.markerSequence}`,
 );
 const filesAfterRewind = await readWorkspace(workspace);
 printWorkspace("files after the rewind:", filesAfterRewind);
@@ -195,7 +198,8 @@ console.log(
   `  the tape now: #1–#${endOfTurnOne}, then ${eventLine(tapeAfterRewind[tapeAfterRewind.length - 1]!).trim()}`,
 );
 note(
-  `#${endOfTurnOne + 1}–#${report.markerSequence! - 1} are cut, and their numbers are never reused: the marker takes the next one.`,
+  `#${endOfTurnOne + 1}–#${report.markerSequence! - 1} are cut, and their numbers are never reused: ` +
+    "the marker takes the next one.",
 );
 
 heading("4. Changed our mind: undoRewind puts it all back");
@@ -203,7 +207,9 @@ const undone = await undoRewind(store, session.id);
 for (const change of undone.changes)
   console.log(`    ${paint(change.action === "delete" ? "red" : "green", change.action.padEnd(8))}${change.path}`);
 console.log(
-  `    ${undone.filesRestored} restored, ${undone.filesDeleted} deleted, ${undone.eventsRestored} events re-appended as #${undone.markerSequence! - undone.eventsRestored}–#${undone.markerSequence! - 1}, marker #${undone.markerSequence}`,
+  `    ${undone.filesRestored} restored, ${undone.filesDeleted} deleted, ${undone.eventsRestored} events ` +
+    `re-appended as #${undone.markerSequence! - undone.eventsRestored}–#${undone.markerSequence! - 1}, ` +
+    `marker #${undone.markerSequence}`,
 );
 const filesAfterUndo = await readWorkspace(workspace);
 printWorkspace("files after the undo:", filesAfterUndo);
@@ -217,7 +223,8 @@ const conversation = await store.conversation(found!.id);
 const calls = conversation.messages.flatMap((m) => m.toolCalls);
 console.log(`  new SessionStore({ root }).list() → "${found!.title}", last event #${found!.lastSequence}`);
 console.log(
-  `  store.conversation(id) → ${conversation.messages.length} messages, ${calls.length} tool calls (${calls.filter((c) => c.result).length} with results), through #${conversation.lastSequence}`,
+  `  store.conversation(id) → ${conversation.messages.length} messages, ${calls.length} tool calls ` +
+    `(${calls.filter((c) => c.result).length} with results), through #${conversation.lastSequence}`,
 );
 for (const message of conversation.messages) {
   const tools = message.toolCalls.map((c) => `${c.name}${c.result?.isError ? " ✗" : " ✓"}`).join(", ");
@@ -240,7 +247,8 @@ note("session.json  id, title, workspace and creation time, written once by crea
 note("blobs/        before-snapshots named by their sha256, shared by every checkpoint that needs them");
 const records = await readdir(join(root, session.id, "records")).catch(() => []);
 note(
-  `records/      what undoRewind and crash recovery need between steps${records.length ? "" : " (nothing pending now)"}`,
+  "records/      what undoRewind and crash recovery need between steps" +
+    (records.length ? "" : " (nothing pending now)"),
 );
 console.log(`  Nothing was deleted, so you can look around; then: rm -rf ${home}`);
 

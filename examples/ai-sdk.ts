@@ -150,13 +150,15 @@ const report = await rewind(store, session.id, { toSequence: stepEnds[0]! });
 for (const change of report.changes)
   console.log(`    ${paint(change.action === "delete" ? "red" : "green", change.action.padEnd(8))}${change.path}`);
 console.log(
-  `    ${report.filesRestored} restored, ${report.filesDeleted} deleted, ${report.eventsRemoved} events removed, marker #${report.markerSequence}`,
+  `    ${report.filesRestored} restored, ${report.filesDeleted} deleted, ${report.eventsRemoved} events removed, ` +
+    `marker #${report.markerSequence}`,
 );
 const afterRewind = await readWorkspace(workspace);
 printWorkspace("files after the rewind:", afterRewind);
 const same = sameWorkspace(afterRewind, workspaceAfterStep[0]!);
 console.log(
-  `  ${same ? paint("green", "✓") : paint("red", "✗ NOT TRUE:")} the workspace is exactly what it was at the end of step 1`,
+  `  ${same ? paint("green", "✓") : paint("red", "✗ NOT TRUE:")} ` +
+    "the workspace is exactly what it was at the end of step 1",
 );
 if (!same) process.exitCode = 1;
 

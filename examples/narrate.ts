@@ -63,7 +63,8 @@ function summarize(event: StoredEvent): string {
     case "tool_call": {
       const p = event.payload as ToolCallPayload;
       const input = p.input as { path?: unknown } | undefined;
-      return `${p.callId}  ${p.name} ${typeof input?.path === "string" ? input.path : shorten(JSON.stringify(p.input), 40)}`;
+      const shown = typeof input?.path === "string" ? input.path : shorten(JSON.stringify(p.input), 40);
+      return `${p.callId}  ${p.name} ${shown}`;
     }
     case "tool_result": {
       const p = event.payload as ToolResultPayload;

@@ -13,7 +13,10 @@ export const BLOBS_IN_FLIGHT_RECORD = "blobs-in-flight";
 
 const marked = new WeakSet<LockedSession>();
 
-/** Leaves the note before this lock's first blob write. Not fsynced: it guards against a process crash; after a power loss `agent-tape gc` collects. */
+/**
+ * Leaves the note before this lock's first blob write. Not fsynced: it guards against a process crash;
+ * after a power loss `agent-tape gc` collects.
+ */
 export async function markBlobsInFlight(locked: LockedSession): Promise<void> {
   if (marked.has(locked)) return;
   await locked.writeRecord(

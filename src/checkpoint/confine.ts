@@ -81,12 +81,16 @@ async function parentsStayInside(realWorkspace: string, rel: string): Promise<bo
   for (const entry of found) {
     if ("code" in entry) return isNothingThere(entry.code);
     if (entry.info.isSymbolicLink()) return walkParents(realWorkspace, parents);
-    if (!entry.info.isDirectory()) return true; // a file used as a folder: the path cannot exist, and reading it fails honestly
+    // A file used as a folder: the path cannot exist, and reading it fails honestly.
+    if (!entry.info.isDirectory()) return true;
   }
   return true;
 }
 
-/** Nothing there (or nothing that can be named): nothing to lead anywhere. Reading the path then fails with the same code, recorded as what it is rather than as outside. */
+/**
+ * Nothing there (or nothing that can be named): nothing to lead anywhere. Reading the path then fails
+ * with the same code, recorded as what it is rather than as outside.
+ */
 function isNothingThere(code: string | undefined): boolean {
   return code === "ENOENT" || code === "ENOTDIR" || code === "ENAMETOOLONG";
 }

@@ -73,7 +73,9 @@ function describe(event: StoredEvent): string {
     }
     case "session_rewind": {
       const r = p as RewindPayload;
-      const files = `${r.filesRestored} restored, ${r.filesDeleted} deleted${r.skipped?.length ? `, ${r.skipped.length} skipped` : ""}`;
+      const files =
+        `${r.filesRestored} restored, ${r.filesDeleted} deleted` +
+        `${r.skipped?.length ? `, ${r.skipped.length} skipped` : ""}`;
       if (r.undoOf !== undefined)
         return `undo of rewind #${r.undoOf}: ${files}, ${plural(r.reappendedFrom?.length ?? 0, "event")} put back`;
       return `rewind to #${r.targetSequence} (${r.mode}): ${files}, ${plural(r.eventsRemoved, "event")} removed`;

@@ -18,8 +18,12 @@ export function serializePayloadEarly(payload: unknown): void {
 export function serializeEvent(event: StoredEvent): string {
   return (
     `{"v":${event.v},"id":${JSON.stringify(event.id)},"sessionId":${JSON.stringify(event.sessionId)},` +
-    `"sequence":${event.sequence},"type":${JSON.stringify(event.type)},"createdAt":${JSON.stringify(event.createdAt)},` +
-    `"payload":${(typeof event.payload === "object" && event.payload !== null && payloadJson.get(event.payload)) || (stableStringify(event.payload) ?? "null")}}`
+    `"sequence":${event.sequence},"type":${JSON.stringify(event.type)},` +
+    `"createdAt":${JSON.stringify(event.createdAt)},` +
+    `"payload":${
+      (typeof event.payload === "object" && event.payload !== null && payloadJson.get(event.payload)) ||
+      (stableStringify(event.payload) ?? "null")
+    }}`
   );
 }
 

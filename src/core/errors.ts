@@ -51,7 +51,8 @@ export class InvalidSessionIdError extends AgentTapeError {
   readonly code = "INVALID_SESSION_ID" as const;
   constructor(readonly sessionId: unknown) {
     super(
-      `Invalid session id ${JSON.stringify(sessionId)}: use 1-128 characters from A-Z a-z 0-9 . _ -, not starting with "." (no path separators).`,
+      `Invalid session id ${JSON.stringify(sessionId)}: use 1-128 characters from A-Z a-z 0-9 . _ -, ` +
+        `not starting with "." (no path separators).`,
     );
   }
 }
@@ -79,7 +80,8 @@ export class LogCorruptError extends AgentTapeError {
     reason: string,
   ) {
     super(
-      `${file}:${line}: ${reason}. Nothing was changed. Read what can be saved with store.salvage(), or repair the line by hand.`,
+      `${file}:${line}: ${reason}. Nothing was changed. ` +
+        `Read what can be saved with store.salvage(), or repair the line by hand.`,
     );
   }
 }
@@ -93,7 +95,8 @@ export class LockedError extends AgentTapeError {
   ) {
     super(
       `Session "${sessionId}" is locked by another writer; gave up after ${waitedMs} ms. ` +
-        `Retry later, or raise lockWaitMs. A lock left by a crashed process is taken over once it is stale (lockStaleMs).`,
+        `Retry later, or raise lockWaitMs. ` +
+        `A lock left by a crashed process is taken over once it is stale (lockStaleMs).`,
       options,
     );
   }
@@ -106,8 +109,10 @@ export class LockCompromisedError extends AgentTapeError {
     options?: { cause?: unknown },
   ) {
     super(
-      `The lock on session "${sessionId}" was lost (taken over as stale, or its lock folder removed), so the last operation may not have finished. ` +
-        `Nothing further was written; the next operation takes the lock afresh. If this repeats, the event loop is blocked longer than lockStaleMs.`,
+      `The lock on session "${sessionId}" was lost (taken over as stale, or its lock folder removed), ` +
+        `so the last operation may not have finished. ` +
+        `Nothing further was written; the next operation takes the lock afresh. ` +
+        `If this repeats, the event loop is blocked longer than lockStaleMs.`,
       options,
     );
   }
@@ -148,7 +153,8 @@ export class BlobCorruptError extends AgentTapeError {
     readonly actual: string,
   ) {
     super(
-      `Blob ${hash} in session "${sessionId}" no longer matches its name (its bytes hash to ${actual}); refusing to use it. ` +
+      `Blob ${hash} in session "${sessionId}" no longer matches its name (its bytes hash to ${actual}); ` +
+        `refusing to use it. ` +
         `Run \`agent-tape verify ${sessionId}\` to list every damaged blob.`,
     );
   }

@@ -27,7 +27,10 @@ export interface RewindOptions extends SignalOption {
   keepUndo?: number;
   /** Files bigger than this are not saved for undo (the undo then skips them). @default 5 MiB */
   maxFileBytes?: number;
-  /** Called after each step: "planned", "intent-written", then the four steps. It runs while the session is locked: do not call the store from it. */
+  /**
+   * Called after each step: "planned", "intent-written", then the four steps. It runs while the session is
+   * locked: do not call the store from it.
+   */
   onProgress?: (step: "planned" | "intent-written" | RewindStep) => void;
 }
 

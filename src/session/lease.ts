@@ -50,7 +50,8 @@ export class SessionLease {
     if (heldHere.getStore()?.has(this)) {
       return Promise.reject(
         new InvalidArgumentError(
-          `Session "${this.sessionId}" is already locked by this call chain; use the LockedSession you were given instead of calling the store again.`,
+          `Session "${this.sessionId}" is already locked by this call chain; ` +
+            `use the LockedSession you were given instead of calling the store again.`,
         ),
       );
     }

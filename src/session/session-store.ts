@@ -354,13 +354,15 @@ export class SessionStore<E extends EventSchemas = {}> {
     const schema = this.schemas[input.type];
     if (!schema)
       throw new InvalidEventError(
-        `Unknown event type "${input.type}"${where}. Register it: new SessionStore({ events: { ${input.type}: z.object({…}) } }).`,
+        `Unknown event type "${input.type}"${where}. ` +
+          `Register it: new SessionStore({ events: { ${input.type}: z.object({…}) } }).`,
       );
     const parsed = schema.safeParse(input.payload);
     if (!parsed.success) {
       const issues = parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message }));
       throw new InvalidEventError(
-        `Invalid "${input.type}" payload${where}: ${issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ")}.`,
+        `Invalid "${input.type}" payload${where}: ` +
+          `${issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ")}.`,
         issues,
         { cause: parsed.error },
       );

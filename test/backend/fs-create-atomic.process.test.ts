@@ -11,7 +11,7 @@ afterEach(() => temp.removeAll());
 const children = childrenKilledAfterEach();
 
 describe("fs backend: createSession is all at once", () => {
-  it("two callers racing for one id: one wins, the other gets SESSION_EXISTS, and no staging folder is left", async () => {
+  it("callers racing for one id: one wins, the others get SESSION_EXISTS, no staging folder is left", async () => {
     const root = await temp.make();
     const backend = fsBackend({ root });
     const outcomes = await Promise.allSettled(
@@ -27,7 +27,7 @@ describe("fs backend: createSession is all at once", () => {
     expect(await readAll(backend, "s1")).toEqual(events("s1", 50));
   });
 
-  it("a process killed while creating sessions leaves each one absent or complete, and every resolved one there", async () => {
+  it("a process killed mid-create leaves each session absent or complete, every resolved one there", async () => {
     const perSession = 2000;
     for (let round = 0; round < 4; round++) {
       const root = await temp.make();

@@ -16,7 +16,7 @@ function blob(text: string): { hash: string; bytes: Buffer } {
 }
 
 describe("fs backend: what a session looks like on disk", () => {
-  it("keeps events.jsonl, session.json, blobs/<first byte>/<hash> and records/<name>.json in the session folder", async () => {
+  it("keeps events.jsonl, session.json, blobs/<first byte>/<hash>, records/<name>.json in its folder", async () => {
     const root = await temp.make();
     const backend = fsBackend({ root });
     const record: SessionRecord = {

@@ -51,7 +51,7 @@ async function filesUnderBlobs(id: string): Promise<string[]> {
 }
 
 describe("a capture whose blob write fails", () => {
-  it("throws, records nothing, and leaves no orphan blob even when the next capture in the same lease succeeds", async () => {
+  it("throws, records nothing, leaves no orphan blob even if the next capture in the lease succeeds", async () => {
     const leased = new SessionStore({ root, lockIdleMs: 60_000 }); // keeps the lock between the two captures
     stores.push(leased);
     await store.close();

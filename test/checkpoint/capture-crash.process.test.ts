@@ -26,7 +26,7 @@ async function namesUnderBlobs(root: string, id: string): Promise<string[]> {
 }
 
 describe("a capture killed at a random moment", () => {
-  it("leaves, once the next store takes the lock, only blobs that an event indexes, each present and intact", async () => {
+  it("leaves, once the next store has the lock, only blobs an event indexes, each present and intact", async () => {
     const base = await realpath(await temps.make("agent-tape-capture-crash-"));
     const root = join(base, "sessions");
     const workspace = join(base, "ws");
@@ -80,7 +80,8 @@ describe("a capture killed at a random moment", () => {
     // counted here and reported, since removing them is the filesystem backend's job.
     const leftovers = (await namesUnderBlobs(root, id)).filter((name) => !indexed.has(name));
     console.info(
-      `capture crash: ${ROUNDS} rounds; ${seen.roundsWithOrphans} left orphan blobs and ${seen.roundsWithPendingRecord} a blobs-in-flight note before recovery; ` +
+      `capture crash: ${ROUNDS} rounds; ${seen.roundsWithOrphans} left orphan blobs and ` +
+        `${seen.roundsWithPendingRecord} a blobs-in-flight note before recovery; ` +
         `${leftovers.length} temp files of cut-short blob writes remain`,
     );
   }, 180_000);

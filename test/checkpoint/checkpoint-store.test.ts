@@ -182,7 +182,7 @@ describe("capture", () => {
     expect((await checkpoints.readBlob(sessionId, sha256("util"))).toString()).toBe("util");
   });
 
-  it("records a folder past maxDirectoryEntries or maxDirectoryBytes as over_budget and keeps the blobs captured before", async () => {
+  it("records a folder past maxDirectoryEntries or maxDirectoryBytes as over_budget, keeps earlier blobs", async () => {
     for (const n of [1, 2, 3, 4]) await put(`logs/${n}.log`, `log ${n}`);
     const byEntries = new CheckpointStore(store, { maxDirectoryEntries: 2 });
     const first = recordsOf(await byEntries.capture(sessionId, { tool: "clean", paths: ["logs"] }));
@@ -408,7 +408,7 @@ describe("around", () => {
     expect(await checkpointEvents(sessionId)).toHaveLength(1);
   });
 
-  it("rejects with signal.reason when aborted mid-run, gives the tool the signal, and keeps the checkpoint", async () => {
+  it("rejects with signal.reason when aborted mid-run, gives the tool the signal, keeps the checkpoint", async () => {
     const file = await put("a.txt", "before the cancelled edit");
     const controller = new AbortController();
     const reason = new Error("user pressed stop");
@@ -440,7 +440,7 @@ describe("around", () => {
     );
   });
 
-  it("rejects with signal.reason without running the tool or writing anything when aborted before it starts", async () => {
+  it("rejects with signal.reason when aborted before it starts: the tool never runs, nothing is written", async () => {
     await put("a.txt", "untouched");
     const controller = new AbortController();
     const reason = new Error("cancelled before start");

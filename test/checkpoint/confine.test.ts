@@ -72,11 +72,11 @@ describe("confine: paths that stay inside", () => {
     expect(await confine(workspace, "src/a.ts", link)).toMatchObject({ inside: true, path: "src/a.ts" });
   });
 
-  it("keeps a path under a regular file inside, so reading it fails honestly (ENOTDIR) rather than being called outside", async () => {
+  it("keeps a path under a regular file inside: reading it fails honestly (ENOTDIR), not as outside", async () => {
     expect(await confine(workspace, "src/a.ts/child")).toMatchObject({ inside: true, path: "src/a.ts/child" });
   });
 
-  it("keeps a path under a name too long for the filesystem inside, so reading it fails honestly (ENAMETOOLONG)", async () => {
+  it("keeps a path under a name too long for the filesystem inside: reading it fails (ENAMETOOLONG)", async () => {
     const tooLong = "n".repeat(300);
     expect(await confine(workspace, `${tooLong}/file.txt`)).toMatchObject({
       inside: true,

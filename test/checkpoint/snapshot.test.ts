@@ -139,7 +139,7 @@ describe("skipped, with the reason", () => {
     ]);
   });
 
-  it("outside_workspace: ../, an absolute path elsewhere, a path through a link leading out; never recorded absent", async () => {
+  it("outside_workspace: ../, an absolute path elsewhere, a link leading out; never recorded absent", async () => {
     await symlink(outside, join(workspace, "out"));
     const { files, blobs } = await snapshot([
       "../outside/secret.txt",

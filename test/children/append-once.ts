@@ -1,4 +1,5 @@
-// Child process that tries one append and prints what happened as JSON: {"ok":true,"sequence":n} or {"ok":false,"code":…}.
+// Child process that tries one append and prints what happened as JSON:
+// {"ok":true,"sequence":n} or {"ok":false,"code":…}.
 // argv: root sessionId lockWaitMs content
 import { SessionStore, isAgentTapeError } from "../../src/index.js";
 

@@ -286,7 +286,7 @@ describe("LOCK_COMPROMISED", () => {
   // proper-lockfile checks its lock every max(1000, lockStaleMs / 4) ms; wait out more than one check.
   const detection = 2_500;
 
-  it("is what the next operation gets after the lock folder is removed under a holder; the one after works", async () => {
+  it("is what the next call gets after the lock folder is removed under a holder; the one after works", async () => {
     const { store, root } = await openStore({ lockStaleMs: 2000, lockIdleMs: 60_000 });
     const { id } = await store.create();
     await store.append(id, say("1"));

@@ -58,7 +58,11 @@ describe("examples/agent-loop.ts (npm run demo)", () => {
 
     // The tape as it grows: each file-changing call has its before-snapshot between call and result.
     expect(out).toMatch(
-      /#6 +tool_call +call_2 +edit_file src\/greet\.ts\n +#7 +session_checkpoint +before edit_file: src\/greet\.ts \(64 B, blob [0-9a-f]{8}\)\n +#8 +tool_result/,
+      new RegExp(
+        String.raw`#6 +tool_call +call_2 +edit_file src/greet\.ts\n` +
+          String.raw` +#7 +session_checkpoint +before edit_file: src/greet\.ts \(64 B, blob [0-9a-f]{8}\)\n` +
+          String.raw` +#8 +tool_result`,
+      ),
     );
     expect(out).toMatch(/#10 +session_checkpoint +before write_file: CHANGELOG\.md \(absent\)/);
     expect(out.match(/session_checkpoint +before /g)).toHaveLength(7);
@@ -112,7 +116,8 @@ describe("examples/agent-loop.ts (npm run demo)", () => {
     expect((await readdir(workspace)).sort()).toEqual(["CHANGELOG.md", "src", "test"]);
     const greet = await readFile(join(workspace, "src/greet.ts"), "utf8");
     expect(greet).toBe(
-      'export function greet(name = "world") {\n  return "Hello, " + name;\n}\n\nexport function farewell(name: string) {\n  return "Bye, " + name;\n}\n',
+      'export function greet(name = "world") {\n  return "Hello, " + name;\n}\n\n' +
+        'export function farewell(name: string) {\n  return "Bye, " + name;\n}\n',
     );
   });
 });

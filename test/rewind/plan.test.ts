@@ -95,7 +95,7 @@ describe("planFileChanges", () => {
     return { base, root, workspace, store, id, storeBlob, plan };
   }
 
-  it("restores what differs, deletes what should be absent, leaves out what already matches; sorted by path; writes nothing", async () => {
+  it("restores what differs, deletes what should be absent, omits what matches; by path; writes nothing", async () => {
     const p = await setup();
     await put(p.workspace, "same.txt", "same\n");
     await put(p.workspace, "edited.txt", "edited\n");
@@ -127,7 +127,7 @@ describe("planFileChanges", () => {
     expect(await workspaceTree(p.workspace)).toEqual(tree);
   });
 
-  it("skips, with the reason, paths outside the workspace, records not captured, and missing or corrupt blobs", async () => {
+  it("skips, with the reason: paths outside the workspace, records not captured, missing or bad blobs", async () => {
     const p = await setup();
     await put(p.workspace, "a.txt", "now\n");
     await p.storeBlob("damaged\n");
@@ -151,7 +151,7 @@ describe("planFileChanges", () => {
     expect(plan.current.files).toEqual([]);
   });
 
-  it("snapshots for undo exactly the paths that will change (a folder with everything below it), with their bytes", async () => {
+  it("snapshots for undo exactly the paths that will change (a folder with all below it), bytes and all", async () => {
     const p = await setup();
     await put(p.workspace, "keep.txt", "unchanged\n");
     await put(p.workspace, "edit.txt", "current bytes\n");

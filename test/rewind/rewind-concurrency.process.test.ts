@@ -25,7 +25,7 @@ async function moreLines(child: Child, count: number): Promise<void> {
 }
 
 describe("a rewind while another process appends", () => {
-  it("lets the other process's events land before the rewind began or after its marker, never in between, and loses none", async () => {
+  it("lands the other process's events before the rewind or after its marker, never between; loses none", async () => {
     const base = await realpath(await temps.make("agent-tape-rewind-concurrency-"));
     const root = join(base, "sessions");
     const workspace = join(base, "ws");

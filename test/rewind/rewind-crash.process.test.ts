@@ -18,7 +18,10 @@ import { blobFile } from "../helpers/rewind-story.js";
 import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
-/** What one test makes and must clean up: its temp folders and its children. Per test, since the boundary tests run concurrently. */
+/**
+ * What one test makes and must clean up: its temp folders and its children. Per test, since the boundary
+ * tests run concurrently.
+ */
 interface Round {
   temps: TempRoots;
   children: Child[];
@@ -73,7 +76,8 @@ function describeMarker(
 ): string {
   // By value, not by key order: the log writes its JSON with sorted keys.
   const listed = changes.map((c) => [c.path, c.action, c.reason ?? ""]);
-  return `${sequence} rewind to ${target}, undo of ${undoOf ?? "-"}, changes ${sha256(JSON.stringify(listed)).slice(0, 12)}`;
+  const changed = sha256(JSON.stringify(listed)).slice(0, 12);
+  return `${sequence} rewind to ${target}, undo of ${undoOf ?? "-"}, changes ${changed}`;
 }
 
 /** Builds the session, and the two states a crashed rewind may leave: untouched, or fully rewound. */
@@ -207,7 +211,10 @@ async function openAfterCrash(s: Scenario, via: "append" | "read"): Promise<{ fi
   };
 }
 
-/** Once any writer has had the lock: no leftover intent or pending record, and exactly the referenced blobs, each intact. */
+/**
+ * Once any writer has had the lock: no leftover intent or pending record, and exactly the referenced blobs,
+ * each intact.
+ */
 async function expectSettled(s: Scenario): Promise<void> {
   const store = new SessionStore({ root: s.root, lockStaleMs: 2000 });
   try {
@@ -274,7 +281,7 @@ describe.concurrent("a rewind killed at a step boundary", () => {
     { step: "log-truncated", via: "read" },
     { step: "blobs-pruned", via: "append" },
   ] as const)(
-    "with keepUndo: 0, after $step (the restored files' blobs may be pruned already): opening the session (by $via) finishes the rewind",
+    "with keepUndo: 0, after $step (restored files' blobs maybe pruned): opening it (by $via) finishes the rewind",
     { timeout: BOUNDARY_TIMEOUT },
     async ({ step, via }, { onTestFinished }) => {
       const round = newRound(onTestFinished);
@@ -313,7 +320,7 @@ describe.concurrent("an undo killed at a step boundary", () => {
 
 // One at a time: where these kills land depends on the child running at full speed.
 describe("a rewind killed at a random moment", () => {
-  it("while saving what an undo needs (between planned and intent-written): the session is found untouched or fully rewound", async ({
+  it("while saving what an undo needs (planned to intent-written): found untouched or fully rewound", async ({
     onTestFinished,
   }) => {
     const round = newRound(onTestFinished);
@@ -326,7 +333,9 @@ describe("a rewind killed at a random moment", () => {
       await child.waitForLine((line) => line === "planned");
       await waitUntil(() => exists(blobFile(s.root, s.id, sha256(contentOf(k, "after")))), child);
       await killNow(round, child);
-      const where = `round ${n}, killed once file ${k}'s current bytes were stored; the child had printed: ${child.stdout.trim().split("\n").join(", ")}`;
+      const where =
+        `round ${n}, killed once file ${k}'s current bytes were stored; ` +
+        `the child had printed: ${child.stdout.trim().split("\n").join(", ")}`;
 
       const found = await openAfterCrash(s, n % 2 === 0 ? "read" : "append");
       expect(found.files, where).toHaveLength(1);
@@ -351,7 +360,9 @@ describe("a rewind killed at a random moment", () => {
         child,
       );
       await killNow(round, child);
-      const where = `round ${n}, killed once file ${k} was restored; the child had printed: ${child.stdout.trim().split("\n").join(", ")}`;
+      const where =
+        `round ${n}, killed once file ${k} was restored; ` +
+        `the child had printed: ${child.stdout.trim().split("\n").join(", ")}`;
 
       let restored = 0;
       for (let i = 0; i < EDITED; i++)

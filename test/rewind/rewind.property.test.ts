@@ -51,7 +51,10 @@ interface Round {
   /** Picks the target among 0..last (modulo). */
   target: number;
   mode: "all" | "files";
-  /** 0 only for "all": a "files" rewind without its undo snapshot leaves the log unable to say what the files were before it. */
+  /**
+   * 0 only for "all": a "files" rewind without its undo snapshot leaves the log unable to say what the
+   * files were before it.
+   */
   keepUndo: 0 | 1;
   undo: boolean;
 }
@@ -108,7 +111,7 @@ class Timeline {
 }
 
 describe("rewind against a model of the workspace's history", () => {
-  it("leaves the workspace as it was at the target, keeps exactly the blobs still referenced, and undo brings back the workspace from before the rewind", async () => {
+  it("puts the workspace back as at the target, keeps exactly the referenced blobs; undo brings it back", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(round, { minLength: 1, maxLength: 3 }), async (rounds) => {
         const base = await realpath(await temps.make("agent-tape-rewind-property-"));

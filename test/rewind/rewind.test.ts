@@ -44,7 +44,7 @@ async function expectCode(promise: Promise<unknown>, code: string): Promise<void
 const STORY_REPORT_FILES = { filesRestored: 8, filesDeleted: 1, skipped: [], changes: STORY_CHANGES };
 
 describe("rewinding the story of the design", () => {
-  it('mode "all" puts every file back as it was at the target and cuts the log to the target plus one marker', async () => {
+  it('mode "all" puts every file back as it was at the target, cuts the log to the target plus a marker', async () => {
     const s = await story();
     const last = s.eventsBefore.at(-1)!.sequence;
     const report = await rewind(s.store, s.id, { toSequence: s.target });
@@ -153,7 +153,7 @@ describe("rewinding the story of the design", () => {
 });
 
 describe("the closest snapshot decides", () => {
-  it("a path whose closest record was skipped at capture is reported and left alone, never restored from a newer snapshot", async () => {
+  it("a path whose closest record was skipped is reported and left alone, not restored from a newer one", async () => {
     const w = await smallSession({ maxFileBytes: 16 });
     await put(w.workspace, "big.bin", "far more than sixteen bytes\n");
     await put(w.workspace, "small.txt", "s0\n");
@@ -180,7 +180,7 @@ describe("the closest snapshot decides", () => {
     expect(await readFile(join(w.workspace, "small.txt"), "utf8")).toBe("s0\n");
   });
 
-  it('a second rewind to the same target after an "all" rewind changes nothing: the first one\'s undo snapshot is not a state of the log', async () => {
+  it('a second "all" rewind to the same target changes nothing: an undo snapshot is no state of the log', async () => {
     const w = await smallSession();
     await put(w.workspace, "p.txt", "at target\n");
     const target = await w.say("target");
@@ -219,7 +219,7 @@ describe("the closest snapshot decides", () => {
     expect(await readFile(join(w.workspace, "q.txt"), "utf8")).toBe("q0\n");
   });
 
-  it('after a "files" rewind, its marker is the before-snapshot of what it changed: rewinding to a point before it but after the target returns there', async () => {
+  it('after a "files" rewind, its marker is the before-snapshot of what it changed: it can be rewound to', async () => {
     const w = await smallSession();
     await put(w.workspace, "p.txt", "p0\n");
     const target = await w.say("target");
@@ -237,7 +237,7 @@ describe("the closest snapshot decides", () => {
 });
 
 describe("tampered checkpoints and swapped symlinks never reach outside the workspace", () => {
-  it("records with ../ and absolute paths are skipped as outside_workspace, and every file outside stays as it was", async () => {
+  it("records with ../ and absolute paths are skipped as outside_workspace; every file outside stays put", async () => {
     const s = await story();
     await writeFile(join(s.outside, "sentinel.txt"), "sentinel\n");
     await writeFile(join(s.outside, "doomed.txt"), "must survive\n");
@@ -316,7 +316,7 @@ describe("tampered checkpoints and swapped symlinks never reach outside the work
     },
   );
 
-  it("a folder swapped for a symlink to the outside after capture: its paths are skipped and nothing outside is written or deleted", async () => {
+  it("a folder swapped for a symlink out after capture: its paths are skipped, nothing outside touched", async () => {
     const w = await smallSession();
     await put(w.workspace, "link/file.txt", "inside v0\n");
     await put(w.outside, "file.txt", "outside sentinel\n");
@@ -340,7 +340,7 @@ describe("tampered checkpoints and swapped symlinks never reach outside the work
     expect(await workspaceTree(w.workspace)).toMatchObject({ link: `link -> ${w.outside}` });
   });
 
-  it("a file swapped for a symlink to the outside is replaced (the link itself), never written through or deleted through", async () => {
+  it("a file swapped for a symlink out is replaced (the link itself), never written or deleted through", async () => {
     const w = await smallSession();
     await put(w.workspace, "edited.txt", "v0\n");
     await put(w.outside, "victim.txt", "outside sentinel\n");
@@ -370,7 +370,7 @@ describe("tampered checkpoints and swapped symlinks never reach outside the work
     expect(tree["created.txt"]).toBeUndefined();
   });
 
-  it("a symlink swapped in after the plan is caught right before the write: skipped, reported in the marker, nothing outside touched", async () => {
+  it("a symlink swapped in after the plan is caught before the write: skipped, reported, nothing out", async () => {
     const w = await smallSession();
     await put(w.workspace, "dir/a.txt", "a0\n");
     await put(w.workspace, "other.txt", "o0\n");
@@ -452,7 +452,8 @@ describe("blobs", () => {
     expect(report.blobsPruned).toBe(1);
     const onDisk = new Set(await s.store.backend.listBlobs(s.id));
     expect(onDisk.has(sha256(orphan))).toBe(false);
-    for (const hash of s.blobsBefore) expect(onDisk.has(hash), hash).toBe(true); // the archive holds the removed checkpoints
+    // The archive holds the removed checkpoints, so every blob they reference stays.
+    for (const hash of s.blobsBefore) expect(onDisk.has(hash), hash).toBe(true);
     const events = await s.store.readAll(s.id);
     const archive = (await s.store.backend.readRecord(s.id, `rewind-archive-${report.markerSequence}`)) as {
       events: typeof events;
@@ -463,7 +464,7 @@ describe("blobs", () => {
     expect(onDisk.has(sha256("export {};\n"))).toBe(true);
   });
 
-  it("with keepUndo: 0 the blobs only the removed checkpoints referenced are pruned, and no archive is kept", async () => {
+  it("with keepUndo: 0 the blobs only the removed checkpoints referenced are pruned; no archive is kept", async () => {
     const s = await story();
     const report = await rewind(s.store, s.id, { toSequence: s.target, keepUndo: 0 });
 
@@ -481,7 +482,7 @@ describe("blobs", () => {
 });
 
 describe("sequences", () => {
-  it("the marker takes the number after the highest ever written, and no number is used twice across rewinds", async () => {
+  it("the marker takes the number after the highest ever written; no number is used twice across rewinds", async () => {
     const w = await smallSession();
     await put(w.workspace, "a.txt", "a0\n");
     const target = await w.say("target");

@@ -41,7 +41,7 @@ const STORY_UNDO_CHANGES = [
 ];
 
 describe("undoRewind puts back what the last rewind changed", () => {
-  it('after an "all" rewind: every file byte for byte with its mode, and the removed events re-appended in order with new sequences', async () => {
+  it('after an "all" rewind: every file byte for byte with its mode, the removed events re-appended anew', async () => {
     const s = await story();
     const removed = s.eventsBefore.filter((e) => e.sequence > s.target);
     const { markerSequence } = await rewind(s.store, s.id, { toSequence: s.target });
@@ -175,7 +175,7 @@ describe("undoRewind puts back what the last rewind changed", () => {
 });
 
 describe("after an undo", () => {
-  it("the session goes on: a new rewind to the same target gives the target's files again, its marker after the undo's", async () => {
+  it("the session goes on: a new rewind to the same target gives its files again, marker after undo's", async () => {
     const s = await story();
     await rewind(s.store, s.id, { toSequence: s.target });
     const { markerSequence: undoMarker } = await undoRewind(s.store, s.id);
@@ -208,7 +208,7 @@ describe("after an undo", () => {
     expect(await workspaceTree(s.workspace)).toEqual({ ...s.treeAtTarget, "src/app/main.ts": 'file 644 "v3\\n"' });
   });
 
-  it("rewinding to the last re-appended event changes nothing: the undo marker's snapshot is no state of the log", async () => {
+  it("rewinding to the last re-appended event changes nothing: an undo snapshot is no state of the log", async () => {
     const s = await story();
     await rewind(s.store, s.id, { toSequence: s.target });
     const { markerSequence: undoMarker } = await undoRewind(s.store, s.id);

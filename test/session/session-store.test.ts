@@ -102,7 +102,7 @@ describe("list", () => {
     expect(listed[2]).toEqual(c);
   });
 
-  it("lists a session whose log cannot be read, marked unreadable with the error code, instead of hiding it", async () => {
+  it("lists a session whose log cannot be read as unreadable with the error code, instead of hiding it", async () => {
     const { store, root } = await openStore();
     const good = await store.create({ id: "good" });
     await store.append(good.id, say("fine"));
@@ -419,7 +419,7 @@ describe("conversation", () => {
     });
   });
 
-  it("replaces what a compaction summarised with its summary, and leaves an unanswered call without result", async () => {
+  it("replaces what a compaction summarised with its summary; leaves an unanswered call without result", async () => {
     const { store } = await openStore();
     const { id } = await store.create();
     await store.appendMany(id, [

@@ -82,7 +82,8 @@ describe("a torn last line (a crash mid-append)", () => {
     [
       "a complete event missing only its newline",
       Buffer.from(
-        '{"v":1,"id":"01TORN","sessionId":"s","sequence":4,"type":"message","createdAt":"2026-01-01T00:00:00.000Z","payload":{}}',
+        '{"v":1,"id":"01TORN","sessionId":"s","sequence":4,"type":"message",' +
+          '"createdAt":"2026-01-01T00:00:00.000Z","payload":{}}',
       ),
     ],
     [

@@ -83,7 +83,9 @@ Options:
     else
       printLine(
         ctx.stdout,
-        `${dryRun ? "Would free" : "Freed"} ${formatBytes(bytesFreed)}: ${plural(blobs, "blob")} and ${plural(archives, "rewind archive")} from ${scope}.${dryRun ? " Nothing was deleted." : ""}`,
+        `${dryRun ? "Would free" : "Freed"} ${formatBytes(bytesFreed)}: ` +
+          `${plural(blobs, "blob")} and ${plural(archives, "rewind archive")} from ${scope}.` +
+          `${dryRun ? " Nothing was deleted." : ""}`,
       );
     for (const f of failed)
       printLine(ctx.stderr, `agent-tape: gc skipped ${f.id}: ${f.error.message} (${f.error.code})`);

@@ -65,7 +65,8 @@ Options:
     if (report.changes.length === 0 && report.eventsRemoved === 0 && report.markerSequence === undefined) {
       printLine(
         ctx.stdout,
-        `Nothing to rewind: session ${id} is already as it was at #${to}${report.mode === "files" ? " (its files match)" : ""}.`,
+        `Nothing to rewind: session ${id} is already as it was at #${to}` +
+          `${report.mode === "files" ? " (its files match)" : ""}.`,
       );
       return 0;
     }

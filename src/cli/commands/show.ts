@@ -49,7 +49,8 @@ Options:
       const type = event.type === "error" ? ctx.style.red(event.type.padEnd(19)) : event.type.padEnd(19);
       printLine(
         ctx.stdout,
-        `${String(event.sequence).padStart(seqWidth)}  ${ctx.style.dim(formatTime(event.createdAt))}  ${type}  ${summarizeEvent(event)}`,
+        `${String(event.sequence).padStart(seqWidth)}  ${ctx.style.dim(formatTime(event.createdAt))}  ` +
+          `${type}  ${summarizeEvent(event)}`,
       );
     }
     if (shown === 0 && !ctx.json) {

@@ -45,7 +45,7 @@ Options:
     const last = report.undoneMarker + report.eventsRestored;
     const where =
       report.eventsRestored === 0 ? "" : report.eventsRestored === 1 ? ` (as #${first})` : ` (as #${first}-#${last})`;
-    const events = `${plural(report.eventsRestored, "event")} ${dryRun ? "to put back" : "put back"}${dryRun ? "" : where}`;
+    const events = `${plural(report.eventsRestored, "event")} ${dryRun ? "to put back" : `put back${where}`}`;
     if (dryRun) printLine(ctx.stdout, `${fileCounts(report)}; ${events}. Nothing was changed.`);
     else printLine(ctx.stdout, `${fileCounts(report)}; ${events}. Undo marker: #${report.markerSequence}.`);
     return 0;
