@@ -10,7 +10,8 @@ import { messageEvent, messageLine } from "./workload.js";
  * kept-open fd writing the same line and fdatasync-ing it, one line at a time.
  * Two raw baselines, because they differ by ~1.7x on this VM: fs/promises (each call is a
  * libuv thread-pool round trip, the path an async library takes) and blocking sync calls
- * (no round trip; the figure DESIGN.md quotes). Both must hold the 0.8x target.
+ * (no round trip: what an append costs at best; docs/ARCHITECTURE.md, "On disk"). Both must hold the
+ * 0.8x target.
  */
 export const appendSuite: Suite = {
   name: "append",

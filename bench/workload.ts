@@ -38,7 +38,8 @@ const toolOutput = prose(100);
 
 /**
  * The log line of event `sequence` in a replay test session: a turn of message, tool call,
- * tool result, in the store's own serialisation, ~300 bytes each (the size DESIGN.md measured).
+ * tool result, in the store's own serialisation, ~300 bytes each, the size of a typical agent event
+ * (docs/ARCHITECTURE.md, "On disk").
  */
 export function replayLine(sessionId: string, sequence: number, createdAt: string): string {
   const kind = sequence % 3;

@@ -8,7 +8,7 @@ import { forEachLimited } from "../core/bounded-concurrency.js";
  * Stores the snapshot's new blobs, then runs `reference` — which must make something durable
  * that references them (a checkpoint event, a rewind intent). If anything fails before the
  * reference exists, the blobs this call wrote are deleted at once, so a failed operation leaves
- * no orphan; a crash is covered by the blobs-in-flight note (blobs-in-flight.ts).
+ * no orphan; a crash is covered by the blobs-in-flight note (in-flight.ts; docs/ARCHITECTURE.md, "Blobs").
  */
 export async function storeBlobsThenReference<T>(
   locked: LockedSession,

@@ -9,9 +9,10 @@ import { snapshotsIn } from "../blobs/references.js";
 import { confine } from "../checkpoint/confine.js";
 
 /**
- * DESIGN.md idea 3: visit the snapshots taken after the target, closest to it first, and keep
- * the first one per path — the content that path had at the target. Newer snapshots of the same
- * path are ignored. `events` must be the events after the target, in sequence order.
+ * The rewind rule (docs/ARCHITECTURE.md, "Rewind intent"): visit the snapshots taken after the
+ * target, closest to it first, and keep the first one per path — the content that path had at the
+ * target. Newer snapshots of the same path are ignored. `events` must be the events after the
+ * target, in sequence order.
  * A rewind marker's undo snapshot counts only for a "files" rewind (or its undo), which changed
  * the files and kept the log. A rewind that cut the log also cut the events that had made its
  * undo snapshot: along the log that remains, such a marker changes nothing, and its snapshot is

@@ -23,9 +23,9 @@ const heldHere = new AsyncLocalStorage<ReadonlySet<SessionLease>>();
 /**
  * One session's lock as this process holds it: operations run one at a time, and the lock is
  * kept between them (a lease) instead of being taken per operation — a lock round trip costs
- * about as much as the fsynced append itself (DESIGN.md; `npm run bench`). The lease is given
- * up after `idleMs` without work, and handed over after `maxHoldMs` even when busy, so another
- * process is never locked out for long.
+ * about as much as the fsynced append itself (docs/ARCHITECTURE.md, "Lock lease"; `npm run bench`).
+ * The lease is given up after `idleMs` without work, and handed over after `maxHoldMs` even when
+ * busy, so another process is never locked out for long.
  */
 export class SessionLease {
   private chain: Promise<unknown> = Promise.resolve();

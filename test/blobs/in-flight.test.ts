@@ -93,7 +93,7 @@ describe("a capture that died between its blobs and its event", () => {
     const fresh = sha256("written by the capture that died");
     const dying = new SessionStore({ root });
     await dying.withLock(sessionId, async (locked) => {
-      // The note a capture leaves before its first blob (blobs-in-flight.ts), as a dead process leaves it.
+      // The note a capture leaves before its first blob (src/blobs/in-flight.ts), as a dead process leaves it.
       await locked.writeRecord(BLOBS_IN_FLIGHT_RECORD, { pid: 0, at: new Date().toISOString() });
       await locked.writeBlob(fresh, Buffer.from("written by the capture that died"));
       if (options.eventWritten) {

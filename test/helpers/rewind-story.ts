@@ -6,10 +6,10 @@ import { TempRoots } from "./temp-root.js";
 import { put, workspaceTree } from "./rewind-workspace.js";
 
 /**
- * The story of DESIGN.md, told for real: after the target, one file is edited five times, one
- * is created, one deleted, one chmod'ed and a nested folder removed, each edit behind a
- * checkpoint, with the conversation going on around them. Everything a test compares against is
- * captured along the way.
+ * A session's story, told for real (docs/ARCHITECTURE.md, "Rewind intent"): after the target,
+ * one file is edited five times, one is created, one deleted, one chmod'ed and a nested folder
+ * removed, each edit behind a checkpoint, with the conversation going on around them. Everything
+ * a test compares against is captured along the way.
  */
 export interface Story {
   root: string;
@@ -123,7 +123,7 @@ export function blobFile(root: string, id: string, hash: string): string {
 
 /**
  * What a rewind test file needs: temp folders and the stores opened in them, cleaned up after
- * each test, and `story()`, which tells the design's story in a fresh session.
+ * each test, and `story()`, which tells the story in a fresh session.
  */
 export function storyFixture(): { temps: TempRoots; stores: SessionStore[]; story: () => Promise<Story> } {
   const temps = new TempRoots();

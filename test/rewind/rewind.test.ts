@@ -43,7 +43,7 @@ async function expectCode(promise: Promise<unknown>, code: string): Promise<void
 
 const STORY_REPORT_FILES = { filesRestored: 8, filesDeleted: 1, skipped: [], changes: STORY_CHANGES };
 
-describe("rewinding the story of the design", () => {
+describe("rewinding the story", () => {
   it('mode "all" puts every file back as it was at the target, cuts the log to the target plus a marker', async () => {
     const s = await story();
     const last = s.eventsBefore.at(-1)!.sequence;

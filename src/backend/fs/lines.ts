@@ -14,7 +14,8 @@ const NEWLINE = 0x0a;
 /**
  * Streams the complete lines of a file in fixed-size chunks, so memory stays flat however long
  * the file is (a whole-file read of 1M events costs ~570 MB and stops at V8's 512 MiB string
- * limit; see DESIGN.md). A trailing fragment with no newline — a torn write — is not yielded.
+ * limit; docs/ARCHITECTURE.md, "On disk"). A trailing fragment with no newline — a torn write —
+ * is not yielded.
  */
 export async function* readLines(
   path: string,
