@@ -20,6 +20,9 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["test/**/*.test.ts"],
+          // The unit files share no state but modules: importing src/ once per worker instead of once per
+          // file halves the tier's CPU time (32 s -> 16 s measured). Each file still has its own temp folders.
+          isolate: false,
           exclude: [...configDefaults.exclude, propertyTests, processTests, cliAsProgram],
         },
       },
