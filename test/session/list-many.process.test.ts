@@ -4,14 +4,14 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore } from "../../src/index.js";
-import { helperScript } from "../helpers/children.js";
+import { childScript } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const roots = new TempRoots();
 afterEach(() => roots.removeAll());
 
 describe("list() with many sessions", () => {
-  it("lists 2,000 sessions in a process limited to 256 open files, none unreadable (child process, 1 round)", async () => {
+  it("lists 2,000 sessions in a process limited to 256 open files, none unreadable (1 round)", async () => {
     const root = await roots.make();
     const store = new SessionStore({ root, durability: "none" });
     const template = await store.create({ title: "t" });
@@ -25,13 +25,14 @@ describe("list() with many sessions", () => {
       await cp(join(root, template.id), join(root, id), { recursive: true });
       await writeFile(join(root, id, "session.json"), record.replace(template.id, id));
     }
+    // Through bash, for `ulimit`: the one child the tests do not start with helpers/children.ts.
     const { stdout } = await promisify(execFile)(
       "bash",
       [
         "-c",
         'ulimit -n 256 && exec "$0" --import tsx "$1" "$2"',
         process.execPath,
-        helperScript("list-sessions.ts"),
+        childScript("list-sessions.ts"),
         root,
       ],
       { maxBuffer: 1 << 20 },
