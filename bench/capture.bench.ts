@@ -2,10 +2,11 @@ import { createHash } from "node:crypto";
 import { mkdir, open, rename, stat, writeFile, type FileHandle } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { serializeEvent } from "../src/core/envelope.js";
-import { CheckpointStore, FORMAT_VERSION, SessionStore, newId, type CheckpointPayload } from "../src/index.js";
+import { CheckpointStore, FORMAT_VERSION, SessionStore, type CheckpointPayload } from "../src/index.js";
 import { interleavedRounds, timeIt, type Figure, type Row, type Suite } from "./harness.js";
 import { formatMs, medianMs, perOperation } from "./per-operation.js";
 import { hotFileText, settleDisk, sharedWorkspace, sizeLabel, type GitWorkspace, type Workspace } from "./workspace.js";
+import { newId } from "../src/core/ids.js";
 
 /** The slowest our median may get from the smallest workspace to the largest and still count as flat. */
 const FLAT_TOLERANCE = 1.5;

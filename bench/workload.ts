@@ -1,5 +1,6 @@
 import { serializeEvent } from "../src/core/envelope.js";
-import { FORMAT_VERSION, newId } from "../src/index.js";
+import { FORMAT_VERSION } from "../src/index.js";
+import { newId } from "../src/core/ids.js";
 
 // Prose rather than one repeated letter, so JSON escaping and string scanning see ordinary text.
 const PROSE =

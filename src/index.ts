@@ -1,3 +1,6 @@
+// The public entry of `agent-tape`: explicit named exports only. What is not here is internal.
+// Adding or removing a name fails test/api-surface.test.ts until its list is updated on purpose.
+
 export { SessionStore } from "./session/session-store.js";
 export type {
   SessionStoreOptions,
@@ -7,6 +10,7 @@ export type {
   ForkOptions,
   SalvageResult,
   WithLockOptions,
+  HeldSession,
 } from "./session/session-store.js";
 
 export { CheckpointStore } from "./checkpoint/checkpoint-store.js";
@@ -18,6 +22,20 @@ export { undoRewind } from "./rewind/undo.js";
 export type { UndoRewindOptions, UndoReport } from "./rewind/undo.js";
 export type { RewindStep } from "./rewind/intent.js";
 
+// Maintenance: what `agent-tape gc` and `agent-tape verify` run, for programs that embed the library.
+export { gc } from "./maintenance/gc.js";
+export type { GcOptions, GcReport, GcSessionReport, GcFailure } from "./maintenance/gc.js";
+export { verify } from "./maintenance/verify.js";
+export type {
+  VerifyOptions,
+  VerifyProgress,
+  VerifyReport,
+  VerifyProblem,
+  VerifyProblemKind,
+  BlobReference,
+} from "./maintenance/verify.js";
+export type { ErrorSummary } from "./maintenance/failure.js";
+
 export { fsBackend, DEFAULT_LOCK_STALE_MS } from "./backend/fs/fs-backend.js";
 export type { FsBackendOptions } from "./backend/fs/fs-backend.js";
 export { memoryBackend } from "./backend/memory/memory-backend.js";
@@ -25,6 +43,7 @@ export type { MemoryBackendOptions } from "./backend/memory/memory-backend.js";
 export type {
   StorageBackend,
   LockedSession,
+  AppendOptions,
   SessionRecord,
   ReadEventsOptions,
   CorruptLine,
@@ -56,9 +75,6 @@ export type { StoredEvent, EventSchemas, EventInput, TypedEvent, BuiltinEvents }
 export { foldConversation } from "./session/conversation.js";
 export type { Conversation, ConversationMessage, ConversationToolCall } from "./session/conversation.js";
 
-export { referencedBlobs } from "./blobs/references.js";
-export { newId } from "./core/ids.js";
-
 export {
   AgentTapeError,
   isAgentTapeError,
@@ -71,7 +87,6 @@ export {
   LockedError,
   LockCompromisedError,
   StoreClosedError,
-  PathOutsideWorkspaceError,
   BlobNotFoundError,
   BlobCorruptError,
   SequenceOutOfRangeError,

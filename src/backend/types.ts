@@ -101,6 +101,11 @@ export interface LockOptions extends SignalOption {
 
 export type Durability = "fsync" | "batch" | "none";
 
+export interface AppendOptions {
+  /** Resolve only once the bytes are on stable storage (fsync); false hands them to the OS. @default true */
+  sync?: boolean;
+}
+
 /** The session, held exclusively. Every method throws LOCK_COMPROMISED once the lock is lost. */
 export interface LockedSession {
   readonly sessionId: string;
@@ -112,10 +117,9 @@ export interface LockedSession {
   /**
    * Appends events all or nothing. Each sequence must be greater than the one before it (and
    * than `lastSequence`); gaps are allowed, since a rewind marker takes the number after the
-   * highest ever written, not after the truncated end. With `sync`, resolves only once the bytes
-   * are on stable storage.
+   * highest ever written, not after the truncated end.
    */
-  append(events: readonly StoredEvent[], sync: boolean): Promise<void>;
+  append(events: readonly StoredEvent[], options?: AppendOptions): Promise<void>;
   /** Atomically cuts the log back to the events with `sequence <= sequence`. */
   truncateAfter(sequence: number): Promise<void>;
 

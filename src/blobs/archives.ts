@@ -16,6 +16,11 @@ export function archiveName(markerSequence: number): string {
   return `${PREFIX}${markerSequence}`;
 }
 
+/** Whether a side record's name is a rewind archive's. */
+export function isArchiveName(name: string): boolean {
+  return name.startsWith(PREFIX);
+}
+
 /** Names of the archives a session holds, newest (highest marker) first. */
 export async function listArchives(backend: StorageBackend, sessionId: string): Promise<string[]> {
   const names = (await backend.listRecords(sessionId)).filter((n) => n.startsWith(PREFIX));

@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import type { SignalOption } from "../backend/types.js";
 import { InvalidArgumentError, SessionNotFoundError } from "../core/errors.js";
 import type { CheckpointPayload, StoredEvent } from "../core/events.js";
-import type { SessionStore } from "../session/session-store.js";
+import { appendUnderLock, eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import { snapshotPaths, type SnapshotLimits } from "./snapshot.js";
 import { realWorkspaceOf } from "./confine.js";
 import { readVerifiedBlob, storeBlobsThenReference } from "../blobs/store-then-reference.js";
@@ -81,15 +81,16 @@ export class CheckpointStore {
 
     // Read, hash and store under one hold of the lock: no prune or rewind can see a blob before
     // its event exists, and what is hashed is what is stored.
-    return this.store.withLock(
+    return withLockedSession(
+      this.store,
       id,
       async (locked) => {
         const snapshot = await snapshotPaths(realWorkspace, resolve(givenWorkspace), input.paths, this.limits);
         const payload: CheckpointPayload = { tool: input.tool, workspace: realWorkspace, files: snapshot.files };
         if (input.callId !== undefined) payload.callId = input.callId;
-        const unwritten = this.store.toEvent(id, { type: "session_checkpoint", payload });
+        const unwritten = eventFor(this.store, id, { type: "session_checkpoint", payload });
         const [event] = await storeBlobsThenReference(locked, snapshot, this.limits.concurrency, () =>
-          this.store.appendLocked(locked, [unwritten]),
+          appendUnderLock(this.store, locked, [unwritten]),
         );
         return event as CheckpointEvent;
       },

@@ -24,7 +24,8 @@ export interface Snapshot {
   blobs: Map<string, Buffer>;
 }
 
-type Pending = { path: string; absolute: string };
+/** A regular file found by the walk, read and hashed later in parallel. */
+type FileToRead = { path: string; absolute: string };
 
 /**
  * Reads the current state of `paths` without following any final symlink and without ever
@@ -39,13 +40,13 @@ export async function snapshotPaths(
 ): Promise<Snapshot> {
   const records = new Map<string, FileSnapshot>();
   const seen = new Set<string>(); // one record per path, the first way it was reached
-  const toRead: Pending[] = [];
+  const toRead: FileToRead[] = [];
   const note = (record: FileSnapshot) => {
     if (seen.has(record.path)) return;
     seen.add(record.path);
     records.set(record.path, record);
   };
-  const queueRead = (file: Pending) => {
+  const queueRead = (file: FileToRead) => {
     if (seen.has(file.path)) return;
     seen.add(file.path);
     records.set(file.path, { path: file.path, kind: "absent" }); // holds its place; replaced once read
@@ -101,7 +102,7 @@ function classifyEntry(
   info: { isFile(): boolean; isSymbolicLink(): boolean; size: number },
   limits: SnapshotLimits,
   note: (r: FileSnapshot) => void,
-  queueRead: (file: Pending) => void,
+  queueRead: (file: FileToRead) => void,
 ): Promise<void> | void {
   if (info.isSymbolicLink()) return recordLink(path, absolute, note);
   if (!info.isFile()) return note({ path, kind: "skipped", reason: "not_a_regular_file" });
@@ -140,13 +141,13 @@ async function walkDirectory(
   mode: number,
   limits: SnapshotLimits,
   note: (r: FileSnapshot) => void,
-  queueRead: (file: Pending) => void,
+  queueRead: (file: FileToRead) => void,
 ): Promise<void> {
   let entries = 0;
   let bytes = 0;
   const found: FileSnapshot[] = [{ path, kind: "directory", mode: mode & 0o7777 }];
-  const queue: Pending[] = [{ path, absolute }];
-  const reads: Pending[] = [];
+  const queue: FileToRead[] = [{ path, absolute }];
+  const reads: FileToRead[] = [];
   let overBudget: string | undefined;
   walk: while (queue.length > 0) {
     const dir = queue.shift()!;
@@ -199,7 +200,10 @@ async function walkDirectory(
 }
 
 /** Reads one file through a descriptor opened without following links, so what is hashed is what was checked. */
-async function readRegularFile(file: Pending, maxFileBytes: number): Promise<{ record: FileSnapshot; bytes?: Buffer }> {
+async function readRegularFile(
+  file: FileToRead,
+  maxFileBytes: number,
+): Promise<{ record: FileSnapshot; bytes?: Buffer }> {
   const path = file.path;
   let fh;
   try {

@@ -1,5 +1,4 @@
-import { isAgentTapeError } from "../core/errors.js";
-import type { SessionStore } from "../session/session-store.js";
+import { isAgentTapeError, type SessionStore } from "../index.js";
 import type { Progress, Style, TextSink } from "./output.js";
 
 /** The options of one verb, in `util.parseArgs` form. */

@@ -10,7 +10,7 @@ import type {
   ToolCallPayload,
   ToolResultPayload,
   UsagePayload,
-} from "../core/events.js";
+} from "../index.js";
 import { oneLine, plural } from "./output.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { FileChange } from "../core/events.js";
+import type { FileChange } from "../index.js";
 import { printLine, type CliContext } from "./command.js";
 import { plural, table, type Style } from "./output.js";
 

@@ -1,7 +1,6 @@
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { isAgentTapeError } from "../core/errors.js";
-import { SessionStore } from "../session/session-store.js";
+import { SessionStore, isAgentTapeError } from "../index.js";
 import {
   UsageError,
   errorSummary,

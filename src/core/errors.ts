@@ -17,7 +17,6 @@ export type AgentTapeErrorCode =
   | "LOCKED"
   | "LOCK_COMPROMISED"
   | "STORE_CLOSED"
-  | "PATH_OUTSIDE_WORKSPACE"
   | "BLOB_NOT_FOUND"
   | "BLOB_CORRUPT"
   | "SEQUENCE_OUT_OF_RANGE"
@@ -122,16 +121,6 @@ export class StoreClosedError extends AgentTapeError {
   readonly code = "STORE_CLOSED" as const;
   constructor() {
     super("This store is closed. Create a new SessionStore to keep working.");
-  }
-}
-
-export class PathOutsideWorkspaceError extends AgentTapeError {
-  readonly code = "PATH_OUTSIDE_WORKSPACE" as const;
-  constructor(
-    readonly path: string,
-    readonly workspace: string,
-  ) {
-    super(`Path "${path}" resolves outside the workspace "${workspace}"; agent-tape never reads or writes there.`);
   }
 }
 

@@ -92,7 +92,7 @@ export async function completeIntent(
   const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
   marker.blobsPruned = blobsPruned;
   if (refused.length > 0) reportRefused(marker, refused);
-  await locked.append(intent.append, true);
+  await locked.append(intent.append, { sync: true });
   onStep("marker-appended");
   await finish(locked, intent);
   return { blobsPruned, refused };

@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import type { LockedSession, SignalOption } from "../backend/types.js";
 import { InvalidArgumentError, SequenceOutOfRangeError, SessionNotFoundError } from "../core/errors.js";
 import { RewindMode, type FileChange, type RewindPayload, type StoredEvent } from "../core/events.js";
-import type { SessionStore } from "../session/session-store.js";
+import { eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import type { SnapshotLimits } from "../checkpoint/snapshot.js";
 import { storeBlobsThenReference } from "../blobs/store-then-reference.js";
 import { archiveName, listArchives } from "../blobs/archives.js";
@@ -86,7 +86,8 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
       `Session "${id}" has no workspace: pass \`workspace\`, or rewind with mode "conversation".`,
     );
 
-  return store.withLock(
+  return withLockedSession(
+    store,
     id,
     async (locked) => {
       const last = locked.lastSequence;
@@ -183,7 +184,7 @@ async function prepareRewind(
     }
     payload.undo = undo;
   }
-  const marker = store.toEvent(locked.sessionId, { type: "session_rewind", payload });
+  const marker = eventFor(store, locked.sessionId, { type: "session_rewind", payload });
   marker.sequence = markerSequence;
   const kept = archive ? [archive.name] : [];
   const existing = await listArchives(store.backend, locked.sessionId);

@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import type { SignalOption } from "../backend/types.js";
 import { InvalidArgumentError, NothingToUndoError, SessionNotFoundError } from "../core/errors.js";
 import type { RewindPayload, StoredEvent } from "../core/events.js";
-import type { SessionStore } from "../session/session-store.js";
+import { eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import { storeBlobsThenReference } from "../blobs/store-then-reference.js";
 import { readArchive } from "../blobs/archives.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
@@ -39,7 +39,8 @@ export async function undoRewind(
 ): Promise<UndoReport> {
   const record = await store.backend.getSession(id, signalOf(options));
   if (!record) throw new SessionNotFoundError(id);
-  return store.withLock(
+  return withLockedSession(
+    store,
     id,
     async (locked) => {
       const last = await store.backend.lastEvent(id, signalOf(options));
@@ -102,7 +103,7 @@ export async function undoRewind(
         // An undo changes files too: keep their before-state, so a later rewind past it is exact.
         payload.undo = { workspace: realWorkspace!, files: plan.current.files };
       }
-      const undoMarker = store.toEvent(id, { type: "session_rewind", payload });
+      const undoMarker = eventFor(store, id, { type: "session_rewind", payload });
       undoMarker.sequence = next + 1;
       const intent: RewindIntent = {
         kind: "undo",

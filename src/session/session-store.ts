@@ -126,7 +126,48 @@ export interface SalvageResult<E extends EventSchemas> {
 /** Sessions `list()` reads at once: enough to hide each one's latency, few enough for any open-file limit. */
 const LIST_CONCURRENCY = 16;
 
-type Pending = { events: StoredEvent[]; resolve: (events: StoredEvent[]) => void; reject: (error: unknown) => void };
+/** An `append` waiting in the group-commit queue for the next write of its session. */
+type QueuedAppend = {
+  events: StoredEvent[];
+  resolve: (events: StoredEvent[]) => void;
+  reject: (error: unknown) => void;
+};
+
+/**
+ * The session while you hold its lock (see {@link SessionStore.withLock}): what you read is
+ * current, and what you append lands right after it. Appends are validated like
+ * {@link SessionStore.append}; nothing here can cut the log, delete blobs or write side records.
+ */
+export interface HeldSession<E extends EventSchemas = {}> {
+  readonly sessionId: string;
+  /** Highest sequence in the log (0 when empty); exact, since nobody else can write now. */
+  readonly lastSequence: number;
+  /**
+   * Validates the event and appends it with the next sequence; durable per the store's
+   * `durability` when it resolves. Throws INVALID_EVENT (nothing written), LOCK_COMPROMISED.
+   */
+  append(event: EventInput<BuiltinEvents & E>): Promise<TypedEvent<BuiltinEvents & E>>;
+  /** Appends several events with contiguous sequences, all or nothing, in one write. */
+  appendMany(events: readonly EventInput<BuiltinEvents & E>[]): Promise<TypedEvent<BuiltinEvents & E>[]>;
+}
+
+/** How {@link SessionStore} writes: `groupCommit` lets an append share the next write with others queued. */
+interface WriteOptions extends SignalOption {
+  groupCommit: boolean;
+}
+
+/** The raw-lock operations of a store, for the package's own layers only (see the functions below the class). */
+interface LockedAccess {
+  toEvent(store: SessionStore<any>, sessionId: string, input: { type: string; payload: unknown }): StoredEvent;
+  appendLocked(store: SessionStore<any>, locked: LockedSession, events: StoredEvent[]): Promise<StoredEvent[]>;
+  withLockedSession<T>(
+    store: SessionStore<any>,
+    id: string,
+    fn: (locked: LockedSession) => Promise<T>,
+    options: WithLockOptions,
+  ): Promise<T>;
+}
+let lockedAccess!: LockedAccess;
 
 /**
  * A durable, typed, append-only log of agent sessions. Safe to share between processes: every
@@ -139,7 +180,7 @@ export class SessionStore<E extends EventSchemas = {}> {
   readonly durability: Durability;
   private readonly schemas: Record<string, z.ZodType>;
   private readonly leases = new Map<string, SessionLease>();
-  private readonly pending = new Map<string, Pending[]>();
+  private readonly pending = new Map<string, QueuedAppend[]>();
   private readonly lockIdleMs: number;
   private readonly lockMaxHoldMs: number;
   private readonly lockWaitMs: number | undefined;
@@ -267,7 +308,10 @@ export class SessionStore<E extends EventSchemas = {}> {
     event: EventInput<BuiltinEvents & E>,
     options: SignalOption = {},
   ): Promise<TypedEvent<BuiltinEvents & E>> {
-    const [stored] = await this.write(id, [event], options, this.durability !== "fsync");
+    const [stored] = await this.write(id, [event], {
+      ...signalOnly(options),
+      groupCommit: this.durability !== "fsync",
+    });
     return stored as TypedEvent<BuiltinEvents & E>;
   }
 
@@ -277,30 +321,29 @@ export class SessionStore<E extends EventSchemas = {}> {
     events: readonly EventInput<BuiltinEvents & E>[],
     options: SignalOption = {},
   ): Promise<TypedEvent<BuiltinEvents & E>[]> {
-    return (await this.write(id, events, options, false)) as TypedEvent<BuiltinEvents & E>[];
+    return (await this.write(id, events, { ...signalOnly(options), groupCommit: false })) as TypedEvent<
+      BuiltinEvents & E
+    >[];
   }
 
   private async write(
     id: string,
     inputs: readonly { type: string; payload: unknown }[],
-    options: SignalOption,
-    groupable: boolean,
+    options: WriteOptions,
   ): Promise<StoredEvent[]> {
     this.assertOpen();
     assertSessionId(id);
     options.signal?.throwIfAborted();
-    const events = inputs.map((input, i) => this.toEvent(id, input, inputs.length > 1 ? i : undefined));
-    // Nothing changes these payloads any more, so their JSON can be made now, outside the flush.
-    for (const event of events) serializePayloadEarly(event.payload);
+    const events = this.#toEvents(id, inputs);
     if (events.length === 0) return [];
-    if (!groupable) {
-      return this.runInOrder(id, (locked) => this.appendLocked(locked, events), options.signal);
+    if (!options.groupCommit) {
+      return this.runInOrder(id, (locked) => this.#appendLocked(locked, events), options.signal);
     }
     // Group commit: join the queue; whoever runs next writes everything queued in one go.
     return new Promise<StoredEvent[]>((resolve, reject) => {
       let queue = this.pending.get(id);
       if (!queue) {
-        const batch: Pending[] = [];
+        const batch: QueuedAppend[] = [];
         queue = batch;
         this.pending.set(id, batch);
         const seal = () => {
@@ -310,7 +353,7 @@ export class SessionStore<E extends EventSchemas = {}> {
           .run(async (locked) => {
             seal();
             try {
-              const written = await this.appendLocked(
+              const written = await this.#appendLocked(
                 locked,
                 batch.flatMap((p) => p.events),
               );
@@ -333,21 +376,28 @@ export class SessionStore<E extends EventSchemas = {}> {
     });
   }
 
+  /** Validates inputs and builds their envelopes; serializes each payload now, outside the flush. */
+  #toEvents(id: string, inputs: readonly { type: string; payload: unknown }[]): StoredEvent[] {
+    const events = inputs.map((input, i) => this.#toEvent(id, input, inputs.length > 1 ? i : undefined));
+    // Nothing changes these payloads any more, so their JSON can be made now, outside the flush.
+    for (const event of events) serializePayloadEarly(event.payload);
+    return events;
+  }
+
   /**
-   * Appends events made by {@link toEvent} under a lock the caller holds, numbering them (in
-   * place: no copy per event on the group-commit path) after the log's last sequence. For code
-   * that runs inside {@link withLock} (checkpoints, rewind).
+   * Appends events made by {@link #toEvent} under a lock the caller holds, numbering them (in
+   * place: no copy per event on the group-commit path) after the log's last sequence.
    */
-  async appendLocked(locked: LockedSession, events: StoredEvent[]): Promise<StoredEvent[]> {
+  async #appendLocked(locked: LockedSession, events: StoredEvent[]): Promise<StoredEvent[]> {
     events.forEach((event, i) => {
       event.sequence = locked.lastSequence + 1 + i;
     });
-    await locked.append(events, this.durability !== "none");
+    await locked.append(events, { sync: this.durability !== "none" });
     return events;
   }
 
   /** Checks one event input against its schema and builds its envelope (sequence 0 until written). */
-  toEvent(sessionId: string, input: { type: string; payload: unknown }, index?: number): StoredEvent {
+  #toEvent(sessionId: string, input: { type: string; payload: unknown }, index?: number): StoredEvent {
     const where = index === undefined ? "" : ` (event ${index})`;
     if (typeof input !== "object" || input === null || typeof input.type !== "string")
       throw new InvalidEventError(`An event needs a string "type" and a "payload"${where}.`);
@@ -379,14 +429,45 @@ export class SessionStore<E extends EventSchemas = {}> {
   }
 
   /**
-   * Runs `fn` holding the session's lock (after this store's queued writes). Everything `fn`
-   * writes goes through the {@link LockedSession} it is given; calling this store's methods for
-   * the same session from inside `fn` is refused (the lock is not re-entrant).
+   * Runs `fn` holding the session's lock (after this store's queued writes), so what it reads
+   * stays current until it returns: e.g. append only if the last event is still the one you saw.
+   * `fn` gets a {@link HeldSession}, which appends (validated) and nothing else. Calling this
+   * store's methods for the same session from inside `fn` is refused (the lock is not
+   * re-entrant). Throws SESSION_NOT_FOUND, LOCKED, STORE_CLOSED, and whatever `fn` throws.
    */
-  withLock<T>(id: string, fn: (locked: LockedSession) => Promise<T>, options: WithLockOptions = {}): Promise<T> {
+  withLock<T>(id: string, fn: (session: HeldSession<E>) => Promise<T>, options: WithLockOptions = {}): Promise<T> {
+    return this.#withLockedSession(id, (locked) => fn(this.#held(locked)), options);
+  }
+
+  #withLockedSession<T>(id: string, fn: (locked: LockedSession) => Promise<T>, options: WithLockOptions): Promise<T> {
     this.assertOpen();
     assertSessionId(id);
     return this.runInOrder(id, fn, options.signal, options.detectReentry ?? true);
+  }
+
+  /** The user's view of a held lock: validated appends only. */
+  #held(locked: LockedSession): HeldSession<E> {
+    const appendMany = async (inputs: readonly EventInput<BuiltinEvents & E>[]) => {
+      const events = this.#toEvents(locked.sessionId, inputs);
+      if (events.length === 0) return [];
+      return (await this.#appendLocked(locked, events)) as TypedEvent<BuiltinEvents & E>[];
+    };
+    return {
+      sessionId: locked.sessionId,
+      get lastSequence() {
+        return locked.lastSequence;
+      },
+      append: async (input) => (await appendMany([input]))[0]!,
+      appendMany,
+    };
+  }
+
+  static {
+    lockedAccess = {
+      toEvent: (store, sessionId, input) => store.#toEvent(sessionId, input),
+      appendLocked: (store, locked, events) => store.#appendLocked(locked, events),
+      withLockedSession: (store, id, fn, options) => store.#withLockedSession(id, fn, options),
+    };
   }
 
   /**
@@ -493,7 +574,7 @@ export class SessionStore<E extends EventSchemas = {}> {
         const copied: StoredEvent[] = [];
         for await (const event of this.backend.readEvents(parentId, { toSequence: at, ...signalOnly(options) }))
           copied.push({ ...event, sessionId: id });
-        const forkEvent = this.toEvent(id, { type: "session_fork", payload: { parentId, atSequence: at } });
+        const forkEvent = this.#toEvent(id, { type: "session_fork", payload: { parentId, atSequence: at } });
         forkEvent.sequence = (copied[copied.length - 1]?.sequence ?? 0) + 1;
         const record: SessionRecord = {
           id,
@@ -550,6 +631,40 @@ export class SessionStore<E extends EventSchemas = {}> {
     }
     return lease;
   }
+}
+
+// ---- package-internal: the layers above (checkpoint, rewind, maintenance) write under the raw lock.
+// Not exported by src/index.ts, so a user of `agent-tape` cannot reach them.
+
+/** Checks an event against the store's schemas and builds its envelope (sequence 0 until appended). */
+export function eventFor(
+  store: SessionStore<any>,
+  sessionId: string,
+  input: { type: string; payload: unknown },
+): StoredEvent {
+  return lockedAccess.toEvent(store, sessionId, input);
+}
+
+/** Appends events made by {@link eventFor} under a held lock, numbered after its last sequence (in place). */
+export function appendUnderLock(
+  store: SessionStore<any>,
+  locked: LockedSession,
+  events: StoredEvent[],
+): Promise<StoredEvent[]> {
+  return lockedAccess.appendLocked(store, locked, events);
+}
+
+/**
+ * Like {@link SessionStore.withLock}, but `fn` gets the backend's raw {@link LockedSession}: it can
+ * truncate, write blobs and records. For checkpoint, rewind, undo and gc only.
+ */
+export function withLockedSession<T>(
+  store: SessionStore<any>,
+  id: string,
+  fn: (locked: LockedSession) => Promise<T>,
+  options: WithLockOptions = {},
+): Promise<T> {
+  return lockedAccess.withLockedSession(store, id, fn, options);
 }
 
 function toInfo(record: SessionRecord, last: StoredEvent | undefined): SessionInfo {

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { LockedSession, SessionRecord, StorageBackend } from "../backend/types.js";
 import { isAgentTapeError, type AgentTapeErrorCode } from "../core/errors.js";
 import type { CheckpointPayload, StoredEvent } from "../core/events.js";
-import { SessionStore } from "../session/session-store.js";
+import { SessionStore, withLockedSession } from "../session/session-store.js";
 
 export interface BackendConformanceOptions {
   /** Shown in the test names, e.g. "fs". */
@@ -85,7 +85,7 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
         expect(await backend.lastEvent("s1")).toEqual(events[2]);
         const locked = await backend.lock("s1");
         expect(locked.lastSequence).toBe(3);
-        await locked.append([event("s1", 4)], true);
+        await locked.append([event("s1", 4)], { sync: true });
         await locked.release();
         expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2, 3, 4]);
       });
@@ -174,7 +174,7 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
       it("readEvents yields every event in sequence order, equal to what was written", async () => {
         const written = [1, 2, 3, 4, 5].map((n) => event("s1", n));
         await backend.createSession(record("s1"), written.slice(0, 2));
-        await withLock(backend, "s1", (locked) => locked.append(written.slice(2), true));
+        await withLock(backend, "s1", (locked) => locked.append(written.slice(2), { sync: true }));
         expect(await readAll(backend, "s1")).toEqual(written);
       });
 
@@ -185,7 +185,7 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
           nested: { list: [1, 2.5, -3, { deep: null }], flag: false, empty: {} },
         };
         await backend.createSession(record("s1"));
-        await withLock(backend, "s1", (locked) => locked.append([event("s1", 1, payload)], true));
+        await withLock(backend, "s1", (locked) => locked.append([event("s1", 1, payload)], { sync: true }));
         const [read] = await readAll(backend, "s1");
         expect(read?.payload).toEqual(payload);
       });
@@ -222,7 +222,7 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
         await iterator.return?.();
         expect((await iterator.next()).done).toBe(true);
 
-        await withLock(backend, "s1", (locked) => locked.append([event("s1", 6)], true));
+        await withLock(backend, "s1", (locked) => locked.append([event("s1", 6)], { sync: true }));
         expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6]);
       });
 
@@ -242,7 +242,7 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
         await backend.createSession(record("s1"));
         expect(await backend.lastEvent("s1")).toBeUndefined();
         await withLock(backend, "s1", (locked) =>
-          locked.append([event("s1", 1), event("s1", 2), event("s1", 3)], true),
+          locked.append([event("s1", 1), event("s1", 2), event("s1", 3)], { sync: true }),
         );
         expect(await backend.lastEvent("s1")).toEqual(event("s1", 3));
         await withLock(backend, "s1", (locked) => locked.truncateAfter(1));
@@ -256,7 +256,7 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
       it("what a caller does with an event after appending or reading it does not change the log", async () => {
         await backend.createSession(record("s1"));
         const written = event("s1", 1, { role: "user", content: "original" });
-        await withLock(backend, "s1", (locked) => locked.append([written], true));
+        await withLock(backend, "s1", (locked) => locked.append([written], { sync: true }));
         (written.payload as { content: string }).content = "changed after append";
         const [first] = await readAll(backend, "s1");
         (first!.payload as { content: string }).content = "changed after read";
@@ -435,7 +435,7 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
         const waiting = backend.lock("s1", { waitMs: 30_000 }).then((locked) => (second = locked));
         await pause(200); // long enough for a polling lock to have retried many times
         expect(second).toBeUndefined();
-        await first.append([event("s1", 1)], true);
+        await first.append([event("s1", 1)], { sync: true });
         await first.release();
         await waiting;
         expect(second?.held).toBe(true);
@@ -449,7 +449,7 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
         const error = await expectCode(backend.lock("s1", { waitMs: 100 }), "LOCKED");
         expect(error.message).toContain("s1");
         expect(first.held).toBe(true);
-        await first.append([event("s1", 1)], true);
+        await first.append([event("s1", 1)], { sync: true });
         await first.release();
         await withLock(backend, "s1", async (locked) => expect(locked.lastSequence).toBe(1));
       });
@@ -501,7 +501,7 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
               try {
                 const next = locked.lastSequence + 1;
                 await pause(1); // widen the window a missing lock would let another writer into
-                await locked.append([event("s1", next)], true);
+                await locked.append([event("s1", next)], { sync: true });
               } finally {
                 await locked.release();
               }
@@ -542,7 +542,7 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
         const locked = await backend.lock("s1");
         await locked.release();
         expect(() => locked.assertHeld()).toThrow();
-        await expectCode(locked.append([event("s1", 3)], true), "INVALID_ARGUMENT");
+        await expectCode(locked.append([event("s1", 3)], { sync: true }), "INVALID_ARGUMENT");
         await expectCode(locked.truncateAfter(0), "INVALID_ARGUMENT");
         await expectCode(locked.writeBlob(a.hash, a.bytes), "INVALID_ARGUMENT");
         await expectCode(locked.writeRecord("late", 1), "INVALID_ARGUMENT");
@@ -566,11 +566,11 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
       it("append adds events and moves lastSequence", async () => {
         await backend.createSession(record("s1"));
         await withLock(backend, "s1", async (locked) => {
-          await locked.append([event("s1", 1)], true);
+          await locked.append([event("s1", 1)], { sync: true });
           expect(locked.lastSequence).toBe(1);
-          await locked.append([event("s1", 2), event("s1", 3)], false);
+          await locked.append([event("s1", 2), event("s1", 3)], { sync: false });
           expect(locked.lastSequence).toBe(3);
-          await locked.append([], true);
+          await locked.append([], { sync: true });
           expect(locked.lastSequence).toBe(3);
         });
         expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2, 3]);
@@ -579,10 +579,10 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
       it("append refuses a sequence that does not increase, with INVALID_ARGUMENT, writing nothing", async () => {
         await backend.createSession(record("s1"), [event("s1", 1), event("s1", 2)]);
         await withLock(backend, "s1", async (locked) => {
-          await expectCode(locked.append([event("s1", 2)], true), "INVALID_ARGUMENT"); // a repeat
-          await expectCode(locked.append([event("s1", 1)], true), "INVALID_ARGUMENT"); // going back
-          await expectCode(locked.append([event("s1", 2.5)], true), "INVALID_ARGUMENT"); // not a whole number
-          await expectCode(locked.append([event("s1", 0)], true), "INVALID_ARGUMENT");
+          await expectCode(locked.append([event("s1", 2)], { sync: true }), "INVALID_ARGUMENT"); // a repeat
+          await expectCode(locked.append([event("s1", 1)], { sync: true }), "INVALID_ARGUMENT"); // going back
+          await expectCode(locked.append([event("s1", 2.5)], { sync: true }), "INVALID_ARGUMENT"); // not a whole number
+          await expectCode(locked.append([event("s1", 0)], { sync: true }), "INVALID_ARGUMENT");
           expect(locked.lastSequence).toBe(2);
         });
         expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2]);
@@ -595,9 +595,9 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
         );
         await withLock(backend, "s1", async (locked) => {
           await locked.truncateAfter(2);
-          await locked.append([event("s1", 6)], true);
+          await locked.append([event("s1", 6)], { sync: true });
           expect(locked.lastSequence).toBe(6);
-          await locked.append([event("s1", 7), event("s1", 9)], true);
+          await locked.append([event("s1", 7), event("s1", 9)], { sync: true });
           expect(locked.lastSequence).toBe(9);
         });
         expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2, 6, 7, 9]);
@@ -607,10 +607,16 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
       it("append is all or nothing: one out-of-order sequence in a batch writes none of it", async () => {
         await backend.createSession(record("s1"), [event("s1", 1)]);
         await withLock(backend, "s1", async (locked) => {
-          await expectCode(locked.append([event("s1", 2), event("s1", 3), event("s1", 3)], true), "INVALID_ARGUMENT");
-          await expectCode(locked.append([event("s1", 2), event("s1", 4), event("s1", 3)], false), "INVALID_ARGUMENT");
+          await expectCode(
+            locked.append([event("s1", 2), event("s1", 3), event("s1", 3)], { sync: true }),
+            "INVALID_ARGUMENT",
+          );
+          await expectCode(
+            locked.append([event("s1", 2), event("s1", 4), event("s1", 3)], { sync: false }),
+            "INVALID_ARGUMENT",
+          );
           expect(locked.lastSequence).toBe(1);
-          await locked.append([event("s1", 2), event("s1", 3)], true);
+          await locked.append([event("s1", 2), event("s1", 3)], { sync: true });
           expect(locked.lastSequence).toBe(3);
         });
         expect(await readAll(backend, "s1")).toEqual([event("s1", 1), event("s1", 2), event("s1", 3)]);
@@ -619,7 +625,7 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
       it("appends made under the lock are readable without it, before and after release", async () => {
         await backend.createSession(record("s1"));
         const locked = await backend.lock("s1");
-        await locked.append([event("s1", 1)], true);
+        await locked.append([event("s1", 1)], { sync: true });
         expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1]);
         expect((await backend.lastEvent("s1"))?.sequence).toBe(1);
         await locked.release();
@@ -634,7 +640,7 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
         await withLock(backend, "s1", async (locked) => {
           await locked.truncateAfter(4);
           expect(locked.lastSequence).toBe(4);
-          await locked.append([event("s1", 5, { role: "user", content: "after truncation" })], true);
+          await locked.append([event("s1", 5, { role: "user", content: "after truncation" })], { sync: true });
           expect(locked.lastSequence).toBe(5);
         });
         const events = await readAll(backend, "s1");
@@ -692,7 +698,7 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
         await backend.createSession(record("s1"));
         await backend.createSession(record("s2"), [event("s2", 1)]);
         await withLock(backend, "s1", async (locked) => {
-          await locked.append([event("s1", 1), event("s1", 2)], true);
+          await locked.append([event("s1", 1), event("s1", 2)], { sync: true });
           await locked.writeRecord("only-here", true);
           await locked.truncateAfter(0);
         });
@@ -746,7 +752,7 @@ export function runBackendConformance(options: BackendConformanceOptions): void 
         const before = blob("export const a = 1;\n");
         const later = blob("export const a = 2;\n");
         await store.append(parent.id, { type: "message", payload: { role: "user", content: "edit a.ts" } });
-        await store.withLock(parent.id, async (locked) => {
+        await withLockedSession(store, parent.id, async (locked) => {
           await locked.writeBlob(before.hash, before.bytes);
           await locked.writeBlob(later.hash, later.bytes);
         });

@@ -28,7 +28,7 @@ describe("fs backend: what a session looks like on disk", () => {
     const a = blob("before the edit\n");
     await backend.createSession(record, [event("s1", 1)]);
     const locked = await backend.lock("s1");
-    await locked.append([event("s1", 2), event("s1", 3)], true);
+    await locked.append([event("s1", 2), event("s1", 3)], { sync: true });
     await locked.writeBlob(a.hash, a.bytes);
     await locked.writeRecord("rewind-intent", { to: 1 });
     await locked.release();
@@ -101,7 +101,7 @@ describe("fs backend: what a session looks like on disk", () => {
     const a = blob("x".repeat(10_000));
     const locked = await backend.lock("s1");
     await locked.writeBlob(a.hash, a.bytes);
-    await locked.append([event("s1", 1)], true);
+    await locked.append([event("s1", 1)], { sync: true });
     await locked.release();
     const log = (await stat(join(root, "s1", "events.jsonl"))).size;
     expect(log).toBeGreaterThan(0);

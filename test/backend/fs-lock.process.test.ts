@@ -30,7 +30,7 @@ describe("fs backend: the session lock across processes", () => {
     const locked = await backend.lock("s1", { waitMs: 30_000 });
     expect(locked.held).toBe(true);
     expect(locked.lastSequence).toBe(1);
-    await locked.append([event("s1", 2)], true);
+    await locked.append([event("s1", 2)], { sync: true });
     await locked.release();
     expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2]);
   });

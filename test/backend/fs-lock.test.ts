@@ -20,7 +20,7 @@ describe("fs backend: the session lock within one process", () => {
       (error: unknown) => error,
     );
     expect(isAgentTapeError(refused, "LOCKED")).toBe(true);
-    await held.append([event("s1", 1)], true);
+    await held.append([event("s1", 1)], { sync: true });
     await held.release();
     const next = await two.lock("s1", { waitMs: 5000 });
     expect(next.lastSequence).toBe(1);

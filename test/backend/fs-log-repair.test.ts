@@ -43,7 +43,7 @@ describe("fs backend: a torn last line (a crash mid-append)", () => {
     const locked = await backend.lock("s1");
     expect(await readFile(log)).toEqual(whole);
     expect(locked.lastSequence).toBe(3);
-    await locked.append([event("s1", 4)], true);
+    await locked.append([event("s1", 4)], { sync: true });
     await locked.release();
     const text = await readFile(log, "utf8");
     expect(text.endsWith("\n")).toBe(true);
@@ -62,7 +62,7 @@ describe("fs backend: a torn last line (a crash mid-append)", () => {
     const locked = await backend.lock("s1");
     expect((await stat(log)).size).toBe(0);
     expect(locked.lastSequence).toBe(0);
-    await locked.append([event("s1", 1)], true);
+    await locked.append([event("s1", 1)], { sync: true });
     await locked.release();
     expect(await readAll(backend, "s1")).toEqual([event("s1", 1)]);
   });
@@ -129,7 +129,7 @@ describe("fs backend: truncateAfter", () => {
     const locked = await backend.lock("s1");
     await locked.append(
       events("s1", count, (n) => `event ${n} `.padEnd(200, ".")),
-      false,
+      { sync: false },
     );
     const iterator = backend.readEvents("s1")[Symbol.asyncIterator]();
     const first = await iterator.next();

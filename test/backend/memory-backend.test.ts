@@ -41,7 +41,7 @@ describe("memory backend: what sets it apart", () => {
     const waiters = [1, 2, 3].map((n) =>
       backend.lock("s1").then(async (locked) => {
         order.push(n);
-        await locked.append([event("s1", locked.lastSequence + 1)], true);
+        await locked.append([event("s1", locked.lastSequence + 1)], { sync: true });
         await locked.release();
       }),
     );
@@ -68,7 +68,7 @@ describe("memory backend: what sets it apart", () => {
     const locked = await backend.lock("s1");
     await locked.writeBlob(createHash("sha256").update(bytes).digest("hex"), bytes);
     const afterBlob = await backend.sizeOf!("s1");
-    await locked.append([event("s1", 1)], true);
+    await locked.append([event("s1", 1)], { sync: true });
     await locked.writeRecord("note", { a: 1 });
     await locked.release();
     expect(afterBlob - empty).toBe(4096);

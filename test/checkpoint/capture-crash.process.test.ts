@@ -2,9 +2,10 @@ import { randomInt } from "node:crypto";
 import { mkdir, readdir, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, referencedBlobs } from "../../src/index.js";
+import { CheckpointStore, SessionStore } from "../../src/index.js";
 import { childrenKilledAfterEach, Child } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { referencedBlobs } from "../../src/blobs/references.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());

@@ -6,7 +6,6 @@ import { describe, expect, it } from "vitest";
 import {
   CheckpointStore,
   SessionStore,
-  referencedBlobs,
   rewind,
   undoRewind,
   type FileChange,
@@ -17,6 +16,7 @@ import { Child } from "../helpers/children.js";
 import { blobFile } from "../helpers/rewind-story.js";
 import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { referencedBlobs } from "../../src/blobs/references.js";
 
 /**
  * What one test makes and must clean up: its temp folders and its children. Per test, since the boundary

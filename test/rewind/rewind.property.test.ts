@@ -2,17 +2,11 @@ import { chmod, mkdir, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  CheckpointStore,
-  SessionStore,
-  referencedBlobs,
-  rewind,
-  undoRewind,
-  type StoredEvent,
-} from "../../src/index.js";
+import { CheckpointStore, SessionStore, rewind, undoRewind, type StoredEvent } from "../../src/index.js";
 import { fileEntry, workspaceTree } from "../helpers/rewind-workspace.js";
 import { CONTENTS, FILES, FOLDERS, MODES } from "../helpers/little-tree.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { referencedBlobs } from "../../src/blobs/references.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());

@@ -6,13 +6,14 @@ import {
   CheckpointStore,
   SessionStore,
   isAgentTapeError,
-  referencedBlobs,
   rewind,
   type RewindMode,
   type RewindPayload,
 } from "../../src/index.js";
+import { withLockedSession } from "../../src/session/session-store.js";
 import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, blobFile, logBytes, storyFixture } from "../helpers/rewind-story.js";
 import { put, recordsLeft, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
+import { referencedBlobs } from "../../src/blobs/references.js";
 
 const { temps, stores, story } = storyFixture();
 
@@ -434,7 +435,7 @@ describe("blobs", () => {
     await w.checkpoints.around(w.id, { tool: "edit", paths: ["a.txt"] }, () =>
       writeFile(join(w.workspace, "a.txt"), "a1\n"),
     );
-    await w.store.withLock(w.id, (locked) => locked.deleteBlob(sha256("a0\n")));
+    await withLockedSession(w.store, w.id, (locked) => locked.deleteBlob(sha256("a0\n")));
 
     const report = await rewind(w.store, w.id, { toSequence: target });
 
@@ -445,7 +446,7 @@ describe("blobs", () => {
   it("a blob nothing references is pruned; blobs the log, the marker or the archive reference are kept", async () => {
     const s = await story();
     const orphan = Buffer.from("left behind by nobody\n");
-    await s.store.withLock(s.id, (locked) => locked.writeBlob(sha256(orphan), orphan));
+    await withLockedSession(s.store, s.id, (locked) => locked.writeBlob(sha256(orphan), orphan));
 
     const report = await rewind(s.store, s.id, { toSequence: s.target });
 

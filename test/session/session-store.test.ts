@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { SessionStore, isAgentTapeError, type SessionStoreOptions, type StoredEvent } from "../../src/index.js";
 import type { EventSchemas } from "../../src/core/events.js";
+import { withLockedSession } from "../../src/session/session-store.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -174,7 +175,7 @@ describe("call order", () => {
         store.append(id, say("first")),
         store.appendMany(id, [say("second"), say("third")]),
         store.append(id, say("fourth")),
-        store.withLock(id, async (locked) => store.appendLocked(locked, [store.toEvent(id, say("fifth"))])),
+        store.withLock(id, async (session) => session.append(say("fifth"))),
         store.append(id, say("sixth")),
       ];
       await Promise.all(calls);
@@ -495,7 +496,7 @@ describe("fork", () => {
     });
     const early = blob("before the first edit");
     const late = blob("before the second edit");
-    await store.withLock(parent.id, async (locked) => {
+    await withLockedSession(store, parent.id, async (locked) => {
       await locked.writeBlob(early.hash, early.bytes);
       await locked.writeBlob(late.hash, late.bytes);
     });
@@ -581,17 +582,52 @@ describe("close and Symbol.asyncDispose", () => {
 });
 
 describe("withLock", () => {
-  it("hands out the locked session, whose appends the store numbers after the log", async () => {
+  it("hands out the held session, whose appends the store numbers after the log", async () => {
     const { store } = await openStore();
     const { id } = await store.create();
     await appendMessages(store, id, 2);
-    const written = await store.withLock(id, async (locked) => {
-      expect(locked.lastSequence).toBe(2);
-      expect(locked.held).toBe(true);
-      return store.appendLocked(locked, [store.toEvent(id, say("under the lock"))]);
+    const written = await store.withLock(id, async (session) => {
+      expect(session.sessionId).toBe(id);
+      expect(session.lastSequence).toBe(2);
+      const one = await session.append(say("under the lock"));
+      const more = await session.appendMany([say("and two"), say("more")]);
+      expect(session.lastSequence).toBe(5);
+      return [one, ...more];
     });
-    expect(written.map((e) => e.sequence)).toEqual([3]);
-    expect((await store.readAll(id)).at(-1)).toEqual(written[0]);
+    expect(written.map((e) => e.sequence)).toEqual([3, 4, 5]);
+    expect((await store.readAll(id)).slice(-3)).toEqual(written);
+  });
+
+  it("validates what user code appends under the lock, as append does: nothing invalid is written", async () => {
+    const { store } = await openStore();
+    const { id } = await store.create();
+    await appendMessages(store, id, 1);
+    const refused = await store
+      .withLock(id, async (session) => {
+        // A raw envelope with a made-up sequence, and a payload its schema rejects, all in one batch.
+        const forged = { v: 1, id: "x", sessionId: id, sequence: 99, type: "message", createdAt: "", payload: {} };
+        await session.appendMany([say("fine"), forged as never]);
+      })
+      .catch((e: unknown) => e);
+    expect(isAgentTapeError(refused, "INVALID_EVENT")).toBe(true);
+    const unknownType = await store
+      .withLock(id, (session) => session.append({ type: "no_such_type", payload: {} } as never))
+      .catch((e: unknown) => e);
+    expect(isAgentTapeError(unknownType, "INVALID_EVENT")).toBe(true);
+    expect((await store.readAll(id)).map((e) => e.sequence)).toEqual([1]);
+  });
+
+  it("gives user code no way to cut the log, delete blobs or write side records", async () => {
+    const { store } = await openStore();
+    const { id } = await store.create();
+    await appendMessages(store, id, 3);
+    const reachable = await store.withLock(id, async (session) => {
+      const handle = session as unknown as Record<string, unknown>;
+      const names = ["truncateAfter", "deleteBlob", "writeBlob", "writeRecord", "deleteRecord", "release"];
+      return names.filter((name) => name in handle || typeof handle[name] === "function");
+    });
+    expect(reachable).toEqual([]);
+    expect((await store.readAll(id)).map((e) => e.sequence)).toEqual([1, 2, 3]);
   });
 
   it("refuses a store call for the same session from inside, instead of waiting for itself", async () => {

@@ -49,7 +49,7 @@ class FsBackend implements StorageBackend {
   readonly name = "fs";
   private readonly layout: SessionLayout;
   private readonly staleMs: number;
-  private readonly held = new Set<LockedSession>();
+  private readonly openLocks = new Set<LockedSession>();
 
   constructor(options: FsBackendOptions) {
     this.layout = new SessionLayout(resolve(options.root));
@@ -279,7 +279,7 @@ class FsBackend implements StorageBackend {
     });
     try {
       session = await FsLockedSession.open(id, this.layout, async () => {
-        this.held.delete(session!);
+        this.openLocks.delete(session!);
         await release();
       });
     } catch (error) {
@@ -287,7 +287,7 @@ class FsBackend implements StorageBackend {
       throw error;
     }
     if (lostEarly) session.markCompromised(lostEarly);
-    this.held.add(session);
+    this.openLocks.add(session);
     return session;
   }
 
@@ -304,8 +304,8 @@ class FsBackend implements StorageBackend {
   }
 
   async close(): Promise<void> {
-    const open = [...this.held];
-    this.held.clear();
+    const open = [...this.openLocks];
+    this.openLocks.clear();
     await Promise.all(open.map((s) => s.release()));
   }
 }

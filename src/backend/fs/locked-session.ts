@@ -4,7 +4,7 @@ import { dirname } from "node:path";
 import { serializeEvent, parseEventLine } from "../../core/envelope.js";
 import { InvalidArgumentError, LockCompromisedError, LogCorruptError } from "../../core/errors.js";
 import type { StoredEvent } from "../../core/events.js";
-import type { LockedSession } from "../types.js";
+import type { AppendOptions, LockedSession } from "../types.js";
 import { fsyncDir, tempPathFor, writeFileAtomic } from "../../core/atomic-file.js";
 import { blobExists, deleteBlobFile, discardIncomingBlobs, writeBlobFile } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
@@ -85,7 +85,7 @@ export class FsLockedSession implements LockedSession {
     if (this.released) throw new InvalidArgumentError(`The lock on session "${this.sessionId}" was already released.`);
   }
 
-  async append(events: readonly StoredEvent[], sync: boolean): Promise<void> {
+  async append(events: readonly StoredEvent[], options: AppendOptions = {}): Promise<void> {
     this.assertHeld();
     if (events.length === 0) return;
     let previous = this.last;
@@ -100,7 +100,8 @@ export class FsLockedSession implements LockedSession {
     for (const event of events) text += serializeEvent(event) + "\n";
     const bytes = Buffer.from(text, "utf8");
     try {
-      const fh = sync ? (this.syncFh ??= await open(this.layout.log(this.sessionId), DSYNC_APPEND)) : this.fh;
+      const fh =
+        (options.sync ?? true) ? (this.syncFh ??= await open(this.layout.log(this.sessionId), DSYNC_APPEND)) : this.fh;
       let written = 0;
       while (written < bytes.length) {
         const { bytesWritten } = await fh.write(bytes, written, bytes.length - written);

@@ -14,7 +14,7 @@ interface KeyState {
  */
 export class InProcessLocks {
   // A key is present exactly while its lock is held.
-  private readonly held = new Map<string, KeyState>();
+  private readonly lockedKeys = new Map<string, KeyState>();
 
   /**
    * Resolves with this holder's release function (idempotent). Rejects with LOCKED after
@@ -24,9 +24,9 @@ export class InProcessLocks {
   acquire(key: string, options: { waitMs: number; signal?: AbortSignal | undefined }): Promise<() => void> {
     const { signal } = options;
     signal?.throwIfAborted();
-    const state = this.held.get(key);
+    const state = this.lockedKeys.get(key);
     if (!state) {
-      this.held.set(key, { waiters: [] });
+      this.lockedKeys.set(key, { waiters: [] });
       return Promise.resolve(this.releaserFor(key));
     }
     if (options.waitMs <= 0) return Promise.reject(new LockedError(key, 0));
@@ -62,10 +62,10 @@ export class InProcessLocks {
     return () => {
       if (released) return;
       released = true;
-      const state = this.held.get(key);
+      const state = this.lockedKeys.get(key);
       const next = state?.waiters[0];
       if (next) next.grant();
-      else this.held.delete(key);
+      else this.lockedKeys.delete(key);
     };
   }
 }

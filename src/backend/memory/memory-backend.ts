@@ -44,7 +44,7 @@ class MemoryBackend implements StorageBackend {
   readonly name = "memory";
   private readonly sessions = new Map<string, MemorySession>();
   private readonly locks = new InProcessLocks();
-  private readonly held = new Set<LockedSession>();
+  private readonly openLocks = new Set<LockedSession>();
 
   constructor(private readonly defaultWaitMs: number) {}
 
@@ -167,16 +167,16 @@ class MemoryBackend implements StorageBackend {
       throw new SessionNotFoundError(id);
     }
     const locked: MemoryLockedSession = new MemoryLockedSession(id, session, () => {
-      this.held.delete(locked);
+      this.openLocks.delete(locked);
       release();
     });
-    this.held.add(locked);
+    this.openLocks.add(locked);
     return locked;
   }
 
   async close(): Promise<void> {
-    const open = [...this.held];
-    this.held.clear();
+    const open = [...this.openLocks];
+    this.openLocks.clear();
     await Promise.all(open.map((locked) => locked.release()));
   }
 

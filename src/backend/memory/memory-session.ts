@@ -2,7 +2,7 @@ import { serializeEvent } from "../../core/envelope.js";
 import { InvalidArgumentError } from "../../core/errors.js";
 import type { StoredEvent } from "../../core/events.js";
 import { isBlobHash, isRecordName } from "../names.js";
-import type { LockedSession } from "../types.js";
+import type { AppendOptions, LockedSession } from "../types.js";
 
 /** One logged event, kept as the line the filesystem backend would write, so reads hand out fresh copies. */
 export interface LoggedLine {
@@ -59,7 +59,7 @@ export class MemoryLockedSession implements LockedSession {
     if (this.released) throw new InvalidArgumentError(`The lock on session "${this.sessionId}" was already released.`);
   }
 
-  async append(events: readonly StoredEvent[], _sync: boolean): Promise<void> {
+  async append(events: readonly StoredEvent[], _options: AppendOptions = {}): Promise<void> {
     this.assertHeld();
     let previous = this.lastSequence;
     for (const event of events) {

@@ -1,6 +1,4 @@
-import { isAgentTapeError } from "../../core/errors.js";
-import type { SessionInfo } from "../../session/session-store.js";
-import { forEachLimited } from "../../core/bounded-concurrency.js";
+import { isAgentTapeError, type SessionInfo } from "../../index.js";
 import { UsageError, printJson, printLine, type CliContext, type Command } from "../command.js";
 import { formatAge, formatBytes, oneLine, table } from "../output.js";
 
@@ -39,14 +37,15 @@ read is listed last with the reason; \`agent-tape verify <id>\` says more.`,
     const unreadable: UnreadableSession[] = all.flatMap((info) =>
       info.unreadable ? [{ id: info.id, error: info.unreadable }] : [],
     );
-    const sessions: ListedSession[] = [];
-    await forEachLimited(infos, 4, async (info) => {
-      const listed = await describe(ctx, info);
-      if (listed) sessions.push(listed);
-    });
-    // forEachLimited finishes in any order; keep list()'s newest-first order.
-    const order = new Map(infos.map((info, i) => [info.id, i]));
-    sessions.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+    // Four sessions read at once: enough to hide each read's latency, not enough to flood the disk.
+    const described: (ListedSession | undefined)[] = [];
+    let next = 0;
+    const worker = async () => {
+      for (let i = next++; i < infos.length; i = next++) described[i] = await describe(ctx, infos[i]!);
+    };
+    await Promise.all([worker(), worker(), worker(), worker()]);
+    // In list()'s newest-first order.
+    const sessions = described.filter((s): s is ListedSession => s !== undefined);
 
     if (ctx.json) {
       printJson(ctx, [...sessions, ...unreadable]);

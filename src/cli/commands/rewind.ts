@@ -1,5 +1,4 @@
-import { RewindMode } from "../../core/events.js";
-import { rewind } from "../../rewind/rewind.js";
+import { RewindMode, rewind } from "../../index.js";
 import {
   UsageError,
   flag,

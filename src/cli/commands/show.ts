@@ -1,4 +1,4 @@
-import { SessionNotFoundError } from "../../core/errors.js";
+import { SessionNotFoundError } from "../../index.js";
 import { UsageError, printLine, requireSessionId, sequenceOption, type Command } from "../command.js";
 import { summarizeEvent } from "../event-summary.js";
 import { formatTime } from "../output.js";

@@ -1,4 +1,4 @@
-import { undoRewind } from "../../rewind/undo.js";
+import { undoRewind } from "../../index.js";
 import { flag, printJson, printLine, requireSessionId, stringOption, type Command } from "../command.js";
 import { fileCounts, printFileChanges } from "../file-changes.js";
 import { plural } from "../output.js";

@@ -1,0 +1,153 @@
+// Maintenance, gc: frees what no session needs any more (docs/ARCHITECTURE.md, "Keeping blobs alive").
+import type { SignalOption, StorageBackend } from "../backend/types.js";
+import { forEachLimited } from "../core/bounded-concurrency.js";
+import { isAgentTapeError } from "../core/errors.js";
+import { listArchives } from "../blobs/archives.js";
+import { findUnreferencedBlobs } from "../blobs/prune.js";
+import { withLockedSession, type SessionStore } from "../session/session-store.js";
+import { summarizeError, type ErrorSummary } from "./failure.js";
+
+export interface GcOptions extends SignalOption {
+  /** The sessions to collect. @default every session of the store */
+  sessionIds?: readonly string[];
+  /** Work out and report what would be freed, and delete nothing. @default false */
+  dryRun?: boolean;
+  /** Called as each session starts, e.g. to show progress. */
+  onSession?: (sessionId: string, index: number, total: number) => void;
+}
+
+/** What gc freed in one session (or, on a dry run, would free). */
+export interface GcSessionReport {
+  sessionId: string;
+  /** Blobs no event references (a crash or a power loss left them): their sha256 hashes. */
+  orphanBlobs: string[];
+  /**
+   * Rewind archives older than the newest, which only the last rewind's undo needs. The blobs
+   * only they referenced are among `orphanBlobs`.
+   */
+  expiredArchives: string[];
+  /**
+   * Bytes freed, as the backend counts them (`sizeOf`); undefined when it cannot tell. A real
+   * run measures the session before and after; a dry run adds up what would go.
+   */
+  bytesFreed: number | undefined;
+}
+
+/** A session gc left untouched, and why. */
+export interface GcFailure extends ErrorSummary {
+  sessionId: string;
+  /** The error itself, e.g. to rethrow. */
+  error: unknown;
+}
+
+export interface GcReport {
+  dryRun: boolean;
+  sessions: GcSessionReport[];
+  /**
+   * Sessions left as they were: a tape that cannot be read cannot say which blobs it needs
+   * (LOG_CORRUPT), or another process kept the lock past the store's `lockWaitMs` (LOCKED).
+   */
+  failed: GcFailure[];
+  /** Totals over `sessions`. `bytesFreed` is undefined when the backend cannot tell. */
+  orphanBlobs: number;
+  expiredArchives: number;
+  bytesFreed: number | undefined;
+}
+
+/**
+ * Frees disk space: deletes the blobs no event references any more and the rewind archives
+ * older than the newest (only the last rewind can be undone). Each session is collected under
+ * its lock, waiting for it like any write (the store's `lockWaitMs`), so it is safe while an
+ * agent runs; a session whose lock stays held, or whose tape cannot be read, is reported in
+ * `failed` and not touched. Reads every event and lists every blob of each session.
+ * Throws STORE_CLOSED, or the signal's reason when aborted (sessions done so far stay done).
+ */
+export async function gc(store: SessionStore<any>, options: GcOptions = {}): Promise<GcReport> {
+  const { signal } = options;
+  const dryRun = options.dryRun ?? false;
+  const named = options.sessionIds !== undefined;
+  const ids = named ? [...options.sessionIds!] : (await store.backend.listSessionIds(signalOf(signal))).sort();
+  const report: GcReport = {
+    dryRun,
+    sessions: [],
+    failed: [],
+    orphanBlobs: 0,
+    expiredArchives: 0,
+    bytesFreed: store.backend.sizeOf ? 0 : undefined,
+  };
+  for (const [i, sessionId] of ids.entries()) {
+    signal?.throwIfAborted();
+    options.onSession?.(sessionId, i, ids.length);
+    try {
+      const collected = await collect(store, sessionId, dryRun, signal);
+      report.sessions.push(collected);
+      report.orphanBlobs += collected.orphanBlobs.length;
+      report.expiredArchives += collected.expiredArchives.length;
+      if (report.bytesFreed !== undefined) report.bytesFreed += collected.bytesFreed ?? 0;
+    } catch (error) {
+      if (signal?.aborted || isAgentTapeError(error, "STORE_CLOSED")) throw error;
+      // Listed from the root, a stray folder is not a session; a session the caller named is worth reporting.
+      const notASession = isAgentTapeError(error, "INVALID_SESSION_ID") || isAgentTapeError(error, "SESSION_NOT_FOUND");
+      if (notASession && !named) continue;
+      report.failed.push({ sessionId, ...summarizeError(error), error });
+    }
+  }
+  return report;
+}
+
+/**
+ * Under the session lock, so no capture sits between writing a blob and the event that
+ * indexes it: such a blob would look unreferenced and be lost.
+ */
+async function collect(
+  store: SessionStore<any>,
+  sessionId: string,
+  dryRun: boolean,
+  signal: AbortSignal | undefined,
+): Promise<GcSessionReport> {
+  const backend = store.backend;
+  return withLockedSession(
+    store,
+    sessionId,
+    async (locked) => {
+      const [, ...expiredArchives] = await listArchives(backend, sessionId);
+      const orphanBlobs = await findUnreferencedBlobs(backend, sessionId, { ignoreArchives: expiredArchives });
+      const found = { sessionId, orphanBlobs, expiredArchives };
+      if (!backend.sizeOf) {
+        if (!dryRun) await remove(locked, found);
+        return { ...found, bytesFreed: undefined };
+      }
+      if (dryRun) return { ...found, bytesFreed: await bytesOf(backend, found) };
+      const before = await backend.sizeOf(sessionId);
+      await remove(locked, found);
+      return { ...found, bytesFreed: before - (await backend.sizeOf(sessionId)) };
+    },
+    { ...signalOf(signal), detectReentry: false }, // runs no user code while locked
+  );
+}
+
+type Found = Pick<GcSessionReport, "sessionId" | "orphanBlobs" | "expiredArchives">;
+
+/** The archives first: a crash in between leaves blobs a later gc finds, never an archive without its blobs. */
+async function remove(
+  locked: { deleteRecord(name: string): Promise<void>; deleteBlob(hash: string): Promise<void> },
+  found: Found,
+): Promise<void> {
+  for (const name of found.expiredArchives) await locked.deleteRecord(name);
+  await forEachLimited(found.orphanBlobs, 8, (hash) => locked.deleteBlob(hash));
+}
+
+/** What a dry run would free, counted as the backends count `sizeOf`: blob bytes and record JSON. */
+async function bytesOf(backend: StorageBackend, found: Found): Promise<number> {
+  let bytes = 0;
+  for (const hash of found.orphanBlobs) bytes += (await backend.readBlob(found.sessionId, hash))?.length ?? 0;
+  for (const name of found.expiredArchives) {
+    const archive = await backend.readRecord(found.sessionId, name);
+    if (archive !== undefined) bytes += Buffer.byteLength(JSON.stringify(archive));
+  }
+  return bytes;
+}
+
+function signalOf(signal: AbortSignal | undefined): SignalOption {
+  return signal ? { signal } : {};
+}

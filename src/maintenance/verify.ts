@@ -1,0 +1,258 @@
+// Maintenance, verify: reads a whole session and says what is damaged, changing nothing.
+import type { SignalOption } from "../backend/types.js";
+import { forEachLimited } from "../core/bounded-concurrency.js";
+import { isAgentTapeError, SessionNotFoundError, type BlobCorruptError } from "../core/errors.js";
+import type { StoredEvent } from "../core/events.js";
+import { isArchiveName } from "../blobs/archives.js";
+import { referencedBlobs, snapshotsIn } from "../blobs/references.js";
+import { readVerifiedBlob } from "../blobs/store-then-reference.js";
+import type { SessionStore } from "../session/session-store.js";
+import { summarizeError, type ErrorSummary } from "./failure.js";
+
+export interface VerifyOptions extends SignalOption {
+  /** Called as the work advances (every 1000 events read, every blob checked), e.g. to show progress. */
+  onProgress?: (progress: VerifyProgress) => void;
+}
+
+export interface VerifyProgress {
+  eventsRead: number;
+  blobsChecked: number;
+  /** 0 until the log and the archives are read and the blobs to check are known. */
+  blobsToCheck: number;
+}
+
+/** The first event that names a blob. */
+export interface BlobReference {
+  sequence: number;
+  /** The event's type, e.g. "session_checkpoint". */
+  type: string;
+  /** The workspace path of the snapshot that is the blob (a checkpoint, or a rewind's undo). */
+  path?: string;
+  /** The rewind archive holding the event, when a rewind cut it from the log and keeps it for undo. */
+  archive?: string;
+}
+
+/** One thing wrong with a session. `message` says what and where, for a person. */
+export type VerifyProblem =
+  /** The session's creation record (session.json) cannot be read. */
+  | { kind: "metadata_unreadable"; message: string; error: ErrorSummary }
+  /** The log cannot be read at all (not one bad line: the file itself). */
+  | { kind: "log_unreadable"; message: string; error: ErrorSummary }
+  /** A line of the log is not an event, or its sequence does not follow the one before. 1-based `line`. */
+  | { kind: "corrupt_line"; message: string; line: number; reason: string }
+  /** A side record (a rewind archive, a rewind intent) cannot be read; no `record` when none can be listed. */
+  | { kind: "record_unreadable"; message: string; record?: string; error: ErrorSummary }
+  /** A side record reads, but is not what its name says (a rewind archive without its events). */
+  | { kind: "record_malformed"; message: string; record: string }
+  /** An event names a blob the session does not hold. */
+  | { kind: "blob_missing"; message: string; hash: string; referencedBy: BlobReference }
+  /** A blob's bytes no longer hash to its name. */
+  | { kind: "blob_corrupt"; message: string; hash: string; actualHash: string; referencedBy: BlobReference }
+  /** A blob cannot be read (e.g. EACCES). */
+  | { kind: "blob_unreadable"; message: string; hash: string; referencedBy: BlobReference; error: ErrorSummary };
+
+export type VerifyProblemKind = VerifyProblem["kind"];
+
+export interface VerifyReport {
+  sessionId: string;
+  /** True when `problems` is empty. */
+  ok: boolean;
+  /** Events of the log that parsed. */
+  events: number;
+  /** Distinct blobs referenced by the log and the rewind archives, each re-hashed. */
+  blobsChecked: number;
+  /** In the order found: the log's lines, then the records, then the blobs in the order the tape names them. */
+  problems: VerifyProblem[];
+}
+
+/**
+ * Checks a whole session: every line of the log parses and sequences strictly increase, every
+ * side record reads, and every blob an event (or a rewind archive, kept for undo) names exists
+ * and still matches its sha256. Reads past damage to list every problem. Takes no lock and
+ * changes nothing. Costs one streamed read of the log and a read and hash of every referenced
+ * blob (8 at a time). Throws SESSION_NOT_FOUND, INVALID_SESSION_ID, or the signal's reason when
+ * aborted; every other failure is reported as a problem.
+ */
+export async function verify(
+  store: SessionStore<any>,
+  sessionId: string,
+  options: VerifyOptions = {},
+): Promise<VerifyReport> {
+  const backend = store.backend;
+  const { signal } = options;
+  const problems: VerifyProblem[] = [];
+  const progress: VerifyProgress = { eventsRead: 0, blobsChecked: 0, blobsToCheck: 0 };
+
+  try {
+    if ((await backend.getSession(sessionId, signalOf(signal))) === undefined)
+      throw new SessionNotFoundError(sessionId);
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    if (isAgentTapeError(error, "INVALID_SESSION_ID") || isAgentTapeError(error, "SESSION_NOT_FOUND")) throw error;
+    const summary = summarizeError(error);
+    problems.push({
+      kind: "metadata_unreadable",
+      message: `session.json cannot be read: ${summary.message}`,
+      error: summary,
+    });
+  }
+
+  const firstReference = new Map<string, BlobReference>();
+  const note = (event: StoredEvent, archive?: string) => {
+    const hashes = referencedBlobs([event]);
+    const where = archive === undefined ? {} : { archive };
+    for (const file of snapshotsIn(event)) {
+      if (file.kind !== "blob" || !hashes.has(file.blob) || firstReference.has(file.blob)) continue;
+      firstReference.set(file.blob, { sequence: event.sequence, type: event.type, path: file.path, ...where });
+    }
+    for (const hash of hashes)
+      if (!firstReference.has(hash)) firstReference.set(hash, { sequence: event.sequence, type: event.type, ...where });
+  };
+
+  // Streamed rather than store.salvage(): the same skip-and-report of bad lines, in flat memory.
+  try {
+    const source = backend.readEvents(sessionId, {
+      ...signalOf(signal),
+      onCorrupt: (bad) =>
+        problems.push({
+          kind: "corrupt_line",
+          line: bad.line,
+          reason: bad.reason,
+          message: `events.jsonl line ${bad.line}: ${bad.reason}`,
+        }),
+    });
+    for await (const event of source) {
+      progress.eventsRead++;
+      note(event);
+      if (progress.eventsRead % 1000 === 0) options.onProgress?.({ ...progress });
+    }
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    const summary = summarizeError(error);
+    problems.push({
+      kind: "log_unreadable",
+      message: `events.jsonl cannot be read: ${summary.message} (${summary.code})`,
+      error: summary,
+    });
+  }
+
+  await checkRecords(store, sessionId, signal, problems, note);
+
+  const hashes = [...firstReference.keys()];
+  progress.blobsToCheck = hashes.length;
+  const blobProblems = new Map<string, VerifyProblem>();
+  await forEachLimited(hashes, 8, async (hash) => {
+    signal?.throwIfAborted();
+    try {
+      await readVerifiedBlob(backend, sessionId, hash, signalOf(signal));
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      blobProblems.set(hash, blobProblem(hash, firstReference.get(hash)!, error));
+    }
+    progress.blobsChecked++;
+    options.onProgress?.({ ...progress });
+  });
+  // Parallel checks finish in any order; report in the order the tape names the blobs.
+  for (const hash of hashes) {
+    const problem = blobProblems.get(hash);
+    if (problem) problems.push(problem);
+  }
+  return { sessionId, ok: problems.length === 0, events: progress.eventsRead, blobsChecked: hashes.length, problems };
+}
+
+/** Every side record must read; a rewind archive must hold events, whose blobs must be sound too (undo needs them). */
+async function checkRecords(
+  store: SessionStore<any>,
+  sessionId: string,
+  signal: AbortSignal | undefined,
+  problems: VerifyProblem[],
+  note: (event: StoredEvent, archive: string) => void,
+): Promise<void> {
+  let names: string[];
+  try {
+    names = (await store.backend.listRecords(sessionId, signalOf(signal))).sort();
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    const summary = summarizeError(error);
+    problems.push({
+      kind: "record_unreadable",
+      message: `side records cannot be listed: ${summary.message}`,
+      error: summary,
+    });
+    return;
+  }
+  for (const name of names) {
+    let value: unknown;
+    try {
+      value = await store.backend.readRecord(sessionId, name, signalOf(signal));
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      const summary = summarizeError(error);
+      const what = isArchiveName(name) ? "rewind archive" : "side record";
+      problems.push({
+        kind: "record_unreadable",
+        record: name,
+        message: `${what} ${name} cannot be read: ${summary.message}`,
+        error: summary,
+      });
+      continue;
+    }
+    if (!isArchiveName(name) || value === undefined) continue;
+    const events = (value as { events?: unknown } | null)?.events;
+    if (!Array.isArray(events) || !events.every(isEventLike)) {
+      problems.push({
+        kind: "record_malformed",
+        record: name,
+        message: `rewind archive ${name} is malformed: it does not hold the list of events the rewind cut`,
+      });
+      continue;
+    }
+    for (const event of events) note(event, name);
+  }
+}
+
+function isEventLike(value: unknown): value is StoredEvent {
+  const event = value as StoredEvent | null;
+  return (
+    typeof event === "object" &&
+    event !== null &&
+    typeof event.type === "string" &&
+    Number.isSafeInteger(event.sequence)
+  );
+}
+
+/** "a.txt, checkpoint #3 in rewind-archive-6", as the CLI has always said it. */
+export function describeReference(reference: BlobReference): string {
+  const where = reference.archive === undefined ? "" : ` in ${reference.archive}`;
+  if (reference.path === undefined) return `event #${reference.sequence}${where}`;
+  const kind = reference.type === "session_rewind" ? "rewind" : "checkpoint";
+  return `${reference.path}, ${kind} #${reference.sequence}${where}`;
+}
+
+function blobProblem(hash: string, referencedBy: BlobReference, error: unknown): VerifyProblem {
+  const at = `(${describeReference(referencedBy)})`;
+  if (isAgentTapeError(error, "BLOB_NOT_FOUND"))
+    return { kind: "blob_missing", hash, referencedBy, message: `blob ${hash} is missing ${at}` };
+  if (isAgentTapeError(error, "BLOB_CORRUPT")) {
+    const actualHash = (error as BlobCorruptError).actual;
+    return {
+      kind: "blob_corrupt",
+      hash,
+      actualHash,
+      referencedBy,
+      message: `blob ${hash} is damaged: its bytes hash to ${actualHash} ${at}`,
+    };
+  }
+  const summary = summarizeError(error);
+  return {
+    kind: "blob_unreadable",
+    hash,
+    referencedBy,
+    error: summary,
+    message: `blob ${hash} cannot be read: ${summary.message} ${at}`,
+  };
+}
+
+function signalOf(signal: AbortSignal | undefined): SignalOption {
+  return signal ? { signal } : {};
+}
