@@ -156,7 +156,7 @@ describe("agent-tape verify", () => {
     expect(result.ok).toBe(false);
     expect(result.sessions[0].problems).toMatchObject([
       { kind: "corrupt_line", line: 4 },
-      { kind: "blob_corrupt", hash, referencedBy: "a.txt, checkpoint #3" },
+      { kind: "blob_corrupt", hash, referencedBy: { path: "a.txt", sequence: 3, type: "session_checkpoint" } },
     ]);
   });
 

@@ -1,0 +1,59 @@
+import { createHash } from "node:crypto";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { CheckpointStore, SessionStore, fsBackend, memoryBackend, type SessionStoreOptions } from "../../src/index.js";
+import { withLockedSession } from "../../src/session/session-store.js";
+import type { TempRoots } from "../helpers/temp-root.js";
+
+export const sha256 = (bytes: string | Buffer) => createHash("sha256").update(bytes).digest("hex");
+
+export type BackendKind = "fs" | "memory";
+export const BACKENDS: readonly BackendKind[] = ["fs", "memory"];
+
+export interface Seeded {
+  store: SessionStore;
+  checkpoints: CheckpointStore;
+  /** The fs backend's root (undefined for memory). */
+  root: string | undefined;
+  workspace: string;
+  id: string;
+  /** Closes the store and the backend it was given. */
+  close(): Promise<void>;
+}
+
+/**
+ * A session as an agent leaves it: 1 message, 2 checkpoint of a.txt ("one\n"), then a.txt says
+ * "two\n" and 3 message. The caller closes it.
+ */
+export async function seed(
+  temps: TempRoots,
+  kind: BackendKind,
+  options: Partial<SessionStoreOptions> & { root?: string } = {},
+): Promise<Seeded> {
+  const base = await temps.make("agent-tape-maintenance-");
+  const workspace = join(base, "workspace");
+  await mkdir(workspace);
+  const root = kind === "fs" ? (options.root ?? join(base, "root")) : undefined;
+  const backend = options.backend ?? (kind === "fs" ? fsBackend({ root: root! }) : memoryBackend());
+  const store = new SessionStore({ ...options, backend });
+  const checkpoints = new CheckpointStore(store);
+  const { id } = await store.create({ workspace });
+  await store.append(id, { type: "message", payload: { role: "user", content: "make a.txt say two" } });
+  await writeFile(join(workspace, "a.txt"), "one\n");
+  await checkpoints.around(id, { tool: "write_file", paths: ["a.txt"] }, () =>
+    writeFile(join(workspace, "a.txt"), "two\n"),
+  );
+  await store.append(id, { type: "message", payload: { role: "assistant", content: "done" } });
+  const close = async () => {
+    await store.close();
+    await backend.close();
+  };
+  return { store, checkpoints, root, workspace, id, close };
+}
+
+/** A blob no event names, as a capture cut short by a power loss leaves it. */
+export async function plantOrphanBlob(s: Seeded, content: string): Promise<string> {
+  const hash = sha256(content);
+  await withLockedSession(s.store, s.id, (locked) => locked.writeBlob(hash, Buffer.from(content)));
+  return hash;
+}
