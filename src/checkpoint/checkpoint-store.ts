@@ -99,9 +99,10 @@ export class CheckpointStore {
   }
 
   /**
-   * Captures, then runs the tool. The checkpoint is kept whatever happens next — the tool
-   * throwing or `signal` firing mid-run — since the edit may have half-happened and the
-   * before-state is what a rewind needs. Rejects with `signal.reason` when aborted.
+   * Wraps one tool call in a before-snapshot: captures `input.paths` (as {@link capture} does),
+   * then calls `run` and returns what it returns. The checkpoint is kept whatever happens next
+   * (the tool throwing, or `signal` firing mid-run), since the edit may have half-happened and
+   * the before-state is what a rewind needs. Rejects with `signal.reason` when aborted.
    */
   async around<T>(id: string, input: CaptureInput, run: (signal?: AbortSignal) => Promise<T> | T): Promise<T> {
     await this.capture(id, input);

@@ -1,4 +1,4 @@
-// Maintenance, gc: frees what no session needs any more (docs/ARCHITECTURE.md, "Keeping blobs alive").
+// Maintenance, gc: frees what no session needs any more (unreferenced blobs, expired rewind archives).
 import type { SignalOption, StorageBackend } from "../backend/types.js";
 import { forEachLimited } from "../core/bounded-concurrency.js";
 import { isAgentTapeError } from "../core/errors.js";
