@@ -71,8 +71,6 @@ function printSummary(out: TextSink, report: GcReport, only: string | undefined)
   const scope = only !== undefined ? `session ${only}` : `${freed.length} of ${sessions}`;
   const bytes = report.bytesFreed === undefined ? "" : ` ${formatBytes(report.bytesFreed)}`;
   const what = `${plural(report.orphanBlobs, "blob")} and ${plural(report.expiredArchives, "rewind archive")}`;
-  printLine(
-    out,
-    `${report.dryRun ? "Would free" : "Freed"}${bytes}: ${what} from ${scope}.${report.dryRun ? " Nothing was deleted." : ""}`,
-  );
+  const verb = report.dryRun ? "Would free" : "Freed";
+  printLine(out, `${verb}${bytes}: ${what} from ${scope}.${report.dryRun ? " Nothing was deleted." : ""}`);
 }

@@ -1,3 +1,4 @@
+// In the process tier: one test holds a session lock from a real child process.
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
