@@ -1,0 +1,145 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import type { SessionRecord, StorageBackend } from "../backend/types.js";
+import { blob, event, expectCode, readAll, record, withLock } from "./fixtures.js";
+import { runAreas, type BackendConformanceOptions, type ConformanceArea } from "./suite.js";
+
+/** Sessions: create, get, list, delete, forks' blobs, and the optional sizeOf. */
+export const sessionsArea: ConformanceArea = (suite) => {
+  let backend!: StorageBackend;
+  beforeEach(() => {
+    backend = suite.backend;
+  });
+
+  describe("sessions", () => {
+    it("createSession stores the record, which getSession returns as given", async () => {
+      const record: SessionRecord = {
+        id: "s1",
+        createdAt: "2025-01-01T00:00:00.000Z",
+        title: "a title — with ünïcode",
+        workspace: "/work/space",
+        parent: { id: "p0", atSequence: 4 },
+      };
+      await backend.createSession(record);
+      expect(await backend.getSession("s1")).toEqual(record);
+      await backend.createSession({ id: "s2", createdAt: "2025-01-02T00:00:00.000Z" });
+      expect(await backend.getSession("s2")).toEqual({ id: "s2", createdAt: "2025-01-02T00:00:00.000Z" });
+    });
+
+    it("getSession of an unknown id is undefined", async () => {
+      expect(await backend.getSession("nobody")).toBeUndefined();
+    });
+
+    it("createSession refuses a taken id with SESSION_EXISTS and leaves the session as it was", async () => {
+      await backend.createSession(record("s1", "first"), [event("s1", 1)]);
+      await expectCode(
+        backend.createSession(record("s1", "second"), [event("s1", 1), event("s1", 2)]),
+        "SESSION_EXISTS",
+      );
+      expect((await backend.getSession("s1"))?.title).toBe("first");
+      expect(await readAll(backend, "s1")).toEqual([event("s1", 1)]);
+    });
+
+    it("createSession refuses an id that is not safe as a name with INVALID_SESSION_ID, creating nothing", async () => {
+      for (const id of ["../escape", "a/b", "", ".hidden"]) {
+        await expectCode(backend.createSession(record(id)), "INVALID_SESSION_ID");
+      }
+      expect(await backend.listSessionIds()).toEqual([]);
+    });
+
+    it("events given at creation are in the log, in order, and the lock starts after them", async () => {
+      const events = [event("s1", 1), event("s1", 2), event("s1", 3)];
+      await backend.createSession(record("s1"), events);
+      expect(await readAll(backend, "s1")).toEqual(events);
+      expect(await backend.lastEvent("s1")).toEqual(events[2]);
+      const locked = await backend.lock("s1");
+      expect(locked.lastSequence).toBe(3);
+      await locked.append([event("s1", 4)], true);
+      await locked.release();
+      expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2, 3, 4]);
+    });
+
+    it("a session created without events has an empty log", async () => {
+      await backend.createSession(record("s1"));
+      expect(await readAll(backend, "s1")).toEqual([]);
+      expect(await backend.lastEvent("s1")).toBeUndefined();
+      expect(await backend.listBlobs("s1")).toEqual([]);
+      expect(await backend.listRecords("s1")).toEqual([]);
+      const locked = await backend.lock("s1");
+      expect(locked.lastSequence).toBe(0);
+      await locked.release();
+    });
+
+    it("createSession with blobsFrom copies the named blobs, and only those", async () => {
+      const [a, b, c] = [blob("alpha"), blob("beta"), blob("gamma")];
+      await backend.createSession(record("parent"));
+      await withLock(backend, "parent", async (locked) => {
+        for (const x of [a, b, c]) await locked.writeBlob(x.hash, x.bytes);
+      });
+      const neverWritten = blob("never written").hash;
+      await backend.createSession(record("child"), [], {
+        blobsFrom: { sessionId: "parent", hashes: new Set([a.hash, b.hash, neverWritten]) },
+      });
+      expect((await backend.listBlobs("child")).sort()).toEqual([a.hash, b.hash].sort());
+      expect(await backend.readBlob("child", a.hash)).toEqual(Buffer.from(a.bytes));
+      expect(await backend.readBlob("child", b.hash)).toEqual(Buffer.from(b.bytes));
+      expect(await backend.readBlob("child", c.hash)).toBeUndefined();
+      expect((await backend.listBlobs("parent")).sort()).toEqual([a.hash, b.hash, c.hash].sort());
+    });
+
+    it("a copied blob outlives its deletion from the session it came from", async () => {
+      const a = blob("shared");
+      await backend.createSession(record("parent"));
+      await withLock(backend, "parent", (locked) => locked.writeBlob(a.hash, a.bytes));
+      await backend.createSession(record("child"), [], { blobsFrom: { sessionId: "parent", hashes: [a.hash] } });
+      await withLock(backend, "parent", (locked) => locked.deleteBlob(a.hash));
+      expect(await backend.readBlob("parent", a.hash)).toBeUndefined();
+      expect(await backend.readBlob("child", a.hash)).toEqual(Buffer.from(a.bytes));
+    });
+
+    it("listSessionIds lists every session and nothing else", async () => {
+      expect(await backend.listSessionIds()).toEqual([]);
+      for (const id of ["a", "b", "c"]) await backend.createSession(record(id));
+      expect((await backend.listSessionIds()).sort()).toEqual(["a", "b", "c"]);
+    });
+
+    it("deleteSession removes the session, its log and its blobs, and says whether there was one", async () => {
+      const a = blob("doomed");
+      await backend.createSession(record("s1"), [event("s1", 1)]);
+      await backend.createSession(record("s2"));
+      await withLock(backend, "s1", async (locked) => {
+        await locked.writeBlob(a.hash, a.bytes);
+        await locked.writeRecord("note", { keep: false });
+      });
+      expect(await backend.deleteSession("s1")).toBe(true);
+      expect(await backend.deleteSession("s1")).toBe(false);
+      expect(await backend.getSession("s1")).toBeUndefined();
+      expect(await backend.listSessionIds()).toEqual(["s2"]);
+      await expectCode(readAll(backend, "s1"), "SESSION_NOT_FOUND");
+      await expectCode(backend.lock("s1"), "SESSION_NOT_FOUND");
+      expect(await backend.readBlob("s1", a.hash)).toBeUndefined();
+    });
+
+    it("a deleted id can be used again and starts empty", async () => {
+      const a = blob("old");
+      await backend.createSession(record("s1", "old"), [event("s1", 1), event("s1", 2)]);
+      await withLock(backend, "s1", async (locked) => {
+        await locked.writeBlob(a.hash, a.bytes);
+        await locked.writeRecord("note", 1);
+      });
+      await backend.deleteSession("s1");
+      await backend.createSession(record("s1", "new"));
+      expect((await backend.getSession("s1"))?.title).toBe("new");
+      expect(await readAll(backend, "s1")).toEqual([]);
+      expect(await backend.listBlobs("s1")).toEqual([]);
+      expect(await backend.listRecords("s1")).toEqual([]);
+      const locked = await backend.lock("s1");
+      expect(locked.lastSequence).toBe(0);
+      await locked.release();
+    });
+  });
+};
+
+/** Registers (with vitest) the sessions area of the conformance suite alone; `runBackendConformance` runs every area. */
+export function runSessionConformance(options: BackendConformanceOptions): void {
+  runAreas(options, [sessionsArea]);
+}
