@@ -1,7 +1,13 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { StorageBackend } from "../backend/types.js";
+import { referencedBlobs } from "../blobs/references.js";
+import { CheckpointStore } from "../checkpoint/checkpoint-store.js";
+import type { StoredEvent } from "../core/events.js";
+import { rewind } from "../rewind/rewind.js";
+import { undoRewind } from "../rewind/undo.js";
 import { SessionStore } from "../session/session-store.js";
 import { blob, checkpoint, expectCode, range } from "./fixtures.js";
+import { editSession, folderTree, put, useWorkspaces, type EditedSession } from "./workspace.js";
 import { runAreas, type BackendConformanceOptions, type ConformanceArea } from "./suite.js";
 
 /**
@@ -123,6 +129,105 @@ export const rewindArea: ConformanceArea = (suite) => {
       expect(await store.delete(id)).toBe(false);
       expect(await backend.listSessionIds()).toEqual([]);
       await store.close();
+    });
+  });
+
+  describe("checkpoints, rewind and undo over this backend", () => {
+    const workspaces = useWorkspaces();
+    const edited = async (): Promise<EditedSession> => {
+      const s = await editSession(backend, await workspaces.make());
+      workspaces.track(s.store);
+      return s;
+    };
+    const upTo = (events: StoredEvent[], sequence: number) => events.filter((e) => e.sequence <= sequence);
+
+    it("capture keeps the before-bytes of real files as blobs of this backend, and readBlob gives them back", async () => {
+      const workspace = await workspaces.make();
+      await put(workspace, "a.txt", "alpha\n");
+      await put(workspace, "dir/b.txt", "beta\n", 0o600);
+      const store = workspaces.track(new SessionStore({ backend }));
+      const checkpoints = new CheckpointStore(store);
+      const { id } = await store.create({ workspace });
+      const captured = await checkpoints.capture(id, { tool: "edit_file", paths: ["a.txt", "dir", "missing.txt"] });
+      const files = captured!.payload.files;
+      const byPath = new Map(files.map((f) => [f.path, f]));
+      expect(byPath.get("missing.txt")).toEqual({ path: "missing.txt", kind: "absent" });
+      const contents: Record<string, string> = { "a.txt": "alpha\n", "dir/b.txt": "beta\n" };
+      for (const [path, text] of Object.entries(contents)) {
+        const snapshot = byPath.get(path);
+        expect(snapshot?.kind, path).toBe("blob");
+        const hash = (snapshot as { blob: string }).blob;
+        expect((await checkpoints.readBlob(id, hash)).toString("utf8")).toBe(text);
+        expect(await backend.readBlob(id, hash)).toEqual(Buffer.from(text));
+      }
+      expect((await backend.listBlobs(id)).sort()).toEqual([...referencedBlobs([captured!])].sort());
+      expect(await store.readAll(id)).toEqual([captured]);
+    });
+
+    it('rewind "all" puts every file back as it was at the target and cuts the log to the target plus a marker; undoRewind puts both back', async () => {
+      const s = await edited();
+      const last = s.eventsAfter.at(-1)!.sequence;
+      const removed = s.eventsAfter.filter((e) => e.sequence > s.target);
+      const report = await rewind(s.store, s.id, { toSequence: s.target });
+      expect(report).toMatchObject({ mode: "all", eventsRemoved: removed.length, markerSequence: last + 1 });
+      expect(await folderTree(s.workspace)).toEqual(s.treeAtTarget);
+      const events = await s.store.readAll(s.id);
+      expect(events.slice(0, -1)).toEqual(upTo(s.eventsAfter, s.target));
+      expect(events.at(-1)).toMatchObject({ type: "session_rewind", sequence: last + 1 });
+
+      const undo = await undoRewind(s.store, s.id);
+      expect(await folderTree(s.workspace)).toEqual(s.treeAfter);
+      const afterUndo = await s.store.readAll(s.id);
+      const reappended = afterUndo.filter((e) => e.sequence > last + 1 && e.sequence < undo.markerSequence!);
+      expect(reappended).toEqual(removed.map((e, i) => ({ ...e, sequence: last + 2 + i })));
+      expect(afterUndo.at(-1)).toMatchObject({ type: "session_rewind", payload: { undoOf: last + 1 } });
+      expect(await backend.listRecords(s.id)).not.toContain("rewind-intent");
+    });
+
+    it('rewind "files" keeps every event; rewind "conversation" leaves every file as it is', async () => {
+      const s = await edited();
+      await rewind(s.store, s.id, { toSequence: s.target, mode: "files" });
+      expect(await folderTree(s.workspace)).toEqual(s.treeAtTarget);
+      expect((await s.store.readAll(s.id)).slice(0, -1)).toEqual(s.eventsAfter);
+
+      const t = await edited();
+      await rewind(t.store, t.id, { toSequence: t.target, mode: "conversation" });
+      expect(await folderTree(t.workspace)).toEqual(t.treeAfter);
+      expect((await t.store.readAll(t.id)).slice(0, -1)).toEqual(upTo(t.eventsAfter, t.target));
+    });
+
+    it("a dry run reports the plan and changes nothing: files, log, blobs and records stay as they were", async () => {
+      const s = await edited();
+      const blobs = (await backend.listBlobs(s.id)).sort();
+      const records = (await backend.listRecords(s.id)).sort();
+      const report = await rewind(s.store, s.id, { toSequence: s.target, dryRun: true });
+      expect(report.dryRun).toBe(true);
+      expect(report.changes.length).toBeGreaterThan(0);
+      expect(await folderTree(s.workspace)).toEqual(s.treeAfter);
+      expect(await s.store.readAll(s.id)).toEqual(s.eventsAfter);
+      expect((await backend.listBlobs(s.id)).sort()).toEqual(blobs);
+      expect((await backend.listRecords(s.id)).sort()).toEqual(records);
+    });
+
+    it("with keepUndo: 0 a rewind deletes every blob the log no longer references, and keeps every one it does", async () => {
+      const s = await edited();
+      const before = await backend.listBlobs(s.id);
+      const report = await rewind(s.store, s.id, { toSequence: s.target, keepUndo: 0 });
+      const kept = (await backend.listBlobs(s.id)).sort();
+      expect(kept).toEqual([...referencedBlobs(await s.store.readAll(s.id))].sort());
+      expect(report.blobsPruned).toBe(before.length - kept.length);
+      expect(report.blobsPruned).toBeGreaterThan(0);
+    });
+
+    it("a fork carries the blobs its checkpoints need: rewinding the fork restores the files from its own blobs", async () => {
+      const s = await edited();
+      const fork = await s.store.fork(s.id, { id: "fork" });
+      // The parent's blobs go: the fork must not depend on them.
+      await s.store.withLock(s.id, async (locked) => {
+        for (const hash of await backend.listBlobs(s.id)) await locked.deleteBlob(hash);
+      });
+      await rewind(s.store, fork.id, { toSequence: s.target });
+      expect(await folderTree(s.workspace)).toEqual(s.treeAtTarget);
     });
   });
 };
