@@ -149,6 +149,25 @@ export const lockArea: ConformanceArea = (suite) => {
       await withLock(backend, "s1", async (locked) => expect(locked.held).toBe(true));
     });
   });
+
+  describe("a holder that died", () => {
+    suite.withCrashedHolder(
+      "a lock left by a holder that died is taken over, with the log as the holder left it",
+      async (leaveCrashedHolder) => {
+        await backend.createSession(record("s1"), [event("s1", 1)]);
+        await leaveCrashedHolder("s1");
+        const locked = await backend.lock("s1", { waitMs: 30_000 });
+        try {
+          expect(locked.held).toBe(true);
+          expect(locked.lastSequence).toBe(1);
+          await locked.append([event("s1", 2)], true);
+        } finally {
+          await locked.release();
+        }
+        expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2]);
+      },
+    );
+  });
 };
 
 /** Registers (with vitest) the lock area of the conformance suite alone; `runBackendConformance` runs every area. */

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { SessionRecord, StorageBackend } from "../backend/types.js";
-import { blob, event, expectCode, readAll, record, withLock } from "./fixtures.js";
+import { blob, event, expectCode, range, readAll, record, sha256, withLock } from "./fixtures.js";
 import { runAreas, type BackendConformanceOptions, type ConformanceArea } from "./suite.js";
 
 /** Sessions: create, get, list, delete, forks' blobs, and the optional sizeOf. */
@@ -136,6 +136,69 @@ export const sessionsArea: ConformanceArea = (suite) => {
       expect(locked.lastSequence).toBe(0);
       await locked.release();
     });
+  });
+
+  describe("optional methods", () => {
+    it("the backend has every optional method it does not declare lacking, and none it does", async () => {
+      const lacks = suite.options.lacks ?? {};
+      await backend.createSession(record("s1"));
+      const locked = await backend.lock("s1");
+      try {
+        const has = {
+          readEventBatches: typeof backend.readEventBatches === "function",
+          sizeOf: typeof backend.sizeOf === "function",
+          discardPartialWrites: typeof locked.discardPartialWrites === "function",
+        };
+        for (const [method, present] of Object.entries(has))
+          expect(present, `${method}: declared ${method in lacks ? "lacking" : "present"}`).toBe(!(method in lacks));
+      } finally {
+        await locked.release();
+      }
+    });
+
+    suite.withOptional(
+      "sizeOf",
+      "sizeOf grows as the log, blobs and records grow, by at least their bytes",
+      async () => {
+        await backend.createSession(record("s1"));
+        const empty = await backend.sizeOf!("s1");
+        expect(empty).toBeGreaterThanOrEqual(0);
+        const events = range(1, 20).map((n) => event("s1", n));
+        await withLock(backend, "s1", (locked) => locked.append(events, true));
+        const afterLog = await backend.sizeOf!("s1");
+        const logBytes = events.reduce((sum, e) => sum + Buffer.byteLength(JSON.stringify(e)), 0);
+        expect(afterLog).toBeGreaterThanOrEqual(empty + logBytes);
+
+        const big = { hash: "", bytes: Buffer.alloc(10_000, 7) };
+        big.hash = sha256(big.bytes);
+        await withLock(backend, "s1", (locked) => locked.writeBlob(big.hash, big.bytes));
+        const afterBlob = await backend.sizeOf!("s1");
+        expect(afterBlob).toBeGreaterThanOrEqual(afterLog + 10_000);
+
+        const value = { note: "y".repeat(2000) };
+        await withLock(backend, "s1", (locked) => locked.writeRecord("note", value));
+        expect(await backend.sizeOf!("s1")).toBeGreaterThanOrEqual(afterBlob + JSON.stringify(value).length);
+      },
+    );
+
+    suite.withOptional(
+      "sizeOf",
+      "sizeOf counts at least every byte the session holds, whatever was written at creation, and one session only",
+      async () => {
+        const events = range(1, 10).map((n) => event("s1", n));
+        await backend.createSession(record("s1"), events);
+        await backend.createSession(record("s2"));
+        const a = blob("a blob of s1");
+        await withLock(backend, "s1", async (locked) => {
+          await locked.writeBlob(a.hash, a.bytes);
+          await locked.writeRecord("r", [1, 2, 3]);
+        });
+        let held = a.bytes.length + JSON.stringify([1, 2, 3]).length;
+        for (const e of await readAll(backend, "s1")) held += Buffer.byteLength(JSON.stringify(e));
+        expect(await backend.sizeOf!("s1")).toBeGreaterThanOrEqual(held);
+        expect(await backend.sizeOf!("s2")).toBeLessThan(held);
+      },
+    );
   });
 };
 
