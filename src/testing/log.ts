@@ -4,7 +4,10 @@ import { blob, event, expectCode, range, readAll, record, withLock } from "./fix
 import { expectSameReads } from "./recovery.js";
 import { runAreas, type BackendConformanceOptions, type ConformanceArea } from "./suite.js";
 
-/** The event log: reading (ranges, early exit, abort), appending and truncating under the lock, and the optional readEventBatches. */
+/**
+ * The event log: reading (ranges, early exit, abort), appending and truncating under the lock, and
+ * the optional readEventBatches.
+ */
 export const logArea: ConformanceArea = (suite) => {
   let backend!: StorageBackend;
   beforeEach(() => {

@@ -63,7 +63,10 @@ export const recordsArea: ConformanceArea = (suite) => {
   });
 };
 
-/** Registers (with vitest) the records area of the conformance suite alone; `runBackendConformance` runs every area. */
+/**
+ * Registers (with vitest) the records area of the conformance suite alone;
+ * `runBackendConformance` runs every area.
+ */
 export function runRecordConformance(options: BackendConformanceOptions): void {
   runAreas(options, [recordsArea]);
 }

@@ -45,7 +45,7 @@ export const recoveryArea: ConformanceArea = (suite) => {
     );
 
     suite.withCrashLeftState(
-      "a corrupt line throws LOG_CORRUPT after the events before it; with onCorrupt it is reported (line, reason, text) and skipped",
+      "a corrupt line: LOG_CORRUPT after the events before it; with onCorrupt, reported and skipped",
       async (crash) => {
         await corruptInTheMiddle(crash.appendToLog);
         const seen: number[] = [];
@@ -156,7 +156,7 @@ export const recoveryArea: ConformanceArea = (suite) => {
       },
     );
 
-    it("a holder that died writing blobs (its note left): the next store's first lock prunes the blobs nothing references, and only those", async () => {
+    it("a holder died writing blobs (note left): the next lock prunes unreferenced blobs, only those", async () => {
       const [kept, orphan] = [blob("referenced by a checkpoint"), blob("written, never referenced")];
       await backend.createSession(record("s1"));
       await withLock(backend, "s1", async (locked) => {
@@ -181,7 +181,7 @@ export const recoveryArea: ConformanceArea = (suite) => {
     const workspaces = useWorkspaces();
     const steps = ["intent-written", "files-restored", "log-truncated", "blobs-pruned", "marker-appended"] as const;
     for (const step of steps) {
-      it(`stopped after "${step}": the next store's first read finishes it, files and log as a whole rewind leaves them, and it can be undone`, async () => {
+      it(`stopped after "${step}": the next read finishes it as a whole rewind would; it can be undone`, async () => {
         // lockIdleMs 0: the lock is given up as the rewind fails, as a killed holder's lock would be taken over.
         const s = await editSession(backend, await workspaces.make(), { lockIdleMs: 0 });
         workspaces.track(s.store);

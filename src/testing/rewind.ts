@@ -141,7 +141,7 @@ export const rewindArea: ConformanceArea = (suite) => {
     };
     const upTo = (events: StoredEvent[], sequence: number) => events.filter((e) => e.sequence <= sequence);
 
-    it("capture keeps the before-bytes of real files as blobs of this backend, and readBlob gives them back", async () => {
+    it("capture keeps the before-bytes of real files as this backend's blobs; readBlob gives them back", async () => {
       const workspace = await workspaces.make();
       await put(workspace, "a.txt", "alpha\n");
       await put(workspace, "dir/b.txt", "beta\n", 0o600);
@@ -164,7 +164,7 @@ export const rewindArea: ConformanceArea = (suite) => {
       expect(await store.readAll(id)).toEqual([captured]);
     });
 
-    it('rewind "all" puts every file back as it was at the target and cuts the log to the target plus a marker; undoRewind puts both back', async () => {
+    it('rewind "all" puts the files back, cuts the log to the target plus a marker; undo puts both back', async () => {
       const s = await edited();
       const last = s.eventsAfter.at(-1)!.sequence;
       const removed = s.eventsAfter.filter((e) => e.sequence > s.target);
@@ -209,7 +209,7 @@ export const rewindArea: ConformanceArea = (suite) => {
       expect((await backend.listRecords(s.id)).sort()).toEqual(records);
     });
 
-    it("with keepUndo: 0 a rewind deletes every blob the log no longer references, and keeps every one it does", async () => {
+    it("keepUndo 0: a rewind deletes the blobs the log no longer references, keeps every one it does", async () => {
       const s = await edited();
       const before = await backend.listBlobs(s.id);
       const report = await rewind(s.store, s.id, { toSequence: s.target, keepUndo: 0 });
@@ -219,7 +219,7 @@ export const rewindArea: ConformanceArea = (suite) => {
       expect(report.blobsPruned).toBeGreaterThan(0);
     });
 
-    it("a fork carries the blobs its checkpoints need: rewinding the fork restores the files from its own blobs", async () => {
+    it("a fork carries the blobs its checkpoints need: rewinding it restores files from its own blobs", async () => {
       const s = await edited();
       const fork = await s.store.fork(s.id, { id: "fork" });
       // The parent's blobs go: the fork must not depend on them.

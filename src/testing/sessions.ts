@@ -202,7 +202,10 @@ export const sessionsArea: ConformanceArea = (suite) => {
   });
 };
 
-/** Registers (with vitest) the sessions area of the conformance suite alone; `runBackendConformance` runs every area. */
+/**
+ * Registers (with vitest) the sessions area of the conformance suite alone;
+ * `runBackendConformance` runs every area.
+ */
 export function runSessionConformance(options: BackendConformanceOptions): void {
   runAreas(options, [sessionsArea]);
 }
