@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { StorageBackend } from "../backend/types.js";
+import { BLOBS_IN_FLIGHT_RECORD } from "../blobs/in-flight.js";
 import { referencedBlobs } from "../blobs/references.js";
 import { CheckpointStore } from "../checkpoint/checkpoint-store.js";
 import type { StoredEvent } from "../core/events.js";
@@ -199,14 +200,17 @@ export const rewindArea: ConformanceArea = (suite) => {
     it("a dry run reports the plan and changes nothing: files, log, blobs and records stay as they were", async () => {
       const s = await edited();
       const blobs = (await backend.listBlobs(s.id)).sort();
-      const records = (await backend.listRecords(s.id)).sort();
+      // The blobs-in-flight note comes and goes with the store's lease, not with the dry run.
+      const records = async () =>
+        (await backend.listRecords(s.id)).filter((name) => name !== BLOBS_IN_FLIGHT_RECORD).sort();
+      const recordsBefore = await records();
       const report = await rewind(s.store, s.id, { toSequence: s.target, dryRun: true });
       expect(report.dryRun).toBe(true);
       expect(report.changes.length).toBeGreaterThan(0);
       expect(await folderTree(s.workspace)).toEqual(s.treeAfter);
       expect(await s.store.readAll(s.id)).toEqual(s.eventsAfter);
       expect((await backend.listBlobs(s.id)).sort()).toEqual(blobs);
-      expect((await backend.listRecords(s.id)).sort()).toEqual(records);
+      expect(await records()).toEqual(recordsBefore);
     });
 
     it("keepUndo 0: a rewind deletes the blobs the log no longer references, keeps every one it does", async () => {
