@@ -48,7 +48,16 @@ const RUNTIME_EXPORTS = [
   "verify",
 ];
 
-const TESTING_EXPORTS = ["runBackendConformance"];
+const TESTING_EXPORTS = [
+  "runBackendConformance",
+  "runBlobConformance",
+  "runLockConformance",
+  "runLogConformance",
+  "runRecordConformance",
+  "runRecoveryConformance",
+  "runRewindConformance",
+  "runSessionConformance",
+];
 
 describe("the public surface", () => {
   it("agent-tape exports exactly these runtime names", async () => {

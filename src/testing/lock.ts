@@ -23,7 +23,7 @@ export const lockArea: ConformanceArea = (suite) => {
       const waiting = backend.lock("s1", { waitMs: 30_000 }).then((locked) => (second = locked));
       await pause(200); // long enough for a polling lock to have retried many times
       expect(second).toBeUndefined();
-      await first.append([event("s1", 1)], true);
+      await first.append([event("s1", 1)], { sync: true });
       await first.release();
       await waiting;
       expect(second?.held).toBe(true);
@@ -37,7 +37,7 @@ export const lockArea: ConformanceArea = (suite) => {
       const error = await expectCode(backend.lock("s1", { waitMs: 100 }), "LOCKED");
       expect(error.message).toContain("s1");
       expect(first.held).toBe(true);
-      await first.append([event("s1", 1)], true);
+      await first.append([event("s1", 1)], { sync: true });
       await first.release();
       await withLock(backend, "s1", async (locked) => expect(locked.lastSequence).toBe(1));
     });
@@ -89,7 +89,7 @@ export const lockArea: ConformanceArea = (suite) => {
             try {
               const next = locked.lastSequence + 1;
               await pause(1); // widen the window a missing lock would let another writer into
-              await locked.append([event("s1", next)], true);
+              await locked.append([event("s1", next)], { sync: true });
             } finally {
               await locked.release();
             }
@@ -130,7 +130,7 @@ export const lockArea: ConformanceArea = (suite) => {
       const locked = await backend.lock("s1");
       await locked.release();
       expect(() => locked.assertHeld()).toThrow();
-      await expectCode(locked.append([event("s1", 3)], true), "INVALID_ARGUMENT");
+      await expectCode(locked.append([event("s1", 3)], { sync: true }), "INVALID_ARGUMENT");
       await expectCode(locked.truncateAfter(0), "INVALID_ARGUMENT");
       await expectCode(locked.writeBlob(a.hash, a.bytes), "INVALID_ARGUMENT");
       await expectCode(locked.writeRecord("late", 1), "INVALID_ARGUMENT");
@@ -160,7 +160,7 @@ export const lockArea: ConformanceArea = (suite) => {
         try {
           expect(locked.held).toBe(true);
           expect(locked.lastSequence).toBe(1);
-          await locked.append([event("s1", 2)], true);
+          await locked.append([event("s1", 2)], { sync: true });
         } finally {
           await locked.release();
         }

@@ -18,7 +18,7 @@ export const logArea: ConformanceArea = (suite) => {
     it("readEvents yields every event in sequence order, equal to what was written", async () => {
       const written = [1, 2, 3, 4, 5].map((n) => event("s1", n));
       await backend.createSession(record("s1"), written.slice(0, 2));
-      await withLock(backend, "s1", (locked) => locked.append(written.slice(2), true));
+      await withLock(backend, "s1", (locked) => locked.append(written.slice(2), { sync: true }));
       expect(await readAll(backend, "s1")).toEqual(written);
     });
 
@@ -29,7 +29,7 @@ export const logArea: ConformanceArea = (suite) => {
         nested: { list: [1, 2.5, -3, { deep: null }], flag: false, empty: {} },
       };
       await backend.createSession(record("s1"));
-      await withLock(backend, "s1", (locked) => locked.append([event("s1", 1, payload)], true));
+      await withLock(backend, "s1", (locked) => locked.append([event("s1", 1, payload)], { sync: true }));
       const [read] = await readAll(backend, "s1");
       expect(read?.payload).toEqual(payload);
     });
@@ -66,7 +66,7 @@ export const logArea: ConformanceArea = (suite) => {
       await iterator.return?.();
       expect((await iterator.next()).done).toBe(true);
 
-      await withLock(backend, "s1", (locked) => locked.append([event("s1", 6)], true));
+      await withLock(backend, "s1", (locked) => locked.append([event("s1", 6)], { sync: true }));
       expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6]);
     });
 
@@ -85,7 +85,9 @@ export const logArea: ConformanceArea = (suite) => {
     it("lastEvent is the newest event, follows appends and truncation, and is undefined when empty", async () => {
       await backend.createSession(record("s1"));
       expect(await backend.lastEvent("s1")).toBeUndefined();
-      await withLock(backend, "s1", (locked) => locked.append([event("s1", 1), event("s1", 2), event("s1", 3)], true));
+      await withLock(backend, "s1", (locked) =>
+        locked.append([event("s1", 1), event("s1", 2), event("s1", 3)], { sync: true }),
+      );
       expect(await backend.lastEvent("s1")).toEqual(event("s1", 3));
       await withLock(backend, "s1", (locked) => locked.truncateAfter(1));
       expect(await backend.lastEvent("s1")).toEqual(event("s1", 1));
@@ -98,7 +100,7 @@ export const logArea: ConformanceArea = (suite) => {
     it("what a caller does with an event after appending or reading it does not change the log", async () => {
       await backend.createSession(record("s1"));
       const written = event("s1", 1, { role: "user", content: "original" });
-      await withLock(backend, "s1", (locked) => locked.append([written], true));
+      await withLock(backend, "s1", (locked) => locked.append([written], { sync: true }));
       (written.payload as { content: string }).content = "changed after append";
       const [first] = await readAll(backend, "s1");
       (first!.payload as { content: string }).content = "changed after read";
@@ -111,11 +113,11 @@ export const logArea: ConformanceArea = (suite) => {
     it("append adds events and moves lastSequence", async () => {
       await backend.createSession(record("s1"));
       await withLock(backend, "s1", async (locked) => {
-        await locked.append([event("s1", 1)], true);
+        await locked.append([event("s1", 1)], { sync: true });
         expect(locked.lastSequence).toBe(1);
-        await locked.append([event("s1", 2), event("s1", 3)], false);
+        await locked.append([event("s1", 2), event("s1", 3)], { sync: false });
         expect(locked.lastSequence).toBe(3);
-        await locked.append([], true);
+        await locked.append([], { sync: true });
         expect(locked.lastSequence).toBe(3);
       });
       expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2, 3]);
@@ -124,10 +126,10 @@ export const logArea: ConformanceArea = (suite) => {
     it("append refuses a sequence that does not increase, with INVALID_ARGUMENT, writing nothing", async () => {
       await backend.createSession(record("s1"), [event("s1", 1), event("s1", 2)]);
       await withLock(backend, "s1", async (locked) => {
-        await expectCode(locked.append([event("s1", 2)], true), "INVALID_ARGUMENT"); // a repeat
-        await expectCode(locked.append([event("s1", 1)], true), "INVALID_ARGUMENT"); // going back
-        await expectCode(locked.append([event("s1", 2.5)], true), "INVALID_ARGUMENT"); // not a whole number
-        await expectCode(locked.append([event("s1", 0)], true), "INVALID_ARGUMENT");
+        await expectCode(locked.append([event("s1", 2)], { sync: true }), "INVALID_ARGUMENT"); // a repeat
+        await expectCode(locked.append([event("s1", 1)], { sync: true }), "INVALID_ARGUMENT"); // going back
+        await expectCode(locked.append([event("s1", 2.5)], { sync: true }), "INVALID_ARGUMENT"); // not a whole number
+        await expectCode(locked.append([event("s1", 0)], { sync: true }), "INVALID_ARGUMENT");
         expect(locked.lastSequence).toBe(2);
       });
       expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2]);
@@ -140,9 +142,9 @@ export const logArea: ConformanceArea = (suite) => {
       );
       await withLock(backend, "s1", async (locked) => {
         await locked.truncateAfter(2);
-        await locked.append([event("s1", 6)], true);
+        await locked.append([event("s1", 6)], { sync: true });
         expect(locked.lastSequence).toBe(6);
-        await locked.append([event("s1", 7), event("s1", 9)], true);
+        await locked.append([event("s1", 7), event("s1", 9)], { sync: true });
         expect(locked.lastSequence).toBe(9);
       });
       expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2, 6, 7, 9]);
@@ -152,10 +154,16 @@ export const logArea: ConformanceArea = (suite) => {
     it("append is all or nothing: one out-of-order sequence in a batch writes none of it", async () => {
       await backend.createSession(record("s1"), [event("s1", 1)]);
       await withLock(backend, "s1", async (locked) => {
-        await expectCode(locked.append([event("s1", 2), event("s1", 3), event("s1", 3)], true), "INVALID_ARGUMENT");
-        await expectCode(locked.append([event("s1", 2), event("s1", 4), event("s1", 3)], false), "INVALID_ARGUMENT");
+        await expectCode(
+          locked.append([event("s1", 2), event("s1", 3), event("s1", 3)], { sync: true }),
+          "INVALID_ARGUMENT",
+        );
+        await expectCode(
+          locked.append([event("s1", 2), event("s1", 4), event("s1", 3)], { sync: false }),
+          "INVALID_ARGUMENT",
+        );
         expect(locked.lastSequence).toBe(1);
-        await locked.append([event("s1", 2), event("s1", 3)], true);
+        await locked.append([event("s1", 2), event("s1", 3)], { sync: true });
         expect(locked.lastSequence).toBe(3);
       });
       expect(await readAll(backend, "s1")).toEqual([event("s1", 1), event("s1", 2), event("s1", 3)]);
@@ -164,7 +172,7 @@ export const logArea: ConformanceArea = (suite) => {
     it("appends made under the lock are readable without it, before and after release", async () => {
       await backend.createSession(record("s1"));
       const locked = await backend.lock("s1");
-      await locked.append([event("s1", 1)], true);
+      await locked.append([event("s1", 1)], { sync: true });
       expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1]);
       expect((await backend.lastEvent("s1"))?.sequence).toBe(1);
       await locked.release();
@@ -179,7 +187,7 @@ export const logArea: ConformanceArea = (suite) => {
       await withLock(backend, "s1", async (locked) => {
         await locked.truncateAfter(4);
         expect(locked.lastSequence).toBe(4);
-        await locked.append([event("s1", 5, { role: "user", content: "after truncation" })], true);
+        await locked.append([event("s1", 5, { role: "user", content: "after truncation" })], { sync: true });
         expect(locked.lastSequence).toBe(5);
       });
       const events = await readAll(backend, "s1");
@@ -237,7 +245,7 @@ export const logArea: ConformanceArea = (suite) => {
       await backend.createSession(record("s1"));
       await backend.createSession(record("s2"), [event("s2", 1)]);
       await withLock(backend, "s1", async (locked) => {
-        await locked.append([event("s1", 1), event("s1", 2)], true);
+        await locked.append([event("s1", 1), event("s1", 2)], { sync: true });
         await locked.writeRecord("only-here", true);
         await locked.truncateAfter(0);
       });
@@ -309,7 +317,7 @@ export const logArea: ConformanceArea = (suite) => {
         );
         await withLock(backend, "s1", async (locked) => {
           await locked.truncateAfter(2);
-          await locked.append([event("s1", 6), event("s1", 7)], true);
+          await locked.append([event("s1", 6), event("s1", 7)], { sync: true });
         });
         await expectSameReads(backend, "s1", {});
         const flat: number[] = [];

@@ -38,7 +38,7 @@ export const recoveryArea: ConformanceArea = (suite) => {
         expect((await backend.lastEvent("s1"))?.sequence).toBe(3);
         await withLock(backend, "s1", async (locked) => {
           expect(locked.lastSequence).toBe(3);
-          await locked.append([event("s1", 4)], true);
+          await locked.append([event("s1", 4)], { sync: true });
         });
         expect(await readAll(backend, "s1")).toEqual(range(1, 4).map((n) => event("s1", n)));
       },
@@ -162,7 +162,9 @@ export const recoveryArea: ConformanceArea = (suite) => {
       await withLock(backend, "s1", async (locked) => {
         await locked.writeRecord(BLOBS_IN_FLIGHT_RECORD, { pid: 0, at: "2025-01-01T00:00:00.000Z" });
         await locked.writeBlob(kept.hash, kept.bytes);
-        await locked.append([{ ...event("s1", 1), type: "session_checkpoint", payload: checkpoint(kept.hash) }], true);
+        await locked.append([{ ...event("s1", 1), type: "session_checkpoint", payload: checkpoint(kept.hash) }], {
+          sync: true,
+        });
         await locked.writeBlob(orphan.hash, orphan.bytes);
         // released without removing the note: what a holder killed here leaves
       });

@@ -6,7 +6,7 @@ import { CheckpointStore } from "../checkpoint/checkpoint-store.js";
 import type { StoredEvent } from "../core/events.js";
 import { rewind } from "../rewind/rewind.js";
 import { undoRewind } from "../rewind/undo.js";
-import { SessionStore } from "../session/session-store.js";
+import { SessionStore, withLockedSession } from "../session/session-store.js";
 import { blob, checkpoint, expectCode, range } from "./fixtures.js";
 import { editSession, folderTree, put, useWorkspaces, type EditedSession } from "./workspace.js";
 import { runAreas, type BackendConformanceOptions, type ConformanceArea } from "./suite.js";
@@ -66,7 +66,7 @@ export const rewindArea: ConformanceArea = (suite) => {
       const before = blob("export const a = 1;\n");
       const later = blob("export const a = 2;\n");
       await store.append(parent.id, { type: "message", payload: { role: "user", content: "edit a.ts" } });
-      await store.withLock(parent.id, async (locked) => {
+      await withLockedSession(store, parent.id, async (locked) => {
         await locked.writeBlob(before.hash, before.bytes);
         await locked.writeBlob(later.hash, later.bytes);
       });
@@ -227,7 +227,7 @@ export const rewindArea: ConformanceArea = (suite) => {
       const s = await edited();
       const fork = await s.store.fork(s.id, { id: "fork" });
       // The parent's blobs go: the fork must not depend on them.
-      await s.store.withLock(s.id, async (locked) => {
+      await withLockedSession(s.store, s.id, async (locked) => {
         for (const hash of await backend.listBlobs(s.id)) await locked.deleteBlob(hash);
       });
       await rewind(s.store, fork.id, { toSequence: s.target });

@@ -53,7 +53,7 @@ export const sessionsArea: ConformanceArea = (suite) => {
       expect(await backend.lastEvent("s1")).toEqual(events[2]);
       const locked = await backend.lock("s1");
       expect(locked.lastSequence).toBe(3);
-      await locked.append([event("s1", 4)], true);
+      await locked.append([event("s1", 4)], { sync: true });
       await locked.release();
       expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2, 3, 4]);
     });
@@ -164,7 +164,7 @@ export const sessionsArea: ConformanceArea = (suite) => {
         const empty = await backend.sizeOf!("s1");
         expect(empty).toBeGreaterThanOrEqual(0);
         const events = range(1, 20).map((n) => event("s1", n));
-        await withLock(backend, "s1", (locked) => locked.append(events, true));
+        await withLock(backend, "s1", (locked) => locked.append(events, { sync: true }));
         const afterLog = await backend.sizeOf!("s1");
         const logBytes = events.reduce((sum, e) => sum + Buffer.byteLength(JSON.stringify(e)), 0);
         expect(afterLog).toBeGreaterThanOrEqual(empty + logBytes);
