@@ -11,7 +11,9 @@ describe("agent-tape list", () => {
   it("lists sessions newest first with id, title, event count, last activity and size", async () => {
     const older = await seedSession(temps, { title: "older session" });
     const newer = await seedSession(temps, { root: older.root, title: "newer session" });
-    // Activity, not creation, decides the order: touch the older one last.
+    // Activity, not creation, decides the order: touch the older one last. Activity times have millisecond
+    // resolution, so let the clock move first or the two sessions tie and the id breaks the tie.
+    await new Promise((resolve) => setTimeout(resolve, 5));
     await withStore(older.root, (store) =>
       store.append(older.id, { type: "message", payload: { role: "user", content: "again" } }),
     );
