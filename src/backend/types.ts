@@ -16,9 +16,11 @@ export interface StorageBackend {
 
   /**
    * Makes a new session with `events` already in its log (a fork's prefix), visible to readers
-   * all at once. Throws SESSION_EXISTS if the id is taken.
+   * all at once. Throws SESSION_EXISTS if the id is taken. `events` may be an async iterable, so a
+   * long prefix streams through without being held; it is consumed before `blobsFrom.hashes` is
+   * read, so a caller may collect the hashes as the events pass.
    */
-  createSession(record: SessionRecord, events?: readonly StoredEvent[], options?: CreateSessionOptions): Promise<void>;
+  createSession(record: SessionRecord, events?: NewSessionEvents, options?: CreateSessionOptions): Promise<void>;
   /** The record written at creation, or undefined if there is no such session. */
   getSession(id: string, options?: SignalOption): Promise<SessionRecord | undefined>;
   /** Ids of every session, in no particular order. */
@@ -69,6 +71,9 @@ export interface SessionRecord {
   /** Set on a fork: where it came from. */
   parent?: { id: string; atSequence: number };
 }
+
+/** The events a new session starts with: an array, or a stream of them in sequence order. */
+export type NewSessionEvents = readonly StoredEvent[] | AsyncIterable<StoredEvent>;
 
 export interface CreateSessionOptions extends SignalOption {
   /** Blobs the new session starts with, taken from another session (a fork's checkpoints). */

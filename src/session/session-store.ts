@@ -32,7 +32,7 @@ import { EventStream, inBatches } from "./event-stream.js";
 import { serializePayloadEarly } from "../core/envelope.js";
 import { mapLimited } from "../core/bounded-concurrency.js";
 import { clearBlobsInFlight } from "../blobs/in-flight.js";
-import { referencedBlobs } from "../blobs/references.js";
+import { addReferences } from "../blobs/references.js";
 import { SessionLease } from "./lease.js";
 import { foldConversation, type Conversation } from "./conversation.js";
 
@@ -571,11 +571,21 @@ export class SessionStore<E extends EventSchemas = {}> {
         const at = options.atSequence ?? locked.lastSequence;
         if (!Number.isSafeInteger(at) || at < 0 || at > locked.lastSequence)
           throw new SequenceOutOfRangeError(parentId, at, locked.lastSequence);
-        const copied: StoredEvent[] = [];
-        for await (const event of this.backend.readEvents(parentId, { toSequence: at, ...signalOnly(options) }))
-          copied.push({ ...event, sessionId: id });
+        // Streamed from the parent's log into the new one: memory does not follow the log's length.
+        // The blobs the copied checkpoints point at are collected on the way, for the backend to link.
+        const hashes = new Set<string>();
         const forkEvent = this.#toEvent(id, { type: "session_fork", payload: { parentId, atSequence: at } });
-        forkEvent.sequence = (copied[copied.length - 1]?.sequence ?? 0) + 1;
+        const backend = this.backend;
+        async function* copied(): AsyncGenerator<StoredEvent> {
+          let last = 0;
+          for await (const event of backend.readEvents(parentId, { toSequence: at, ...signalOnly(options) })) {
+            addReferences(event, hashes);
+            last = event.sequence;
+            yield { ...event, sessionId: id };
+          }
+          forkEvent.sequence = last + 1;
+          yield forkEvent;
+        }
         const record: SessionRecord = {
           id,
           createdAt: new Date().toISOString(),
@@ -584,9 +594,9 @@ export class SessionStore<E extends EventSchemas = {}> {
         const title = options.title ?? parent.title;
         if (title !== undefined) record.title = title;
         if (parent.workspace !== undefined) record.workspace = parent.workspace;
-        await this.backend.createSession(record, [...copied, forkEvent], {
+        await this.backend.createSession(record, copied(), {
           ...signalOnly(options),
-          blobsFrom: { sessionId: parentId, hashes: referencedBlobs(copied) },
+          blobsFrom: { sessionId: parentId, hashes },
         });
         return toInfo(record, forkEvent);
       },

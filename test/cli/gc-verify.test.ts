@@ -35,7 +35,8 @@ describe("agent-tape gc", () => {
     const run = await cli(["gc", s.id, "--dry-run", "--root", s.root]);
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(
-      `${s.id}  1 blob, 0 rewind archives  31 B\nWould free 31 B: 1 blob and 0 rewind archives from session ${s.id}. Nothing was deleted.\n`,
+      `${s.id}  1 blob, 0 rewind archives  31 B\n` +
+        `Would free 31 B: 1 blob and 0 rewind archives from session ${s.id}. Nothing was deleted.\n`,
     );
     expect(await exists(blobPath(s, orphan))).toBe(true);
   });

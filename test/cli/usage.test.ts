@@ -19,7 +19,8 @@ describe("help and version", () => {
     expect(run.stderr).toBe("");
     for (const verb of VERBS) expect(run.stdout).toMatch(new RegExp(`^  ${verb}\\b`, "m"));
     expect(run.stdout).toContain(
-      "$AGENT_TAPE_ROOT, else\n                 $XDG_DATA_HOME/agent-tape/sessions, else ~/.local/share/agent-tape/sessions",
+      "$AGENT_TAPE_ROOT, else\n                 " +
+        "$XDG_DATA_HOME/agent-tape/sessions, else ~/.local/share/agent-tape/sessions",
     );
     expect(run.stdout).toContain(
       "Exit codes:\n  0  success\n  1  problems found (verify), or the operation failed\n  2  usage error",
@@ -93,7 +94,7 @@ describe("usage errors exit 2", () => {
 });
 
 describe("the store root", () => {
-  it("defaults to $AGENT_TAPE_ROOT, else $XDG_DATA_HOME/agent-tape/sessions, else ~/.local/share/agent-tape/sessions", () => {
+  it("defaults to $AGENT_TAPE_ROOT, else $XDG_DATA_HOME/agent-tape/sessions, else ~/.local/share/…", () => {
     expect(defaultRoot({ AGENT_TAPE_ROOT: "/data/tapes", XDG_DATA_HOME: "/xdg", HOME: "/home/me" })).toBe(
       "/data/tapes",
     );

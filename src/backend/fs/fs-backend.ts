@@ -9,12 +9,14 @@ import type {
   CreateSessionOptions,
   LockOptions,
   LockedSession,
+  NewSessionEvents,
   ReadEventsOptions,
   SessionRecord,
   SignalOption,
   StorageBackend,
 } from "../types.js";
 import { fsyncDir } from "../../core/atomic-file.js";
+import { forEachLimited } from "../../core/bounded-concurrency.js";
 import { listBlobFiles, readBlobFile } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import { SessionLayout } from "./layout.js";
@@ -58,7 +60,7 @@ class FsBackend implements StorageBackend {
 
   async createSession(
     record: SessionRecord,
-    events: readonly StoredEvent[] = [],
+    events: NewSessionEvents = [],
     options: CreateSessionOptions = {},
   ): Promise<void> {
     assertSessionId(record.id);
@@ -70,9 +72,7 @@ class FsBackend implements StorageBackend {
     // mkdtemp: a unique name even for two creates of one id in the same millisecond.
     const staging = await mkdtemp(join(this.layout.root, `.staging-${record.id}-`));
     try {
-      let text = "";
-      for (const event of events) text += serializeEvent(event) + "\n";
-      await writeFileSynced(join(staging, "events.jsonl"), text);
+      await writeLogSynced(join(staging, "events.jsonl"), events, options.signal);
       await writeFileSynced(join(staging, "session.json"), JSON.stringify(record, null, 2) + "\n");
       if (options.blobsFrom) await this.linkBlobs(options.blobsFrom.sessionId, staging, options.blobsFrom.hashes);
       await fsyncDir(staging);
@@ -90,23 +90,30 @@ class FsBackend implements StorageBackend {
     }
   }
 
-  /** Hard-links blobs (copies where the filesystem refuses links) into a staging session folder. */
+  /**
+   * Hard-links blobs (copies where the filesystem refuses links) into a staging session folder, a
+   * few at a time: a fork of a long session may carry thousands, and one at a time waits out each
+   * round trip.
+   */
   private async linkBlobs(fromId: string, stagingDir: string, hashes: Iterable<string>): Promise<void> {
     assertSessionId(fromId);
-    for (const hash of hashes) {
-      if (!isBlobHash(hash)) continue;
+    const wanted = [...hashes].filter(isBlobHash);
+    const shards = [...new Set(wanted.map((hash) => hash.slice(0, 2)))];
+    await forEachLimited(shards, LINK_CONCURRENCY, (shard) =>
+      mkdir(join(stagingDir, "blobs", shard), { recursive: true }).then(() => undefined),
+    );
+    await forEachLimited(wanted, LINK_CONCURRENCY, async (hash) => {
       const from = this.layout.blob(fromId, hash);
-      const shard = join(stagingDir, "blobs", hash.slice(0, 2));
-      await mkdir(shard, { recursive: true });
+      const to = join(stagingDir, "blobs", hash.slice(0, 2), hash);
       try {
-        await link(from, join(shard, hash));
+        await link(from, to);
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
-        if (code === "ENOENT") continue; // never written or pruned: the checkpoint's reader reports it
-        if (code === "EEXIST") continue;
-        await copyFile(from, join(shard, hash));
+        if (code === "ENOENT") return; // never written or pruned: the checkpoint's reader reports it
+        if (code === "EEXIST") return;
+        await copyFile(from, to);
       }
-    }
+    });
   }
 
   async getSession(id: string, options: SignalOption = {}): Promise<SessionRecord | undefined> {
@@ -307,6 +314,35 @@ class FsBackend implements StorageBackend {
     const open = [...this.openLocks];
     this.openLocks.clear();
     await Promise.all(open.map((s) => s.release()));
+  }
+}
+
+/** Blob links (or copies) in flight at once during a fork. */
+const LINK_CONCURRENCY = 8;
+/** A new log is written in pieces of about this many bytes: few writes, and memory that does not follow its length. */
+const LOG_WRITE_CHUNK = 1 << 20;
+
+/** Writes a new log from its events as they come, then syncs it. */
+async function writeLogSynced(file: string, events: NewSessionEvents, signal?: AbortSignal): Promise<void> {
+  const fh = await open(file, "wx", 0o644);
+  try {
+    let pending: string[] = [];
+    let pendingLength = 0;
+    for await (const event of events) {
+      const line = serializeEvent(event) + "\n";
+      pending.push(line);
+      pendingLength += line.length;
+      if (pendingLength >= LOG_WRITE_CHUNK) {
+        signal?.throwIfAborted();
+        await fh.writeFile(pending.join(""));
+        pending = [];
+        pendingLength = 0;
+      }
+    }
+    if (pending.length > 0) await fh.writeFile(pending.join(""));
+    await fh.sync();
+  } finally {
+    await fh.close();
   }
 }
 

@@ -4,6 +4,7 @@ import { assertSessionId } from "../../core/ids.js";
 import { isRecordName } from "../names.js";
 import type {
   CreateSessionOptions,
+  NewSessionEvents,
   LockOptions,
   LockedSession,
   ReadEventsOptions,
@@ -50,12 +51,14 @@ class MemoryBackend implements StorageBackend {
 
   async createSession(
     record: SessionRecord,
-    events: readonly StoredEvent[] = [],
+    stream: NewSessionEvents = [],
     options: CreateSessionOptions = {},
   ): Promise<void> {
     assertSessionId(record.id);
     options.signal?.throwIfAborted();
     if (this.sessions.has(record.id)) throw new SessionExistsError(record.id);
+    // The whole log lives in memory here anyway.
+    const events: readonly StoredEvent[] = Symbol.asyncIterator in stream ? await collect(stream) : stream;
     let previous = 0;
     for (const event of events) {
       if (!Number.isSafeInteger(event.sequence) || event.sequence <= previous)
@@ -186,4 +189,10 @@ class MemoryBackend implements StorageBackend {
     if (!session) throw new SessionNotFoundError(id);
     return session;
   }
+}
+
+async function collect(stream: AsyncIterable<StoredEvent>): Promise<StoredEvent[]> {
+  const events: StoredEvent[] = [];
+  for await (const event of stream) events.push(event);
+  return events;
 }
