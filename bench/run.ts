@@ -9,13 +9,23 @@ import { appendSuite } from "./append.bench.js";
 import { batchSuite } from "./batch.bench.js";
 import { captureSuite } from "./capture.bench.js";
 import { conversationSuite } from "./conversation.bench.js";
+import { diffSuite } from "./diff.bench.js";
 import { markdownTable, score, withTempDirs, type ScoredRow, type Suite } from "./harness.js";
 import { lockSuite } from "./lock.bench.js";
 import { replaySuite } from "./replay.bench.js";
 import { rewindSuite } from "./rewind.bench.js";
 
 /** Every suite, in the order they run. A new benchmark is one more entry here. */
-const suites: Suite[] = [appendSuite, batchSuite, replaySuite, lockSuite, captureSuite, rewindSuite, conversationSuite];
+const suites: Suite[] = [
+  appendSuite,
+  batchSuite,
+  replaySuite,
+  lockSuite,
+  captureSuite,
+  rewindSuite,
+  conversationSuite,
+  diffSuite,
+];
 
 const here = dirname(fileURLToPath(import.meta.url));
 const quick = process.env.BENCH_QUICK === "1";

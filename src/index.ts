@@ -17,7 +17,9 @@ export { CheckpointStore } from "./checkpoint/checkpoint-store.js";
 export type { CheckpointStoreOptions, CaptureInput, CheckpointEvent } from "./checkpoint/checkpoint-store.js";
 
 export { rewind } from "./rewind/rewind.js";
-export type { RewindOptions, RewindReport } from "./rewind/rewind.js";
+export type { RewindOptions, RewindReport, ReportedChange } from "./rewind/rewind.js";
+export { DIFF_LIMITS } from "./core/file-diff.js";
+export type { DiffLimits, DiffTotals } from "./core/file-diff.js";
 export { undoRewind } from "./rewind/undo.js";
 export type { UndoRewindOptions, UndoReport } from "./rewind/undo.js";
 export type { RewindStep } from "./rewind/intent.js";
@@ -68,6 +70,7 @@ export {
   RewindPayload,
   RewindMode,
   FileChange,
+  FileDiff,
   ForkPayload,
 } from "./core/events.js";
 export type { StoredEvent, EventSchemas, EventInput, TypedEvent, BuiltinEvents } from "./core/events.js";

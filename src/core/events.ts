@@ -105,10 +105,25 @@ export type CheckpointPayload = z.infer<typeof CheckpointPayload>;
 export const RewindMode = z.enum(["all", "files", "conversation"]);
 export type RewindMode = z.infer<typeof RewindMode>;
 
+/**
+ * How much a file changes: lines inserted and deleted for text, or for a file too large or binary for
+ * a line diff, its bytes (the whole file in, the whole file out), with `reason` saying why.
+ */
+export const FileDiff = z.object({
+  unit: z.enum(["lines", "bytes"]),
+  insertions: z.number().int().nonnegative(),
+  deletions: z.number().int().nonnegative(),
+  /** Why bytes and not lines: "binary", "too_large", "too_many_changes", "over_budget". */
+  reason: z.string().optional(),
+});
+export type FileDiff = z.infer<typeof FileDiff>;
+
 export const FileChange = z.object({
   path: z.string(),
   action: z.enum(["restore", "delete", "skip"]),
   reason: z.string().optional(),
+  /** For a restore or delete of a regular file: what it does to the file as it is now. */
+  diff: FileDiff.optional(),
 });
 export type FileChange = z.infer<typeof FileChange>;
 

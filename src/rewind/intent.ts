@@ -122,6 +122,7 @@ function reportRefused(marker: RewindPayload, refused: readonly string[]): void 
     else marker.filesDeleted--;
     change.action = "skip";
     change.reason = "outside_workspace";
+    delete change.diff; // nothing changed there after all
     marker.skipped.push(change.path);
   }
 }

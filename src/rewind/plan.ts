@@ -31,6 +31,8 @@ export function closestSnapshotPerPath(events: Iterable<StoredEvent>): Map<strin
 export interface PlannedChange extends FileChange {
   /** What the path must become (restore/delete); absent for a skip. */
   target?: FileSnapshot;
+  /** The unified diff from the file now to `target`, when asked for (see `diffPlannedChanges`). */
+  patch?: string;
 }
 
 export interface FilePlan {

@@ -9,6 +9,8 @@ import { archiveName, listArchives } from "../blobs/archives.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { realWorkspaceOf } from "../checkpoint/confine.js";
 import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.js";
+import { diffPlannedChanges } from "./plan-diffs.js";
+import { totalDiffs, type DiffTotals } from "../core/file-diff.js";
 
 export interface RewindOptions extends SignalOption {
   /** The event to go back to: everything after it is undone. */
@@ -32,6 +34,16 @@ export interface RewindOptions extends SignalOption {
    * locked: do not call the store from it.
    */
   onProgress?: (step: "planned" | "intent-written" | RewindStep) => void;
+  /**
+   * Put each changed text file's unified diff in the report (`changes[i].patch`), within the diff
+   * bounds (DIFF_LIMITS). Insertion and deletion counts are always there. @default false
+   */
+  diffs?: boolean;
+}
+
+/** A path in a report: the change, and its unified diff when `diffs` asked for it (never stored). */
+export interface ReportedChange extends FileChange {
+  patch?: string;
 }
 
 export interface RewindReport {
@@ -42,7 +54,9 @@ export interface RewindReport {
   filesDeleted: number;
   /** Paths left alone, each with its reason in `changes`. */
   skipped: string[];
-  changes: FileChange[];
+  changes: ReportedChange[];
+  /** Lines (text) and bytes (binary or past the diff bounds) the file changes insert and delete. */
+  diffTotals: DiffTotals;
   /** Events cut from the log (or that would be, in a dry run). */
   eventsRemoved: number;
   blobsPruned: number;
@@ -113,6 +127,7 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
           closestSnapshotPerPath(after),
           limits,
         );
+        await diffPlannedChanges(plan, realWorkspace, { patches: options.diffs ?? false });
         Object.assign(report, summarizePlan(plan));
       }
       options.onProgress?.("planned");
@@ -135,7 +150,7 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
         filesRestored: marker.filesRestored,
         filesDeleted: marker.filesDeleted,
         skipped: marker.skipped,
-        changes: marker.changes,
+        changes: withPatches(marker.changes, report.changes),
         blobsPruned: done.blobsPruned,
         markerSequence,
       };
@@ -168,7 +183,7 @@ async function prepareRewind(
     filesRestored: report.filesRestored,
     filesDeleted: report.filesDeleted,
     skipped: report.skipped,
-    changes: report.changes,
+    changes: report.changes.map(({ patch: _patch, ...change }) => change), // diffs are for the reader, not the log
     eventsRemoved: report.eventsRemoved,
     blobsPruned: 0,
   };
@@ -214,6 +229,7 @@ export function emptyReport(targetSequence: number, mode: RewindMode, dryRun: bo
     filesDeleted: 0,
     skipped: [],
     changes: [],
+    diffTotals: totalDiffs([]),
     eventsRemoved: 0,
     blobsPruned: 0,
   };
@@ -222,13 +238,23 @@ export function emptyReport(targetSequence: number, mode: RewindMode, dryRun: bo
 /** The report's view of a file plan: counts, skipped paths, and the changes without their records. */
 export function summarizePlan(
   plan: FilePlan,
-): Pick<RewindReport, "changes" | "filesRestored" | "filesDeleted" | "skipped"> {
+): Pick<RewindReport, "changes" | "filesRestored" | "filesDeleted" | "skipped" | "diffTotals"> {
   return {
     changes: plan.changes.map(({ target: _record, ...change }) => change),
+    diffTotals: totalDiffs(plan.changes.map((c) => c.diff)),
     filesRestored: plan.changes.filter((c) => c.action === "restore").length,
     filesDeleted: plan.changes.filter((c) => c.action === "delete").length,
     skipped: plan.changes.filter((c) => c.action === "skip").map((c) => c.path),
   };
+}
+
+/** The stored changes, each with the patch the plan made for its path. */
+export function withPatches(stored: FileChange[], planned: readonly ReportedChange[]): ReportedChange[] {
+  const patches = new Map(planned.flatMap((c) => (c.patch === undefined ? [] : [[c.path, c.patch] as const])));
+  return stored.map((change) => {
+    const patch = patches.get(change.path);
+    return patch === undefined || change.action === "skip" ? change : { ...change, patch };
+  });
 }
 
 function signalOf(options: SignalOption): SignalOption {

@@ -8,7 +8,8 @@ import { readArchive } from "../blobs/archives.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { realWorkspaceOf } from "../checkpoint/confine.js";
 import { planFileChanges, type FilePlan } from "./plan.js";
-import { UNDO_LIMITS, emptyReport, summarizePlan, type RewindReport } from "./rewind.js";
+import { UNDO_LIMITS, emptyReport, summarizePlan, withPatches, type RewindReport } from "./rewind.js";
+import { diffPlannedChanges } from "./plan-diffs.js";
 
 export interface UndoRewindOptions extends SignalOption {
   /** @default the workspace the rewind restored into */
@@ -16,6 +17,8 @@ export interface UndoRewindOptions extends SignalOption {
   /** Return what would change and touch nothing. @default false */
   dryRun?: boolean;
   onProgress?: (step: "planned" | "intent-written" | RewindStep) => void;
+  /** Put each changed text file's unified diff in the report, as `rewind`'s `diffs`. @default false */
+  diffs?: boolean;
 }
 
 export interface UndoReport extends RewindReport {
@@ -79,6 +82,7 @@ export async function undoRewind(
         realWorkspace = await realWorkspaceOf(givenWorkspace);
         const wanted = new Map(undo.files.map((f) => [f.path, f]));
         plan = await planFileChanges(store.backend, id, realWorkspace, resolve(givenWorkspace), wanted, UNDO_LIMITS);
+        await diffPlannedChanges(plan, realWorkspace, { patches: options.diffs ?? false });
         Object.assign(report, summarizePlan(plan));
       }
       options.onProgress?.("planned");
@@ -94,7 +98,7 @@ export async function undoRewind(
         filesRestored: report.filesRestored,
         filesDeleted: report.filesDeleted,
         skipped: report.skipped,
-        changes: report.changes,
+        changes: report.changes.map(({ patch: _patch, ...change }) => change),
         eventsRemoved: 0,
         blobsPruned: 0,
         reappendedFrom: restoredEvents.map((e) => e.sequence),
@@ -125,7 +129,7 @@ export async function undoRewind(
         filesRestored: done.filesRestored,
         filesDeleted: done.filesDeleted,
         skipped: done.skipped,
-        changes: done.changes,
+        changes: withPatches(done.changes, report.changes),
         markerSequence: undoMarker.sequence,
       };
     },

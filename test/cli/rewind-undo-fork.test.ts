@@ -50,9 +50,10 @@ describe("agent-tape rewind", () => {
       filesDeleted: 1,
       skipped: [],
       changes: [
-        { path: "a.txt", action: "restore" },
-        { path: "b.txt", action: "delete" },
+        { path: "a.txt", action: "restore", diff: { unit: "lines", insertions: 1, deletions: 1 } },
+        { path: "b.txt", action: "delete", diff: { unit: "lines", insertions: 0, deletions: 1 } },
       ],
+      diffTotals: { lines: { insertions: 1, deletions: 2 }, bytes: { insertions: 0, deletions: 0 } },
       eventsRemoved: 3,
       blobsPruned: 0,
       markerSequence: 6,

@@ -29,18 +29,26 @@ export interface Story {
   blobsBefore: string[];
 }
 
-/** Every path the story's rewind changes, as a rewind reports them (sorted by path). */
+const lines = (insertions: number, deletions: number) => ({ unit: "lines", insertions, deletions }) as const;
+
+/**
+ * Every path the story's rewind changes, as a rewind reports them (sorted by path), with what each does
+ * to the file now in lines: a chmod changes no line, folders have none.
+ */
 export const STORY_CHANGES = [
-  { path: "bin/run.sh", action: "restore" },
-  { path: "docs/guide/old.md", action: "restore" },
-  { path: "src/app/main.ts", action: "restore" },
-  { path: "src/app/new.ts", action: "delete" },
+  { path: "bin/run.sh", action: "restore", diff: lines(0, 0) },
+  { path: "docs/guide/old.md", action: "restore", diff: lines(1, 0) },
+  { path: "src/app/main.ts", action: "restore", diff: lines(1, 1) },
+  { path: "src/app/new.ts", action: "delete", diff: lines(0, 1) },
   { path: "vendor", action: "restore" },
   { path: "vendor/pkg", action: "restore" },
   { path: "vendor/pkg/lib", action: "restore" },
-  { path: "vendor/pkg/lib/index.js", action: "restore" },
-  { path: "vendor/pkg/package.json", action: "restore" },
+  { path: "vendor/pkg/lib/index.js", action: "restore", diff: lines(1, 0) },
+  { path: "vendor/pkg/package.json", action: "restore", diff: lines(1, 0) },
 ];
+
+/** The story's line totals: the sum of STORY_CHANGES' diffs. */
+export const STORY_DIFF_TOTALS = { lines: { insertions: 4, deletions: 2 }, bytes: { insertions: 0, deletions: 0 } };
 
 /** Events appended after the story's target: 5 × (call, checkpoint, result), 4 checkpoints, 1 message. */
 export const STORY_EVENTS_AFTER_TARGET = 20;

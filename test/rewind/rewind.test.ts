@@ -11,7 +11,14 @@ import {
   type RewindPayload,
 } from "../../src/index.js";
 import { withLockedSession } from "../../src/session/session-store.js";
-import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, blobFile, logBytes, storyFixture } from "../helpers/rewind-story.js";
+import {
+  STORY_CHANGES,
+  STORY_DIFF_TOTALS,
+  STORY_EVENTS_AFTER_TARGET,
+  blobFile,
+  logBytes,
+  storyFixture,
+} from "../helpers/rewind-story.js";
 import { put, recordsLeft, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 import { referencedBlobs } from "../../src/blobs/references.js";
 
@@ -43,6 +50,7 @@ async function expectCode(promise: Promise<unknown>, code: string): Promise<void
 }
 
 const STORY_REPORT_FILES = { filesRestored: 8, filesDeleted: 1, skipped: [], changes: STORY_CHANGES };
+const STORY_REPORT = { ...STORY_REPORT_FILES, diffTotals: STORY_DIFF_TOTALS };
 
 describe("rewinding the story", () => {
   it('mode "all" puts every file back as it was at the target, cuts the log to the target plus a marker', async () => {
@@ -54,7 +62,7 @@ describe("rewinding the story", () => {
       targetSequence: s.target,
       dryRun: false,
       mode: "all",
-      ...STORY_REPORT_FILES,
+      ...STORY_REPORT,
       eventsRemoved: STORY_EVENTS_AFTER_TARGET,
       blobsPruned: 0, // the removed checkpoints' blobs are kept for undo by the archive
       markerSequence: last + 1,
@@ -89,7 +97,7 @@ describe("rewinding the story", () => {
       targetSequence: s.target,
       dryRun: false,
       mode: "files",
-      ...STORY_REPORT_FILES,
+      ...STORY_REPORT,
       eventsRemoved: 0,
       blobsPruned: 0,
       markerSequence: last + 1,
@@ -117,6 +125,7 @@ describe("rewinding the story", () => {
       filesDeleted: 0,
       skipped: [],
       changes: [],
+      diffTotals: { lines: { insertions: 0, deletions: 0 }, bytes: { insertions: 0, deletions: 0 } },
       eventsRemoved: STORY_EVENTS_AFTER_TARGET,
       blobsPruned: 0,
       markerSequence: last + 1,
@@ -174,7 +183,7 @@ describe("the closest snapshot decides", () => {
     expect(report.skipped).toEqual(["big.bin"]);
     expect(report.changes).toEqual([
       { path: "big.bin", action: "skip", reason: "not captured (too_large)" },
-      { path: "small.txt", action: "restore" },
+      { path: "small.txt", action: "restore", diff: { unit: "lines", insertions: 1, deletions: 1 } },
     ]);
     expect(report.filesRestored).toBe(1);
     expect(await readFile(join(w.workspace, "big.bin"), "utf8")).toBe("changed\n");
@@ -362,8 +371,9 @@ describe("tampered checkpoints and swapped symlinks never reach outside the work
     const report = await rewind(w.store, w.id, { toSequence: target });
 
     expect(report.changes).toEqual([
+      // created.txt is a symlink now (swapped in): no file to count; edited.txt is too, and gets v0 back.
       { path: "created.txt", action: "delete" },
-      { path: "edited.txt", action: "restore" },
+      { path: "edited.txt", action: "restore", diff: { unit: "lines", insertions: 1, deletions: 0 } },
     ]);
     expect(await workspaceTree(w.outside)).toEqual(outsideBefore);
     const tree = await workspaceTree(w.workspace);
@@ -394,8 +404,9 @@ describe("tampered checkpoints and swapped symlinks never reach outside the work
     });
 
     const expected = [
+      // dir/a.txt was planned with its diff; refused at the write, it changes nothing and counts nothing.
       { path: "dir/a.txt", action: "skip", reason: "outside_workspace" },
-      { path: "other.txt", action: "restore" },
+      { path: "other.txt", action: "restore", diff: { unit: "lines", insertions: 1, deletions: 1 } },
     ];
     expect(report.changes).toEqual(expected);
     expect(report).toMatchObject({ filesRestored: 1, skipped: ["dir/a.txt"] });
@@ -537,6 +548,7 @@ describe("sequences", () => {
       filesDeleted: 0,
       skipped: [],
       changes: [],
+      diffTotals: { lines: { insertions: 0, deletions: 0 }, bytes: { insertions: 0, deletions: 0 } },
       eventsRemoved: 0,
       blobsPruned: 0,
     });

@@ -29,16 +29,17 @@ async function expectNothingToUndo(promise: Promise<unknown>, because: RegExp): 
 }
 
 /** What the undo of the story's rewind does to each path: the rewind's changes, the other way round. */
+const lines = (insertions: number, deletions: number) => ({ unit: "lines", insertions, deletions }) as const;
 const STORY_UNDO_CHANGES = [
-  { path: "bin/run.sh", action: "restore" }, // back to 755
-  { path: "docs/guide/old.md", action: "delete" },
-  { path: "src/app/main.ts", action: "restore" }, // back to v5
-  { path: "src/app/new.ts", action: "restore" },
+  { path: "bin/run.sh", action: "restore", diff: lines(0, 0) }, // back to 755
+  { path: "docs/guide/old.md", action: "delete", diff: lines(0, 1) },
+  { path: "src/app/main.ts", action: "restore", diff: lines(1, 1) }, // back to v5
+  { path: "src/app/new.ts", action: "restore", diff: lines(1, 0) },
   { path: "vendor", action: "delete" },
   { path: "vendor/pkg", action: "delete" },
   { path: "vendor/pkg/lib", action: "delete" },
-  { path: "vendor/pkg/lib/index.js", action: "delete" },
-  { path: "vendor/pkg/package.json", action: "delete" },
+  { path: "vendor/pkg/lib/index.js", action: "delete", diff: lines(0, 1) },
+  { path: "vendor/pkg/package.json", action: "delete", diff: lines(0, 1) },
 ];
 
 describe("undoRewind puts back what the last rewind changed", () => {
@@ -60,6 +61,7 @@ describe("undoRewind puts back what the last rewind changed", () => {
       filesDeleted: 6,
       skipped: [],
       changes: STORY_UNDO_CHANGES,
+      diffTotals: { lines: { insertions: 2, deletions: 4 }, bytes: { insertions: 0, deletions: 0 } },
       eventsRemoved: 0,
       blobsPruned: 0,
       undoneMarker: marker,
