@@ -128,7 +128,7 @@ describe("a rewind's report counts what each path changes", () => {
     ]);
   });
 
-  it("with diffs: true each text change carries its unified diff, from the file now to the rewind's result", async () => {
+  it("with diffs: true each text change carries its unified diff, from the file now to the result", async () => {
     const s = await edited({ "a.txt": "one\ntwo\n" }, { "a.txt": "one\n2\n", "b.txt": "new\n" });
     const report = await rewind(s.store, s.id, { toSequence: s.target, dryRun: true, diffs: true });
     expect(report.changes.map((c) => c.patch)).toEqual([
