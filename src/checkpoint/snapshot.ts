@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
 import { constants } from "node:fs";
 import type { Stats } from "node:fs";
-import { lstat, open, readdir, readlink, type FileHandle } from "node:fs/promises";
-import { join } from "node:path";
+import { lstat, open, readlink, type FileHandle } from "node:fs/promises";
 import type { FileSnapshot } from "../core/events.js";
 import { forEachLimited, mapLimited } from "../core/bounded-concurrency.js";
 import { confine, type ConfinedPath } from "./confine.js";
+import { HeldWorkspace, OUTSIDE } from "./held-workspace.js";
 
 export interface SnapshotLimits {
   /** A file larger than this is recorded `skipped: too_large`. */
@@ -24,16 +24,32 @@ export interface Snapshot {
   blobs: Map<string, Buffer>;
 }
 
-/** A regular file found by the walk, read and hashed later in parallel. */
-type FileToRead = { path: string; absolute: string };
+/** A regular file found by the walk (workspace-relative), read and hashed later in parallel. */
+type FileToRead = { path: string };
 
 /**
  * Reads the current state of `paths` without following any final symlink and without ever
- * touching anything outside the workspace. Best-effort per path: a failure becomes a `skipped`
- * record with its reason, never an exception.
+ * touching anything outside the workspace, even while code in it swaps folders for symlinks:
+ * every entry is reached through its folder held open and checked (docs/ARCHITECTURE.md,
+ * "Confinement"). Best-effort per path: a failure becomes a `skipped` record with its reason,
+ * never an exception.
  */
 export async function snapshotPaths(
   realWorkspace: string,
+  givenWorkspace: string,
+  paths: readonly string[],
+  limits: SnapshotLimits,
+): Promise<Snapshot> {
+  const held = await HeldWorkspace.open(realWorkspace);
+  try {
+    return await snapshotHeld(held, givenWorkspace, paths, limits);
+  } finally {
+    await held.close();
+  }
+}
+
+async function snapshotHeld(
+  held: HeldWorkspace,
   givenWorkspace: string,
   paths: readonly string[],
   limits: SnapshotLimits,
@@ -55,26 +71,26 @@ export async function snapshotPaths(
 
   // Placing and stat-ing each path is independent: do it `concurrency` at a time (a rewind of
   // 1000 files spent most of its plan here one by one), then decide in the caller's order.
-  const looked = await mapLimited(paths, limits.concurrency, lookUp.bind(null, realWorkspace, givenWorkspace));
+  const looked = await mapLimited(paths, limits.concurrency, lookUp.bind(null, held, givenWorkspace));
   for (const found of looked) {
     if (!("info" in found) && !("error" in found)) {
       note({ path: found.place.path, kind: "skipped", reason: "outside_workspace" });
       continue;
     }
-    const { path, absolute } = found.place;
+    const { path } = found.place;
     if (seen.has(path)) continue;
     if ("error" in found) {
       if (found.error === "ENOENT") note({ path, kind: "absent" });
       else note({ path, kind: "skipped", reason: "unreadable", detail: found.error });
       continue;
     }
-    if (found.info.isDirectory()) await walkDirectory(path, absolute, found.info.mode, limits, note, queueRead);
-    else await classifyEntry(path, absolute, found.info, limits, note, queueRead);
+    if (found.info.isDirectory()) await walkDirectory(held, path, found.info.mode, limits, note, queueRead);
+    else await classifyEntry(held, path, found.info, limits, note, queueRead);
   }
 
   const blobs = new Map<string, Buffer>();
   await forEachLimited(toRead, limits.concurrency, async (file) => {
-    const { record, bytes } = await readRegularFile(file, limits.maxFileBytes);
+    const { record, bytes } = await readRegularFile(held, file, limits.maxFileBytes);
     records.set(file.path, record);
     if (bytes && record.kind === "blob") blobs.set(record.blob, bytes);
   });
@@ -82,29 +98,30 @@ export async function snapshotPaths(
 }
 
 type LookedUp =
-  | { place: Extract<ConfinedPath, { inside: false }> }
+  | { place: { inside: boolean; path: string } }
   | { place: Extract<ConfinedPath, { inside: true }>; info: Stats }
   | { place: Extract<ConfinedPath, { inside: true }>; error: string };
 
-async function lookUp(realWorkspace: string, givenWorkspace: string, given: string): Promise<LookedUp> {
-  const place = await confine(realWorkspace, given, givenWorkspace);
+async function lookUp(held: HeldWorkspace, givenWorkspace: string, given: string): Promise<LookedUp> {
+  const place = await confine(held.realWorkspace, given, givenWorkspace);
   if (!place.inside) return { place };
   try {
-    return { place, info: await lstat(place.absolute) };
+    const info = await held.at(place.path, (where) => lstat(where));
+    return info === OUTSIDE ? { place: { inside: false, path: place.path } } : { place, info };
   } catch (error) {
     return { place, error: (error as NodeJS.ErrnoException).code ?? String(error) };
   }
 }
 
 function classifyEntry(
+  held: HeldWorkspace,
   path: string,
-  absolute: string,
   info: { isFile(): boolean; isSymbolicLink(): boolean; size: number },
   limits: SnapshotLimits,
   note: (r: FileSnapshot) => void,
   queueRead: (file: FileToRead) => void,
 ): Promise<void> | void {
-  if (info.isSymbolicLink()) return recordLink(path, absolute, note);
+  if (info.isSymbolicLink()) return recordLink(held, path, note);
   if (!info.isFile()) return note({ path, kind: "skipped", reason: "not_a_regular_file" });
   if (info.size > limits.maxFileBytes)
     return note({
@@ -113,12 +130,14 @@ function classifyEntry(
       reason: "too_large",
       detail: `${info.size} bytes > maxFileBytes ${limits.maxFileBytes}`,
     });
-  queueRead({ path, absolute });
+  queueRead({ path });
 }
 
-async function recordLink(path: string, absolute: string, note: (r: FileSnapshot) => void): Promise<void> {
+async function recordLink(held: HeldWorkspace, path: string, note: (r: FileSnapshot) => void): Promise<void> {
   try {
-    note({ path, kind: "symlink", target: await readlink(absolute) });
+    const target = await held.at(path, (where) => readlink(where));
+    if (target === OUTSIDE) note({ path, kind: "skipped", reason: "outside_workspace" });
+    else note({ path, kind: "symlink", target });
   } catch (error) {
     note({
       path,
@@ -136,8 +155,8 @@ async function recordLink(path: string, absolute: string, note: (r: FileSnapshot
  * a rewind says the folder could not be fully restored.
  */
 async function walkDirectory(
+  held: HeldWorkspace,
   path: string,
-  absolute: string,
   mode: number,
   limits: SnapshotLimits,
   note: (r: FileSnapshot) => void,
@@ -146,32 +165,28 @@ async function walkDirectory(
   let entries = 0;
   let bytes = 0;
   const found: FileSnapshot[] = [{ path, kind: "directory", mode: mode & 0o7777 }];
-  const queue: FileToRead[] = [{ path, absolute }];
+  const queue: FileToRead[] = [{ path }];
   const reads: FileToRead[] = [];
   let overBudget: string | undefined;
   walk: while (queue.length > 0) {
     const dir = queue.shift()!;
-    let names;
+    let listed;
     try {
-      names = (await readdir(dir.absolute)).sort();
+      listed = await held.list(dir.path);
     } catch (error) {
-      found.push({
-        path: dir.path,
-        kind: "skipped",
-        reason: "unreadable",
-        detail: (error as NodeJS.ErrnoException).code ?? String(error),
-      });
+      const code = (error as NodeJS.ErrnoException).code;
+      const detail = code === "ELOOP" ? "became a symlink while being captured" : (code ?? String(error));
+      found.push({ path: dir.path, kind: "skipped", reason: "unreadable", detail });
       continue;
     }
-    for (const name of names) {
-      const child = { path: dir.path === "." ? name : `${dir.path}/${name}`, absolute: join(dir.absolute, name) };
-      let info;
-      try {
-        info = await lstat(child.absolute);
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code !== "ENOENT")
-          found.push({ path: child.path, kind: "skipped", reason: "unreadable", detail: code ?? String(error) });
+    if (listed === OUTSIDE) {
+      found.push({ path: dir.path, kind: "skipped", reason: "outside_workspace" });
+      continue;
+    }
+    for (const { name, info, error } of listed) {
+      const child = { path: dir.path === "." ? name : `${dir.path}/${name}` };
+      if (!info) {
+        if (error !== "ENOENT") found.push({ path: child.path, kind: "skipped", reason: "unreadable", detail: error });
         continue;
       }
       if (++entries > limits.maxDirectoryEntries) {
@@ -191,7 +206,7 @@ async function walkDirectory(
         }
       }
       const collect = (r: FileSnapshot) => found.push(r);
-      await classifyEntry(child.path, child.absolute, info, limits, collect, (file) => reads.push(file));
+      await classifyEntry(held, child.path, info, limits, collect, (file) => reads.push(file));
     }
   }
   if (overBudget) found[0] = { path, kind: "skipped", reason: "over_budget", detail: overBudget };
@@ -201,13 +216,16 @@ async function walkDirectory(
 
 /** Reads one file through a descriptor opened without following links, so what is hashed is what was checked. */
 async function readRegularFile(
+  held: HeldWorkspace,
   file: FileToRead,
   maxFileBytes: number,
 ): Promise<{ record: FileSnapshot; bytes?: Buffer }> {
   const path = file.path;
   let fh;
   try {
-    fh = await open(file.absolute, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const flags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+    fh = await held.at(path, (where) => open(where, flags));
+    if (fh === OUTSIDE) return { record: { path, kind: "skipped", reason: "outside_workspace" } };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return { record: { path, kind: "absent" } };

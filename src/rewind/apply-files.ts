@@ -1,9 +1,11 @@
-import { lstat, mkdir, open, rename, rm, symlink, chmod } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { constants } from "node:fs";
+import { lstat, mkdir, open, rename, symlink, unlink } from "node:fs/promises";
 import { fsyncDir } from "../core/atomic-file.js";
 import type { FileSnapshot } from "../core/events.js";
 import { forEachLimited } from "../core/bounded-concurrency.js";
 import { confine } from "../checkpoint/confine.js";
+import { HeldWorkspace, OUTSIDE } from "../checkpoint/held-workspace.js";
+import { removeEntry } from "../checkpoint/remove-entry.js";
 
 export interface ApplyResult {
   /** Paths that turned out to lead outside the workspace at the last moment, and were left alone. */
@@ -15,14 +17,29 @@ export interface ApplyResult {
  * folder, or nothing. Restores run parents first, deletions deepest first, so a folder that must
  * go takes with it whatever a restore put inside it. Files are written temp + fsync + rename, so
  * a crash leaves each file old or new, never torn; every step is idempotent (recovery re-runs it).
- * Each path is confined again right before it is touched, so a symlink swapped in after the plan
- * still cannot lead a write or a delete outside.
+ * Each path is reached through its folder held open and checked inside the workspace right when
+ * it is touched (docs/ARCHITECTURE.md, "Confinement"), so a symlink swapped in after the plan, or
+ * while the write happens, still cannot lead a write or a delete outside.
  */
 export async function applyFileRecords(
   realWorkspace: string,
   records: readonly FileSnapshot[],
   blobBytes: (hash: string) => Promise<Buffer>,
   concurrency = 8,
+): Promise<ApplyResult> {
+  const held = await HeldWorkspace.open(realWorkspace);
+  try {
+    return await applyHeld(held, records, blobBytes, concurrency);
+  } finally {
+    await held.close();
+  }
+}
+
+async function applyHeld(
+  held: HeldWorkspace,
+  records: readonly FileSnapshot[],
+  blobBytes: (hash: string) => Promise<Buffer>,
+  concurrency: number,
 ): Promise<ApplyResult> {
   const refused: string[] = [];
   const depth = (p: string) => (p === "." ? 0 : p.split("/").length);
@@ -31,59 +48,85 @@ export async function applyFileRecords(
     .sort((a, b) => depth(a.path) - depth(b.path));
   const deletes = records.filter((r) => r.kind === "absent").sort((a, b) => depth(b.path) - depth(a.path));
   const touchedDirs = new Set<string>();
+  const parentOf = (path: string) => (path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "");
 
+  // A record's path as the workspace-relative name to act on; undefined (and refused) when it leads outside.
   const place = async (path: string): Promise<string | undefined> => {
-    const where = await confine(realWorkspace, path);
+    const where = await confine(held.realWorkspace, path);
     if (!where.inside) {
       refused.push(path);
       return undefined;
     }
-    return where.absolute;
+    return where.path;
+  };
+  const act = async (path: string, action: (where: string) => Promise<void>) => {
+    const done = await held.at(path, action, { create: true });
+    if (done === OUTSIDE) refused.push(path);
+    else touchedDirs.add(parentOf(path));
   };
 
   // Folders one depth at a time (a parent before its children), files in parallel.
-  const folders = restores.filter((r) => r.kind === "directory");
-  for (const record of folders) {
-    const absolute = await place(record.path);
-    if (absolute && record.kind === "directory") await restoreDirectory(absolute, record.mode);
+  for (const record of restores) {
+    if (record.kind !== "directory") continue;
+    const path = await place(record.path);
+    if (path === undefined) continue;
+    if (path === ".") await held.at(".", (where) => restoreMode(where, record.mode));
+    else await act(path, (where) => restoreDirectory(held, path, where, record.mode));
   }
   await forEachLimited(
     restores.filter((r) => r.kind !== "directory"),
     concurrency,
     async (record) => {
-      const absolute = await place(record.path);
-      if (!absolute || absolute === realWorkspace) return; // the workspace itself stays a folder
-      if (record.kind === "blob") await restoreFile(absolute, await blobBytes(record.blob), record.mode);
-      else if (record.kind === "symlink") await restoreSymlink(absolute, record.target);
-      touchedDirs.add(dirname(absolute));
+      const path = await place(record.path);
+      if (path === undefined || path === ".") return; // the workspace itself stays a folder
+      if (record.kind === "blob") {
+        const bytes = await blobBytes(record.blob);
+        await act(path, (where) => restoreFile(held, path, where, bytes, record.mode));
+      } else if (record.kind === "symlink") {
+        await act(path, (where) => restoreSymlink(held, path, where, record.target));
+      }
     },
   );
   for (const record of deletes) {
-    const absolute = await place(record.path);
-    if (!absolute || absolute === realWorkspace) continue; // never delete the workspace itself
-    await rm(absolute, { recursive: true, force: true }); // removes a link itself, never what it points at
-    touchedDirs.add(dirname(absolute));
+    const path = await place(record.path);
+    if (path === undefined || path === ".") continue; // never delete the workspace itself
+    held.forget(path);
+    let done;
+    try {
+      done = await held.at(path, removeEntry); // removes a link itself, never what it points at
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT" || code === "ENOTDIR") continue; // no folder to hold it: nothing to delete
+      throw error;
+    }
+    if (done === OUTSIDE) refused.push(path);
+    else touchedDirs.add(parentOf(path));
   }
   // Make the renames and unlinks durable before the log says the rewind happened.
-  await Promise.all([...touchedDirs].map((dir) => fsyncDir(dir).catch(() => undefined)));
+  await Promise.all([...touchedDirs].map((dir) => held.folder(dir, fsyncDir).catch(() => undefined)));
   return { refused };
 }
 
-async function clearFor(absolute: string, keepDirectory: boolean): Promise<void> {
+/** Clears the way for a file or a link (a folder there goes, contents and all), or for a folder (a non-folder goes). */
+async function clearFor(held: HeldWorkspace, path: string, where: string, keepDirectory: boolean): Promise<void> {
+  let info;
   try {
-    const info = await lstat(absolute);
-    if (info.isDirectory() && !keepDirectory) await rm(absolute, { recursive: true, force: true });
-    if (!info.isDirectory() && keepDirectory) await rm(absolute, { force: true });
+    info = await lstat(where);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    return;
   }
+  if (info.isDirectory() && !keepDirectory) {
+    held.forget(path);
+    await removeEntry(where);
+  }
+  if (!info.isDirectory() && keepDirectory) await unlink(where).catch(ignoreMissing);
 }
 
-async function restoreFile(absolute: string, bytes: Buffer, mode: number): Promise<void> {
-  await mkdir(dirname(absolute), { recursive: true });
-  await clearFor(absolute, false); // a folder where the file must be: rename cannot replace it
-  const temp = await freshTempFor(absolute);
-  const fh = await open(temp, "wx", 0o600);
+async function restoreFile(held: HeldWorkspace, path: string, where: string, bytes: Buffer, mode: number) {
+  await clearFor(held, path, where, false); // a folder where the file must be: rename cannot replace it
+  const temp = await freshTempFor(where);
+  const fh = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   try {
     try {
       await fh.writeFile(bytes);
@@ -92,22 +135,21 @@ async function restoreFile(absolute: string, bytes: Buffer, mode: number): Promi
     } finally {
       await fh.close();
     }
-    await rename(temp, absolute); // replaces a symlink itself, never writes through it
+    await rename(temp, where); // replaces a symlink itself, never writes through it
   } catch (error) {
-    await rm(temp, { force: true });
+    await unlink(temp).catch(ignoreMissing);
     throw error;
   }
 }
 
-async function restoreSymlink(absolute: string, target: string): Promise<void> {
-  await mkdir(dirname(absolute), { recursive: true });
-  await clearFor(absolute, false);
-  const temp = await freshTempFor(absolute);
+async function restoreSymlink(held: HeldWorkspace, path: string, where: string, target: string) {
+  await clearFor(held, path, where, false);
+  const temp = await freshTempFor(where);
   await symlink(target, temp);
   try {
-    await rename(temp, absolute);
+    await rename(temp, where);
   } catch (error) {
-    await rm(temp, { force: true });
+    await unlink(temp).catch(ignoreMissing);
     throw error;
   }
 }
@@ -115,16 +157,33 @@ async function restoreSymlink(absolute: string, target: string): Promise<void> {
 /**
  * The temp name a restore writes before renaming into place: fixed per file, not random, so what
  * a crash mid-restore leaves behind is cleared by the recovery's restore of the same path instead
- * of staying as litter in the user's workspace.
+ * of staying as litter in the user's workspace. It sits in the same held folder as the file.
  */
-async function freshTempFor(absolute: string): Promise<string> {
-  const temp = join(dirname(absolute), `.tmp-${basename(absolute)}-agent-tape-rewind`);
-  await rm(temp, { force: true }); // a link there is removed, never followed
+async function freshTempFor(where: string): Promise<string> {
+  const slash = where.lastIndexOf("/");
+  const temp = `${where.slice(0, slash)}/.tmp-${where.slice(slash + 1)}-agent-tape-rewind`;
+  await removeEntry(temp); // a link there is removed, never followed
   return temp;
 }
 
-async function restoreDirectory(absolute: string, mode: number): Promise<void> {
-  await clearFor(absolute, true);
-  await mkdir(absolute, { recursive: true });
-  await chmod(absolute, mode);
+async function restoreDirectory(held: HeldWorkspace, path: string, where: string, mode: number): Promise<void> {
+  await clearFor(held, path, where, true);
+  await mkdir(where).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== "EEXIST") throw error;
+  });
+  await restoreMode(where, mode);
+}
+
+/** Sets a folder's mode through a descriptor opened without following: a link swapped in is not chmod-ed through. */
+async function restoreMode(where: string, mode: number): Promise<void> {
+  const fh = await open(where, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  try {
+    await fh.chmod(mode);
+  } finally {
+    await fh.close();
+  }
+}
+
+function ignoreMissing(error: NodeJS.ErrnoException): void {
+  if (error.code !== "ENOENT") throw error;
 }

@@ -1,0 +1,59 @@
+import { constants } from "node:fs";
+import { lstat, open, readdir, rm, rmdir, unlink } from "node:fs/promises";
+import { HeldWorkspace } from "./held-workspace.js";
+
+/**
+ * Removes the entry `where` (a name {@link HeldWorkspace.at} gave) and, when it is a folder, everything below
+ * it, never through a link: a link is removed itself, and each folder is opened without following and emptied
+ * through its descriptor, so a folder swapped for a link outside mid-way cannot lead the removal out
+ * (docs/ARCHITECTURE.md, "Confinement"). Nothing there is not an error.
+ */
+export async function removeEntry(where: string, attempts = 0): Promise<void> {
+  // Something refilling or swapping the folder each time it is emptied: give up after a few rounds.
+  if (attempts > 8) throw Object.assign(new Error(`${where} keeps changing while being removed`), { code: "EBUSY" });
+  if (!HeldWorkspace.holdsFolders) return rm(where, { recursive: true, force: true }); // the path was checked
+  let info;
+  try {
+    info = await lstat(where);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw error;
+  }
+  if (!info.isDirectory()) return unlinkIfThere(where, attempts);
+  let handle;
+  try {
+    handle = await open(where, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return;
+    // Swapped for a link or a file meanwhile: look again.
+    if (code === "ELOOP" || code === "ENOTDIR") return removeEntry(where, attempts + 1);
+    throw error;
+  }
+  try {
+    const dir = `/proc/self/fd/${handle.fd}`;
+    for (const name of await readdir(dir)) await removeEntry(`${dir}/${name}`);
+  } finally {
+    await handle.close();
+  }
+  try {
+    await rmdir(where);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return;
+    // Swapped or refilled meanwhile: look again.
+    if (code === "ENOTDIR" || code === "ENOTEMPTY") return removeEntry(where, attempts + 1);
+    throw error;
+  }
+}
+
+async function unlinkIfThere(where: string, attempts: number): Promise<void> {
+  try {
+    await unlink(where);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return;
+    if (code === "EISDIR" || code === "EPERM") return removeEntry(where, attempts + 1); // became a folder meanwhile
+    throw error;
+  }
+}
