@@ -118,8 +118,16 @@ export interface ForkOptions extends SignalOption {
   title?: string;
 }
 
-export interface SalvageResult<E extends EventSchemas> {
-  events: TypedEvent<BuiltinEvents & E>[];
+/**
+ * The event types a store of `E` knows, and a selection of them. Methods name the selection as a type parameter
+ * `T` (inferred, or every type by default) so that a store with more types is assignable to one with fewer: a
+ * `SessionStore<{ plan }>` passes where a `SessionStore` is expected (test/session/store-types.test.ts).
+ */
+type Known<E extends EventSchemas> = BuiltinEvents & E;
+type KnownType<E extends EventSchemas> = keyof Known<E> & string;
+
+export interface SalvageResult<E extends EventSchemas, T extends KnownType<E> = KnownType<E>> {
+  events: TypedEvent<Pick<Known<E>, T>>[];
   corrupt: CorruptLine[];
 }
 
@@ -146,9 +154,11 @@ export interface HeldSession<E extends EventSchemas = {}> {
    * Validates the event and appends it with the next sequence; durable per the store's
    * `durability` when it resolves. Throws INVALID_EVENT (nothing written), LOCK_COMPROMISED.
    */
-  append(event: EventInput<BuiltinEvents & E>): Promise<TypedEvent<BuiltinEvents & E>>;
+  append<T extends KnownType<E>>(event: EventInput<Pick<Known<E>, T>>): Promise<TypedEvent<Pick<Known<E>, T>>>;
   /** Appends several events with contiguous sequences, all or nothing, in one write. */
-  appendMany(events: readonly EventInput<BuiltinEvents & E>[]): Promise<TypedEvent<BuiltinEvents & E>[]>;
+  appendMany<T extends KnownType<E>>(
+    events: readonly EventInput<Pick<Known<E>, T>>[],
+  ): Promise<TypedEvent<Pick<Known<E>, T>>[]>;
 }
 
 /** How {@link SessionStore} writes: `groupCommit` lets an append share the next write with others queued. */
@@ -303,26 +313,26 @@ export class SessionStore<E extends EventSchemas = {}> {
    * Resolves once durable (per `durability`). Throws INVALID_EVENT (nothing written),
    * SESSION_NOT_FOUND, LOCKED, STORE_CLOSED.
    */
-  async append(
+  async append<T extends KnownType<E>>(
     id: string,
-    event: EventInput<BuiltinEvents & E>,
+    event: EventInput<Pick<Known<E>, T>>,
     options: SignalOption = {},
-  ): Promise<TypedEvent<BuiltinEvents & E>> {
+  ): Promise<TypedEvent<Pick<Known<E>, T>>> {
     const [stored] = await this.write(id, [event], {
       ...signalOnly(options),
       groupCommit: this.durability !== "fsync",
     });
-    return stored as TypedEvent<BuiltinEvents & E>;
+    return stored as TypedEvent<Pick<Known<E>, T>>;
   }
 
   /** Appends several events with contiguous sequences, all or nothing, in one write. */
-  async appendMany(
+  async appendMany<T extends KnownType<E>>(
     id: string,
-    events: readonly EventInput<BuiltinEvents & E>[],
+    events: readonly EventInput<Pick<Known<E>, T>>[],
     options: SignalOption = {},
-  ): Promise<TypedEvent<BuiltinEvents & E>[]> {
+  ): Promise<TypedEvent<Pick<Known<E>, T>>[]> {
     return (await this.write(id, events, { ...signalOnly(options), groupCommit: false })) as TypedEvent<
-      BuiltinEvents & E
+      Pick<Known<E>, T>
     >[];
   }
 
@@ -435,8 +445,12 @@ export class SessionStore<E extends EventSchemas = {}> {
    * store's methods for the same session from inside `fn` is refused (the lock is not
    * re-entrant). Throws SESSION_NOT_FOUND, LOCKED, STORE_CLOSED, and whatever `fn` throws.
    */
-  withLock<T>(id: string, fn: (session: HeldSession<E>) => Promise<T>, options: WithLockOptions = {}): Promise<T> {
-    return this.#withLockedSession(id, (locked) => fn(this.#held(locked)), options);
+  withLock<R, T extends KnownType<E> = KnownType<E>>(
+    id: string,
+    fn: (session: HeldSession<Pick<Known<E>, T>>) => Promise<R>,
+    options: WithLockOptions = {},
+  ): Promise<R> {
+    return this.#withLockedSession(id, (locked) => fn(this.#held(locked) as HeldSession<any>), options);
   }
 
   #withLockedSession<T>(id: string, fn: (locked: LockedSession) => Promise<T>, options: WithLockOptions): Promise<T> {
@@ -447,17 +461,17 @@ export class SessionStore<E extends EventSchemas = {}> {
 
   /** The user's view of a held lock: validated appends only. */
   #held(locked: LockedSession): HeldSession<E> {
-    const appendMany = async (inputs: readonly EventInput<BuiltinEvents & E>[]) => {
-      const events = this.#toEvents(locked.sessionId, inputs);
+    const appendMany = async (inputs: readonly { type: string; payload: unknown }[]): Promise<any[]> => {
+      const events = this.#toEvents(locked.sessionId, inputs as readonly EventInput<Known<E>>[]);
       if (events.length === 0) return [];
-      return (await this.#appendLocked(locked, events)) as TypedEvent<BuiltinEvents & E>[];
+      return this.#appendLocked(locked, events);
     };
     return {
       sessionId: locked.sessionId,
       get lastSequence() {
         return locked.lastSequence;
       },
-      append: async (input) => (await appendMany([input]))[0]!,
+      append: async (input: { type: string; payload: unknown }) => (await appendMany([input]))[0]!,
       appendMany,
     };
   }
@@ -514,35 +528,37 @@ export class SessionStore<E extends EventSchemas = {}> {
   }
 
   /** Every event of the session, in order. For long logs prefer {@link read} or {@link fold}. */
-  async readAll(
+  async readAll<T extends KnownType<E> = KnownType<E>>(
     id: string,
-    options: ReadOptions<keyof (BuiltinEvents & E) & string> = {},
-  ): Promise<TypedEvent<BuiltinEvents & E>[]> {
-    const events: TypedEvent<BuiltinEvents & E>[] = [];
-    for await (const event of this.read(id, options)) events.push(event as unknown as TypedEvent<BuiltinEvents & E>);
+    options: ReadOptions<T> = {},
+  ): Promise<TypedEvent<Pick<Known<E>, T>>[]> {
+    const events: TypedEvent<Pick<Known<E>, T>>[] = [];
+    for await (const event of this.read(id, options)) events.push(event);
     return events;
   }
 
   /** Reads whatever can be read: corrupt lines are skipped and reported instead of failing. */
-  async salvage(id: string, options: SignalOption = {}): Promise<SalvageResult<E>> {
+  async salvage<T extends KnownType<E> = KnownType<E>>(
+    id: string,
+    options: SignalOption = {},
+  ): Promise<SalvageResult<E, T>> {
     this.assertOpen();
     const corrupt: CorruptLine[] = [];
-    const events: TypedEvent<BuiltinEvents & E>[] = [];
+    const events: TypedEvent<Pick<Known<E>, T>>[] = [];
     const source = this.backend.readEvents(id, { ...options, onCorrupt: (bad) => corrupt.push(bad) });
-    for await (const event of source) events.push(event as unknown as TypedEvent<BuiltinEvents & E>);
+    for await (const event of source) events.push(event as unknown as TypedEvent<Pick<Known<E>, T>>);
     return { events, corrupt };
   }
 
   /** Resume: folds the session's events, in order, into a state. Streams; memory is your state's. */
-  async fold<S>(
+  async fold<S, T extends KnownType<E> = KnownType<E>>(
     id: string,
-    reducer: (state: S, event: TypedEvent<BuiltinEvents & E>) => S,
+    reducer: (state: S, event: TypedEvent<Pick<Known<E>, T>>) => S,
     initial: S,
-    options: ReadOptions = {},
+    options: ReadOptions<T> = {},
   ): Promise<S> {
     let state = initial;
-    for await (const event of this.read(id, options as ReadOptions<keyof (BuiltinEvents & E) & string>))
-      state = reducer(state, event as unknown as TypedEvent<BuiltinEvents & E>);
+    for await (const event of this.read(id, options)) state = reducer(state, event);
     return state;
   }
 
