@@ -24,6 +24,10 @@ export { undoRewind } from "./rewind/undo.js";
 export type { UndoRewindOptions, UndoReport } from "./rewind/undo.js";
 export type { RewindStep } from "./rewind/intent.js";
 
+// The session as a person reads it: what each checkpoint changed, and the session as one HTML page.
+export { checkpointChanges } from "./view/checkpoint-changes.js";
+export type { CheckpointChanges, CheckpointChangesOptions, CheckpointFileChange } from "./view/checkpoint-changes.js";
+
 // Maintenance: what `agent-tape gc` and `agent-tape verify` run, for programs that embed the library.
 export { gc } from "./maintenance/gc.js";
 export type { GcOptions, GcReport, GcSessionReport, GcFailure } from "./maintenance/gc.js";

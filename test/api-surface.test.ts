@@ -40,6 +40,7 @@ const RUNTIME_EXPORTS = [
   "ToolResultPayload",
   "UsagePayload",
   "builtinEvents",
+  "checkpointChanges",
   "foldConversation",
   "fsBackend",
   "gc",
