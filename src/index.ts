@@ -98,5 +98,8 @@ export {
   BlobCorruptError,
   SequenceOutOfRangeError,
   NothingToUndoError,
+  WorkspaceMismatchError,
+  StoreTamperedError,
+  UnrecoverableChangeError,
 } from "./core/errors.js";
 export type { AgentTapeErrorCode } from "./core/errors.js";

@@ -20,7 +20,10 @@ export type AgentTapeErrorCode =
   | "BLOB_NOT_FOUND"
   | "BLOB_CORRUPT"
   | "SEQUENCE_OUT_OF_RANGE"
-  | "NOTHING_TO_UNDO";
+  | "NOTHING_TO_UNDO"
+  | "WORKSPACE_MISMATCH"
+  | "STORE_TAMPERED"
+  | "UNRECOVERABLE_CHANGE";
 
 export abstract class AgentTapeError extends Error {
   abstract readonly code: AgentTapeErrorCode;
@@ -167,6 +170,53 @@ export class NothingToUndoError extends AgentTapeError {
     reason: string,
   ) {
     super(`Nothing to undo in session "${sessionId}": ${reason}.`);
+  }
+}
+
+export class WorkspaceMismatchError extends AgentTapeError {
+  readonly code = "WORKSPACE_MISMATCH" as const;
+  constructor(
+    readonly sessionId: string,
+    readonly recorded: readonly string[],
+    readonly named: string,
+  ) {
+    super(
+      `Session "${sessionId}" recorded its files in ${recorded.map((w) => `"${w}"`).join(" and ")}, ` +
+        `but its session.json names "${named}". Refusing to write into a folder the tape did not record; ` +
+        `nothing was changed. If the workspace moved, pass \`workspace\` explicitly; ` +
+        `otherwise session.json was edited.`,
+    );
+  }
+}
+
+export class StoreTamperedError extends AgentTapeError {
+  readonly code = "STORE_TAMPERED" as const;
+  constructor(
+    readonly sessionId: string,
+    readonly what: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `Session "${sessionId}" was changed by hand or by another program: ${what}. ` +
+        `Refusing to use it; nothing was changed. Run \`agent-tape verify ${sessionId}\` to see what else is wrong.`,
+      options,
+    );
+  }
+}
+
+export class UnrecoverableChangeError extends AgentTapeError {
+  readonly code = "UNRECOVERABLE_CHANGE" as const;
+  constructor(
+    readonly sessionId: string,
+    readonly paths: readonly string[],
+  ) {
+    const shown = paths.slice(0, 5).join(", ") + (paths.length > 5 ? `, and ${paths.length - 5} more` : "");
+    super(
+      `Rewinding session "${sessionId}" would overwrite or delete ${paths.length} path(s) with no copy kept ` +
+        `for undo (over maxFileBytes, unreadable, or a folder not captured in full): ${shown}. ` +
+        `Nothing was changed. Pass allowUnrecoverable: true (CLI: --allow-unrecoverable) to go ahead, ` +
+        `or see them with a dry run.`,
+    );
   }
 }
 

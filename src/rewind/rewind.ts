@@ -8,6 +8,7 @@ import { storeBlobsThenReference } from "../blobs/store-then-reference.js";
 import { archiveName, listArchives } from "../blobs/archives.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { realWorkspaceOf } from "../checkpoint/confine.js";
+import { recordedWorkspace } from "./recorded-workspace.js";
 import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.js";
 import { diffPlannedChanges } from "./plan-diffs.js";
 import { totalDiffs, type DiffTotals } from "../core/file-diff.js";
@@ -117,13 +118,15 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
       let plan: FilePlan | undefined;
       let realWorkspace: string | undefined;
       if (touchesFiles) {
-        realWorkspace = await realWorkspaceOf(givenWorkspace!);
+        // Named by the caller: trusted. Taken from session.json: only if the tape recorded the same folder.
+        const workspace = options.workspace ?? (await recordedWorkspace(id, after, givenWorkspace!));
+        realWorkspace = await realWorkspaceOf(workspace);
         const limits = { ...UNDO_LIMITS, maxFileBytes: options.maxFileBytes ?? UNDO_LIMITS.maxFileBytes };
         plan = await planFileChanges(
           store.backend,
           id,
           realWorkspace,
-          resolve(givenWorkspace!),
+          resolve(workspace),
           closestSnapshotPerPath(after),
           limits,
         );
