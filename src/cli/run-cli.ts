@@ -1,3 +1,4 @@
+import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { SessionStore, isAgentTapeError } from "../index.js";
@@ -18,8 +19,10 @@ import { showCommand } from "./commands/show.js";
 import { undoCommand } from "./commands/undo.js";
 import { verifyCommand } from "./commands/verify.js";
 import { defaultRoot } from "./default-root.js";
+import { optionError } from "./option-error.js";
 import { commandHelp, overallHelp } from "./help.js";
 import { Progress, makeStyle, wantsColour, type TextSink } from "./output.js";
+import { resolveSessionPrefix } from "./session-prefix.js";
 import { VERSION } from "./version.js";
 
 export interface CliIO {
@@ -60,6 +63,7 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
   const wantsJson = argv.includes("--json");
   let store: SessionStore | undefined;
   let command: Command | undefined;
+  let root: string | undefined;
   try {
     const located = locateCommand(argv);
     command = located.command;
@@ -80,7 +84,11 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
     }
     const rootOption = values.root;
     if (rootOption === "") throw new UsageError("--root needs a folder.");
-    const root = resolve(typeof rootOption === "string" ? rootOption : defaultRoot(io.env));
+    root = resolve(typeof rootOption === "string" ? rootOption : defaultRoot(io.env));
+    // A mistyped --root would otherwise read as an empty store ("No sessions"): say what is wrong instead.
+    if (typeof rootOption === "string" && !(await isFolder(root)))
+      throw new UsageError(`--root ${root} does not exist (or is not a folder).`, command.name);
+    const storeRoot = root;
     const ctx: CliContext = {
       stdout: io.stdout,
       stderr: io.stderr,
@@ -89,11 +97,15 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
       json: values.json === true,
       root,
       now: io.now ?? (() => new Date()),
-      store: () => (store ??= new SessionStore({ root })),
+      store: () => (store ??= new SessionStore({ root: storeRoot })),
     };
+    // Every verb but `list` takes a session id first; let the user type as much of it as is unique.
+    const given = args.positionals[0];
+    if (command.name !== "list" && given !== undefined)
+      args.positionals[0] = await resolveSessionPrefix(ctx.store(), given, command.name);
     return await command.run(ctx, args);
   } catch (error) {
-    return reportError(io, error, command, wantsJson);
+    return reportError(io, error, command, wantsJson, root);
   } finally {
     await store?.close().catch(() => undefined);
   }
@@ -144,12 +156,31 @@ function parseFor(command: Command | undefined, args: string[]): ParsedArgs {
       typeof (error as NodeJS.ErrnoException).code === "string" &&
       (error as NodeJS.ErrnoException).code!.startsWith("ERR_PARSE_ARGS")
     )
-      throw new UsageError((error as Error).message, command?.name);
+      throw optionError(
+        error as NodeJS.ErrnoException,
+        command,
+        Object.keys({ ...command?.options, ...GLOBAL_OPTIONS }),
+      );
     throw error;
   }
 }
 
-function reportError(io: CliIO, error: unknown, command: Command | undefined, json: boolean): number {
+async function isFolder(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch (error) {
+    if (["ENOENT", "ENOTDIR"].includes((error as NodeJS.ErrnoException).code ?? "")) return false;
+    throw error;
+  }
+}
+
+function reportError(
+  io: CliIO,
+  error: unknown,
+  command: Command | undefined,
+  json: boolean,
+  root: string | undefined,
+): number {
   if (error instanceof UsageError) {
     const helpFor = error.command ?? command?.name;
     if (json) io.stderr.write(JSON.stringify({ error: { code: "USAGE", message: error.message } }) + "\n");
@@ -159,12 +190,25 @@ function reportError(io: CliIO, error: unknown, command: Command | undefined, js
       );
     return 2;
   }
-  const { code, message } = errorSummary(error);
+  const { code, message } = cliWords(errorSummary(error), error, root);
   if (json) io.stderr.write(JSON.stringify({ error: { code, message } }) + "\n");
   else if (isAgentTapeError(error)) {
     io.stderr.write(`agent-tape: ${message} (${code})\n`);
     if (code === "LOG_CORRUPT") io.stderr.write("Run `agent-tape verify` to list every damaged line and blob.\n");
+    if (code === "SESSION_NOT_FOUND" && root !== undefined)
+      io.stderr.write(`Run \`agent-tape --root ${root} list\` to see the sessions there.\n`);
   } else io.stderr.write(`agent-tape: ${message}${message.includes(code) ? "" : ` (${code})`}\n`);
   // A bad id or argument handed to the library is the user's input, like a bad option.
   return isAgentTapeError(error, "INVALID_SESSION_ID") || isAgentTapeError(error, "INVALID_ARGUMENT") ? 2 : 1;
+}
+
+/** The library speaks to programs ("create it with store.create()"); a terminal user gets the CLI's own words. */
+function cliWords(
+  summary: { code: string; message: string },
+  error: unknown,
+  root: string | undefined,
+): { code: string; message: string } {
+  if (isAgentTapeError(error, "SESSION_NOT_FOUND") && root !== undefined)
+    return { code: summary.code, message: `no session "${String((error as { sessionId?: unknown }).sessionId)}" under ${root}` };
+  return summary;
 }

@@ -54,7 +54,7 @@ describe("agent-tape list", () => {
   });
 
   it("says so when the root holds no sessions", async () => {
-    const root = join(await temps.make(), "nothing-here");
+    const root = await temps.make();
     const run = await cli(["list", "--root", root]);
     expect(run).toMatchObject({ code: 0, stdout: `No sessions under ${root}.\n` });
     expect(JSON.parse((await cli(["list", "--json", "--root", root])).stdout)).toEqual([]);
@@ -121,7 +121,7 @@ describe("agent-tape show", () => {
     const run = await cli(["show", "no-such-session", "--root", root]);
     expect(run.code).toBe(1);
     expect(run.stdout).toBe("");
-    expect(run.stderr).toMatch(/^agent-tape: Session "no-such-session" does not exist.*\(SESSION_NOT_FOUND\)\n$/);
+    expect(run.stderr).toMatch(/^agent-tape: no session "no-such-session" under .*\(SESSION_NOT_FOUND\)\n/);
   });
 
   it("stops at a corrupt line with LOG_CORRUPT, naming the line, and points at verify", async () => {

@@ -58,7 +58,7 @@ describe("usage errors exit 2", () => {
     const { root, id } = await seedSession(temps);
     const cases: [string[], RegExp][] = [
       [["rewnd", id, "--to", "1"], /Unknown command "rewnd"/],
-      [["list", "--colour"], /Unknown option '--colour'/],
+      [["list", "--colour"], /`list` has no option --colour/],
       [["show"], /`show` needs a session id/],
       [["show", id, "extra"], /Unexpected argument "extra"/],
       [["show", id, "--from", "4", "--to", "2"], /--from 4 is after --to 2/],
