@@ -209,6 +209,9 @@ function cliWords(
   root: string | undefined,
 ): { code: string; message: string } {
   if (isAgentTapeError(error, "SESSION_NOT_FOUND") && root !== undefined)
-    return { code: summary.code, message: `no session "${String((error as { sessionId?: unknown }).sessionId)}" under ${root}` };
+    return {
+      code: summary.code,
+      message: `no session "${String((error as { sessionId?: unknown }).sessionId)}" under ${root}`,
+    };
   return summary;
 }
