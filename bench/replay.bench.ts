@@ -1,12 +1,12 @@
 import { execFile } from "node:child_process";
-import { open, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { SessionStore } from "../src/index.js";
 import { interleavedRounds, median, seconds, settleDisk, timeIt, type Row, type Suite } from "./harness.js";
 import type { ReplayRun } from "./replay.child.js";
-import { replayLine } from "./workload.js";
+import { writeLog } from "./workload.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const MEMORY_LIMIT_MB = 64;
@@ -117,19 +117,3 @@ export const replaySuite: Suite = {
 };
 
 /** Writes `events` lines in the store's format straight into the log: far faster than appending. */
-async function writeLog(file: string, sessionId: string, events: number): Promise<void> {
-  const fh = await open(file, "a");
-  try {
-    const createdAt = new Date().toISOString();
-    const linesPerWrite = 16_384;
-    for (let first = 1; first <= events; first += linesPerWrite) {
-      let text = "";
-      const last = Math.min(events, first + linesPerWrite - 1);
-      for (let sequence = first; sequence <= last; sequence++)
-        text += replayLine(sessionId, sequence, createdAt) + "\n";
-      await fh.write(text);
-    }
-  } finally {
-    await fh.close();
-  }
-}

@@ -10,6 +10,7 @@ import { batchSuite } from "./batch.bench.js";
 import { captureSuite } from "./capture.bench.js";
 import { conversationSuite } from "./conversation.bench.js";
 import { diffSuite } from "./diff.bench.js";
+import { forkSuite } from "./fork.bench.js";
 import { markdownTable, score, withTempDirs, type ScoredRow, type Suite } from "./harness.js";
 import { lockSuite } from "./lock.bench.js";
 import { replaySuite } from "./replay.bench.js";
@@ -25,6 +26,7 @@ const suites: Suite[] = [
   rewindSuite,
   conversationSuite,
   diffSuite,
+  forkSuite,
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));

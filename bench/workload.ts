@@ -1,3 +1,4 @@
+import { open } from "node:fs/promises";
 import { serializeEvent } from "../src/core/envelope.js";
 import { FORMAT_VERSION } from "../src/index.js";
 import { newId } from "../src/core/ids.js";
@@ -51,4 +52,22 @@ export function replayLine(sessionId: string, sequence: number, createdAt: strin
   if (kind === 2)
     return serializeEvent({ ...base, type: "tool_call", payload: { callId, name: "edit_file", input: toolInput } });
   return serializeEvent({ ...base, type: "tool_result", payload: { callId, output: toolOutput, isError: false } });
+}
+
+/** Writes `events` lines of the replay workload straight to a log file: building a long tape through the store would take minutes. */
+export async function writeLog(file: string, sessionId: string, events: number): Promise<void> {
+  const fh = await open(file, "a");
+  try {
+    const createdAt = new Date().toISOString();
+    const linesPerWrite = 16_384;
+    for (let first = 1; first <= events; first += linesPerWrite) {
+      let text = "";
+      const last = Math.min(events, first + linesPerWrite - 1);
+      for (let sequence = first; sequence <= last; sequence++)
+        text += replayLine(sessionId, sequence, createdAt) + "\n";
+      await fh.write(text);
+    }
+  } finally {
+    await fh.close();
+  }
 }

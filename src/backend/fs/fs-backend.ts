@@ -319,8 +319,12 @@ class FsBackend implements StorageBackend {
 
 /** Blob links (or copies) in flight at once during a fork. */
 const LINK_CONCURRENCY = 8;
-/** A new log is written in pieces of about this many bytes: few writes, and memory that does not follow its length. */
-const LOG_WRITE_CHUNK = 1 << 20;
+/**
+ * A new log is written in pieces of about this many characters, the size reads use: larger pieces
+ * made fewer writes but left more garbage between collections (a 500k-event fork peaked 40 MB
+ * higher with 1 MB pieces), and no faster.
+ */
+const LOG_WRITE_CHUNK = 1 << 16;
 
 /** Writes a new log from its events as they come, then syncs it. */
 async function writeLogSynced(file: string, events: NewSessionEvents, signal?: AbortSignal): Promise<void> {
