@@ -53,7 +53,9 @@ export const forkSuite: Suite = {
         baseline: undefined,
         ratio: undefined,
         target: { op: "<", value: MEMORY_GROWTH_LIMIT_MB, on: "ours" },
-        notes: `${(run.ms / 1000).toFixed(1)} s; RSS ${run.rssBeforeMB.toFixed(0)} MB before, peak ${run.peakRssMB.toFixed(0)} MB`,
+        notes:
+          `${(run.ms / 1000).toFixed(1)} s; ` +
+          `RSS ${run.rssBeforeMB.toFixed(0)} MB before, peak ${run.peakRssMB.toFixed(0)} MB`,
         details: { ms: run.ms, logMB, rssBeforeMB: run.rssBeforeMB, peakRssMB: run.peakRssMB },
       });
     }

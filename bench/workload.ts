@@ -54,7 +54,10 @@ export function replayLine(sessionId: string, sequence: number, createdAt: strin
   return serializeEvent({ ...base, type: "tool_result", payload: { callId, output: toolOutput, isError: false } });
 }
 
-/** Writes `events` lines of the replay workload straight to a log file: building a long tape through the store would take minutes. */
+/**
+ * Writes `events` lines of the replay workload straight to a log file: building a long tape through
+ * the store would take minutes.
+ */
 export async function writeLog(file: string, sessionId: string, events: number): Promise<void> {
   const fh = await open(file, "a");
   try {
