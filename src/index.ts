@@ -15,6 +15,12 @@ export type {
 
 export { CheckpointStore } from "./checkpoint/checkpoint-store.js";
 export type { CheckpointStoreOptions, CaptureInput, CheckpointEvent } from "./checkpoint/checkpoint-store.js";
+export type {
+  WorkspaceIndexOptions,
+  CommandInput,
+  CommandInProgress,
+  CommandCheckpoint,
+} from "./checkpoint/workspace-index/command-capture.js";
 
 export { rewind } from "./rewind/rewind.js";
 export type { RewindOptions, RewindReport, ReportedChange } from "./rewind/rewind.js";
@@ -101,5 +107,6 @@ export {
   WorkspaceMismatchError,
   StoreTamperedError,
   UnrecoverableChangeError,
+  WorkspaceTooLargeError,
 } from "./core/errors.js";
 export type { AgentTapeErrorCode } from "./core/errors.js";

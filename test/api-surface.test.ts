@@ -42,6 +42,7 @@ const RUNTIME_EXPORTS = [
   "UnrecoverableChangeError",
   "UsagePayload",
   "WorkspaceMismatchError",
+  "WorkspaceTooLargeError",
   "builtinEvents",
   "checkpointChanges",
   "foldConversation",

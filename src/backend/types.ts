@@ -49,6 +49,11 @@ export interface StorageBackend {
   readRecord(id: string, name: string, options?: SignalOption): Promise<unknown>;
   /** Names of the side records a session holds. */
   listRecords(id: string, options?: SignalOption): Promise<string[]>;
+  /**
+   * Optional: the local folder the backend keeps its sessions in. A workspace scan leaves it out
+   * when it lies inside the workspace, so the store never snapshots itself.
+   */
+  readonly localFolder?: string;
   /** Bytes the session takes on disk (log, blobs, records), when the backend can tell. */
   sizeOf?(id: string, options?: SignalOption): Promise<number>;
 

@@ -3,6 +3,7 @@ import type { StoredEvent } from "../core/events.js";
 import { forEachLimited } from "../core/bounded-concurrency.js";
 import { referencedBlobs } from "./references.js";
 import { listArchives, readArchive } from "./archives.js";
+import { addRootReferences } from "./reference-roots.js";
 
 export interface UnreferencedOptions {
   /** Events about to be appended: what they reference is kept. */
@@ -13,7 +14,8 @@ export interface UnreferencedOptions {
 
 /**
  * The blobs nothing references: no event of the live log, no event about to be appended, no
- * event in a kept rewind archive (so an undo can still restore them). Call it under the lock, so
+ * event in a kept rewind archive (so an undo can still restore them), no reference root (the
+ * workspace index). Call it under the lock, so
  * no capture can be between writing a blob and indexing it.
  */
 export async function findUnreferencedBlobs(
@@ -23,6 +25,7 @@ export async function findUnreferencedBlobs(
 ): Promise<string[]> {
   const keep = referencedBlobs(options.alsoKeep ?? []);
   for await (const event of backend.readEvents(sessionId)) referencedBlobs([event], keep);
+  await addRootReferences(backend, sessionId, keep);
   for (const name of await listArchives(backend, sessionId)) {
     if (options.ignoreArchives?.includes(name)) continue;
     const archive = await readArchive(backend, sessionId, name);

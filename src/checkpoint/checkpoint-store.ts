@@ -6,6 +6,13 @@ import { appendUnderLock, eventFor, withLockedSession, type SessionStore } from 
 import { snapshotPaths, type SnapshotLimits } from "./snapshot.js";
 import { realWorkspaceOf } from "./confine.js";
 import { readVerifiedBlob, storeBlobsThenReference } from "../blobs/store-then-reference.js";
+import {
+  CommandCapture,
+  type CommandCheckpoint,
+  type CommandInProgress,
+  type CommandInput,
+  type WorkspaceIndexOptions,
+} from "./workspace-index/command-capture.js";
 
 export interface CheckpointStoreOptions {
   /** Files larger than this are recorded `skipped: too_large` instead of stored. @default 5 MiB */
@@ -19,6 +26,8 @@ export interface CheckpointStoreOptions {
   maxDirectoryBytes?: number;
   /** Files read and hashed at once in one capture. @default 8 */
   concurrency?: number;
+  /** Ignore rules and limits of the workspace index behind {@link CheckpointStore.aroundCommand}. */
+  workspaceIndex?: WorkspaceIndexOptions;
 }
 
 export interface CaptureInput extends SignalOption {
@@ -42,6 +51,7 @@ export type CheckpointEvent = StoredEvent<"session_checkpoint", CheckpointPayloa
  */
 export class CheckpointStore {
   private readonly limits: SnapshotLimits;
+  private readonly commands: CommandCapture;
 
   constructor(
     readonly store: SessionStore<any>,
@@ -53,6 +63,52 @@ export class CheckpointStore {
       maxDirectoryBytes: options.maxDirectoryBytes ?? 64 * 1024 * 1024,
       concurrency: options.concurrency ?? 8,
     };
+    this.commands = new CommandCapture(
+      store,
+      { ...options.workspaceIndex, maxFileBytes: this.limits.maxFileBytes, concurrency: this.limits.concurrency },
+      (id, signal) => this.sessionWorkspace(id, signal),
+    );
+  }
+
+  /**
+   * Before a shell command (or any tool that cannot name the files it touches): brings the
+   * session's workspace index up to date, storing the bytes of every tracked file not stored yet
+   * (the first call reads the whole tracked tree once; later ones re-read only what changed).
+   * Hand the result to {@link afterCommand} once the command is over, whatever its outcome.
+   * Throws SESSION_NOT_FOUND, INVALID_ARGUMENT, LOCKED, WORKSPACE_TOO_LARGE (nothing stored).
+   */
+  beforeCommand(id: string, input: CommandInput): Promise<CommandInProgress> {
+    return this.commands.before(id, input);
+  }
+
+  /**
+   * After the command: scans the workspace again and appends one `session_checkpoint` naming
+   * every tracked path the command created (`absent`), changed or deleted, with its state before
+   * it, so a rewind undoes the command like an edit. Returns undefined when nothing changed.
+   */
+  afterCommand(command: CommandInProgress): Promise<CommandCheckpoint | undefined> {
+    return this.commands.after(command);
+  }
+
+  /**
+   * Runs a shell command between {@link beforeCommand} and {@link afterCommand} and returns what
+   * `run` returns. The after-scan is recorded whatever happens: if `run` throws, or `signal`
+   * fires, `run` is awaited to its end (it gets the signal: stop the command there) so the scan
+   * sees all it did, then the error (or `signal.reason`) is thrown. If the after-scan itself
+   * fails, its error is thrown instead, since the command's changes were not recorded.
+   */
+  async aroundCommand<T>(id: string, input: CommandInput, run: (signal?: AbortSignal) => Promise<T> | T): Promise<T> {
+    const command = await this.beforeCommand(id, input);
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown };
+    try {
+      outcome = { ok: true, value: await run(input.signal) };
+    } catch (error) {
+      outcome = { ok: false, error };
+    }
+    await this.afterCommand(command);
+    if (!outcome.ok) throw outcome.error;
+    if (input.signal?.aborted) throw input.signal.reason;
+    return outcome.value;
   }
 
   /**

@@ -23,7 +23,8 @@ export type AgentTapeErrorCode =
   | "NOTHING_TO_UNDO"
   | "WORKSPACE_MISMATCH"
   | "STORE_TAMPERED"
-  | "UNRECOVERABLE_CHANGE";
+  | "UNRECOVERABLE_CHANGE"
+  | "WORKSPACE_TOO_LARGE";
 
 export abstract class AgentTapeError extends Error {
   abstract readonly code: AgentTapeErrorCode;
@@ -216,6 +217,32 @@ export class UnrecoverableChangeError extends AgentTapeError {
         `for undo (over maxFileBytes, unreadable, or a folder not captured in full): ${shown}. ` +
         `Nothing was changed. Pass allowUnrecoverable: true (CLI: --allow-unrecoverable) to go ahead, ` +
         `or see them with a dry run.`,
+    );
+  }
+}
+
+/**
+ * A workspace scan stopped before storing anything: the tracked tree is over `maxFiles` or
+ * `maxBytes`, so the folder is probably not the project (a home folder, `/`) or needs ignore rules.
+ */
+export class WorkspaceTooLargeError extends AgentTapeError {
+  readonly code = "WORKSPACE_TOO_LARGE" as const;
+  constructor(
+    readonly workspace: string,
+    /** Entries (files, folders, links) counted before the scan stopped. */
+    readonly files: number,
+    /** Bytes of the files counted before the scan stopped. */
+    readonly bytes: number,
+    readonly limits: { maxFiles: number; maxBytes: number },
+  ) {
+    const over =
+      files > limits.maxFiles
+        ? `more than maxFiles ${limits.maxFiles} entries (counted ${files} before stopping)`
+        : `more than maxBytes ${limits.maxBytes} bytes (counted ${bytes} bytes in ${files} entries before stopping)`;
+    super(
+      `Workspace "${workspace}" holds ${over}; nothing was stored. ` +
+        `Check that it is the project folder, ignore what need not be rewound (.gitignore or ` +
+        `workspaceIndex.ignore, e.g. "node_modules/"), or raise workspaceIndex.maxFiles / maxBytes.`,
     );
   }
 }

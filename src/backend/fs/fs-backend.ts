@@ -53,6 +53,10 @@ class FsBackend implements StorageBackend {
   private readonly staleMs: number;
   private readonly openLocks = new Set<LockedSession>();
 
+  get localFolder(): string {
+    return this.layout.root;
+  }
+
   constructor(options: FsBackendOptions) {
     this.layout = new SessionLayout(resolve(options.root));
     this.staleMs = Math.max(2000, options.lockStaleMs ?? DEFAULT_LOCK_STALE_MS);

@@ -1,0 +1,181 @@
+import { realpath } from "node:fs/promises";
+import { relative, resolve, sep } from "node:path";
+import type { LockedSession, SignalOption } from "../../backend/types.js";
+import { InvalidArgumentError } from "../../core/errors.js";
+import type { CheckpointPayload, FileSnapshot, StoredEvent } from "../../core/events.js";
+import { appendUnderLock, eventFor, withLockedSession, type SessionStore } from "../../session/session-store.js";
+import { isInside, realWorkspaceOf } from "../confine.js";
+import { IgnoreRules } from "./ignore-rules.js";
+import { snapshotOf, type WorkspaceIndex } from "./index-entry.js";
+import { loadIndex, saveIndex, storedGeneration } from "./index-record.js";
+import { scanWorkspace, type ScanOptions, type ScanResult } from "./scan.js";
+
+export interface WorkspaceIndexOptions {
+  /**
+   * Gitignore-style patterns, relative to the workspace, left out of every scan on top of `.git/`
+   * and the workspace's `.gitignore` files (and checked before them). Ignored paths are neither
+   * captured nor touched by a rewind. @default []
+   */
+  ignore?: readonly string[];
+  /**
+   * A workspace with more tracked entries (files, folders, links) than this is refused with
+   * WORKSPACE_TOO_LARGE before anything is stored: scanning a home folder by mistake must not
+   * fill a disk. @default 100000
+   */
+  maxFiles?: number;
+  /** Likewise for the bytes of the tracked files (each at most `maxFileBytes`). @default 1 GiB */
+  maxBytes?: number;
+}
+
+export interface CommandInput extends SignalOption {
+  /** Name of the tool running the command, e.g. "bash". */
+  tool: string;
+  /** Your id for this tool call, recorded with the checkpoint. */
+  callId?: string;
+  /** @default the workspace recorded when the session was created */
+  workspace?: string;
+}
+
+/** What {@link CommandCapture.before} hands back, for {@link CommandCapture.after} to finish. */
+export interface CommandInProgress {
+  readonly sessionId: string;
+  readonly tool: string;
+  readonly callId?: string;
+  /** Real path of the workspace scanned. */
+  readonly workspace: string;
+}
+
+export type CommandCheckpoint = StoredEvent<"session_checkpoint", CheckpointPayload>;
+
+export const DEFAULT_MAX_FILES = 100_000;
+export const DEFAULT_MAX_BYTES = 1024 * 1024 * 1024;
+
+/**
+ * Makes a shell command's side effects rewindable without knowing which files it touches
+ * (docs/ARCHITECTURE.md, "Workspace index"). `before` brings the session's workspace index up to
+ * date, so the bytes of every tracked file are in the blob store; `after` scans again and appends
+ * one `session_checkpoint` naming exactly the paths that changed, each with its state before the
+ * command (created paths `absent`). Unchanged files cost one lstat per scan.
+ */
+export class CommandCapture {
+  // The index of each session's workspace as this process last saw it; checked against the
+  // record's generation under the lock, so another process's scan is never missed.
+  private readonly cached = new Map<string, WorkspaceIndex>();
+
+  constructor(
+    private readonly store: SessionStore<any>,
+    private readonly options: WorkspaceIndexOptions & { maxFileBytes: number; concurrency: number },
+    private readonly sessionWorkspace: (id: string, options: SignalOption) => Promise<string | undefined>,
+  ) {}
+
+  async before(id: string, input: CommandInput): Promise<CommandInProgress> {
+    if (typeof input?.tool !== "string" || input.tool.trim() === "")
+      throw new InvalidArgumentError("beforeCommand() needs the name of the tool running the command (`tool`).");
+    input.signal?.throwIfAborted();
+    const given = input.workspace ?? (await this.sessionWorkspace(id, input));
+    if (given === undefined)
+      throw new InvalidArgumentError(
+        `Session "${id}" has no workspace: pass \`workspace\` to beforeCommand() or to store.create().`,
+      );
+    const workspace = await realWorkspaceOf(resolve(given));
+    const handle: CommandInProgress = {
+      sessionId: id,
+      tool: input.tool,
+      workspace,
+      ...(input.callId === undefined ? {} : { callId: input.callId }),
+    };
+    await withLockedSession(
+      this.store,
+      id,
+      async (locked) => {
+        const scan = await this.scan(locked, workspace);
+        await this.commit(locked, scan, async () => undefined);
+      },
+      { ...(input.signal ? { signal: input.signal } : {}), detectReentry: false },
+    );
+    return handle;
+  }
+
+  /**
+   * Scans after the command and records what it changed. Runs to the end whatever signal the
+   * command had: a cancelled command's changes must stay rewindable. Returns undefined when the
+   * command changed nothing tracked.
+   */
+  async after(handle: CommandInProgress): Promise<CommandCheckpoint | undefined> {
+    return withLockedSession(
+      this.store,
+      handle.sessionId,
+      async (locked) => {
+        const scan = await this.scan(locked, handle.workspace);
+        const previous = scan.previous;
+        const files: FileSnapshot[] = scan.changed.sort().map((path) => {
+          const entry = previous?.entries.get(path);
+          return entry ? snapshotOf(path, entry) : { path, kind: "absent" };
+        });
+        return this.commit(locked, scan, async () => {
+          if (files.length === 0) return undefined;
+          const payload: CheckpointPayload = { tool: handle.tool, workspace: handle.workspace, files };
+          if (handle.callId !== undefined) payload.callId = handle.callId;
+          const [event] = await appendUnderLock(this.store, locked, [
+            eventFor(this.store, handle.sessionId, { type: "session_checkpoint", payload }),
+          ]);
+          return event as CommandCheckpoint;
+        });
+      },
+      { detectReentry: false },
+    );
+  }
+
+  /** Brings the index up to date; also returns the index it started from (the before-state). */
+  private async scan(locked: LockedSession, workspace: string): Promise<Scanned> {
+    const id = locked.sessionId;
+    let index = this.cached.get(id);
+    const stored = await storedGeneration(this.store.backend, id);
+    if (index === undefined || index.generation !== stored) index = await loadIndex(this.store.backend, id);
+    let whole = false;
+    if (index === undefined || index.workspace !== workspace) {
+      // First scan of this session, or of another workspace: every tracked file is read once.
+      index = { workspace, generation: Math.max(stored, index?.generation ?? 0), entries: new Map() };
+      whole = true;
+    }
+    const rules = new IgnoreRules(this.options.ignore ?? [], await this.storeFolderInside(workspace));
+    const scanOptions: ScanOptions = {
+      maxFiles: this.options.maxFiles ?? DEFAULT_MAX_FILES,
+      maxBytes: this.options.maxBytes ?? DEFAULT_MAX_BYTES,
+      maxFileBytes: this.options.maxFileBytes,
+      concurrency: this.options.concurrency,
+    };
+    return { ...(await scanWorkspace(locked, index, rules, scanOptions)), whole, previous: index };
+  }
+
+  /**
+   * Runs `reference` (which may append the checkpoint), then saves the index. The checkpoint goes
+   * first: a crash between the two leaves a stale index, which the next scan corrects, rather than
+   * a command whose changes no checkpoint records. If anything fails, the blobs this scan wrote
+   * are deleted and the cached index dropped, so the next scan starts from the record.
+   */
+  private async commit<T>(locked: LockedSession, scan: Scanned, reference: () => Promise<T>): Promise<T> {
+    const id = locked.sessionId;
+    try {
+      const result = await reference();
+      if (scan.whole || scan.set.length > 0 || scan.removed.length > 0) await saveIndex(locked, scan.index, scan);
+      this.cached.set(id, scan.index);
+      return result;
+    } catch (error) {
+      this.cached.delete(id);
+      for (const hash of scan.written) await locked.deleteBlob(hash).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  // The store's own folder is never scanned when it lies inside the workspace (it would snapshot itself).
+  private async storeFolderInside(workspace: string): Promise<string[]> {
+    const folder = this.store.backend.localFolder;
+    if (folder === undefined) return [];
+    const real = await realpath(folder).catch(() => resolve(folder));
+    if (real === workspace || !isInside(workspace, real)) return [];
+    return [relative(workspace, real).split(sep).join("/")];
+  }
+}
+
+type Scanned = ScanResult & { whole: boolean; previous: WorkspaceIndex };

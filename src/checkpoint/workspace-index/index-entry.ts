@@ -1,0 +1,78 @@
+import type { FileSnapshot } from "../../core/events.js";
+
+/**
+ * What the index knows of one tracked path: what a stat gives (to tell cheaply whether it may
+ * have changed) and what it held (the sha256 of a file's bytes, kept in the blob store; a link's
+ * target), so the path's before-state is at hand whatever a command does to it.
+ */
+export interface IndexEntry {
+  kind: "file" | "directory" | "symlink" | "other";
+  size: number;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  ino: bigint;
+  /** Permission bits (`mode & 0o7777`). */
+  mode: number;
+  /** A file's sha256; its bytes are a blob of the session. Absent when `skipped`. */
+  hash?: string;
+  /** A file whose bytes are not kept: why. */
+  skipped?: "too_large" | "unreadable";
+  /** A symlink's target, as read. */
+  target?: string;
+  /**
+   * Changed too close to the scan that read it to trust an unchanged stat later (git's "racy"
+   * rule): a second write within the same timestamp tick leaves size and times as they were.
+   * The next scan re-reads it.
+   */
+  racy?: boolean;
+}
+
+/** The index of one session's workspace. `generation` counts the writes of its record. */
+export interface WorkspaceIndex {
+  /** Real absolute path of the workspace the paths are relative to. */
+  workspace: string;
+  generation: number;
+  entries: Map<string, IndexEntry>;
+}
+
+/** True when the stat says nothing changed (content is then trusted, unless the entry is racy). */
+export function sameStat(a: IndexEntry, b: IndexEntry): boolean {
+  return (
+    a.kind === b.kind &&
+    a.size === b.size &&
+    a.mtimeNs === b.mtimeNs &&
+    a.ctimeNs === b.ctimeNs &&
+    a.ino === b.ino &&
+    a.mode === b.mode
+  );
+}
+
+/** True when the path holds the same thing: same kind, bytes (by hash), mode, link target. */
+export function sameContent(a: IndexEntry, b: IndexEntry): boolean {
+  if (a.kind !== b.kind || a.mode !== b.mode) return false;
+  if (a.kind === "file")
+    return a.hash === b.hash && a.skipped === b.skipped && (a.hash !== undefined || sameStat(a, b));
+  if (a.kind === "symlink") return a.target === b.target;
+  if (a.kind === "other") return sameStat(a, b);
+  return true;
+}
+
+/** The before-snapshot a checkpoint records for a path the index held as `entry`. */
+export function snapshotOf(path: string, entry: IndexEntry): FileSnapshot {
+  switch (entry.kind) {
+    case "directory":
+      return { path, kind: "directory", mode: entry.mode };
+    case "symlink":
+      return entry.target === undefined
+        ? { path, kind: "skipped", reason: "unreadable", detail: "the link could not be read" }
+        : { path, kind: "symlink", target: entry.target };
+    case "other":
+      return { path, kind: "skipped", reason: "not_a_regular_file" };
+    case "file":
+      if (entry.hash !== undefined)
+        return { path, kind: "blob", blob: entry.hash, bytes: entry.size, mode: entry.mode };
+      return entry.skipped === "too_large"
+        ? { path, kind: "skipped", reason: "too_large", detail: `${entry.size} bytes > maxFileBytes` }
+        : { path, kind: "skipped", reason: "unreadable" };
+  }
+}

@@ -1,0 +1,145 @@
+import type { LockedSession, StorageBackend } from "../../backend/types.js";
+import { registerReferenceRoot } from "../../blobs/reference-roots.js";
+import type { IndexEntry, WorkspaceIndex } from "./index-entry.js";
+
+// The index is kept as side records of the session: one base holding every entry, then one small
+// delta per scan that changed something, so a command that changes one file writes one small
+// record instead of the whole index. Deltas are folded into a new base every COMPACT_AFTER.
+export const INDEX_BASE_RECORD = "workspace-index";
+const DELTA_PREFIX = "workspace-index.";
+const COMPACT_AFTER = 64;
+const FORMAT = 1;
+
+/** [path, kind, size, mtimeNs, ctimeNs, ino, mode, hash or link target or null, flags] */
+type Row = [string, "f" | "d" | "l" | "o", number, string, string, string, number, string | null, number];
+const RACY = 1;
+const TOO_LARGE = 2;
+const UNREADABLE = 4;
+
+interface BaseRecord {
+  v: number;
+  workspace: string;
+  generation: number;
+  entries: Row[];
+}
+interface DeltaRecord {
+  v: number;
+  generation: number;
+  set: Row[];
+  removed: string[];
+}
+
+const KINDS = { file: "f", directory: "d", symlink: "l", other: "o" } as const;
+const KIND_OF = { f: "file", d: "directory", l: "symlink", o: "other" } as const;
+
+function toRow(path: string, e: IndexEntry): Row {
+  const value = e.kind === "file" ? (e.hash ?? null) : e.kind === "symlink" ? (e.target ?? null) : null;
+  const flags =
+    (e.racy ? RACY : 0) | (e.skipped === "too_large" ? TOO_LARGE : 0) | (e.skipped === "unreadable" ? UNREADABLE : 0);
+  return [path, KINDS[e.kind], e.size, String(e.mtimeNs), String(e.ctimeNs), String(e.ino), e.mode, value, flags];
+}
+
+function fromRow(row: Row): [string, IndexEntry] {
+  const [path, kind, size, mtime, ctime, ino, mode, value, flags] = row;
+  const entry: IndexEntry = {
+    kind: KIND_OF[kind],
+    size,
+    mtimeNs: BigInt(mtime),
+    ctimeNs: BigInt(ctime),
+    ino: BigInt(ino),
+    mode,
+  };
+  if (value !== null && kind === "f") entry.hash = value;
+  if (value !== null && kind === "l") entry.target = value;
+  if (flags & RACY) entry.racy = true;
+  if (flags & TOO_LARGE) entry.skipped = "too_large";
+  if (flags & UNREADABLE) entry.skipped = "unreadable";
+  return [path, entry];
+}
+
+const deltaName = (generation: number) => `${DELTA_PREFIX}${String(generation).padStart(9, "0")}`;
+const isDeltaName = (name: string) => name.startsWith(DELTA_PREFIX) && /^\d{9}$/.test(name.slice(DELTA_PREFIX.length));
+
+/** The newest generation on record (0 when there is no index): a cheap listing, to tell a cached copy is current. */
+export async function storedGeneration(backend: StorageBackend, sessionId: string): Promise<number> {
+  const names = await backend.listRecords(sessionId);
+  let newest = -1;
+  let hasBase = false;
+  for (const name of names) {
+    if (name === INDEX_BASE_RECORD) hasBase = true;
+    else if (isDeltaName(name)) newest = Math.max(newest, Number(name.slice(DELTA_PREFIX.length)));
+  }
+  if (newest >= 0) return newest;
+  if (!hasBase) return 0;
+  const base = (await backend.readRecord(sessionId, INDEX_BASE_RECORD)) as BaseRecord | undefined;
+  return base?.generation ?? 0;
+}
+
+/** The index as recorded (base plus its deltas), or undefined when the session has none yet. */
+export async function loadIndex(backend: StorageBackend, sessionId: string): Promise<WorkspaceIndex | undefined> {
+  const base = (await backend.readRecord(sessionId, INDEX_BASE_RECORD)) as BaseRecord | undefined;
+  if (!base || base.v !== FORMAT || !Array.isArray(base.entries)) return undefined;
+  const index: WorkspaceIndex = {
+    workspace: base.workspace,
+    generation: base.generation,
+    entries: new Map(base.entries.map(fromRow)),
+  };
+  const deltas = (await backend.listRecords(sessionId)).filter(isDeltaName).sort();
+  for (const name of deltas) {
+    const delta = (await backend.readRecord(sessionId, name)) as DeltaRecord | undefined;
+    if (!delta || delta.generation <= index.generation) continue; // left over from before a compaction
+    for (const path of delta.removed) index.entries.delete(path);
+    for (const row of delta.set) index.entries.set(...fromRow(row));
+    index.generation = delta.generation;
+  }
+  return index;
+}
+
+/**
+ * Records a scan's result: the paths set or removed since the last record, as a delta, or the
+ * whole index as a new base when it is new, moved to another workspace, or has many deltas.
+ * Not fsynced: a lost index only makes the next scan cold, while every checkpoint that needs a
+ * blob references it from the (fsynced) log.
+ */
+export async function saveIndex(
+  locked: LockedSession,
+  index: WorkspaceIndex,
+  changes: { set: readonly string[]; removed: readonly string[]; whole: boolean },
+): Promise<void> {
+  index.generation++;
+  const deltasSinceBase = index.generation % COMPACT_AFTER;
+  if (changes.whole || deltasSinceBase === 0) {
+    const base: BaseRecord = {
+      v: FORMAT,
+      workspace: index.workspace,
+      generation: index.generation,
+      entries: [...index.entries].map(([path, entry]) => toRow(path, entry)),
+    };
+    await locked.writeRecord(INDEX_BASE_RECORD, base, { durable: false });
+    // An empty delta of the base's own generation: `storedGeneration` then never reads the base.
+    const marker: DeltaRecord = { v: FORMAT, generation: index.generation, set: [], removed: [] };
+    await locked.writeRecord(deltaName(index.generation), marker, { durable: false });
+    // Deltas older than the new base are ignored by loadIndex; remove them so they do not pile up.
+    for (let g = index.generation - 1; g > 0 && g > index.generation - 1 - COMPACT_AFTER; g--)
+      await locked.deleteRecord(deltaName(g));
+    return;
+  }
+  const delta: DeltaRecord = {
+    v: FORMAT,
+    generation: index.generation,
+    set: changes.set.map((path) => toRow(path, index.entries.get(path)!)),
+    removed: [...changes.removed],
+  };
+  await locked.writeRecord(deltaName(index.generation), delta, { durable: false });
+}
+
+/** Every blob the recorded index points at: a reference root, never pruned while the index lives. */
+export async function blobsOfIndex(backend: StorageBackend, sessionId: string): Promise<Set<string>> {
+  const index = await loadIndex(backend, sessionId);
+  const hashes = new Set<string>();
+  for (const entry of index?.entries.values() ?? []) if (entry.hash !== undefined) hashes.add(entry.hash);
+  return hashes;
+}
+
+// Loaded with every module that writes an index, so any prune in such a process keeps its blobs.
+registerReferenceRoot(blobsOfIndex);
