@@ -18,20 +18,38 @@ describe("agent-tape rewind", () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(
       `Dry run: rewinding ${id} to #2 (mode all) would:\n` +
-        "  restore  a.txt\n" +
-        "  delete   b.txt\n" +
-        "1 file restored, 1 deleted; 3 events to remove. Nothing was changed.\n",
+        "  restore  a.txt  +1 \u22121\n" +
+        "  delete   b.txt  +0 \u22121\n" +
+        "1 file restored, 1 deleted (+1 \u22122 lines); 3 events to remove. Nothing was changed.\n",
     );
     expect(await readFile(join(workspace, "a.txt"), "utf8")).toBe("two\n");
     expect(await readdir(workspace)).toContain("b.txt");
     expect(await sequences(root, id)).toEqual([1, 2, 3, 4, 5]);
   });
 
+  it("--dry-run --diff adds each file's unified diff: plain when piped, coloured on a terminal", async () => {
+    const { root, id } = await seedSession(temps);
+    const piped = await cli(["rewind", id, "--to", "2", "--dry-run", "--diff", "--root", root]);
+    expect(piped.code).toBe(0);
+    expect(piped.stdout).toBe(
+      `Dry run: rewinding ${id} to #2 (mode all) would:\n` +
+        "  restore  a.txt  +1 \u22121\n" +
+        "  delete   b.txt  +0 \u22121\n" +
+        "--- a/a.txt\n+++ b/a.txt\n@@ -1,1 +1,1 @@\n-two\n+one\n" +
+        "--- a/b.txt\n+++ /dev/null\n@@ -1,1 +0,0 @@\n-new file\n" +
+        "1 file restored, 1 deleted (+1 \u22122 lines); 3 events to remove. Nothing was changed.\n",
+    );
+    const tty = await cli(["rewind", id, "--to", "2", "--dry-run", "--diff", "--root", root], { isTTY: true });
+    expect(tty.stdout).toContain(`${ESC}32m+one${ESC}39m`);
+    expect(tty.stdout).toContain(`${ESC}31m-two${ESC}39m`);
+    expect(tty.stdout).toContain(`${ESC}1m--- a/a.txt${ESC}22m`);
+  });
+
   it("restores the files, cuts the tape, appends a marker and reports it", async () => {
     const { root, workspace, id } = await seedSession(temps);
     const run = await cli(["rewind", id, "--to", "2", "--root", root]);
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain("1 file restored, 1 deleted; 3 events removed; 0 blobs pruned. Rewind marker: #6.");
+    expect(run.stdout).toContain("1 file restored, 1 deleted (+1 \u22122 lines); 3 events removed; 0 blobs pruned. Rewind marker: #6.");
     expect(run.stdout).toContain(`Undo it with: agent-tape undo ${id}`);
     expect(await readFile(join(workspace, "a.txt"), "utf8")).toBe("one\n");
     expect(await readdir(workspace)).not.toContain("b.txt");
@@ -116,6 +134,15 @@ describe("agent-tape undo", () => {
     expect(await readFile(join(workspace, "a.txt"), "utf8")).toBe("two\n");
     expect(await readFile(join(workspace, "b.txt"), "utf8")).toBe("new file\n");
     expect(await sequences(root, id)).toEqual([1, 2, 6, 7, 8, 9, 10]);
+  });
+
+  it("--dry-run --diff shows what the undo would do to each file, and its diff", async () => {
+    const { root, id } = await seedSession(temps);
+    await cli(["rewind", id, "--to", "2", "--root", root]);
+    const run = await cli(["undo", id, "--dry-run", "--diff", "--root", root]);
+    expect(run.stdout).toContain("  restore  a.txt  +1 \u22121\n  restore  b.txt  +1 \u22120\n");
+    expect(run.stdout).toContain("--- a/a.txt\n+++ b/a.txt\n@@ -1,1 +1,1 @@\n-one\n+two\n");
+    expect(run.stdout).toContain("--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1,1 @@\n+new file\n");
   });
 
   it("--json prints the undo report", async () => {

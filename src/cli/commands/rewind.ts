@@ -10,27 +10,31 @@ import {
   type Command,
 } from "../command.js";
 import { fileCounts, printFileChanges } from "../file-changes.js";
+import { printPatches } from "../diff-output.js";
 import { plural } from "../output.js";
 
 export const rewindCommand: Command = {
   name: "rewind",
-  usage: "rewind <id> --to <seq>",
+  usage: "rewind <id> --to <seq> [--dry-run] [--diff]",
   summary: "Wind files and conversation back to an event (--mode, --dry-run)",
   help: `Winds the session back to event <seq>: files are restored from their before-snapshots
 (or deleted if they did not exist yet), the events after <seq> leave the tape, and a
 rewind marker is appended. Prints each path with what happens to it: restore, delete,
-or skip (with the reason). \`agent-tape undo <id>\` puts it all back.
+or skip (with the reason), and what that does to the file now: +N −M lines, or bytes
+for a binary file or one past the diff bounds. \`agent-tape undo <id>\` puts it all back.
 
 Options:
   --to <seq>          The event to go back to (required; see \`agent-tape show <id>\`)
   --mode <mode>       all (default): files and conversation; files: only the workspace;
                       conversation: only the tape
   --dry-run           Print the plan and change nothing
+  --diff              Also print each changed text file's unified diff (coloured on a terminal)
   --workspace <dir>   Restore into this folder instead of the session's recorded workspace`,
   options: {
     to: { type: "string" },
     mode: { type: "string" },
     "dry-run": { type: "boolean" },
+    diff: { type: "boolean" },
     workspace: { type: "string" },
   },
 
@@ -47,11 +51,13 @@ Options:
       throw new UsageError(`--mode is all, files or conversation, not "${stringOption(args, "mode")}".`, "rewind");
     const workspace = stringOption(args, "workspace");
     const dryRun = flag(args, "dry-run");
+    const diffs = flag(args, "diff");
 
     const report = await rewind(ctx.store(), id, {
       toSequence: to,
       mode: mode.data,
       dryRun,
+      diffs,
       ...(workspace !== undefined && { workspace }),
       onProgress: (step) => ctx.progress.update(`rewind ${id}: ${step}`, true),
     });
@@ -77,16 +83,17 @@ Options:
         : `Rewound ${bold(id)} to #${to} (mode ${report.mode}):`,
     );
     printFileChanges(ctx, report.changes);
+    if (diffs) printPatches(ctx, report.changes);
     const events =
       report.mode === "files"
         ? "the conversation is kept"
         : `${plural(report.eventsRemoved, "event")} ${dryRun ? "to remove" : "removed"}`;
     if (dryRun) {
-      const files = report.mode === "conversation" ? "files are left alone" : `${fileCounts(report)}`;
+      const files = report.mode === "conversation" ? "files are left alone" : `${fileCounts(report, ctx.style)}`;
       printLine(ctx.stdout, `${files}; ${events}. Nothing was changed.`);
       return 0;
     }
-    const files = report.mode === "conversation" ? "files left alone" : fileCounts(report);
+    const files = report.mode === "conversation" ? "files left alone" : fileCounts(report, ctx.style);
     printLine(
       ctx.stdout,
       `${files}; ${events}; ${plural(report.blobsPruned, "blob")} pruned. Rewind marker: #${report.markerSequence}.`,

@@ -1,11 +1,12 @@
 import { undoRewind } from "../../index.js";
 import { flag, printJson, printLine, requireSessionId, stringOption, type Command } from "../command.js";
 import { fileCounts, printFileChanges } from "../file-changes.js";
+import { printPatches } from "../diff-output.js";
 import { plural } from "../output.js";
 
 export const undoCommand: Command = {
   name: "undo",
-  usage: "undo <id>",
+  usage: "undo <id> [--dry-run] [--diff]",
   summary: "Put back what the last rewind changed",
   help: `Undoes the session's last rewind: the files it changed get their bytes back, and the
 events it removed return to the tape (with new sequence numbers, after the rewind
@@ -13,9 +14,11 @@ marker). Works only right after a rewind, before anything else is appended.
 
 Options:
   --dry-run           Print what would change and change nothing
+  --diff              Also print each changed text file's unified diff (coloured on a terminal)
   --workspace <dir>   Restore into this folder instead of the one the rewind used`,
   options: {
     "dry-run": { type: "boolean" },
+    diff: { type: "boolean" },
     workspace: { type: "string" },
   },
 
@@ -23,8 +26,10 @@ Options:
     const id = requireSessionId("undo", args);
     const workspace = stringOption(args, "workspace");
     const dryRun = flag(args, "dry-run");
+    const diffs = flag(args, "diff");
     const report = await undoRewind(ctx.store(), id, {
       dryRun,
+      diffs,
       ...(workspace !== undefined && { workspace }),
       onProgress: (step) => ctx.progress.update(`undo ${id}: ${step}`, true),
     });
@@ -41,13 +46,14 @@ Options:
         : `Undid rewind #${report.undoneMarker} of ${bold(id)}:`,
     );
     printFileChanges(ctx, report.changes);
+    if (diffs) printPatches(ctx, report.changes);
     const first = report.undoneMarker + 1;
     const last = report.undoneMarker + report.eventsRestored;
     const where =
       report.eventsRestored === 0 ? "" : report.eventsRestored === 1 ? ` (as #${first})` : ` (as #${first}-#${last})`;
     const events = `${plural(report.eventsRestored, "event")} ${dryRun ? "to put back" : `put back${where}`}`;
-    if (dryRun) printLine(ctx.stdout, `${fileCounts(report)}; ${events}. Nothing was changed.`);
-    else printLine(ctx.stdout, `${fileCounts(report)}; ${events}. Undo marker: #${report.markerSequence}.`);
+    if (dryRun) printLine(ctx.stdout, `${fileCounts(report, ctx.style)}; ${events}. Nothing was changed.`);
+    else printLine(ctx.stdout, `${fileCounts(report, ctx.style)}; ${events}. Undo marker: #${report.markerSequence}.`);
     return 0;
   },
 };

@@ -1,0 +1,52 @@
+import type { DiffTotals, FileDiff } from "../index.js";
+import { printLine, type CliContext } from "./command.js";
+import { formatBytes, type Style } from "./output.js";
+
+// U+2212, the minus sign: "+3 −1" reads as a count of lines, not a range or an option.
+const MINUS = "\u2212";
+
+/** "+3 −1" for lines; "+1.2 KiB −4 B binary" for a file counted in bytes; "" without a diff. */
+export function diffFigure(style: Style, diff: FileDiff | undefined): string {
+  if (!diff) return "";
+  if (diff.unit === "lines") return `${style.green(`+${diff.insertions}`)} ${style.red(`${MINUS}${diff.deletions}`)}`;
+  const figure = `${style.green(`+${formatBytes(diff.insertions)}`)} ${style.red(`${MINUS}${formatBytes(diff.deletions)}`)}`;
+  return diff.reason ? `${figure} ${style.dim(diff.reason.replaceAll("_", " "))}` : figure;
+}
+
+/** "+4 −2 lines, +10 B −20 B in bytes", leaving out the half that is zero; "" when nothing changes. */
+export function totalsFigure(style: Style, totals: DiffTotals): string {
+  const parts: string[] = [];
+  const { lines, bytes } = totals;
+  if (lines.insertions + lines.deletions > 0)
+    parts.push(`${style.green(`+${lines.insertions}`)} ${style.red(`${MINUS}${lines.deletions}`)} lines`);
+  if (bytes.insertions + bytes.deletions > 0)
+    parts.push(
+      `${style.green(`+${formatBytes(bytes.insertions)}`)} ${style.red(`${MINUS}${formatBytes(bytes.deletions)}`)}`,
+    );
+  return parts.join(", ");
+}
+
+/** A unified diff, coloured like git's on a terminal (headers bold, hunks cyan-ish dim, +/- green/red). */
+export function printPatch(ctx: CliContext, patch: string): void {
+  const { style } = ctx;
+  const lines = patch.endsWith("\n") ? patch.slice(0, -1).split("\n") : patch.split("\n");
+  for (const line of lines) {
+    if (line.startsWith("--- ") || line.startsWith("+++ ")) printLine(ctx.stdout, style.bold(line));
+    else if (line.startsWith("@@")) printLine(ctx.stdout, style.dim(line));
+    else if (line.startsWith("+")) printLine(ctx.stdout, style.green(line));
+    else if (line.startsWith("-")) printLine(ctx.stdout, style.red(line));
+    else printLine(ctx.stdout, line);
+  }
+}
+
+/** Each change's unified diff; a change counted in bytes says why it has none. */
+export function printPatches(
+  ctx: CliContext,
+  changes: readonly { path: string; diff?: FileDiff | undefined; patch?: string | undefined }[],
+): void {
+  for (const change of changes) {
+    if (change.patch !== undefined) printPatch(ctx, change.patch);
+    else if (change.diff?.unit === "bytes")
+      printLine(ctx.stdout, ctx.style.dim(`(${change.path}: no line diff, ${change.diff.reason ?? "bytes"})`));
+  }
+}
