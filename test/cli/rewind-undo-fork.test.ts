@@ -49,7 +49,9 @@ describe("agent-tape rewind", () => {
     const { root, workspace, id } = await seedSession(temps);
     const run = await cli(["rewind", id, "--to", "2", "--root", root]);
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain("1 file restored, 1 deleted (+1 \u22122 lines); 3 events removed; 0 blobs pruned. Rewind marker: #6.");
+    expect(run.stdout).toContain(
+      "1 file restored, 1 deleted (+1 \u22122 lines); 3 events removed; 0 blobs pruned. Rewind marker: #6.",
+    );
     expect(run.stdout).toContain(`Undo it with: agent-tape undo ${id}`);
     expect(await readFile(join(workspace, "a.txt"), "utf8")).toBe("one\n");
     expect(await readdir(workspace)).not.toContain("b.txt");
