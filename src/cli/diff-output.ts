@@ -8,21 +8,23 @@ const MINUS = "\u2212";
 /** "+3 −1" for lines; "+1.2 KiB −4 B binary" for a file counted in bytes; "" without a diff. */
 export function diffFigure(style: Style, diff: FileDiff | undefined): string {
   if (!diff) return "";
-  if (diff.unit === "lines") return `${style.green(`+${diff.insertions}`)} ${style.red(`${MINUS}${diff.deletions}`)}`;
-  const figure = `${style.green(`+${formatBytes(diff.insertions)}`)} ${style.red(`${MINUS}${formatBytes(diff.deletions)}`)}`;
+  if (diff.unit === "lines") return plusMinus(style, `${diff.insertions}`, `${diff.deletions}`);
+  const figure = plusMinus(style, formatBytes(diff.insertions), formatBytes(diff.deletions));
   return diff.reason ? `${figure} ${style.dim(diff.reason.replaceAll("_", " "))}` : figure;
 }
 
-/** "+4 −2 lines, +10 B −20 B in bytes", leaving out the half that is zero; "" when nothing changes. */
+function plusMinus(style: Style, insertions: string, deletions: string): string {
+  return `${style.green(`+${insertions}`)} ${style.red(`${MINUS}${deletions}`)}`;
+}
+
+/** "+4 −2 lines, +10 B −20 B", leaving out the half that is zero; "" when nothing changes. */
 export function totalsFigure(style: Style, totals: DiffTotals): string {
   const parts: string[] = [];
   const { lines, bytes } = totals;
   if (lines.insertions + lines.deletions > 0)
-    parts.push(`${style.green(`+${lines.insertions}`)} ${style.red(`${MINUS}${lines.deletions}`)} lines`);
+    parts.push(`${plusMinus(style, `${lines.insertions}`, `${lines.deletions}`)} lines`);
   if (bytes.insertions + bytes.deletions > 0)
-    parts.push(
-      `${style.green(`+${formatBytes(bytes.insertions)}`)} ${style.red(`${MINUS}${formatBytes(bytes.deletions)}`)}`,
-    );
+    parts.push(plusMinus(style, formatBytes(bytes.insertions), formatBytes(bytes.deletions)));
   return parts.join(", ");
 }
 
