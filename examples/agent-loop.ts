@@ -250,6 +250,10 @@ note(
   "records/      what undoRewind and crash recovery need between steps" +
     (records.length ? "" : " (nothing pending now)"),
 );
+// The exact next command, so a newcomer can look at the session with the CLI without guessing the root.
+// `npx agent-tape` runs this repository's own bin (npm ci builds it); installed elsewhere it is plain `agent-tape`.
+console.log("  Look at it with the CLI:");
+console.log(`    npx agent-tape --root ${root} list`);
 console.log(`  Nothing was deleted, so you can look around; then: rm -rf ${home}`);
 
 function check(ok: boolean, claim: string): void {

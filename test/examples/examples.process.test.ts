@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore } from "../../src/index.js";
+import { cli } from "../cli/harness.js";
 import { runChild } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
@@ -100,6 +101,12 @@ describe("examples/agent-loop.ts (npm run demo)", () => {
     // What it left on disk agrees with what it said.
     const [home] = await leftBehind(run.tmp);
     expect(out).toContain(`rm -rf ${join(run.tmp, home!)}`);
+    // The CLI command it prints works as printed (run in-process here; `npx agent-tape` is the package's bin).
+    const printed = /^ {4}npx agent-tape (.*)$/m.exec(out)?.[1]?.split(" ");
+    expect(printed).toEqual(["--root", join(run.tmp, home!, "sessions"), "list"]);
+    const listed = await cli(printed!);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/^ID +TITLE +EVENTS/);
     const store = new SessionStore({ root: join(run.tmp, home!, "sessions") });
     try {
       const [session] = await store.list();
