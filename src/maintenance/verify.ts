@@ -8,6 +8,8 @@ import { referencedBlobs, snapshotsIn } from "../blobs/references.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import type { SessionStore } from "../session/session-store.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
+import { REWIND_INTENT_RECORD } from "../rewind/intent.js";
+import { checkIntent, intentShapeProblem } from "../rewind/intent-check.js";
 
 export interface VerifyOptions extends SignalOption {
   /** Called as the work advances (every 1000 events read, every blob checked), e.g. to show progress. */
@@ -44,6 +46,10 @@ export type VerifyProblem =
   | { kind: "record_unreadable"; message: string; record?: string; error: ErrorSummary }
   /** A side record reads, but is not what its name says (a rewind archive without its events). */
   | { kind: "record_malformed"; message: string; record: string }
+  /** A rewind or undo was interrupted: its intent is there, fits the tape, and the next writer finishes it. */
+  | { kind: "intent_pending"; message: string; record: string }
+  /** The rewind intent does not fit the tape (planted or edited): no writer will act on it (STORE_TAMPERED). */
+  | { kind: "intent_tampered"; message: string; record: string }
   /** An event names a blob the session does not hold. */
   | { kind: "blob_missing"; message: string; hash: string; referencedBy: BlobReference }
   /** A blob's bytes no longer hash to its name. */
@@ -109,6 +115,7 @@ export async function verify(
       if (!firstReference.has(hash)) firstReference.set(hash, { sequence: event.sequence, type: event.type, ...where });
   };
 
+  let lastSequence = 0;
   // Streamed rather than store.salvage(): the same skip-and-report of bad lines, in flat memory.
   try {
     const source = backend.readEvents(sessionId, {
@@ -123,6 +130,7 @@ export async function verify(
     });
     for await (const event of source) {
       progress.eventsRead++;
+      lastSequence = event.sequence;
       note(event);
       if (progress.eventsRead % 1000 === 0) options.onProgress?.({ ...progress });
     }
@@ -136,7 +144,7 @@ export async function verify(
     });
   }
 
-  await checkRecords(store, sessionId, signal, problems, note);
+  await checkRecords(store, sessionId, signal, problems, note, lastSequence);
 
   const hashes = [...firstReference.keys()];
   progress.blobsToCheck = hashes.length;
@@ -167,6 +175,7 @@ async function checkRecords(
   signal: AbortSignal | undefined,
   problems: VerifyProblem[],
   note: (event: StoredEvent, archive: string) => void,
+  lastSequence: number,
 ): Promise<void> {
   let names: string[];
   try {
@@ -197,6 +206,10 @@ async function checkRecords(
       });
       continue;
     }
+    if (name === REWIND_INTENT_RECORD && value !== undefined) {
+      problems.push(await intentProblem(store, sessionId, lastSequence, value));
+      continue;
+    }
     if (!isArchiveName(name) || value === undefined) continue;
     const events = (value as { events?: unknown } | null)?.events;
     if (!Array.isArray(events) || !events.every(isEventLike)) {
@@ -209,6 +222,31 @@ async function checkRecords(
     }
     for (const event of events) note(event, name);
   }
+}
+
+/** A rewind intent on disk is always worth a word: malformed, not fitting the tape, or an interrupted rewind. */
+async function intentProblem(
+  store: SessionStore<any>,
+  sessionId: string,
+  lastSequence: number,
+  value: unknown,
+): Promise<VerifyProblem> {
+  const record = REWIND_INTENT_RECORD;
+  const malformed = intentShapeProblem(value);
+  if (malformed !== undefined)
+    return { kind: "record_malformed", record, message: `${record} ${malformed}; no writer will act on it` };
+  try {
+    await checkIntent(store.backend, sessionId, lastSequence, value);
+  } catch (error) {
+    if (!isAgentTapeError(error, "STORE_TAMPERED")) throw error;
+    return { kind: "intent_tampered", record, message: `${error.message}` };
+  }
+  const kind = (value as { kind: string }).kind;
+  return {
+    kind: "intent_pending",
+    record,
+    message: `an interrupted ${kind} is pending (${record}); the next writer to take the lock finishes it`,
+  };
 }
 
 function isEventLike(value: unknown): value is StoredEvent {

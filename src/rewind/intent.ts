@@ -5,6 +5,7 @@ import { applyFileRecords } from "./apply-files.js";
 import type { RewindArchive } from "../blobs/archives.js";
 import { registerRecoveryStep } from "../session/recovery.js";
 import { pruneUnreferencedBlobs } from "../blobs/prune.js";
+import { checkIntent } from "./intent-check.js";
 
 /** Name of the side record that makes a rewind (or an undo) crash-safe. */
 export const REWIND_INTENT_RECORD = "rewind-intent";
@@ -109,8 +110,11 @@ async function finish(locked: LockedSession, intent: RewindIntent): Promise<void
 
 /** Finishes a rewind or undo that a crashed holder left half done (called at lock time). */
 export async function recoverInterruptedRewind(backend: StorageBackend, locked: LockedSession): Promise<void> {
-  const intent = (await backend.readRecord(locked.sessionId, REWIND_INTENT_RECORD)) as RewindIntent | undefined;
-  if (intent) await completeIntent(backend, locked, intent);
+  const found = await backend.readRecord(locked.sessionId, REWIND_INTENT_RECORD);
+  if (found === undefined) return;
+  // Anyone who can write the session folder could have put it there: act on it only if it fits the tape.
+  const intent = await checkIntent(backend, locked.sessionId, locked.lastSequence, found);
+  await completeIntent(backend, locked, intent);
 }
 
 /** Paths found outside the workspace at the last moment were not touched: say so in the marker. */

@@ -1,7 +1,7 @@
 import { mkdir, readFile, readdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
+import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind, verify } from "../../src/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 // Whoever can write the session folder is not trusted to move a rewind outside the workspace
@@ -88,6 +88,85 @@ describe("an edited session.json", () => {
     stores.push(reader);
     await undoRewind(reader, s.id);
     expect(await tree(s.victim)).toEqual(before);
+    expect(await tree(s.workspace)).toEqual({ "f.txt": "v2", "new.txt": "made by the tool" });
+  });
+});
+
+/** Writes `records/rewind-intent.json` as an attacker would: a marker that fits the tape, and their own files. */
+async function plantIntent(
+  s: Awaited<ReturnType<typeof editedSession>>,
+  intent: { workspace?: string; files: unknown[] } | Record<string, unknown>,
+) {
+  const last = (await s.store.readAll(s.id)).at(-1)!;
+  const marker = {
+    ...last,
+    id: "planted",
+    sequence: last.sequence + 1,
+    type: "session_rewind",
+    payload: {
+      targetSequence: s.target,
+      mode: "files",
+      filesRestored: 0,
+      filesDeleted: 1,
+      skipped: [],
+      changes: [],
+      eventsRemoved: 0,
+      blobsPruned: 0,
+    },
+  };
+  await mkdir(join(s.root, s.id, "records"), { recursive: true });
+  const full = {
+    kind: "rewind",
+    markerSequence: marker.sequence,
+    truncateTo: last.sequence,
+    append: [marker],
+    dropArchives: [],
+    prune: false,
+    ...intent,
+  };
+  await writeFile(join(s.root, s.id, "records", "rewind-intent.json"), JSON.stringify(full));
+}
+
+describe("a planted rewind intent", () => {
+  it("carrying its own workspace is not rolled forward by list: the session is STORE_TAMPERED", async () => {
+    const s = await editedSession();
+    const before = await tree(s.victim);
+    await plantIntent(s, { workspace: s.victim, files: [{ path: "important", kind: "absent" }] });
+
+    const reader = new SessionStore({ root: s.root });
+    stores.push(reader);
+    const listed = await reader.list();
+    expect(await tree(s.victim)).toEqual(before);
+    expect(listed.find((info) => info.id === s.id)?.unreadable?.code).toBe("STORE_TAMPERED");
+    expect(await codeOf(reader.readAll(s.id))).toBe("STORE_TAMPERED");
+    expect(await tree(s.victim)).toEqual(before);
+    const report = await verify(reader, s.id);
+    expect(report.ok).toBe(false);
+    expect(report.problems.map((p) => p.kind)).toContain("intent_tampered");
+  });
+
+  it("inside the recorded workspace, cannot change a path the tape does not say to change", async () => {
+    const s = await editedSession();
+    await mkdir(join(s.workspace, "src"));
+    await writeFile(join(s.workspace, "src", "main.ts"), "precious");
+    await plantIntent(s, { workspace: s.workspace, files: [{ path: "src", kind: "absent" }] });
+    const reader = new SessionStore({ root: s.root });
+    stores.push(reader);
+    expect(await codeOf(reader.append(s.id, { type: "message", payload: { role: "user", content: "x" } }))).toBe(
+      "STORE_TAMPERED",
+    );
+    expect(await readFile(join(s.workspace, "src", "main.ts"), "utf8")).toBe("precious");
+  });
+
+  it("that is not an intent at all is STORE_TAMPERED, and verify says the record is malformed", async () => {
+    const s = await editedSession();
+    await mkdir(join(s.root, s.id, "records"), { recursive: true });
+    await writeFile(join(s.root, s.id, "records", "rewind-intent.json"), JSON.stringify({ kind: "rewind", files: 3 }));
+    const reader = new SessionStore({ root: s.root });
+    stores.push(reader);
+    expect(await codeOf(reader.readAll(s.id))).toBe("STORE_TAMPERED");
+    const report = await verify(reader, s.id);
+    expect(report.problems.map((p) => p.kind)).toContain("record_malformed");
     expect(await tree(s.workspace)).toEqual({ "f.txt": "v2", "new.txt": "made by the tool" });
   });
 });

@@ -1,0 +1,119 @@
+import { z } from "zod";
+import type { StorageBackend } from "../backend/types.js";
+import { StoreTamperedError } from "../core/errors.js";
+import { FileSnapshot, RewindPayload, type StoredEvent } from "../core/events.js";
+import { isArchiveName } from "../blobs/archives.js";
+import type { RewindIntent } from "./intent.js";
+import { closestSnapshotPerPath } from "./plan.js";
+
+const ArchiveName = z.string().refine(isArchiveName, "not a rewind archive's name");
+const IntentShape = z
+  .object({
+    kind: z.enum(["rewind", "undo"]),
+    markerSequence: z.number().int().positive(),
+    workspace: z.string().optional(),
+    files: z.array(FileSnapshot),
+    truncateTo: z.number().int().nonnegative(),
+    append: z.array(z.looseObject({ sessionId: z.string(), sequence: z.number().int(), type: z.string() })).min(1),
+    dropArchives: z.array(ArchiveName),
+    archive: z.object({ name: ArchiveName, events: z.array(z.unknown()) }).optional(),
+    prune: z.boolean(),
+  })
+  .loose();
+
+/**
+ * An intent found on disk is acted on only if it is one this library wrote for this session's tape
+ * (docs/ARCHITECTURE.md, "Confinement"): well formed, its events this session's and ending in its marker,
+ * and every file record it would apply the one the tape itself holds for that path — the closest snapshot
+ * after the rewind's target, or the undone rewind's undo snapshot — in the workspace the tape recorded.
+ * So a planted or edited intent can do no more than a real rewind of this tape could. Throws
+ * STORE_TAMPERED, naming what does not fit, and changes nothing. A rewind told an explicit workspace that
+ * the tape did not record, then interrupted, is refused here too: its intent cannot be told from a planted one.
+ */
+export async function checkIntent(
+  backend: StorageBackend,
+  sessionId: string,
+  lastSequence: number,
+  value: unknown,
+): Promise<RewindIntent> {
+  const tampered = (what: string) => new StoreTamperedError(sessionId, `records/rewind-intent.json ${what}`);
+  const malformed = intentShapeProblem(value);
+  if (malformed !== undefined) throw tampered(malformed);
+  const intent = value as RewindIntent;
+  const marker = intent.append[intent.append.length - 1]!;
+  const payload = RewindPayload.safeParse(marker.payload);
+  if (marker.type !== "session_rewind" || marker.sequence !== intent.markerSequence || !payload.success)
+    throw tampered("does not end in its rewind marker");
+  if (
+    intent.append.some(
+      (event, i) =>
+        event.sessionId !== sessionId || event.sequence !== marker.sequence - (intent.append.length - 1 - i),
+    )
+  )
+    throw tampered("carries events that are not this session's, or out of sequence");
+  if (intent.truncateTo >= intent.markerSequence) throw tampered("cuts the log after its own marker");
+  if (intent.files.length === 0 || filesDone(intent, lastSequence)) return intent;
+  if (intent.workspace === undefined) throw tampered("has files to change but no workspace");
+
+  let wanted: Map<string, FileSnapshot>;
+  let recorded: Set<string>;
+  if (intent.kind === "undo") {
+    const undone = await eventAt(backend, sessionId, intent.truncateTo);
+    const undo = undone?.type === "session_rewind" ? (undone.payload as RewindPayload).undo : undefined;
+    if (!undo) throw tampered("undoes no rewind of the tape that kept an undo snapshot");
+    wanted = new Map(undo.files.map((f) => [f.path, f]));
+    recorded = new Set([undo.workspace]);
+  } else {
+    const after: StoredEvent[] = [];
+    for await (const event of backend.readEvents(sessionId, { fromSequence: payload.data.targetSequence + 1 }))
+      after.push(event);
+    wanted = closestSnapshotPerPath(after);
+    recorded = new Set(after.flatMap(recordedWorkspaceOf));
+  }
+  if (!recorded.has(intent.workspace))
+    throw tampered(`would write in "${intent.workspace}", a folder the tape's snapshots were not taken in`);
+  for (const file of intent.files) {
+    const own = wanted.get(file.path);
+    if (!own || canonical({ ...own, path: file.path }) !== canonical(file))
+      throw tampered(`would make "${file.path}" something the tape does not hold for it`);
+  }
+  return intent;
+}
+
+/** Why `value` is not shaped like a rewind intent at all, or undefined when it is. */
+export function intentShapeProblem(value: unknown): string | undefined {
+  const shape = IntentShape.safeParse(value);
+  if (shape.success) return undefined;
+  const issue = shape.error.issues[0];
+  const where = issue ? `${issue.path.join(".") || "the record"}: ${issue.message}` : "malformed";
+  return `is not a rewind intent (${where})`;
+}
+
+/** Same rule as completeIntent: a rewind whose log is cut back already has its files done. */
+function filesDone(intent: RewindIntent, lastSequence: number): boolean {
+  return (
+    lastSequence >= intent.markerSequence ||
+    (intent.kind === "rewind" && lastSequence <= intent.truncateTo && intent.truncateTo < intent.markerSequence - 1)
+  );
+}
+
+async function eventAt(backend: StorageBackend, sessionId: string, sequence: number) {
+  for await (const event of backend.readEvents(sessionId, { fromSequence: sequence, toSequence: sequence }))
+    return event;
+  return undefined;
+}
+
+function recordedWorkspaceOf(event: StoredEvent): string[] {
+  if (event.type === "session_checkpoint") return [(event.payload as { workspace: string }).workspace];
+  const payload = event.payload as RewindPayload;
+  return event.type === "session_rewind" && payload.mode === "files" && payload.undo ? [payload.undo.workspace] : [];
+}
+
+/** JSON with sorted keys: the same record written and read back compares equal whatever its key order. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : v,
+  );
+}
