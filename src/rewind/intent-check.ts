@@ -3,7 +3,6 @@ import type { StorageBackend } from "../backend/types.js";
 import { StoreTamperedError } from "../core/errors.js";
 import { FileSnapshot, RewindPayload, type StoredEvent } from "../core/events.js";
 import { isArchiveName } from "../blobs/archives.js";
-import type { RewindIntent } from "./intent.js";
 import { closestSnapshotPerPath } from "./plan.js";
 
 const ArchiveName = z.string().refine(isArchiveName, "not a rewind archive's name");
@@ -21,6 +20,16 @@ const IntentShape = z
   })
   .loose();
 
+/** The intent as this check sees it (src/rewind/intent.ts has the full type, which imports this file). */
+interface Intent {
+  kind: "rewind" | "undo";
+  markerSequence: number;
+  workspace?: string;
+  files: FileSnapshot[];
+  truncateTo: number;
+  append: StoredEvent[];
+}
+
 /**
  * An intent found on disk is acted on only if it is one this library wrote for this session's tape
  * (docs/ARCHITECTURE.md, "Confinement"): well formed, its events this session's and ending in its marker,
@@ -35,11 +44,11 @@ export async function checkIntent(
   sessionId: string,
   lastSequence: number,
   value: unknown,
-): Promise<RewindIntent> {
+): Promise<void> {
   const tampered = (what: string) => new StoreTamperedError(sessionId, `records/rewind-intent.json ${what}`);
   const malformed = intentShapeProblem(value);
   if (malformed !== undefined) throw tampered(malformed);
-  const intent = value as RewindIntent;
+  const intent = value as Intent;
   const marker = intent.append[intent.append.length - 1]!;
   const payload = RewindPayload.safeParse(marker.payload);
   if (marker.type !== "session_rewind" || marker.sequence !== intent.markerSequence || !payload.success)
@@ -52,7 +61,7 @@ export async function checkIntent(
   )
     throw tampered("carries events that are not this session's, or out of sequence");
   if (intent.truncateTo >= intent.markerSequence) throw tampered("cuts the log after its own marker");
-  if (intent.files.length === 0 || filesDone(intent, lastSequence)) return intent;
+  if (intent.files.length === 0 || filesDone(intent, lastSequence)) return;
   if (intent.workspace === undefined) throw tampered("has files to change but no workspace");
 
   let wanted: Map<string, FileSnapshot>;
@@ -77,7 +86,6 @@ export async function checkIntent(
     if (!own || canonical({ ...own, path: file.path }) !== canonical(file))
       throw tampered(`would make "${file.path}" something the tape does not hold for it`);
   }
-  return intent;
 }
 
 /** Why `value` is not shaped like a rewind intent at all, or undefined when it is. */
@@ -90,7 +98,7 @@ export function intentShapeProblem(value: unknown): string | undefined {
 }
 
 /** Same rule as completeIntent: a rewind whose log is cut back already has its files done. */
-function filesDone(intent: RewindIntent, lastSequence: number): boolean {
+function filesDone(intent: Intent, lastSequence: number): boolean {
   return (
     lastSequence >= intent.markerSequence ||
     (intent.kind === "rewind" && lastSequence <= intent.truncateTo && intent.truncateTo < intent.markerSequence - 1)

@@ -113,8 +113,8 @@ export async function recoverInterruptedRewind(backend: StorageBackend, locked: 
   const found = await backend.readRecord(locked.sessionId, REWIND_INTENT_RECORD);
   if (found === undefined) return;
   // Anyone who can write the session folder could have put it there: act on it only if it fits the tape.
-  const intent = await checkIntent(backend, locked.sessionId, locked.lastSequence, found);
-  await completeIntent(backend, locked, intent);
+  await checkIntent(backend, locked.sessionId, locked.lastSequence, found);
+  await completeIntent(backend, locked, found as RewindIntent);
 }
 
 /** Paths found outside the workspace at the last moment were not touched: say so in the marker. */
