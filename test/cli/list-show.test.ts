@@ -77,13 +77,27 @@ describe("agent-tape show", () => {
     const run = await cli(["show", id, "--root", root]);
     expect(run.code).toBe(0);
     const lines = run.stdout.trimEnd().split("\n");
-    expect(lines).toHaveLength(5);
+    expect(lines).toHaveLength(7);
     const time = "\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ";
     expect(lines[0]).toMatch(new RegExp(`^1  ${time}  message\\s+user: make a.txt say two$`));
     expect(lines[1]).toMatch(/^2 .* tool_call\s+write_files \[c1\] \{"paths":\["a.txt","b.txt"\]\}$/);
     expect(lines[2]).toMatch(/^3 .* session_checkpoint\s+before write_files: 2 files — a.txt, b.txt \(new\)$/);
-    expect(lines[3]).toMatch(/^4 .* tool_result\s+\[c1\] wrote 2 files$/);
-    expect(lines[4]).toMatch(/^5 .* message\s+assistant: Done\.$/);
+    // Below the checkpoint, what its tool did to each path (a.txt "one" -> "two", b.txt made).
+    expect(lines[3]).toBe("   modified  a.txt  +1 \u22121");
+    expect(lines[4]).toBe("   created   b.txt  +1 \u22120");
+    expect(lines[5]).toMatch(/^4 .* tool_result\s+\[c1\] wrote 2 files$/);
+    expect(lines[6]).toMatch(/^5 .* message\s+assistant: Done\.$/);
+  });
+
+  it("--diff prints each checkpoint's unified diffs below its paths", async () => {
+    const { root, id } = await seedSession(temps);
+    const run = await cli(["show", id, "--diff", "--root", root]);
+    expect(run.stdout).toContain(
+      "   modified  a.txt  +1 \u22121\n" +
+        "   created   b.txt  +1 \u22120\n" +
+        "--- a/a.txt\n+++ b/a.txt\n@@ -1,1 +1,1 @@\n-one\n+two\n" +
+        "--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1,1 @@\n+new file\n",
+    );
   });
 
   it("--from and --to cut the range; --type keeps one kind of event", async () => {
@@ -94,7 +108,7 @@ describe("agent-tape show", () => {
         .trimEnd()
         .split("\n")
         .map((l) => l.split(/\s+/)[0]),
-    ).toEqual(["2", "3"]);
+    ).toEqual(["2", "3", "", ""]); // the checkpoint's two paths below it
     const messages = await cli(["show", id, "--type", "message", "--root", root]);
     expect(
       messages.stdout

@@ -1,24 +1,29 @@
-import { SessionNotFoundError } from "../../index.js";
-import { UsageError, printLine, requireSessionId, sequenceOption, type Command } from "../command.js";
+import { SessionNotFoundError, checkpointChanges } from "../../index.js";
+import { printCheckpointFiles } from "../checkpoint-files.js";
+import { UsageError, flag, printLine, requireSessionId, sequenceOption, type Command } from "../command.js";
 import { summarizeEvent } from "../event-summary.js";
 import { formatTime } from "../output.js";
 
 export const showCommand: Command = {
   name: "show",
-  usage: "show <id> [--from <seq>] [--to <seq>]",
+  usage: "show <id> [--from <seq>] [--to <seq>] [--diff]",
   summary: "The tape, one line per event (--json: the raw events as JSONL)",
   help: `Prints the session's events in order, one line each: sequence, time (UTC), type,
-and a short summary of the payload. With --json, prints each event exactly as stored,
-one JSON object per line (JSONL), for jq and friends.
+and a short summary of the payload. Below each checkpoint, the paths it covers with what
+its tool did to them (created, modified, deleted) and by how much (+N −M lines): rewind
+--to the sequence before a checkpoint to undo its tool. With --json, prints each event
+exactly as stored, one JSON object per line (JSONL), for jq and friends.
 
 Options:
   --from <seq>    Start at this sequence
   --to <seq>      Stop after this sequence
-  --type <type>   Only events of this type (repeat for several)`,
+  --type <type>   Only events of this type (repeat for several)
+  --diff          Also print each checkpoint's unified diffs (coloured on a terminal)`,
   options: {
     from: { type: "string" },
     to: { type: "string" },
     type: { type: "string", multiple: true },
+    diff: { type: "boolean" },
   },
 
   async run(ctx, args) {
@@ -34,6 +39,11 @@ Options:
     const info = await store.get(id);
     if (!info) throw new SessionNotFoundError(id);
     const seqWidth = String(info.lastSequence).length;
+    const patches = flag(args, "diff");
+    // What each checkpoint changed needs the events after it: worked out once, before printing.
+    const changes = ctx.json
+      ? new Map()
+      : new Map((await checkpointChanges(store, id, { patches })).map((c) => [c.sequence, c]));
     let shown = 0;
     const events = store.read(id, {
       ...(from !== undefined && { fromSequence: from }),
@@ -52,6 +62,8 @@ Options:
         `${String(event.sequence).padStart(seqWidth)}  ${ctx.style.dim(formatTime(event.createdAt))}  ` +
           `${type}  ${summarizeEvent(event)}`,
       );
+      const files = changes.get(event.sequence);
+      if (files) printCheckpointFiles(ctx, files, seqWidth + 2, patches);
     }
     if (shown === 0 && !ctx.json) {
       const filtered = from !== undefined || to !== undefined || types !== undefined;
