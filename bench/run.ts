@@ -6,6 +6,7 @@ import { cpus, loadavg, totalmem } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { appendSuite } from "./append.bench.js";
+import { appendLatencySuite } from "./append-latency.bench.js";
 import { batchSuite } from "./batch.bench.js";
 import { captureSuite } from "./capture.bench.js";
 import { conversationSuite } from "./conversation.bench.js";
@@ -19,6 +20,7 @@ import { rewindSuite } from "./rewind.bench.js";
 /** Every suite, in the order they run. A new benchmark is one more entry here. */
 const suites: Suite[] = [
   appendSuite,
+  appendLatencySuite,
   batchSuite,
   replaySuite,
   lockSuite,

@@ -142,6 +142,12 @@ export interface LockedSession {
    * Called by recovery when a holder died while writing blobs.
    */
   discardPartialWrites?(): Promise<void>;
+  /**
+   * Optional: whether someone (another process, another store) is waiting for this lock. A store
+   * busy for longer than `lockMaxHoldMs` hands the lock over only if so; without this method it
+   * hands over every `lockMaxHoldMs`, waiter or not, and pays a pause each time.
+   */
+  othersWaiting?(): Promise<boolean>;
 
   /**
    * Atomically writes (replaces) a named side record. With `durable: false` it survives a

@@ -25,7 +25,7 @@ const heldHere = new AsyncLocalStorage<ReadonlySet<SessionLease>>();
  * kept between them (a lease) instead of being taken per operation — a lock round trip costs
  * about as much as the fsynced append itself (docs/ARCHITECTURE.md, "Lock lease"; `npm run bench`).
  * The lease is given up after `idleMs` without work, and handed over after `maxHoldMs` even when
- * busy, so another process is never locked out for long.
+ * busy if someone is waiting, so another process is never locked out for long.
  */
 export class SessionLease {
   private chain: Promise<unknown> = Promise.resolve();
@@ -87,9 +87,15 @@ export class SessionLease {
 
   private async acquire(signal?: AbortSignal): Promise<LockedSession> {
     if (this.locked?.held && Date.now() - this.heldSince > this.options.maxHoldMs) {
-      await this.releaseNow();
-      // Pause longer than a waiter's poll interval so a waiting process can take its turn.
-      await sleep(25, signal);
+      if (await someoneWaits(this.locked)) {
+        await this.releaseNow();
+        // Pause longer than a waiter's poll interval so a waiting process can take its turn.
+        await sleep(25, signal);
+      } else {
+        // Nobody to hand over to: releasing would only stall this writer (the pause above, and a
+        // lock round trip). Look again after another maxHoldMs.
+        this.heldSince = Date.now();
+      }
     }
     if (this.locked && !this.locked.held) {
       // Lost while we held it (proper-lockfile noticed from its timer): another process may have
@@ -146,6 +152,12 @@ export class SessionLease {
     await this.chain;
     await this.releaseNow();
   }
+}
+
+/** A backend that cannot tell is assumed to have a waiter: handing over is always safe, only slower. */
+async function someoneWaits(locked: LockedSession): Promise<boolean> {
+  if (!locked.othersWaiting) return true;
+  return locked.othersWaiting().catch(() => true);
 }
 
 function rethrowIfCompromised(lost: LockedSession): void {

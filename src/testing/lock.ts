@@ -31,6 +31,28 @@ export const lockArea: ConformanceArea = (suite) => {
       await second?.release();
     });
 
+    suite.withOptional(
+      "othersWaiting",
+      "othersWaiting is false with nobody waiting, true while a lock() waits",
+      async () => {
+        await backend.createSession(record("s1"));
+        const first = await backend.lock("s1");
+        expect(await first.othersWaiting!()).toBe(false);
+        const waiting = backend.lock("s1", { waitMs: 30_000 });
+        let seen = false;
+        for (let i = 0; i < 100 && !seen; i++) {
+          await pause(20);
+          seen = await first.othersWaiting!();
+        }
+        expect(seen).toBe(true);
+        await first.release();
+        const second = await waiting;
+        // The waiter got the lock: it no longer counts as waiting.
+        expect(await second.othersWaiting!()).toBe(false);
+        await second.release();
+      },
+    );
+
     it("lock gives up with LOCKED after waitMs while another holder keeps it", async () => {
       await backend.createSession(record("s1"));
       const first = await backend.lock("s1");

@@ -148,6 +148,7 @@ export const sessionsArea: ConformanceArea = (suite) => {
           readEventBatches: typeof backend.readEventBatches === "function",
           sizeOf: typeof backend.sizeOf === "function",
           discardPartialWrites: typeof locked.discardPartialWrites === "function",
+          othersWaiting: typeof locked.othersWaiting === "function",
         };
         for (const [method, present] of Object.entries(has))
           expect(present, `${method}: declared ${method in lacks ? "lacking" : "present"}`).toBe(!(method in lacks));

@@ -21,7 +21,7 @@ import { listBlobFiles, readBlobFile } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import { SessionLayout } from "./layout.js";
 import { readLines, readTail } from "./lines.js";
-import { acquireFileLock } from "./lock.js";
+import { acquireFileLock, othersWaiting } from "./lock.js";
 import { FsLockedSession, lineNumberAt } from "./locked-session.js";
 
 export interface FsBackendOptions {
@@ -289,10 +289,15 @@ class FsBackend implements StorageBackend {
       throw error;
     });
     try {
-      session = await FsLockedSession.open(id, this.layout, async () => {
-        this.openLocks.delete(session!);
-        await release();
-      });
+      session = await FsLockedSession.open(
+        id,
+        this.layout,
+        async () => {
+          this.openLocks.delete(session!);
+          await release();
+        },
+        () => othersWaiting(file, this.staleMs),
+      );
     } catch (error) {
       await release().catch(() => undefined);
       throw error;

@@ -32,6 +32,7 @@ export class FsLockedSession implements LockedSession {
     private size: number,
     private last: number,
     private readonly releaseLock: () => Promise<void>,
+    private readonly waiting: () => Promise<boolean>,
   ) {}
 
   /**
@@ -43,6 +44,7 @@ export class FsLockedSession implements LockedSession {
     sessionId: string,
     layout: SessionLayout,
     releaseLock: () => Promise<void>,
+    waiting: () => Promise<boolean>,
   ): Promise<FsLockedSession> {
     const file = layout.log(sessionId);
     const fh = await open(file, "a+");
@@ -60,7 +62,7 @@ export class FsLockedSession implements LockedSession {
         }
         last = parsed.sequence;
       }
-      return new FsLockedSession(sessionId, layout, fh, tail.completeEnd, last, releaseLock);
+      return new FsLockedSession(sessionId, layout, fh, tail.completeEnd, last, releaseLock, waiting);
     } catch (error) {
       await fh.close();
       throw error;
@@ -73,6 +75,11 @@ export class FsLockedSession implements LockedSession {
 
   get held(): boolean {
     return !this.released && this.compromisedBy === undefined;
+  }
+
+  /** Another process waits for this lock (a fresh marker in `events.jsonl.waiting/`). */
+  othersWaiting(): Promise<boolean> {
+    return this.waiting();
   }
 
   /** Called by the lock's timer when the lock was lost; the next operation throws. */

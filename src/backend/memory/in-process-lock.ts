@@ -57,6 +57,11 @@ export class InProcessLocks {
     });
   }
 
+  /** Whether someone is queued for the lock on `key`. */
+  hasWaiters(key: string): boolean {
+    return (this.lockedKeys.get(key)?.waiters.length ?? 0) > 0;
+  }
+
   private releaserFor(key: string): () => void {
     let released = false;
     return () => {

@@ -169,10 +169,15 @@ class MemoryBackend implements StorageBackend {
       release();
       throw new SessionNotFoundError(id);
     }
-    const locked: MemoryLockedSession = new MemoryLockedSession(id, session, () => {
-      this.openLocks.delete(locked);
-      release();
-    });
+    const locked: MemoryLockedSession = new MemoryLockedSession(
+      id,
+      session,
+      () => {
+        this.openLocks.delete(locked);
+        release();
+      },
+      () => this.locks.hasWaiters(id),
+    );
     this.openLocks.add(locked);
     return locked;
   }

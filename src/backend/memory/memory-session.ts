@@ -45,6 +45,7 @@ export class MemoryLockedSession implements LockedSession {
     readonly sessionId: string,
     private readonly session: MemorySession,
     private readonly releaseLock: () => void,
+    private readonly waiting: () => boolean,
   ) {}
 
   get lastSequence(): number {
@@ -53,6 +54,10 @@ export class MemoryLockedSession implements LockedSession {
 
   get held(): boolean {
     return !this.released;
+  }
+
+  async othersWaiting(): Promise<boolean> {
+    return this.waiting();
   }
 
   assertHeld(): void {
