@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type {
   CheckpointPayload,
   MessagePayload,
+  FileStatesPayload,
   RewindPayload,
   StoredEvent,
   ToolCallPayload,
@@ -45,12 +46,13 @@ const typeColor: Record<string, keyof typeof codes> = {
   tool_result: "green",
   session_checkpoint: "magenta",
   session_rewind: "blue",
+  session_file_states: "magenta",
 };
 
 /** `  #12  tool_call           edit_file src/greet.ts` */
 export function eventLine(event: StoredEvent): string {
   const sequence = paint("dim", `#${event.sequence}`.padStart(5));
-  const type = paint(typeColor[event.type] ?? "bold", event.type.padEnd(19));
+  const type = paint(typeColor[event.type] ?? "bold", event.type.padEnd(20));
   return `${sequence}  ${type}${summarize(event)}`;
 }
 
@@ -79,6 +81,13 @@ function summarize(event: StoredEvent): string {
           : `${f.path} (${f.kind === "skipped" ? `skipped: ${f.reason}` : f.kind})`,
       );
       return `before ${p.tool}: ${files.join(", ")}`;
+    }
+    case "session_file_states": {
+      const p = event.payload as FileStatesPayload;
+      const files = p.files.map((f) =>
+        f.kind === "file" ? `${f.path} (sha256 ${f.sha256.slice(0, 8)})` : `${f.path} (${f.kind})`,
+      );
+      return `after ${p.tool ?? "a tool"}: ${files.join(", ")}`;
     }
     case "session_rewind": {
       const p = event.payload as RewindPayload;

@@ -14,7 +14,12 @@ export type {
 } from "./session/session-store.js";
 
 export { CheckpointStore } from "./checkpoint/checkpoint-store.js";
-export type { CheckpointStoreOptions, CaptureInput, CheckpointEvent } from "./checkpoint/checkpoint-store.js";
+export type {
+  CheckpointStoreOptions,
+  CaptureInput,
+  CheckpointEvent,
+  FileStatesEvent,
+} from "./checkpoint/checkpoint-store.js";
 export type {
   WorkspaceIndexOptions,
   CommandInput,
@@ -26,6 +31,7 @@ export { rewind } from "./rewind/rewind.js";
 export type { RewindOptions, RewindReport, ReportedChange } from "./rewind/rewind.js";
 export { DIFF_LIMITS } from "./core/file-diff.js";
 export type { DiffLimits, DiffTotals } from "./core/file-diff.js";
+export type { OnConflict } from "./rewind/conflicts.js";
 export { undoRewind } from "./rewind/undo.js";
 export type { UndoRewindOptions, UndoReport } from "./rewind/undo.js";
 export type { RewindStep } from "./rewind/intent.js";
@@ -77,6 +83,8 @@ export {
   CompactionPayload,
   CheckpointPayload,
   FileSnapshot,
+  FileState,
+  FileStatesPayload,
   RewindPayload,
   RewindMode,
   FileChange,
@@ -108,5 +116,6 @@ export {
   StoreTamperedError,
   UnrecoverableChangeError,
   WorkspaceTooLargeError,
+  RewindConflictError,
 } from "./core/errors.js";
-export type { AgentTapeErrorCode } from "./core/errors.js";
+export type { AgentTapeErrorCode, RewindConflict } from "./core/errors.js";

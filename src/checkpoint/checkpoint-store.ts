@@ -1,10 +1,11 @@
 import { resolve } from "node:path";
 import type { SignalOption } from "../backend/types.js";
 import { InvalidArgumentError, SessionNotFoundError } from "../core/errors.js";
-import type { CheckpointPayload, StoredEvent } from "../core/events.js";
+import type { CheckpointPayload, FileStatesPayload, StoredEvent } from "../core/events.js";
 import { appendUnderLock, eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import { snapshotPaths, type SnapshotLimits } from "./snapshot.js";
 import { realWorkspaceOf } from "./confine.js";
+import { readFileStates } from "./after-state.js";
 import { readVerifiedBlob, storeBlobsThenReference } from "../blobs/store-then-reference.js";
 import {
   CommandCapture,
@@ -28,6 +29,12 @@ export interface CheckpointStoreOptions {
   concurrency?: number;
   /** Ignore rules and limits of the workspace index behind {@link CheckpointStore.aroundCommand}. */
   workspaceIndex?: WorkspaceIndexOptions;
+  /**
+   * `around` records the state the tool left its paths in (see {@link CheckpointStore.after}): one hash
+   * per file and one append per call. Without it a rewind cannot tell a file someone else changed since
+   * from one the agent left, and overwrites it like any other. @default true
+   */
+  afterState?: boolean;
 }
 
 export interface CaptureInput extends SignalOption {
@@ -42,6 +49,7 @@ export interface CaptureInput extends SignalOption {
 }
 
 export type CheckpointEvent = StoredEvent<"session_checkpoint", CheckpointPayload>;
+export type FileStatesEvent = StoredEvent<"session_file_states", FileStatesPayload>;
 
 /**
  * Before-snapshots of the files a tool is about to touch. `capture` stores each target's current
@@ -52,6 +60,7 @@ export type CheckpointEvent = StoredEvent<"session_checkpoint", CheckpointPayloa
 export class CheckpointStore {
   private readonly limits: SnapshotLimits;
   private readonly commands: CommandCapture;
+  private readonly afterState: boolean;
 
   constructor(
     readonly store: SessionStore<any>,
@@ -68,6 +77,7 @@ export class CheckpointStore {
       { ...options.workspaceIndex, maxFileBytes: this.limits.maxFileBytes, concurrency: this.limits.concurrency },
       (id, signal) => this.sessionWorkspace(id, signal),
     );
+    this.afterState = options.afterState ?? true;
   }
 
   /**
@@ -155,16 +165,57 @@ export class CheckpointStore {
   }
 
   /**
-   * Wraps one tool call in a before-snapshot: captures `input.paths` (as {@link capture} does),
-   * then calls `run` and returns what it returns. The checkpoint is kept whatever happens next
-   * (the tool throwing, or `signal` firing mid-run), since the edit may have half-happened and
-   * the before-state is what a rewind needs. Rejects with `signal.reason` when aborted.
+   * Records what `paths` hold right after a tool ran (a `session_file_states` event: each file's
+   * sha256, or absent), so a later rewind can tell a file someone else changed since from one this
+   * session left as it is, and refuse to clobber it (docs/ARCHITECTURE.md, "Conflicts"). {@link around}
+   * calls it for you; call it yourself after a tool you wrapped with {@link capture}. Costs one read
+   * and hash per file and one append; no blob is stored. Returns undefined when `paths` is empty.
+   */
+  async after(id: string, input: CaptureInput): Promise<FileStatesEvent | undefined> {
+    if (!Array.isArray(input?.paths) || input.paths.some((p) => typeof p !== "string"))
+      throw new InvalidArgumentError("after() needs `paths`: an array of file or folder paths.");
+    input.signal?.throwIfAborted();
+    const givenWorkspace = input.workspace ?? (await this.sessionWorkspace(id, input));
+    if (givenWorkspace === undefined)
+      throw new InvalidArgumentError(`Session "${id}" has no workspace: pass \`workspace\` to after() or to create().`);
+    if (input.paths.length === 0) return undefined;
+    const realWorkspace = await realWorkspaceOf(givenWorkspace);
+    const files = await readFileStates(realWorkspace, resolve(givenWorkspace), input.paths, this.limits);
+    const payload: FileStatesPayload = { workspace: realWorkspace, files };
+    if (typeof input.tool === "string" && input.tool !== "") payload.tool = input.tool;
+    if (input.callId !== undefined) payload.callId = input.callId;
+    return (await this.store.append(id, { type: "session_file_states", payload }, signalOf(input))) as FileStatesEvent;
+  }
+
+  /**
+   * Wraps one tool call: captures `input.paths` (as {@link capture} does), calls `run`, then records
+   * the state the tool left them in (as {@link after} does) and returns what `run` returned. The
+   * checkpoint is kept whatever happens next (the tool throwing, or `signal` firing mid-run), since
+   * the edit may have half-happened and the before-state is what a rewind needs; the after-state is
+   * recorded when the tool throws too. Rejects with `signal.reason` when aborted; the after-state is
+   * then not waited for.
    */
   async around<T>(id: string, input: CaptureInput, run: (signal?: AbortSignal) => Promise<T> | T): Promise<T> {
     await this.capture(id, input);
     const { signal } = input;
     signal?.throwIfAborted();
-    const result = Promise.resolve().then(() => run(signal));
+    const ran = Promise.resolve().then(() => run(signal));
+    // Best effort: a missing after-state only means a later rewind has nothing to check these paths
+    // against (as before after-states existed); it must not turn a tool that worked into a failure.
+    const { signal: _signal, ...unsignalled } = input; // the tool has finished: record what it left in any case
+    const recordAfter = async () => {
+      if (this.afterState) await this.after(id, unsignalled).catch(() => undefined);
+    };
+    const result = ran.then(
+      async (value) => {
+        await recordAfter();
+        return value;
+      },
+      async (error: unknown) => {
+        await recordAfter();
+        throw error;
+      },
+    );
     if (!signal) return result;
     return new Promise<T>((resolvePromise, reject) => {
       const onAbort = () => reject(signal.reason);

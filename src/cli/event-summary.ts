@@ -5,6 +5,7 @@ import type {
   ForkPayload,
   MessagePayload,
   PermissionDecisionPayload,
+  FileStatesPayload,
   RewindPayload,
   StoredEvent,
   ToolCallPayload,
@@ -70,6 +71,12 @@ function describe(event: StoredEvent): string {
         f.kind === "absent" ? `${f.path} (new)` : f.kind === "skipped" ? `${f.path} (skipped: ${f.reason})` : f.path,
       );
       return `before ${c.tool}: ${plural(files.length, "file")}${names.length ? ` — ${names.join(", ")}` : ""}`;
+    }
+    case "session_file_states": {
+      const a = p as FileStatesPayload;
+      const names = (a.files ?? []).map((f) => (f.kind === "file" ? f.path : `${f.path} (${f.kind})`));
+      const listed = names.length ? ` — ${names.join(", ")}` : "";
+      return `after ${a.tool ?? "a tool"}: ${plural(names.length, "file")}${listed}`;
     }
     case "session_rewind": {
       const r = p as RewindPayload;

@@ -4,6 +4,8 @@
  * load both the ESM and the CJS copy of this package, and a class check fails across them.
  */
 
+import type { FileState } from "./events.js";
+
 // A registered symbol is the same in every copy of the package, so the brand survives duplication.
 const BRAND = Symbol.for("agent-tape.error");
 
@@ -24,7 +26,8 @@ export type AgentTapeErrorCode =
   | "WORKSPACE_MISMATCH"
   | "STORE_TAMPERED"
   | "UNRECOVERABLE_CHANGE"
-  | "WORKSPACE_TOO_LARGE";
+  | "WORKSPACE_TOO_LARGE"
+  | "REWIND_CONFLICT";
 
 export abstract class AgentTapeError extends Error {
   abstract readonly code: AgentTapeErrorCode;
@@ -243,6 +246,38 @@ export class WorkspaceTooLargeError extends AgentTapeError {
       `Workspace "${workspace}" holds ${over}; nothing was stored. ` +
         `Check that it is the project folder, ignore what need not be rewound (.gitignore or ` +
         `workspaceIndex.ignore, e.g. "node_modules/"), or raise workspaceIndex.maxFiles / maxBytes.`,
+    );
+  }
+}
+
+/**
+ * One path a rewind would change that was changed outside this session since the tape last recorded
+ * leaving it (by hand, by another session, by another process). docs/ARCHITECTURE.md, "Conflicts".
+ */
+export interface RewindConflict {
+  path: string;
+  /** In words: "modified", "deleted", "created", "mode changed", "replaced by a directory", … */
+  change: string;
+  /** What the tape last recorded the path as. */
+  expected: FileState;
+  /** What it is now. */
+  actual: FileState;
+  /** What the rewind did about it: refused (the default), skipped the path, or overwrote it. */
+  resolution: "refuse" | "skip" | "overwrite";
+}
+
+export class RewindConflictError extends AgentTapeError {
+  readonly code = "REWIND_CONFLICT" as const;
+  constructor(
+    readonly sessionId: string,
+    readonly conflicts: readonly RewindConflict[],
+  ) {
+    const shown = conflicts.slice(0, 10).map((c) => `${c.path} (${c.change})`);
+    if (conflicts.length > 10) shown.push(`and ${conflicts.length - 10} more`);
+    super(
+      `Rewinding session "${sessionId}" would overwrite changes made outside it since it last wrote these paths: ` +
+        `${shown.join(", ")}. Nothing was changed. ` +
+        `Pass onConflict: "skip" to leave them as they are, or "overwrite" (their current bytes go into the undo).`,
     );
   }
 }

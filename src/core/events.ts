@@ -102,6 +102,32 @@ export const CheckpointPayload = z.object({
 });
 export type CheckpointPayload = z.infer<typeof CheckpointPayload>;
 
+/**
+ * What a path was right after agent-tape (a tool run through `around`, or a rewind) left it: the
+ * content's sha256, not the bytes, so recording it costs one hash and no blob write. `unknown` when it
+ * could not be read; a rewind then has nothing to check that path against.
+ */
+export const FileState = z.discriminatedUnion("kind", [
+  z.object({ path: z.string(), kind: z.literal("file"), sha256: Sha256, mode: z.number().int().nonnegative() }),
+  z.object({ path: z.string(), kind: z.literal("absent") }),
+  z.object({ path: z.string(), kind: z.literal("symlink"), target: z.string() }),
+  z.object({ path: z.string(), kind: z.literal("directory"), mode: z.number().int().nonnegative() }),
+  z.object({ path: z.string(), kind: z.literal("unknown"), reason: z.string() }),
+]);
+export type FileState = z.infer<typeof FileState>;
+
+/** The after-state of a tool call: each path it may have touched, as it was once the tool finished. */
+export const FileStatesPayload = z
+  .object({
+    tool: z.string().optional(),
+    callId: z.string().optional(),
+    /** Absolute real path the `files` paths are relative to. */
+    workspace: z.string(),
+    files: z.array(FileState),
+  })
+  .loose();
+export type FileStatesPayload = z.infer<typeof FileStatesPayload>;
+
 export const RewindMode = z.enum(["all", "files", "conversation"]);
 export type RewindMode = z.infer<typeof RewindMode>;
 
@@ -143,6 +169,8 @@ export const RewindPayload = z
     reappendedFrom: z.array(z.number().int().positive()).optional(),
     /** Before-snapshot of every path the rewind changed, so `undoRewind` can put it back. */
     undo: z.object({ workspace: z.string(), files: z.array(FileSnapshot), archive: z.string().optional() }).optional(),
+    /** What the rewind left each path it changed as: the next rewind checks the workspace against it. */
+    wrote: z.object({ workspace: z.string(), files: z.array(FileState) }).optional(),
   })
   .loose();
 export type RewindPayload = z.infer<typeof RewindPayload>;
@@ -165,6 +193,7 @@ export const builtinEvents = {
   session_checkpoint: CheckpointPayload,
   session_rewind: RewindPayload,
   session_fork: ForkPayload,
+  session_file_states: FileStatesPayload,
 } as const;
 export type BuiltinEvents = typeof builtinEvents;
 

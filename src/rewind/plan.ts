@@ -165,7 +165,7 @@ function sameState(a: FileSnapshot, b: FileSnapshot): boolean {
 }
 
 /** True when `path` is one of `roots` or lies below one of them. */
-function isAtOrBelowAny(path: string, roots: ReadonlySet<string>): boolean {
+export function isAtOrBelowAny(path: string, roots: ReadonlySet<string>): boolean {
   if (roots.has(".")) return true;
   for (let p = path; ; ) {
     if (roots.has(p)) return true;

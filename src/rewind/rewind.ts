@@ -1,6 +1,11 @@
 import { resolve } from "node:path";
 import type { LockedSession, SignalOption } from "../backend/types.js";
-import { InvalidArgumentError, SequenceOutOfRangeError, SessionNotFoundError } from "../core/errors.js";
+import {
+  InvalidArgumentError,
+  SequenceOutOfRangeError,
+  SessionNotFoundError,
+  type RewindConflict,
+} from "../core/errors.js";
 import { RewindMode, type FileChange, type RewindPayload, type StoredEvent } from "../core/events.js";
 import { eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import type { SnapshotLimits } from "../checkpoint/snapshot.js";
@@ -12,6 +17,7 @@ import { recordedWorkspace } from "./recorded-workspace.js";
 import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.js";
 import { diffPlannedChanges } from "./plan-diffs.js";
 import { totalDiffs, type DiffTotals } from "../core/file-diff.js";
+import { LastWritten, ON_CONFLICT, settleConflicts, statesWrittenBy, type OnConflict } from "./conflicts.js";
 
 export interface RewindOptions extends SignalOption {
   /** The event to go back to: everything after it is undone. */
@@ -30,6 +36,15 @@ export interface RewindOptions extends SignalOption {
   keepUndo?: number;
   /** Files bigger than this are not saved for undo (the undo then skips them). @default 5 MiB */
   maxFileBytes?: number;
+  /**
+   * A path this rewind would change that was changed outside the session since the tape last recorded
+   * leaving it (an after-state from `around`/`after`, or an earlier rewind) is a conflict:
+   * `"refuse"` throws REWIND_CONFLICT listing them and changes nothing; `"skip"` leaves those paths as
+   * they are and rewinds the rest; `"overwrite"` rewinds them too (their current bytes go into the
+   * undo snapshot, so `undoRewind` brings them back unless `keepUndo` is 0). A dry run reports them.
+   * @default "refuse"
+   */
+  onConflict?: OnConflict;
   /**
    * Called after each step: "planned", "intent-written", then the four steps. It runs while the session is
    * locked: do not call the store from it.
@@ -63,6 +78,8 @@ export interface RewindReport {
   blobsPruned: number;
   /** Sequence of the `session_rewind` event; undefined for a dry run or a no-op. */
   markerSequence?: number;
+  /** Paths changed outside the session since the tape last wrote them, and what was done about each; set when any. */
+  conflicts?: RewindConflict[];
 }
 
 export const UNDO_LIMITS: SnapshotLimits = {
@@ -89,6 +106,11 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
     throw new InvalidArgumentError(
       `mode must be "all", "files" or "conversation", not ${JSON.stringify(options.mode)}.`,
     );
+  const onConflict = options.onConflict ?? "refuse";
+  if (!ON_CONFLICT.includes(onConflict))
+    throw new InvalidArgumentError(
+      `onConflict must be "refuse", "skip" or "overwrite", not ${JSON.stringify(onConflict)}.`,
+    );
   const keepUndo = options.keepUndo ?? 1;
   if (!Number.isSafeInteger(keepUndo) || keepUndo < 0)
     throw new InvalidArgumentError("keepUndo must be a non-negative integer.");
@@ -110,9 +132,14 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
       const report = emptyReport(target, mode.data, options.dryRun ?? false);
       if (target === last) return report;
 
+      // A rewind of files reads the whole tape: what it last wrote to each path decides the conflicts.
+      const written = touchesFiles ? new LastWritten() : undefined;
       const after: StoredEvent[] = [];
-      for await (const event of store.backend.readEvents(id, { fromSequence: target + 1, ...signalOf(options) }))
-        after.push(event);
+      const fromSequence = written ? 1 : target + 1;
+      for await (const event of store.backend.readEvents(id, { fromSequence, ...signalOf(options) })) {
+        written?.add(event);
+        if (event.sequence > target) after.push(event);
+      }
       if (mode.data !== "files") report.eventsRemoved = after.length;
 
       let plan: FilePlan | undefined;
@@ -130,6 +157,8 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
           closestSnapshotPerPath(after),
           limits,
         );
+        const conflicts = settleConflicts(id, plan, written!.in(realWorkspace), onConflict, report.dryRun);
+        if (conflicts.length > 0) report.conflicts = conflicts;
         await diffPlannedChanges(plan, realWorkspace, { patches: options.diffs ?? false });
         Object.assign(report, summarizePlan(plan));
       }
@@ -202,6 +231,8 @@ async function prepareRewind(
     }
     payload.undo = undo;
   }
+  if (plan && input.realWorkspace !== undefined && plan.changes.length > 0)
+    payload.wrote = { workspace: input.realWorkspace, files: statesWrittenBy(plan) };
   const marker = eventFor(store, locked.sessionId, { type: "session_rewind", payload });
   marker.sequence = markerSequence;
   const kept = archive ? [archive.name] : [];

@@ -10,12 +10,15 @@ import { realWorkspaceOf } from "../checkpoint/confine.js";
 import { planFileChanges, type FilePlan } from "./plan.js";
 import { UNDO_LIMITS, emptyReport, summarizePlan, withPatches, type RewindReport } from "./rewind.js";
 import { diffPlannedChanges } from "./plan-diffs.js";
+import { LastWritten, ON_CONFLICT, settleConflicts, statesWrittenBy, type OnConflict } from "./conflicts.js";
 
 export interface UndoRewindOptions extends SignalOption {
   /** @default the workspace the rewind restored into */
   workspace?: string;
   /** Return what would change and touch nothing. @default false */
   dryRun?: boolean;
+  /** A file changed outside the session since the rewind: as for `rewind`. @default "refuse" */
+  onConflict?: OnConflict;
   onProgress?: (step: "planned" | "intent-written" | RewindStep) => void;
   /** Put each changed text file's unified diff in the report, as `rewind`'s `diffs`. @default false */
   diffs?: boolean;
@@ -40,6 +43,11 @@ export async function undoRewind(
   id: string,
   options: UndoRewindOptions = {},
 ): Promise<UndoReport> {
+  const onConflict = options.onConflict ?? "refuse";
+  if (!ON_CONFLICT.includes(onConflict))
+    throw new InvalidArgumentError(
+      `onConflict must be "refuse", "skip" or "overwrite", not ${JSON.stringify(onConflict)}.`,
+    );
   const record = await store.backend.getSession(id, signalOf(options));
   if (!record) throw new SessionNotFoundError(id);
   return withLockedSession(
@@ -82,6 +90,10 @@ export async function undoRewind(
         realWorkspace = await realWorkspaceOf(givenWorkspace);
         const wanted = new Map(undo.files.map((f) => [f.path, f]));
         plan = await planFileChanges(store.backend, id, realWorkspace, resolve(givenWorkspace), wanted, UNDO_LIMITS);
+        const written = new LastWritten();
+        for await (const event of store.backend.readEvents(id, signalOf(options))) written.add(event);
+        const conflicts = settleConflicts(id, plan, written.in(realWorkspace), onConflict, report.dryRun);
+        if (conflicts.length > 0) report.conflicts = conflicts;
         await diffPlannedChanges(plan, realWorkspace, { patches: options.diffs ?? false });
         Object.assign(report, summarizePlan(plan));
       }
@@ -106,6 +118,7 @@ export async function undoRewind(
       if (plan) {
         // An undo changes files too: keep their before-state, so a later rewind past it is exact.
         payload.undo = { workspace: realWorkspace!, files: plan.current.files };
+        if (plan.changes.length > 0) payload.wrote = { workspace: realWorkspace!, files: statesWrittenBy(plan) };
       }
       const undoMarker = eventFor(store, id, { type: "session_rewind", payload });
       undoMarker.sequence = next + 1;

@@ -47,7 +47,8 @@ export async function seedSession(temps: TempRoots, options: { root?: string; ti
   await writeFile(join(workspace, "a.txt"), "one\n");
   const store = new SessionStore({ root });
   try {
-    const checkpoints = new CheckpointStore(store);
+    // The CLI tests count events; after-states (one more per call) are tested in test/rewind/conflicts.test.ts.
+    const checkpoints = new CheckpointStore(store, { afterState: false });
     const { id } = await store.create({ title: options.title ?? "fix the failing test", workspace });
     await store.append(id, { type: "message", payload: { role: "user", content: "make a.txt say two" } });
     await store.append(id, {

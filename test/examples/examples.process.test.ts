@@ -42,9 +42,9 @@ describe("examples/quickstart.ts", () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('after the tool call:   hello.txt = "HELLO, WORLD!\\n"');
     expect(run.stdout).toContain('after rewind to #1:    hello.txt = "Hello, world\\n"');
-    expect(run.stdout).toContain("the tape: #1 message, #5 session_rewind");
-    expect(run.stdout).toMatch(/changes: \[ \{ path: 'hello.txt', action: 'restore' \} \]/);
-    expect(run.stdout).toMatch(/eventsRemoved: 3/);
+    expect(run.stdout).toContain("the tape: #1 message, #6 session_rewind");
+    expect(run.stdout).toMatch(/changes: \[ \{ path: 'hello.txt', action: 'restore', diff: \[Object\] \} \]/);
+    expect(run.stdout).toMatch(/eventsRemoved: 4/);
     expect(await leftBehind(run.tmp)).toEqual([]);
   });
 });
@@ -57,19 +57,22 @@ describe("examples/agent-loop.ts (npm run demo)", () => {
     const out = run.stdout;
     expect(out).not.toContain("✗");
 
-    // The tape as it grows: each file-changing call has its before-snapshot between call and result.
+    // The tape as it grows: each file-changing call has its before-snapshot and its after-state
+    // between call and result.
     expect(out).toMatch(
       new RegExp(
         String.raw`#6 +tool_call +call_2 +edit_file src/greet\.ts\n` +
           String.raw` +#7 +session_checkpoint +before edit_file: src/greet\.ts \(64 B, blob [0-9a-f]{8}\)\n` +
-          String.raw` +#8 +tool_result`,
+          String.raw` +#8 +session_file_states +after edit_file: src/greet\.ts \(sha256 [0-9a-f]{8}\)\n` +
+          String.raw` +#9 +tool_result`,
       ),
     );
-    expect(out).toMatch(/#10 +session_checkpoint +before write_file: CHANGELOG\.md \(absent\)/);
+    expect(out).toMatch(/#11 +session_checkpoint +before write_file: CHANGELOG\.md \(absent\)/);
+    expect(out.match(/session_file_states +after /g)).toHaveLength(7);
     expect(out.match(/session_checkpoint +before /g)).toHaveLength(7);
 
     // The rewind to the end of turn one: what it reports and what the files are afterwards.
-    const plan = section(out, "rewind(store, id, { toSequence: 12 }) →", /files after/).map((line) =>
+    const plan = section(out, "rewind(store, id, { toSequence: 14 }) →", /files after/).map((line) =>
       line.trim().replace(/ +/g, " "),
     );
     expect(plan).toEqual([
@@ -77,7 +80,7 @@ describe("examples/agent-loop.ts (npm run demo)", () => {
       "restore src/greet.ts",
       "delete test",
       "delete test/greet.test.ts",
-      "2 restored, 2 deleted, 15 events removed, 0 blobs pruned, marker #28",
+      "2 restored, 2 deleted, 19 events removed, 0 blobs pruned, marker #34",
     ]);
     const afterRewind = section(out, "files after the rewind:", /✓|✗/).join("\n");
     expect(afterRewind).toMatch(/notes\.txt +TODO: greet people properly/);
@@ -90,13 +93,13 @@ describe("examples/agent-loop.ts (npm run demo)", () => {
     expect(afterUndo).not.toContain("notes.txt");
     expect(afterUndo).toMatch(/test\/greet\.test\.ts +import \{ greet \}/);
     expect(afterUndo).toContain('export function greet(name = "world")');
-    expect(out).toContain("15 events re-appended as #29–#43, marker #44");
+    expect(out).toContain("19 events re-appended as #35–#53, marker #54");
     expect(out).toContain("✓ the workspace is exactly what it was before the rewind");
 
     // The restart: the conversation is rebuilt from the tape alone, then one more turn is taken.
-    expect(out).toContain("store.conversation(id) → 7 messages, 7 tool calls (7 with results), through #44");
-    expect(out).toMatch(/#45 +message +user: Also export a farewell\(\)\./);
-    expect(out).toContain("conversation now: 10 messages, through #50");
+    expect(out).toContain("store.conversation(id) → 7 messages, 7 tool calls (7 with results), through #54");
+    expect(out).toMatch(/#55 +message +user: Also export a farewell\(\)\./);
+    expect(out).toContain("conversation now: 10 messages, through #61");
 
     // What it left on disk agrees with what it said.
     const [home] = await leftBehind(run.tmp);
@@ -112,7 +115,7 @@ describe("examples/agent-loop.ts (npm run demo)", () => {
       const [session] = await store.list();
       expect(out).toContain(`${join(run.tmp, home!, "sessions", session!.id)}/`);
       const events = await store.readAll(session!.id);
-      expect(events.map((e) => e.sequence)).toEqual([...range(1, 12), ...range(28, 50)]);
+      expect(events.map((e) => e.sequence)).toEqual([...range(1, 14), ...range(34, 61)]);
       expect(events.filter((e) => e.type === "session_rewind")).toHaveLength(2);
       expect((await store.conversation(session!.id)).messages).toHaveLength(10);
       expect(out).toMatch(new RegExp(`events\\.jsonl +\\d+ B, ${events.length} lines`));

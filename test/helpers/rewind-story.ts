@@ -68,7 +68,8 @@ export async function tellTheStory(temps: TempRoots): Promise<Story> {
   await chmod(join(workspace, "vendor/pkg"), 0o750);
 
   const store = new SessionStore({ root });
-  const checkpoints = new CheckpointStore(store);
+  // The story's tests count its events; after-states are tested in test/rewind/conflicts.test.ts.
+  const checkpoints = new CheckpointStore(store, { afterState: false });
   const { id } = await store.create({ workspace, title: "the story" });
   const file = (path: string) => join(workspace, path);
 

@@ -36,7 +36,8 @@ export async function seed(
   const root = kind === "fs" ? (options.root ?? join(base, "root")) : undefined;
   const backend = options.backend ?? (kind === "fs" ? fsBackend({ root: root! }) : memoryBackend());
   const store = new SessionStore({ ...options, backend });
-  const checkpoints = new CheckpointStore(store);
+  // These tests count events; after-states are tested in test/rewind/conflicts.test.ts.
+  const checkpoints = new CheckpointStore(store, { afterState: false });
   const { id } = await store.create({ workspace });
   await store.append(id, { type: "message", payload: { role: "user", content: "make a.txt say two" } });
   await writeFile(join(workspace, "a.txt"), "one\n");

@@ -155,7 +155,9 @@ describe("rewind against a model of the workspace's history", () => {
                 }
               };
               await checkpoints.around(id, { tool: op.kind, paths: [op.path] }, run);
-              sequence = (await store.get(id))!.lastSequence; // the checkpoint's: the tool appends nothing
+              // around appends the checkpoint, then the after-state: rewinding to either leaves the tool's result.
+              sequence = (await store.get(id))!.lastSequence;
+              timeline.after.set(sequence - 1, new Map(files));
               timeline.after.set(sequence, new Map(files));
             }
 

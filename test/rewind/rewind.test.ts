@@ -368,7 +368,8 @@ describe("tampered checkpoints and swapped symlinks never reach outside the work
     await swap("created.txt", "keep.txt");
     const outsideBefore = await workspaceTree(w.outside);
 
-    const report = await rewind(w.store, w.id, { toSequence: target });
+    // The swaps are conflicts (changed since the tool left them): overwriting them must still stay inside.
+    const report = await rewind(w.store, w.id, { toSequence: target, onConflict: "overwrite" });
 
     expect(report.changes).toEqual([
       // created.txt is a symlink now (swapped in): no file to count; edited.txt is too, and gets v0 back.

@@ -1,0 +1,174 @@
+import { RewindConflictError, type RewindConflict } from "../core/errors.js";
+import type { CheckpointPayload, FileState, FileStatesPayload, RewindPayload, StoredEvent } from "../core/events.js";
+import { fileStateOf } from "../checkpoint/after-state.js";
+import { isAtOrBelowAny, type FilePlan } from "./plan.js";
+
+/** What a rewind does about a path changed outside the session: see {@link RewindConflict}. */
+export type OnConflict = "refuse" | "skip" | "overwrite";
+export const ON_CONFLICT: readonly OnConflict[] = ["refuse", "skip", "overwrite"];
+
+/**
+ * The last state the tape records agent-tape leaving each path in, per workspace, folded over the
+ * tape in order (docs/ARCHITECTURE.md, "Conflicts"): a tool's after-state sets it; a checkpoint makes
+ * it unknown (a tool is about to write, and only its after-state says what it left); a rewind marker
+ * sets what the rewind wrote. A path the tape never recorded is not in the map at all.
+ */
+export class LastWritten {
+  private readonly workspaces = new Map<string, WorkspaceStates>();
+
+  add(event: StoredEvent): void {
+    if (event.type === "session_file_states") {
+      const payload = event.payload as FileStatesPayload;
+      const states = this.in(payload.workspace);
+      for (const state of payload.files) states.set(state.path, state);
+    } else if (event.type === "session_checkpoint") {
+      const payload = event.payload as CheckpointPayload;
+      const states = this.in(payload.workspace);
+      for (const file of payload.files) states.set(file.path, null);
+    } else if (event.type === "session_rewind") {
+      const marker = event.payload as RewindPayload;
+      const workspace = marker.wrote?.workspace ?? marker.undo?.workspace;
+      if (!workspace) return;
+      const states = this.in(workspace);
+      const wrote = new Map((marker.wrote?.files ?? []).map((state) => [state.path, state]));
+      for (const change of marker.changes) {
+        if (change.action === "skip") continue; // left alone: what was known still holds
+        states.set(change.path, wrote.get(change.path) ?? null);
+      }
+    }
+  }
+
+  /** The states recorded for one workspace (by its real path). */
+  in(workspace: string): WorkspaceStates {
+    let states = this.workspaces.get(workspace);
+    if (!states) this.workspaces.set(workspace, (states = new WorkspaceStates()));
+    return states;
+  }
+}
+
+export class WorkspaceStates {
+  /** `null`: the tape saw the path, but does not know what it was left as. */
+  private readonly states = new Map<string, FileState | null>();
+  /** Paths with a recorded path below them: only those need their descendants updated. */
+  private readonly parents = new Set<string>();
+
+  /** The recorded state; null when seen but unknown; undefined when the tape never recorded the path. */
+  get(path: string): FileState | null | undefined {
+    return this.states.get(path);
+  }
+
+  set(path: string, state: FileState | null): void {
+    // Whatever lay below a path that is now not a folder is gone with it.
+    if (state !== null && state.kind !== "directory" && state.kind !== "unknown" && this.parents.has(path)) {
+      const prefix = path === "." ? "" : `${path}/`;
+      for (const below of this.states.keys())
+        if (below.startsWith(prefix) && below !== path) this.states.set(below, { path: below, kind: "absent" });
+    }
+    this.states.set(path, state === null || state.kind === "unknown" ? null : state);
+    for (let slash = path.lastIndexOf("/"); slash > 0; slash = path.lastIndexOf("/", slash - 1))
+      this.parents.add(path.slice(0, slash));
+    if (path !== ".") this.parents.add(".");
+  }
+}
+
+/**
+ * Compares every path the plan would change (and whatever lies below it) with what the tape last
+ * recorded leaving it as; a difference is a conflict. Then applies `onConflict`: "refuse" throws
+ * REWIND_CONFLICT (unless `dryRun`, which reports them), "skip" turns the conflicting changes into
+ * skips (and a deletion of a folder above one), "overwrite" keeps the plan, whose undo snapshot
+ * holds the conflicting bytes. Paths the tape holds no after-state for are not checked.
+ */
+export function settleConflicts(
+  sessionId: string,
+  plan: FilePlan,
+  written: WorkspaceStates,
+  onConflict: OnConflict,
+  dryRun: boolean,
+): RewindConflict[] {
+  const conflicts = findConflicts(plan, written, onConflict);
+  if (conflicts.length === 0) return conflicts;
+  if (onConflict === "refuse" && !dryRun) throw new RewindConflictError(sessionId, conflicts);
+  if (onConflict === "skip") skipConflicting(plan, conflicts);
+  return conflicts;
+}
+
+function findConflicts(plan: FilePlan, written: WorkspaceStates, resolution: OnConflict): RewindConflict[] {
+  const changing = new Map(plan.changes.flatMap((c) => (c.target ? [[c.path, c] as const] : [])));
+  const conflicts: RewindConflict[] = [];
+  for (const record of plan.current.files) {
+    const actual = fileStateOf(record);
+    let expected = written.get(record.path);
+    if (expected === undefined && !changing.has(record.path) && actual.kind !== "absent") {
+      // Never recorded, yet inside a folder whose every entry was: made since, by someone else.
+      const parent = parentOf(record.path);
+      if (parent !== undefined && written.get(parent)?.kind === "directory")
+        expected = { path: record.path, kind: "absent" };
+    }
+    if (!expected || sameState(expected, actual)) continue;
+    conflicts.push({ path: record.path, change: describeChange(expected, actual), expected, actual, resolution });
+  }
+  return conflicts.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** Leaves each conflicting path as it is: its own change, and any change above it that would remove it. */
+function skipConflicting(plan: FilePlan, conflicts: readonly RewindConflict[]): void {
+  const reasons = new Map<string, string>();
+  for (const conflict of conflicts) {
+    reasons.set(conflict.path, `conflict: ${conflict.change} since agent-tape wrote it`);
+    for (let above = parentOf(conflict.path); above !== undefined; above = parentOf(above))
+      if (!reasons.has(above)) reasons.set(above, `conflict below: ${conflict.path} ${conflict.change}`);
+  }
+  const stillChanging = new Set<string>();
+  plan.changes = plan.changes.map((change) => {
+    const reason = reasons.get(change.path);
+    // A folder that is restored stays a folder and keeps what is inside it: only removing it is unsafe.
+    const removesConflict = change.target && change.target.kind !== "directory";
+    const isConflict = conflicts.some((c) => c.path === change.path);
+    if (reason !== undefined && change.target && (isConflict || removesConflict))
+      return { path: change.path, action: "skip", reason };
+    if (change.target) stillChanging.add(change.path);
+    return change;
+  });
+  // The undo snapshot keeps only what still changes.
+  const files = plan.current.files.filter((f) => isAtOrBelowAny(f.path, stillChanging));
+  const blobs = new Map(
+    [...plan.current.blobs].filter(([hash]) => files.some((f) => f.kind === "blob" && f.blob === hash)),
+  );
+  plan.current = { files, blobs };
+}
+
+/** The state a rewind leaves each path it changes in, for its marker. */
+export function statesWrittenBy(plan: FilePlan): FileState[] {
+  return plan.changes.flatMap((change) => (change.target ? [fileStateOf(change.target)] : []));
+}
+
+function parentOf(path: string): string | undefined {
+  if (path === ".") return undefined;
+  const slash = path.lastIndexOf("/");
+  return slash === -1 ? "." : path.slice(0, slash);
+}
+
+function sameState(a: FileState, b: FileState): boolean {
+  switch (a.kind) {
+    case "absent":
+      return b.kind === "absent";
+    case "file":
+      return b.kind === "file" && a.sha256 === b.sha256 && a.mode === b.mode;
+    case "symlink":
+      return b.kind === "symlink" && a.target === b.target;
+    case "directory":
+      return b.kind === "directory" && a.mode === b.mode;
+    default:
+      return false;
+  }
+}
+
+function describeChange(expected: FileState, actual: FileState): string {
+  if (actual.kind === "unknown") return `cannot be compared now (${actual.reason})`;
+  if (expected.kind === "absent") return "created";
+  if (actual.kind === "absent") return "deleted";
+  if (expected.kind !== actual.kind) return `replaced by a ${actual.kind}`;
+  if (expected.kind === "file" && actual.kind === "file" && expected.sha256 === actual.sha256) return "mode changed";
+  if (expected.kind === "directory") return "mode changed";
+  return "modified";
+}
