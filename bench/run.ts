@@ -16,6 +16,7 @@ import { markdownTable, score, withTempDirs, type ScoredRow, type Suite } from "
 import { lockSuite } from "./lock.bench.js";
 import { replaySuite } from "./replay.bench.js";
 import { rewindSuite } from "./rewind.bench.js";
+import { shellSuite } from "./shell.bench.js";
 
 /** Every suite, in the order they run. A new benchmark is one more entry here. */
 const suites: Suite[] = [
@@ -29,6 +30,7 @@ const suites: Suite[] = [
   conversationSuite,
   diffSuite,
   forkSuite,
+  shellSuite,
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -133,8 +133,18 @@ export interface LockedSession {
   /** Atomically cuts the log back to the events with `sequence <= sequence`. */
   truncateAfter(sequence: number): Promise<void>;
 
-  /** Stores bytes under their sha256; an existing blob costs no write. Returns true if written. */
-  writeBlob(hash: string, bytes: Uint8Array): Promise<boolean>;
+  /**
+   * Stores bytes under their sha256; an existing blob costs no write. Returns true if written.
+   * With `durable: false` the write survives a process crash but not a power loss, and costs no
+   * fsync (the workspace index stores a whole tree this way); {@link syncBlobs} makes such blobs
+   * durable before anything durable references them.
+   */
+  writeBlob(hash: string, bytes: Uint8Array, options?: { durable?: boolean }): Promise<boolean>;
+  /**
+   * Optional (backends whose writes are always durable need not have it): makes blobs written
+   * with `durable: false` durable. Blobs that do not exist are ignored.
+   */
+  syncBlobs?(hashes: Iterable<string>): Promise<void>;
   hasBlob(hash: string): Promise<boolean>;
   deleteBlob(hash: string): Promise<void>;
   /**

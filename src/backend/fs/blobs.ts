@@ -31,13 +31,16 @@ export async function blobExists(layout: SessionLayout, id: string, hash: string
  * Writes a blob durably: a temp file in `blobs/.incoming/`, fsync, rename into its shard, fsync
  * the shard (and the blobs folder when the shard is new). An existing blob costs one stat and no
  * write: content addressing means the bytes are already there. Folders are made only when a
- * write finds them missing, so the common case pays no mkdir.
+ * write finds them missing, so the common case pays no mkdir. Not `durable`, the same without
+ * the fsyncs: a process crash still leaves the blob whole or absent (the rename), a power loss
+ * may not, until {@link syncBlobFiles}.
  */
 export async function writeBlobFile(
   layout: SessionLayout,
   id: string,
   hash: string,
   bytes: Uint8Array,
+  durable = true,
 ): Promise<boolean> {
   const file = layout.blob(id, hash);
   if (await blobExists(layout, id, hash)) return false;
@@ -48,7 +51,7 @@ export async function writeBlobFile(
   try {
     try {
       await fh.writeFile(bytes);
-      await fh.sync();
+      if (durable) await fh.sync();
     } finally {
       await fh.close();
     }
@@ -61,9 +64,33 @@ export async function writeBlobFile(
     await rm(temp, { force: true });
     throw error;
   }
+  if (!durable) return true;
   await fsyncDir(dirname(file));
   if (newShard) await fsyncDir(layout.blobs(id));
   return true;
+}
+
+/** Makes blobs written without fsync durable: each file, then each shard folder once, then the blobs folder. */
+export async function syncBlobFiles(layout: SessionLayout, id: string, hashes: readonly string[]): Promise<void> {
+  const shards = new Set<string>();
+  await mapLimited(hashes, 8, async (hash) => {
+    let fh;
+    try {
+      fh = await open(layout.blob(id, hash), "r");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+      throw error;
+    }
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    shards.add(dirname(layout.blob(id, hash)));
+  });
+  if (shards.size === 0) return;
+  await mapLimited([...shards], 8, (shard) => fsyncDir(shard));
+  await fsyncDir(layout.blobs(id));
 }
 
 async function retryAfterMkdir<T>(dir: string, attempt: () => Promise<T>, onMade: () => void = () => {}): Promise<T> {

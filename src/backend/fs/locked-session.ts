@@ -6,7 +6,7 @@ import { InvalidArgumentError, LockCompromisedError, LogCorruptError } from "../
 import type { StoredEvent } from "../../core/events.js";
 import type { AppendOptions, LockedSession } from "../types.js";
 import { fsyncDir, tempPathFor, writeFileAtomic } from "../../core/atomic-file.js";
-import { blobExists, deleteBlobFile, discardIncomingBlobs, writeBlobFile } from "./blobs.js";
+import { blobExists, deleteBlobFile, discardIncomingBlobs, syncBlobFiles, writeBlobFile } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import type { SessionLayout } from "./layout.js";
 import { readLines, readTail } from "./lines.js";
@@ -168,12 +168,17 @@ export class FsLockedSession implements LockedSession {
     await Promise.all(handles.map((h) => h?.close().catch(() => undefined)));
   }
 
-  async writeBlob(hash: string, bytes: Uint8Array): Promise<boolean> {
+  async writeBlob(hash: string, bytes: Uint8Array, options: { durable?: boolean } = {}): Promise<boolean> {
     this.assertHeld();
     // The name becomes a path: anything but a sha256 (e.g. "../..") could write outside the store.
     if (!isBlobHash(hash))
       throw new InvalidArgumentError(`"${hash}" is not a blob name: a blob is named by its lowercase hex sha256.`);
-    return writeBlobFile(this.layout, this.sessionId, hash, bytes);
+    return writeBlobFile(this.layout, this.sessionId, hash, bytes, options.durable ?? true);
+  }
+
+  async syncBlobs(hashes: Iterable<string>): Promise<void> {
+    this.assertHeld();
+    await syncBlobFiles(this.layout, this.sessionId, [...hashes].filter(isBlobHash));
   }
 
   async hasBlob(hash: string): Promise<boolean> {

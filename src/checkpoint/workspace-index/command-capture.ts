@@ -114,6 +114,8 @@ export class CommandCapture {
         });
         return this.commit(locked, scan, async () => {
           if (files.length === 0) return undefined;
+          // Index blobs were written without fsync; the log must never reference one a power loss can take.
+          await locked.syncBlobs?.(files.flatMap((f) => (f.kind === "blob" ? [f.blob] : [])));
           const payload: CheckpointPayload = { tool: handle.tool, workspace: handle.workspace, files };
           if (handle.callId !== undefined) payload.callId = handle.callId;
           const [event] = await appendUnderLock(this.store, locked, [

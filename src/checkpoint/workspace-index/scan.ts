@@ -138,7 +138,9 @@ async function readAndStore(
   if (before?.hash === entry.hash) return { entry };
   // A failed blob write (a full disk, a lost lock) is the caller's error, not this file's.
   await markBlobsInFlight(locked);
-  const wrote = await locked.writeBlob(entry.hash, bytes);
+  // Not fsynced: most index blobs are never needed. The few a checkpoint references are synced
+  // before it is appended (CommandCapture.after); this is what makes a cold scan affordable.
+  const wrote = await locked.writeBlob(entry.hash, bytes, { durable: false });
   return wrote ? { entry, written: entry.hash } : { entry };
 }
 

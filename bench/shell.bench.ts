@@ -1,0 +1,299 @@
+import { execFile } from "node:child_process";
+import { lstatSync, readdirSync } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { CheckpointStore, SessionStore, rewind } from "../src/index.js";
+import { loadIndex } from "../src/checkpoint/workspace-index/index-record.js";
+import { ShadowGit } from "./git.js";
+import { collectGarbage, interleavedRounds, timeIt, type Figure, type Row, type Suite } from "./harness.js";
+import { formatMs, medianMs, perOperation } from "./per-operation.js";
+import {
+  editedText,
+  hotFileText,
+  makeWorkspace,
+  resetToInitial,
+  settleDisk,
+  sharedWorkspace,
+  sizeLabel,
+  spreadPick,
+  type GitWorkspace,
+} from "./workspace.js";
+
+const GIT_SPEEDUP = 3;
+const COLD_SPEEDUP = 1;
+const REWIND_SPEEDUP = 5;
+const MEMORY_MB = 50;
+const run = promisify(execFile);
+
+/**
+ * Shell commands (issue 11): what the workspace index costs around a command that changes one
+ * file — before-scan, the command, after-scan, checkpoint — against the peers' shadow git, which
+ * commits the whole tree (`git add -A && git commit`, a separate GIT_DIR) once per command. Both
+ * make the same 4 KB edit of the hot file; rounds alternate. Also: the first (cold) scan against
+ * shadow git's first commit, a rewind of a 1-file command against `git restore` + `git clean`,
+ * two bare stat walks (what any stat-based scan must pay), the disk after 100 commands, and the
+ * memory of a 50k-file index.
+ */
+export const shellSuite: Suite = {
+  name: "shell",
+  async run({ quick, tempDir, log }) {
+    const sizes = quick ? [1000, 3000] : [10_000, 50_000];
+    const rounds = quick ? 3 : 7;
+    const perSize = new Map<number, SizeFigures>();
+    for (const size of sizes) {
+      const shared = await sharedWorkspace(size, log);
+      perSize.set(size, await measureSize(shared, await tempDir(), rounds, log));
+      await resetToInitial(shared);
+    }
+    const disk = await measureDisk(await tempDir(), quick ? 1000 : 10_000, quick ? 10 : 100, log);
+    return rowsFor(sizes, perSize, disk, rounds);
+  },
+};
+
+interface SizeFigures {
+  command: Figure;
+  git: Figure;
+  walks: Figure;
+  coldMs: number;
+  gitColdMs: number;
+  rewind: Figure;
+  gitRewind: Figure;
+  indexMb: number;
+}
+
+async function measureSize(shared: GitWorkspace, dir: string, rounds: number, log: (m: string) => void) {
+  const { workspace, git } = shared;
+  const store = new SessionStore({ root: join(dir, "store") });
+  try {
+    const checkpoints = new CheckpointStore(store, { workspaceIndex: { maxFiles: 1_000_000 } });
+    const session = await store.create({ workspace: workspace.root });
+    const hot = join(workspace.root, workspace.hotFile);
+    let version = 0;
+    const edit = () => writeFile(hot, hotFileText(++version));
+
+    // Cold: the session's first scan reads and stores every file; shadow git's first commit, in a new GIT_DIR.
+    await settleDisk(dir);
+    const coldMs = await timeIt(async () => {
+      await checkpoints.afterCommand(await checkpoints.beforeCommand(session.id, { tool: "bash" }));
+    });
+    await settleDisk(dir);
+    const gitColdMs = await timeIt(() => firstCommit(join(dir, "cold-git"), workspace.root));
+    log(`  cold @${sizeLabel(workspace.files.length)}: ours ${coldMs.toFixed(0)} ms, git ${gitColdMs.toFixed(0)} ms`);
+
+    const samples = await interleavedRounds(rounds, {
+      command: async () => {
+        await settleDisk(dir);
+        return timeIt(() => checkpoints.aroundCommand(session.id, { tool: "bash" }, edit));
+      },
+      git: async () => {
+        await settleDisk(dir);
+        return timeIt(async () => {
+          await edit();
+          await git.checkpoint();
+        });
+      },
+      walks: async () => timeIt(async () => void (statWalk(workspace.root) + statWalk(workspace.root))),
+    });
+    const last = (await store.readAll(session.id)).at(-1)!;
+    const files = (last.payload as { files: { path: string }[] }).files.map((f) => f.path);
+    if (files.join() !== workspace.hotFile) throw new Error(`a 1-file command recorded ${files.join(", ")}`);
+
+    // Rewind of one 1-file command, against git restore + clean to the commit before the edit.
+    const rewindSamples = await interleavedRounds(rounds, {
+      rewind: async () => {
+        const before = (await store.get(session.id))!.lastSequence;
+        const expected = await readFile(hot, "utf8");
+        await checkpoints.aroundCommand(session.id, { tool: "bash" }, edit);
+        await settleDisk(dir);
+        const ms = await timeIt(async () => {
+          await rewind(store, session.id, { toSequence: before, mode: "files", keepUndo: 0 });
+        });
+        if ((await readFile(hot, "utf8")) !== expected) throw new Error("rewind did not restore");
+        return ms;
+      },
+      gitRewind: async () => {
+        await git.checkpoint();
+        const commit = await git.head();
+        const expected = await readFile(hot, "utf8");
+        await edit();
+        await settleDisk(dir);
+        const ms = await timeIt(() => git.restore(commit));
+        if ((await readFile(hot, "utf8")) !== expected) throw new Error("git restore did not restore");
+        return ms;
+      },
+    });
+
+    // Memory of the index as loaded from its record (what a process keeps for the session).
+    collectGarbage();
+    const heapBefore = process.memoryUsage().heapUsed;
+    const index = await loadIndex(store.backend, session.id);
+    collectGarbage();
+    const indexMb = (process.memoryUsage().heapUsed - heapBefore) / (1024 * 1024);
+    if ((index?.entries.size ?? 0) < workspace.files.length) throw new Error("the index is missing files");
+
+    return {
+      command: perOperation("before + after scan + checkpoint", samples.command),
+      git: perOperation("shadow git add -A + commit", samples.git),
+      walks: perOperation("2 bare stat walks (readdir + lstat)", samples.walks),
+      coldMs,
+      gitColdMs,
+      rewind: perOperation("rewind 1-file command", rewindSamples.rewind),
+      gitRewind: perOperation("git restore + git clean", rewindSamples.gitRewind),
+      indexMb,
+    };
+  } finally {
+    await store.close();
+  }
+}
+
+/** What a stat-based scan cannot avoid: list every folder and lstat every entry (bigint times, as ours). */
+function statWalk(root: string): number {
+  let count = 0;
+  const queue = [root];
+  while (queue.length > 0) {
+    const dir = queue.pop()!;
+    for (const name of readdirSync(dir)) {
+      const path = `${dir}/${name}`;
+      if (lstatSync(path, { bigint: true }).isDirectory()) queue.push(path);
+      count++;
+    }
+  }
+  return count;
+}
+
+/** Shadow git's first checkpoint of a workspace: init, add everything, commit, in a fresh GIT_DIR. */
+async function firstCommit(gitDir: string, workTree: string): Promise<void> {
+  const env = {
+    PATH: process.env.PATH,
+    GIT_DIR: gitDir,
+    GIT_WORK_TREE: workTree,
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    LC_ALL: "C",
+  };
+  const git = (args: string[]) => run("git", args, { cwd: workTree, env, maxBuffer: 64 * 1024 * 1024 });
+  await git(["init", "-q"]);
+  await git(["add", "-A"]);
+  await git(["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "first"]);
+}
+
+interface DiskFigures {
+  commands: number;
+  size: number;
+  oursMb: number;
+  gitMb: number;
+}
+
+/** 100 commands each changing 5 files of a fresh workspace, with the index and with shadow git. */
+async function measureDisk(dir: string, size: number, commands: number, log: (m: string) => void) {
+  const workspace = await makeWorkspace(join(dir, "workspace"), size);
+  const { git } = await ShadowGit.create(join(dir, "shadow-git"), workspace.root);
+  const store = new SessionStore({ root: join(dir, "store") });
+  try {
+    const checkpoints = new CheckpointStore(store, { workspaceIndex: { maxFiles: 1_000_000 } });
+    const session = await store.create({ workspace: workspace.root });
+    const picks = spreadPick(workspace.files, 5 * commands);
+    for (let c = 0; c < commands; c++) {
+      const files = picks.slice(c * 5, c * 5 + 5);
+      const change = () =>
+        Promise.all(
+          files.map(async (file) => {
+            const path = join(workspace.root, file);
+            await writeFile(path, editedText(await readFile(path, "utf8"), c));
+          }),
+        );
+      await git.checkpoint();
+      await checkpoints.aroundCommand(session.id, { tool: "bash" }, change);
+    }
+    await git.checkpoint();
+    const oursMb = await diskMb(join(dir, "store", session.id));
+    const gitMb = await diskMb(join(dir, "shadow-git"));
+    log(
+      `  disk after ${commands} commands @${sizeLabel(size)}: ours ${oursMb.toFixed(1)} MB, git ${gitMb.toFixed(1)} MB`,
+    );
+    return { commands, size, oursMb, gitMb };
+  } finally {
+    await store.close();
+  }
+}
+
+async function diskMb(path: string): Promise<number> {
+  const { stdout } = await run("du", ["-sk", path]);
+  return Number(stdout.split("\t")[0]) / 1024;
+}
+
+function rowsFor(sizes: number[], at: Map<number, SizeFigures>, disk: DiskFigures, rounds: number): Row[] {
+  const rows: Row[] = [];
+  const vs = (a: Figure, b: Figure) => `${formatMs(a)} vs ${formatMs(b)} per command`;
+  for (const size of sizes) {
+    const f = at.get(size)!;
+    rows.push({
+      suite: `shell command changing 1 file @${sizeLabel(size)} vs shadow git`,
+      ours: f.command,
+      baseline: f.git,
+      ratio: f.command.value / f.git.value,
+      target: { op: ">=", value: GIT_SPEEDUP, on: "ratio" },
+      notes: `${vs(f.command, f.git)}; ${rounds} rounds, the same 4 KB edit in both`,
+      details: { oursMs: medianMs(f.command), gitMs: medianMs(f.git) },
+    });
+    rows.push({
+      suite: `shell command changing 1 file @${sizeLabel(size)} vs 2 bare stat walks`,
+      ours: f.command,
+      baseline: f.walks,
+      ratio: f.command.value / f.walks.value,
+      target: undefined,
+      notes: `${vs(f.command, f.walks)}: the floor of any scan that stats every file before and after`,
+      details: { oursMs: medianMs(f.command), walksMs: medianMs(f.walks) },
+    });
+  }
+  const [small, large] = [at.get(sizes[0]!)!, at.get(sizes[1]!)!];
+  const growth = medianMs(large.command) / medianMs(small.command);
+  const walkGrowth = medianMs(large.walks) / medianMs(small.walks);
+  rows.push({
+    suite: `shell command cost @${sizeLabel(sizes[1]!)} / @${sizeLabel(sizes[0]!)}, against stat walks'`,
+    ours: { ...large.command, label: `per command @${sizeLabel(sizes[1]!)}` },
+    baseline: { ...small.command, label: `per command @${sizeLabel(sizes[0]!)}` },
+    ratio: growth / walkGrowth,
+    target: undefined,
+    notes:
+      `command grows ${growth.toFixed(2)}x, two stat walks ${walkGrowth.toFixed(2)}x, shadow git ` +
+      `${(medianMs(large.git) / medianMs(small.git)).toFixed(2)}x (ratio = command growth / walk growth)`,
+    details: { growth, walkGrowth },
+  });
+  const main = at.get(sizes[0]!)!;
+  rows.push({
+    suite: `first (cold) scan @${sizeLabel(sizes[0]!)} vs shadow git's first commit`,
+    ours: perOperation("first beforeCommand + afterCommand", [main.coldMs]),
+    baseline: perOperation("git init + add -A + commit", [main.gitColdMs]),
+    ratio: main.gitColdMs / main.coldMs,
+    target: { op: ">=", value: COLD_SPEEDUP, on: "ratio" },
+    notes: `${main.coldMs.toFixed(0)} ms vs ${main.gitColdMs.toFixed(0)} ms, one run each (every file read and stored)`,
+  });
+  rows.push({
+    suite: `rewind a 1-file shell command @${sizeLabel(sizes[0]!)} vs git restore + clean`,
+    ours: main.rewind,
+    baseline: main.gitRewind,
+    ratio: main.rewind.value / main.gitRewind.value,
+    target: { op: ">=", value: REWIND_SPEEDUP, on: "ratio" },
+    notes: `${formatMs(main.rewind)} vs ${formatMs(main.gitRewind)}; mode "files", keepUndo 0 (git keeps none)`,
+  });
+  rows.push({
+    suite: `disk after ${disk.commands} commands x 5 files @${sizeLabel(disk.size)} vs shadow git's .git`,
+    ours: { label: "session folder (du)", value: disk.oursMb, unit: "MB" },
+    baseline: { label: "shadow .git (du)", value: disk.gitMb, unit: "MB" },
+    ratio: disk.oursMb / disk.gitMb,
+    target: undefined,
+    notes: "reported: blobs are stored whole, one file each; git compresses its objects",
+  });
+  const big = at.get(sizes[1]!)!;
+  rows.push({
+    suite: `memory of the index of ${sizeLabel(sizes[1]!)} files`,
+    ours: { label: "heap after loading the index", value: big.indexMb, unit: "MB" },
+    baseline: undefined,
+    ratio: undefined,
+    target: { op: "<", value: MEMORY_MB, on: "ours" },
+    notes: "heapUsed before and after loadIndex, after a gc",
+  });
+  return rows;
+}
