@@ -1,16 +1,24 @@
-import { open, readdir, readFile, rename, rm, stat, mkdir } from "node:fs/promises";
+import { open, readdir, rename, rm, lstat, mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { fsyncDir } from "../../core/atomic-file.js";
 import { mapLimited } from "../../core/bounded-concurrency.js";
 import { isBlobHash } from "../names.js";
 import type { SessionLayout } from "./layout.js";
+import { checkStoreFolder, readStoreFile } from "./store-files.js";
+
+/** blobs/ and the blob's shard must be real folders of the store, not links out of it. */
+async function checkBlobFolders(layout: SessionLayout, id: string, hash: string): Promise<void> {
+  await checkStoreFolder(id, layout.blobs(id));
+  await checkStoreFolder(id, dirname(layout.blob(id, hash)));
+}
 
 /** Reads a blob's bytes, or undefined if there is none. */
 export async function readBlobFile(layout: SessionLayout, id: string, hash: string): Promise<Buffer | undefined> {
   if (!isBlobHash(hash)) return undefined;
   try {
-    return await readFile(layout.blob(id, hash));
+    await checkBlobFolders(layout, id, hash);
+    return await readStoreFile(id, layout.blob(id, hash));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
@@ -19,7 +27,7 @@ export async function readBlobFile(layout: SessionLayout, id: string, hash: stri
 
 export async function blobExists(layout: SessionLayout, id: string, hash: string): Promise<boolean> {
   try {
-    await stat(layout.blob(id, hash));
+    await lstat(layout.blob(id, hash));
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
@@ -43,8 +51,10 @@ export async function writeBlobFile(
   durable = true,
 ): Promise<boolean> {
   const file = layout.blob(id, hash);
+  await checkBlobFolders(layout, id, hash);
   if (await blobExists(layout, id, hash)) return false;
   const incoming = layout.incomingBlobs(id);
+  await checkStoreFolder(id, incoming);
   const temp = join(incoming, `${hash}-${randomBytes(4).toString("hex")}`);
   const fh = await retryAfterMkdir(incoming, () => open(temp, "wx", 0o444));
   let newShard = false;
@@ -105,11 +115,14 @@ async function retryAfterMkdir<T>(dir: string, attempt: () => Promise<T>, onMade
 }
 
 export async function deleteBlobFile(layout: SessionLayout, id: string, hash: string): Promise<void> {
+  await checkBlobFolders(layout, id, hash);
   await rm(layout.blob(id, hash), { force: true });
 }
 
 /** Removes what blob writes killed mid-way left in `blobs/.incoming/` (never a finished blob). */
 export async function discardIncomingBlobs(layout: SessionLayout, id: string): Promise<void> {
+  await checkStoreFolder(id, layout.blobs(id));
+  await checkStoreFolder(id, layout.incomingBlobs(id)); // rm never follows links below it, only this one
   await rm(layout.incomingBlobs(id), { recursive: true, force: true });
 }
 
@@ -117,6 +130,7 @@ export async function discardIncomingBlobs(layout: SessionLayout, id: string): P
 export async function listBlobFiles(layout: SessionLayout, id: string): Promise<string[]> {
   const hashes: string[] = [];
   let shards: string[];
+  await checkStoreFolder(id, layout.blobs(id));
   try {
     shards = await readdir(layout.blobs(id));
   } catch (error) {
@@ -127,7 +141,10 @@ export async function listBlobFiles(layout: SessionLayout, id: string): Promise<
   const listed = await mapLimited(
     shards.filter((shard) => /^[0-9a-f]{2}$/.test(shard)),
     16,
-    (shard) => readdir(`${layout.blobs(id)}/${shard}`),
+    async (shard) => {
+      await checkStoreFolder(id, `${layout.blobs(id)}/${shard}`);
+      return readdir(`${layout.blobs(id)}/${shard}`);
+    },
   );
   for (const names of listed) for (const name of names) if (isBlobHash(name)) hashes.push(name);
   return hashes;

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { link, copyFile, mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { link, copyFile, lstat, mkdir, mkdtemp, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseEventLine, serializeEvent } from "../../core/envelope.js";
 import { LogCorruptError, SessionExistsError, SessionNotFoundError } from "../../core/errors.js";
@@ -23,6 +23,7 @@ import { SessionLayout } from "./layout.js";
 import { readLines, readTail } from "./lines.js";
 import { acquireFileLock, othersWaiting } from "./lock.js";
 import { FsLockedSession, lineNumberAt } from "./locked-session.js";
+import { checkStoreFolder, openStoreFile, READ, readStoreFile } from "./store-files.js";
 
 export interface FsBackendOptions {
   /** Folder that holds one sub-folder per session. Created on first use. */
@@ -125,12 +126,13 @@ class FsBackend implements StorageBackend {
     options.signal?.throwIfAborted();
     let text: string;
     try {
-      text = await readFile(this.layout.meta(id), "utf8");
+      text = (await readStoreFile(id, this.layout.meta(id))).toString("utf8");
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       // session.json is derived: if it is gone but the log is there, the session still is.
       try {
-        const info = await stat(this.layout.log(id));
+        const info = await lstat(this.layout.log(id));
+        if (!info.isFile()) return undefined;
         return { id, createdAt: info.birthtime.toISOString() };
       } catch {
         return undefined;
@@ -173,7 +175,7 @@ class FsBackend implements StorageBackend {
     const file = this.layout.log(id);
     let fh;
     try {
-      fh = await open(file, "r");
+      fh = await openStoreFile(id, file, READ);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new SessionNotFoundError(id);
       throw error;
@@ -244,7 +246,8 @@ class FsBackend implements StorageBackend {
     options.signal?.throwIfAborted();
     if (!isRecordName(name)) return undefined;
     try {
-      return JSON.parse(await readFile(this.layout.record(id, name), "utf8"));
+      await checkStoreFolder(id, this.layout.records(id));
+      return JSON.parse((await readStoreFile(id, this.layout.record(id, name))).toString("utf8"));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw error;
@@ -255,6 +258,7 @@ class FsBackend implements StorageBackend {
     assertSessionId(id);
     options.signal?.throwIfAborted();
     try {
+      await checkStoreFolder(id, this.layout.records(id));
       const names = await readdir(this.layout.records(id));
       return names.filter((n) => n.endsWith(".json") && !n.startsWith(".")).map((n) => n.slice(0, -5));
     } catch (error) {

@@ -1,5 +1,6 @@
 import type { FileHandle } from "node:fs/promises";
-import { open } from "node:fs/promises";
+import { basename, dirname } from "node:path";
+import { openStoreFile, READ } from "./store-files.js";
 
 /** One complete line of a JSONL file. `end` is the byte offset just past its newline. */
 export interface Line {
@@ -25,7 +26,8 @@ export async function* readLines(
   const chunk = Buffer.allocUnsafe(options.chunkBytes ?? 64 * 1024);
   let fh: FileHandle;
   try {
-    fh = await open(path, "r");
+    // A log is always a session folder's own file: its folder's name is the session's id.
+    fh = await openStoreFile(basename(dirname(path)), path, READ);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
     throw error;

@@ -9,6 +9,7 @@ import { fsyncDir, tempPathFor, writeFileAtomic } from "../../core/atomic-file.j
 import { blobExists, deleteBlobFile, discardIncomingBlobs, syncBlobFiles, writeBlobFile } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import type { SessionLayout } from "./layout.js";
+import { checkStoreFolder, openStoreFile, READ_APPEND } from "./store-files.js";
 import { readLines, readTail } from "./lines.js";
 import { mkdir } from "node:fs/promises";
 import { constants } from "node:fs";
@@ -47,7 +48,8 @@ export class FsLockedSession implements LockedSession {
     waiting: () => Promise<boolean>,
   ): Promise<FsLockedSession> {
     const file = layout.log(sessionId);
-    const fh = await open(file, "a+");
+    await checkStoreFolder(sessionId, layout.dir(sessionId));
+    const fh = await openStoreFile(sessionId, file, READ_APPEND);
     try {
       const tail = await readTail(fh);
       if (tail.completeEnd < tail.size) {
@@ -108,7 +110,9 @@ export class FsLockedSession implements LockedSession {
     const bytes = Buffer.from(text, "utf8");
     try {
       const fh =
-        (options.sync ?? true) ? (this.syncFh ??= await open(this.layout.log(this.sessionId), DSYNC_APPEND)) : this.fh;
+        (options.sync ?? true)
+          ? (this.syncFh ??= await openStoreFile(this.sessionId, this.layout.log(this.sessionId), DSYNC_APPEND))
+          : this.fh;
       let written = 0;
       while (written < bytes.length) {
         const { bytesWritten } = await fh.write(bytes, written, bytes.length - written);
@@ -157,7 +161,7 @@ export class FsLockedSession implements LockedSession {
     await rename(temp, file);
     await fsyncDir(dirname(file));
     await this.closeHandles();
-    this.fh = await open(file, "a+");
+    this.fh = await openStoreFile(this.sessionId, file, READ_APPEND);
     this.size = keepBytes;
     this.last = lastKept;
   }
@@ -200,6 +204,7 @@ export class FsLockedSession implements LockedSession {
   async writeRecord(name: string, value: unknown, options: { durable?: boolean } = {}): Promise<void> {
     this.assertHeld();
     assertRecordName(name);
+    await checkStoreFolder(this.sessionId, this.layout.records(this.sessionId));
     await mkdir(this.layout.records(this.sessionId), { recursive: true });
     await writeFileAtomic(this.layout.record(this.sessionId, name), JSON.stringify(value), options);
   }
@@ -207,6 +212,7 @@ export class FsLockedSession implements LockedSession {
   async deleteRecord(name: string): Promise<void> {
     this.assertHeld();
     assertRecordName(name);
+    await checkStoreFolder(this.sessionId, this.layout.records(this.sessionId));
     await rm(this.layout.record(this.sessionId, name), { force: true });
   }
 

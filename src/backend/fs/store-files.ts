@@ -1,0 +1,59 @@
+import { constants } from "node:fs";
+import { lstat, open, type FileHandle } from "node:fs/promises";
+import { StoreTamperedError } from "../../core/errors.js";
+
+// Every file of a session folder is opened through here (docs/ARCHITECTURE.md, "Confinement"): never
+// through a symlink (O_NOFOLLOW), never blocking on a FIFO or a device (O_NONBLOCK, which changes nothing
+// for a regular file), and refused unless the descriptor is a regular file. A planted link or FIFO is
+// STORE_TAMPERED, not a read or a write somewhere else, and not a call that never returns.
+
+export const READ = constants.O_RDONLY;
+/** Like "a+": read, append, create. */
+export const READ_APPEND = constants.O_RDWR | constants.O_APPEND | constants.O_CREAT;
+
+/** Opens a file of the store with `flags`, refusing a symlink in its place and anything not a regular file. */
+export async function openStoreFile(sessionId: string, path: string, flags: number, mode = 0o644): Promise<FileHandle> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, mode);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ELOOP") throw new StoreTamperedError(sessionId, `${path} is a symlink`, { cause: error });
+    if (code === "ENXIO") throw new StoreTamperedError(sessionId, `${path} is a FIFO or socket`, { cause: error });
+    throw error;
+  }
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new StoreTamperedError(sessionId, `${path} is not a regular file`);
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  return handle;
+}
+
+/** The whole of a store file (ENOENT when there is none), opened as {@link openStoreFile} does. */
+export async function readStoreFile(sessionId: string, path: string): Promise<Buffer> {
+  const handle = await openStoreFile(sessionId, path, READ);
+  try {
+    return await handle.readFile();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Refuses a folder of the store (blobs/, a shard, records/) that is a symlink or not a folder: writing,
+ * listing or deleting through it would reach wherever it points. Nothing there is fine (made on demand).
+ */
+export async function checkStoreFolder(sessionId: string, path: string): Promise<void> {
+  let info;
+  try {
+    info = await lstat(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw error;
+  }
+  if (info.isSymbolicLink()) throw new StoreTamperedError(sessionId, `${path} is a symlink, not a folder`);
+  if (!info.isDirectory()) throw new StoreTamperedError(sessionId, `${path} is not a folder`);
+}

@@ -1,0 +1,158 @@
+import { execFileSync } from "node:child_process";
+import { closeSync, constants, openSync } from "node:fs";
+import { mkdir, readFile, readdir, realpath, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { CheckpointStore, SessionStore, isAgentTapeError, rewind, verify } from "../../src/index.js";
+import { TempRoots } from "../helpers/temp-root.js";
+
+// Parts of a session folder replaced by symlinks or FIFOs, as anyone who can write the folder could
+// (docs/ARCHITECTURE.md, "Confinement"): the store follows none of them and hangs on none of them.
+
+const temps = new TempRoots();
+const stores: SessionStore[] = [];
+const fifos: string[] = [];
+afterEach(async () => {
+  // A read blocked on a FIFO holds a thread until a writer comes: be that writer, so nothing stays stuck.
+  for (const fifo of fifos.splice(0)) {
+    try {
+      closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+    } catch {
+      // no reader waiting
+    }
+  }
+  for (const store of stores.splice(0)) await store.close().catch(() => undefined);
+  await temps.removeAll();
+});
+
+const HASH = "ab".repeat(32);
+
+async function scene() {
+  const base = await realpath(await temps.make("agent-tape-store-tamper-"));
+  const workspace = join(base, "ws");
+  const outside = join(base, "outside");
+  const root = join(base, "sessions");
+  await mkdir(workspace);
+  await mkdir(join(outside, ".incoming"), { recursive: true });
+  await mkdir(join(outside, "ab"));
+  await writeFile(join(outside, "precious.txt"), "precious");
+  await writeFile(join(outside, ".incoming", "keep.txt"), "keep");
+  await writeFile(join(outside, "ab", HASH), "looks like a blob");
+  await writeFile(join(workspace, "f.txt"), "v1");
+  const store = new SessionStore({ root });
+  stores.push(store);
+  const { id } = await store.create({ workspace });
+  const start = await store.append(id, { type: "message", payload: { role: "user", content: "go" } });
+  const checkpoints = new CheckpointStore(store);
+  await checkpoints.capture(id, { tool: "edit", paths: ["f.txt", "new.txt"] });
+  await writeFile(join(workspace, "f.txt"), "v2");
+  await writeFile(join(workspace, "new.txt"), "made");
+  await store.close();
+  const dir = join(root, id);
+  return { base, workspace, outside, root, dir, id, target: start.sequence };
+}
+
+function reopen(root: string): SessionStore {
+  const store = new SessionStore({ root, lockWaitMs: 2000 });
+  stores.push(store);
+  return store;
+}
+
+async function listing(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    out[path.slice(dir.length + 1)] = await readFile(path, "utf8");
+  }
+  return out;
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
+  return promise.then(
+    () => undefined,
+    (error: unknown) => (isAgentTapeError(error) ? error.code : String(error)),
+  );
+}
+
+/** Settles within `ms`, or says it hung. */
+async function within<T>(ms: number, promise: Promise<T>): Promise<T | "hung"> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<"hung">((resolve) => (timer = setTimeout(() => resolve("hung"), ms)));
+  try {
+    return await Promise.race([promise, hung]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function mkfifo(path: string): void {
+  execFileSync("mkfifo", [path]);
+  fifos.push(path);
+}
+
+describe("store parts replaced by symlinks", () => {
+  it("events.jsonl as a link to an outside file: append is STORE_TAMPERED and the file is untouched", async () => {
+    const s = await scene();
+    await rm(join(s.dir, "events.jsonl"));
+    await symlink(join(s.outside, "precious.txt"), join(s.dir, "events.jsonl"));
+    const before = await listing(s.outside);
+    const store = reopen(s.root);
+    const code = await codeOf(store.append(s.id, { type: "message", payload: { role: "user", content: "x" } }));
+    expect(await listing(s.outside)).toEqual(before);
+    expect(code).toBe("STORE_TAMPERED");
+  });
+
+  it("blobs/ as a link outside with a leftover in-flight note: recovery deletes and writes nothing there", async () => {
+    const s = await scene();
+    await rename(join(s.dir, "blobs"), join(s.base, "blobs-moved"));
+    await symlink(s.outside, join(s.dir, "blobs"));
+    await writeFile(join(s.dir, "records", "blobs-in-flight.json"), JSON.stringify({ pid: 1 }));
+    const before = await listing(s.outside);
+    const store = reopen(s.root);
+    const code = await codeOf(store.append(s.id, { type: "message", payload: { role: "user", content: "x" } }));
+    await codeOf(new CheckpointStore(store).capture(s.id, { tool: "edit", paths: ["f.txt"] }));
+    expect(await listing(s.outside)).toEqual(before);
+    expect(code).toBe("STORE_TAMPERED");
+  });
+
+  it("records/ as a link outside: a rewind deletes and writes nothing there", async () => {
+    const s = await scene();
+    await rm(join(s.dir, "records"), { recursive: true, force: true });
+    await symlink(s.outside, join(s.dir, "records"));
+    await writeFile(join(s.outside, "rewind-archive-1.json"), "an outside file with a record's name");
+    const before = await listing(s.outside);
+    const store = reopen(s.root);
+    const code = await codeOf(rewind(store, s.id, { toSequence: s.target }));
+    expect(await listing(s.outside)).toEqual(before);
+    expect(code).toBe("STORE_TAMPERED");
+  });
+});
+
+describe("store files replaced by FIFOs", () => {
+  it("a blob as a FIFO: verify and a dry run finish, the blob reported unreadable", async () => {
+    const s = await scene();
+    const shard = (await readdir(join(s.dir, "blobs"))).find((name) => name.length === 2)!;
+    const blob = (await readdir(join(s.dir, "blobs", shard)))[0]!;
+    await rm(join(s.dir, "blobs", shard, blob));
+    mkfifo(join(s.dir, "blobs", shard, blob));
+    const store = reopen(s.root);
+    const report = await within(5000, verify(store, s.id));
+    expect(report).not.toBe("hung");
+    expect(report !== "hung" && report.problems.map((p) => p.kind)).toContain("blob_unreadable");
+    const dry = await within(5000, codeOf(rewind(store, s.id, { toSequence: s.target, dryRun: true })));
+    expect(dry).not.toBe("hung");
+    const real = await within(5000, codeOf(rewind(store, s.id, { toSequence: s.target })));
+    expect(real).not.toBe("hung");
+  });
+
+  it("session.json as a FIFO: list finishes and names the session as unreadable", async () => {
+    const s = await scene();
+    await rm(join(s.dir, "session.json"));
+    mkfifo(join(s.dir, "session.json"));
+    const store = reopen(s.root);
+    const listed = await within(5000, store.list());
+    expect(listed).not.toBe("hung");
+    expect(listed !== "hung" && listed.map((info) => info.id)).toContain(s.id);
+  });
+});
