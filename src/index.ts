@@ -39,6 +39,8 @@ export type { RewindStep } from "./rewind/intent.js";
 // The session as a person reads it: what each checkpoint changed, and the session as one HTML page.
 export { checkpointChanges } from "./view/checkpoint-changes.js";
 export type { CheckpointChanges, CheckpointChangesOptions, CheckpointFileChange } from "./view/checkpoint-changes.js";
+export { renderSessionPage } from "./view/session-page.js";
+export type { SessionPageInput } from "./view/session-page.js";
 
 // Maintenance: what `agent-tape gc` and `agent-tape verify` run, for programs that embed the library.
 export { gc } from "./maintenance/gc.js";

@@ -53,6 +53,7 @@ const RUNTIME_EXPORTS = [
   "gc",
   "isAgentTapeError",
   "memoryBackend",
+  "renderSessionPage",
   "rewind",
   "undoRewind",
   "verify",

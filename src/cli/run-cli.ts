@@ -11,6 +11,7 @@ import {
   type OptionSpecs,
   type ParsedArgs,
 } from "./command.js";
+import { exportCommand } from "./commands/export.js";
 import { forkCommand } from "./commands/fork.js";
 import { gcCommand } from "./commands/gc.js";
 import { listCommand } from "./commands/list.js";
@@ -42,6 +43,7 @@ export const commands: readonly Command[] = [
   rewindCommand,
   undoCommand,
   forkCommand,
+  exportCommand,
   gcCommand,
   verifyCommand,
 ];
