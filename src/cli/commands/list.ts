@@ -3,10 +3,6 @@ import { UsageError, printJson, printLine, type CliContext, type Command } from 
 import { formatAge, formatBytes, oneLine, table } from "../output.js";
 
 interface ListedSession extends SessionInfo {
-  /** Events in the tape (fewer than lastSequence after a rewind). */
-  events: number;
-  /** Lines that do not parse; `agent-tape verify` names them. */
-  corruptLines: number;
   /** Bytes on disk: log, blobs and records. */
   bytes: number | null;
 }
@@ -22,8 +18,8 @@ export const listCommand: Command = {
   summary: "Sessions, newest first: id, title, events, last activity, size",
   help: `Lists the sessions under the root, the most recently active first.
 
-Columns: ID; TITLE; EVENTS, the events in the tape (after a rewind, fewer than the
-last sequence); LAST ACTIVITY, the time of the last event; SIZE, the bytes the session
+Columns: ID; TITLE; LAST #, the sequence of the last event (after a rewind the tape
+holds fewer events than that); LAST ACTIVITY, the time of the last event; SIZE, the bytes the session
 takes on disk (log, before-snapshots and rewind archives). A session that cannot be
 read is listed last with the reason; \`agent-tape verify <id>\` says more.`,
   options: {},
@@ -56,13 +52,12 @@ read is listed last with the reason; \`agent-tape verify <id>\` says more.`,
       return 0;
     }
     const { style } = ctx;
-    const rows = [["ID", "TITLE", "EVENTS", "LAST ACTIVITY", "SIZE"].map((h) => style.bold(h))];
+    const rows = [["ID", "TITLE", "LAST #", "LAST ACTIVITY", "SIZE"].map((h) => style.bold(h))];
     for (const s of sessions) {
-      const events = s.corruptLines > 0 ? `${s.events} ${style.red(`+${s.corruptLines} bad`)}` : String(s.events);
       rows.push([
         s.id,
         s.title !== undefined ? oneLine(s.title, 40) : style.dim("-"),
-        events,
+        `#${s.lastSequence}`,
         formatAge(new Date(s.updatedAt), ctx.now()),
         s.bytes === null ? "?" : formatBytes(s.bytes),
       ]);
@@ -73,16 +68,18 @@ read is listed last with the reason; \`agent-tape verify <id>\` says more.`,
   },
 };
 
+/**
+ * What list adds to a session's info: its size. Nothing here reads the log, so a session costs the
+ * same to list however long its tape (`store.list()` reads the record and the last line only);
+ * counting events or finding bad lines is `show` and `verify`'s work.
+ */
 async function describe(ctx: CliContext, info: SessionInfo): Promise<ListedSession | undefined> {
   const backend = ctx.store().backend;
-  let events = 0;
-  let corruptLines = 0;
   try {
-    for await (const _ of backend.readEvents(info.id, { onCorrupt: () => corruptLines++ })) events++;
+    const bytes = backend.sizeOf ? await backend.sizeOf(info.id) : null;
+    return { ...info, bytes };
   } catch (error) {
     if (isAgentTapeError(error, "SESSION_NOT_FOUND")) return undefined; // deleted while we looked
     throw error;
   }
-  const bytes = backend.sizeOf ? await backend.sizeOf(info.id) : null;
-  return { ...info, events, corruptLines, bytes };
 }
