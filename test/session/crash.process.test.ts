@@ -1,4 +1,4 @@
-import { access } from "node:fs/promises";
+import { access, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore, type Durability } from "../../src/index.js";
@@ -15,6 +15,7 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe("a writer killed with SIGKILL mid-stream", () => {
   it("loses no append that had resolved, leaves a readable log, and the next append works", async () => {
     const root = await temps.make();
+    const ackDir = await temps.make();
     // lockStaleMs 2000 (the minimum): a lock left by a killed writer is taken over within about 2 s.
     const open = () => new SessionStore({ root, lockStaleMs: 2000, lockIdleMs: 0 });
     const setup = open();
@@ -31,7 +32,8 @@ describe("a writer killed with SIGKILL mid-stream", () => {
       // In batch mode several appends are in flight at once, so a kill can land inside a group commit.
       const inFlight = durability === "batch" ? 8 : 1;
       // Each writer is the next append after the previous kill: it must take over the dead writer's lock.
-      const child = new Child("crash-appender.ts", [root, id, String(round), durability, String(inFlight)]);
+      const acks = join(ackDir, `acks-${round}.txt`);
+      const child = new Child("crash-appender.ts", [root, id, String(round), durability, String(inFlight), acks]);
       children.push(child);
       if (round % 4 === 3) {
         // Sometimes at any moment at all: while starting, waiting for the stale lock or repairing the tail.
@@ -44,7 +46,8 @@ describe("a writer killed with SIGKILL mid-stream", () => {
       const run = await child.done();
       children.splice(children.indexOf(child), 1);
       expect(run.signal, `round ${round}: ${run.stderr}`).toBe("SIGKILL");
-      const resolved = run.stdout.split("\n").filter(Boolean).map(Number);
+      const ackText = await readFile(acks, "utf8").catch(() => ""); // no file: killed before its first ack
+      const resolved = ackText.split("\n").filter(Boolean).map(Number);
       if (resolved.length > 0) killedWhileAppending++;
       if (
         await access(lockDir).then(
