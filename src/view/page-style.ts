@@ -34,7 +34,7 @@ pre.diff { white-space: pre; }
 .event.t-session_checkpoint { border-color: var(--accent); }
 .event.t-session_rewind, .event.t-session_fork { background: var(--soft); }
 details > summary { cursor: pointer; }
-.files { border-collapse: collapse; margin: .5rem 0; width: 100%; }
+.files { border-collapse: collapse; margin: .5rem 0; }
 .files td { padding: .1rem .5rem .1rem 0; vertical-align: top; }
 .files .path { font-family: ui-monospace, monospace; }
 .change-created td:first-child, .action-t-restore td:first-child { color: var(--ins); }

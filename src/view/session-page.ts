@@ -175,7 +175,7 @@ function diffLines(patch: string): string {
               : "ctx";
       return `<span class="${cls}">${esc(line)}</span>`;
     })
-    .join("\n");
+    .join(""); // each line a block (its colour spans the width): a newline between them would double it
 }
 
 function text(value: unknown): string {

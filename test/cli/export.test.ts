@@ -16,7 +16,7 @@ describe("agent-tape export", () => {
     expect(run.stdout).toMatch(new RegExp(`^Wrote ${out} \\(\\d+\\.\\d KiB\\): 5 events, 1 checkpoint\\. Open it`));
     const html = await readFile(out, "utf8");
     for (const seq of [1, 2, 3, 4, 5]) expect(html).toContain(`id="seq-${seq}"`);
-    expect(html).toContain('<span class="del">-one</span>\n<span class="ins">+two</span>');
+    expect(html).toContain('<span class="del">-one</span><span class="ins">+two</span>');
     expect(await readdir(join(out, ".."))).toEqual(["session.html"]); // no temp file left beside it
   });
 
