@@ -71,6 +71,12 @@ describe("aroundCommand records what a shell command changed", () => {
     ]);
   });
 
+  it("a link pointed elsewhere is recorded with its old target", async () => {
+    sh("ln -s a.txt link");
+    await checkpoints.aroundCommand(sessionId, { tool: "bash" }, () => sh("ln -sfn dir link"));
+    expect(await lastFiles()).toEqual([{ path: "link", kind: "symlink", target: "a.txt" }]);
+  });
+
   it("a command that changes nothing tracked appends nothing", async () => {
     const before = await lastSequence();
     await checkpoints.aroundCommand(sessionId, { tool: "bash" }, () => sh("true; cat a.txt > /dev/null"));
