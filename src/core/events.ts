@@ -150,6 +150,12 @@ export const FileChange = z.object({
   reason: z.string().optional(),
   /** For a restore or delete of a regular file: what it does to the file as it is now. */
   diff: FileDiff.optional(),
+  /**
+   * What this change overwrites or deletes that no undo can bring back: paths at or below it whose
+   * current content was not kept (over maxFileBytes, unreadable, a folder past its budget), each with
+   * the reason it was not. Absent when everything is kept.
+   */
+  unrecoverable: z.array(z.object({ path: z.string(), reason: z.string(), detail: z.string().optional() })).optional(),
 });
 export type FileChange = z.infer<typeof FileChange>;
 

@@ -115,6 +115,7 @@ export async function planFileChanges(
   const keptBlobs = new Map(
     [...current.blobs].filter(([hash]) => kept.some((f) => f.kind === "blob" && f.blob === hash)),
   );
+  noteUnrecoverable(changes, kept);
   changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { changes, blobs, current: { files: kept, blobs: keptBlobs } };
 }
@@ -161,6 +162,31 @@ function sameState(a: FileSnapshot, b: FileSnapshot): boolean {
       return b.kind === "directory" && a.mode === b.mode;
     default:
       return false;
+  }
+}
+
+// Content these records stand for was not read, so an undo could not give it back. A FIFO, socket or
+// device (not_a_regular_file) holds no content to lose; a path seen through a link outside is never touched.
+const LOST_WHEN_CHANGED = new Set(["too_large", "unreadable", "over_budget"]);
+
+/**
+ * Marks each change with what it would overwrite or delete beyond recall: the skipped records of the
+ * undo snapshot at or below its path (docs/ARCHITECTURE.md, "Confinement").
+ */
+function noteUnrecoverable(changes: PlannedChange[], kept: readonly FileSnapshot[]): void {
+  const byPath = new Map(changes.filter((c) => c.action !== "skip").map((c) => [c.path, c]));
+  for (const record of kept) {
+    if (record.kind !== "skipped" || !LOST_WHEN_CHANGED.has(record.reason)) continue;
+    let p = record.path;
+    let change = byPath.get(p);
+    while (!change && p !== ".") {
+      const slash = p.lastIndexOf("/");
+      p = slash === -1 ? "." : p.slice(0, slash);
+      change = byPath.get(p);
+    }
+    if (!change) continue;
+    const lost = { path: record.path, reason: record.reason, ...(record.detail ? { detail: record.detail } : {}) };
+    (change.unrecoverable ??= []).push(lost);
   }
 }
 

@@ -4,6 +4,7 @@ import {
   InvalidArgumentError,
   SequenceOutOfRangeError,
   SessionNotFoundError,
+  UnrecoverableChangeError,
   type RewindConflict,
 } from "../core/errors.js";
 import { RewindMode, type FileChange, type RewindPayload, type StoredEvent } from "../core/events.js";
@@ -36,6 +37,13 @@ export interface RewindOptions extends SignalOption {
   keepUndo?: number;
   /** Files bigger than this are not saved for undo (the undo then skips them). @default 5 MiB */
   maxFileBytes?: number;
+  /**
+   * Go ahead even where the rewind overwrites or deletes content it keeps no copy of (a file over
+   * `maxFileBytes`, an unreadable one, a folder past the snapshot budget): `report.unrecoverable`
+   * lists them. Without it such a rewind throws UNRECOVERABLE_CHANGE and changes nothing.
+   * `keepUndo: 0` already asks for a rewind nothing is kept for. @default false
+   */
+  allowUnrecoverable?: boolean;
   /**
    * A path this rewind would change that was changed outside the session since the tape last recorded
    * leaving it (an after-state from `around`/`after`, or an earlier rewind) is a conflict:
@@ -73,6 +81,12 @@ export interface RewindReport {
   changes: ReportedChange[];
   /** Lines (text) and bytes (binary or past the diff bounds) the file changes insert and delete. */
   diffTotals: DiffTotals;
+  /**
+   * Paths whose current content the rewind overwrites or deletes with no copy kept for undo (each
+   * change says why, in `unrecoverable`). Present only when there are some. Without
+   * `allowUnrecoverable` (or `keepUndo: 0`) a rewind that has any is refused: UNRECOVERABLE_CHANGE.
+   */
+  unrecoverable?: string[];
   /** Events cut from the log (or that would be, in a dry run). */
   eventsRemoved: number;
   blobsPruned: number;
@@ -164,6 +178,8 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
       }
       options.onProgress?.("planned");
       if (report.dryRun) return report;
+      if (report.unrecoverable && keepUndo > 0 && options.allowUnrecoverable !== true)
+        throw new UnrecoverableChangeError(id, report.unrecoverable);
 
       const markerSequence = last + 1;
       const intent = await prepareRewind(store, locked, {
@@ -272,8 +288,10 @@ export function emptyReport(targetSequence: number, mode: RewindMode, dryRun: bo
 /** The report's view of a file plan: counts, skipped paths, and the changes without their records. */
 export function summarizePlan(
   plan: FilePlan,
-): Pick<RewindReport, "changes" | "filesRestored" | "filesDeleted" | "skipped" | "diffTotals"> {
+): Pick<RewindReport, "changes" | "filesRestored" | "filesDeleted" | "skipped" | "diffTotals" | "unrecoverable"> {
+  const lost = plan.changes.flatMap((c) => (c.unrecoverable ?? []).map((u) => u.path));
   return {
+    ...(lost.length > 0 ? { unrecoverable: lost } : {}),
     changes: plan.changes.map(({ target: _record, ...change }) => change),
     diffTotals: totalDiffs(plan.changes.map((c) => c.diff)),
     filesRestored: plan.changes.filter((c) => c.action === "restore").length,

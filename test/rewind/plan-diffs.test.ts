@@ -124,6 +124,8 @@ describe("a rewind's report counts what each path changes", () => {
         path: "huge.log",
         action: "restore",
         diff: { unit: "bytes", insertions: 6, deletions: 3 * 1024 * 1024, reason: "too_large" },
+        // Not read, so not kept for undo either: the rewind would lose it for good (unrecoverable.test.ts).
+        unrecoverable: [expect.objectContaining({ path: "huge.log", reason: "too_large" })],
       },
     ]);
   });

@@ -29,13 +29,17 @@ Options:
                       conversation: only the tape
   --dry-run           Print the plan and change nothing
   --diff              Also print each changed text file's unified diff (coloured on a terminal)
-  --workspace <dir>   Restore into this folder instead of the session's recorded workspace`,
+  --workspace <dir>   Restore into this folder instead of the session's recorded workspace
+  --allow-unrecoverable
+                      Go ahead even where content would be overwritten or deleted with no copy kept
+                      for undo (a file over 5 MiB, an unreadable one); the dry run lists them`,
   options: {
     to: { type: "string" },
     mode: { type: "string" },
     "dry-run": { type: "boolean" },
     diff: { type: "boolean" },
     workspace: { type: "string" },
+    "allow-unrecoverable": { type: "boolean" },
   },
 
   async run(ctx, args) {
@@ -58,6 +62,7 @@ Options:
       mode: mode.data,
       dryRun,
       diffs,
+      allowUnrecoverable: flag(args, "allow-unrecoverable"),
       ...(workspace !== undefined && { workspace }),
       onProgress: (step) => ctx.progress.update(`rewind ${id}: ${step}`, true),
     });
@@ -84,6 +89,7 @@ Options:
     );
     printFileChanges(ctx, report.changes);
     if (diffs) printPatches(ctx, report.changes);
+    printUnrecoverable(ctx, report.changes, dryRun);
     const events =
       report.mode === "files"
         ? "the conversation is kept"
@@ -102,3 +108,18 @@ Options:
     return 0;
   },
 };
+
+/** Content the rewind destroys (or would) with no copy for undo, each with why it was not kept. */
+function printUnrecoverable(
+  ctx: Parameters<Command["run"]>[0],
+  changes: readonly { unrecoverable?: { path: string; reason: string }[] | undefined }[],
+  dryRun: boolean,
+): void {
+  const lost = changes.flatMap((c) => c.unrecoverable ?? []);
+  if (lost.length === 0) return;
+  printLine(
+    ctx.stdout,
+    `${dryRun ? "Would be lost" : "Lost"} for good (no copy kept for undo; needs --allow-unrecoverable):`,
+  );
+  for (const item of lost) printLine(ctx.stdout, `  ${item.path} (${item.reason})`);
+}
