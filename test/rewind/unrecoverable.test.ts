@@ -41,7 +41,7 @@ async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
 }
 
 describe("a rewind that would destroy content with no copy for undo", () => {
-  it("a file that became a folder holding a 6 MB video: listed in the dry run, refused, allowed on request", async () => {
+  it("a file become a folder holding a 6 MB video: listed in the dry run, refused, allowed on request", async () => {
     const s = await captured(["f.txt"], async (ws) => {
       await rm(join(ws, "f.txt"));
       await mkdir(join(ws, "f.txt"));
