@@ -100,9 +100,10 @@ export class SessionLease {
     if (this.locked && !this.locked.held) {
       // Lost while we held it (proper-lockfile noticed from its timer): another process may have
       // written meanwhile. This operation reports it as LOCK_COMPROMISED; the next takes the lock afresh.
-      const lost = this.locked;
+      // Asked before releasing: a lease found lapsed is reported the same way as one found taken.
+      const lost = compromisedError(this.locked);
       await this.releaseNow();
-      rethrowIfCompromised(lost);
+      if (lost) throw lost;
     }
     if (!this.locked) {
       const locked = await this.backend.lock(this.sessionId, {
@@ -160,11 +161,12 @@ async function someoneWaits(locked: LockedSession): Promise<boolean> {
   return locked.othersWaiting().catch(() => true);
 }
 
-function rethrowIfCompromised(lost: LockedSession): void {
+function compromisedError(lost: LockedSession): unknown {
   try {
     lost.assertHeld();
   } catch (error) {
     // A lock this store released itself (a delete) is simply taken again; only a lost one is reported.
-    if (isAgentTapeError(error, "LOCK_COMPROMISED")) throw error;
+    if (isAgentTapeError(error, "LOCK_COMPROMISED")) return error;
   }
+  return undefined;
 }

@@ -1,4 +1,4 @@
-import { readdir, readFile, readlink, appendFile, stat } from "node:fs/promises";
+import { readdir, readFile, readlink, appendFile, stat, writeFile } from "node:fs/promises";
 import { createHash } from "node:crypto";
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -338,11 +338,15 @@ describe("readAll", () => {
 
 describe("salvage", () => {
   it("returns every readable event and reports each corrupt line with its number", async () => {
-    const { store, root } = await openStore();
+    // lockIdleMs 0: the damage is made while no lease is held (a write under a held one is refused).
+    const { store, root } = await openStore({ lockIdleMs: 0 });
     const { id } = await store.create();
     await appendMessages(store, id, 2);
-    await appendFile(join(root, id, "events.jsonl"), "{not json\n");
     await store.append(id, say("after the damage"));
+    // A damaged line between the second and third events (one at the end would stop the appends: LOG_CORRUPT).
+    const log = join(root, id, "events.jsonl");
+    const lines = (await readFile(log, "utf8")).split("\n");
+    await writeFile(log, [...lines.slice(0, 2), "{not json", ...lines.slice(2)].join("\n"));
     const { events, corrupt } = await store.salvage(id);
     expect(events.map((e) => e.sequence)).toEqual([1, 2, 3]);
     expect(corrupt).toEqual([{ line: 3, reason: expect.stringContaining("not valid JSON"), text: "{not json" }]);

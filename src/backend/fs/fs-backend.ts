@@ -22,6 +22,7 @@ import { isBlobHash, isRecordName } from "../names.js";
 import { SessionLayout } from "./layout.js";
 import { readLines, readTail } from "./lines.js";
 import { acquireFileLock, othersWaiting } from "./lock.js";
+import { moveLogToNewInode } from "./move-log.js";
 import { FsLockedSession, lineNumberAt } from "./locked-session.js";
 import { checkStoreFolder, openStoreFile, READ, readStoreFile } from "./store-files.js";
 
@@ -278,7 +279,7 @@ class FsBackend implements StorageBackend {
     const file = await this.existingLog(id);
     let session: FsLockedSession | undefined;
     let lostEarly: Error | undefined;
-    const release = await acquireFileLock(id, file, {
+    const lock = await acquireFileLock(id, file, {
       staleMs: this.staleMs,
       waitMs: options.waitMs ?? this.staleMs * 3,
       signal: options.signal,
@@ -293,17 +294,17 @@ class FsBackend implements StorageBackend {
       throw error;
     });
     try {
+      // The holder whose lock we took as stale may be alive and still hold the log open.
+      if (lock.tookOver) await moveLogToNewInode(id, file);
       session = await FsLockedSession.open(
         id,
         this.layout,
-        async () => {
-          this.openLocks.delete(session!);
-          await release();
-        },
+        lock,
+        () => this.openLocks.delete(session!),
         () => othersWaiting(file, this.staleMs),
       );
     } catch (error) {
-      await release().catch(() => undefined);
+      await lock.release().catch(() => undefined);
       throw error;
     }
     if (lostEarly) session.markCompromised(lostEarly);

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import * as fs from "node:fs";
 import { mkdir, readdir, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import lockfile from "proper-lockfile";
@@ -15,29 +16,139 @@ export interface FileLockOptions {
   onCompromised: (error: Error) => void;
 }
 
+/** A held lock folder and what its holder knows about its lease (docs/ARCHITECTURE.md, "Lock lease"). */
+export interface FileLock {
+  /** True when this acquisition removed a stale lock: its old holder may still be alive and hold the log open. */
+  readonly tookOver: boolean;
+  /**
+   * True once the lease went unrefreshed for (nearly) the stale threshold: another process may
+   * already have taken the lock over, so it counts as lost even if nobody has yet.
+   */
+  lapsed(): boolean;
+  /** Milliseconds since the lease was last refreshed. */
+  sinceRefresh(): number;
+  /** Gives the lock up, removing the lock folder only if it is still this holder's. */
+  release(): Promise<void>;
+  /** Stops refreshing and forgets the lock without touching the folder (it may be someone else's now). */
+  abandon(): Promise<void>;
+}
+
+// A lease counts as lapsed this long before another process could call it stale: the folder's
+// mtime can trail our clock reading by a coarse kernel tick.
+const CLOCK_MARGIN_MS = 100;
+
+type Phase = "acquiring" | "held" | "releasing" | "abandoning";
+type Callback = (error: NodeJS.ErrnoException | null, ...rest: unknown[]) => void;
+
 /**
- * Takes the cross-process lock on `file` (a `<file>.lock` folder, refreshed while held) and
- * returns its release function. Polls with a short jittered back-off rather than proper-lockfile's
- * exponential retries, so a waiter notices a released lock within a few milliseconds.
+ * The file operations proper-lockfile makes on the lock folder, watched and fenced: it records
+ * when the lease was last refreshed, refuses to revive a lapsed lease (a late refresh would
+ * otherwise "win back" a lock another process has already taken), notices a stale take-over, and
+ * removes the folder on release only while its mtime is still the one this holder set.
  */
-export async function acquireFileLock(
-  sessionId: string,
-  file: string,
-  options: FileLockOptions,
-): Promise<() => Promise<void>> {
+class LeaseWatch {
+  phase: Phase = "acquiring";
+  tookOver = false;
+  refreshedAt = 0;
+  ownMtimeMs = Number.NaN;
+
+  constructor(private readonly staleMs: number) {}
+
+  lapsed(): boolean {
+    return Date.now() - this.refreshedAt > this.staleMs - CLOCK_MARGIN_MS;
+  }
+
+  private stillOurs(mtimeMs: number): boolean {
+    // `mtimeMs` is a float made from nanoseconds (…040.999 for …041); a filesystem with whole-second
+    // mtimes stores the second proper-lockfile rounded up to.
+    return Math.round(mtimeMs) === this.ownMtimeMs || Math.round(mtimeMs / 1000) * 1000 === this.ownMtimeMs;
+  }
+
+  readonly fs = {
+    ...fs,
+    mkdir: (path: string, cb: Callback) => {
+      const at = Date.now();
+      fs.mkdir(path, (error) => {
+        if (!error) this.refreshedAt = at;
+        cb(error);
+      });
+    },
+    utimes: (path: string, atime: Date, mtime: Date, cb: Callback) => {
+      if (this.phase === "held" && this.lapsed()) {
+        // proper-lockfile treats ENOENT as "lock lost" and reports it through onCompromised.
+        cb(Object.assign(new Error(`lease not refreshed for ${Date.now() - this.refreshedAt} ms`), { code: "ENOENT" }));
+        return;
+      }
+      const at = Date.now();
+      fs.utimes(path, atime, mtime, (error) => {
+        if (!error) {
+          this.refreshedAt = at;
+          this.ownMtimeMs = mtime.getTime();
+        }
+        cb(error);
+      });
+    },
+    rmdir: (path: string, cb: Callback) => {
+      if (this.phase === "acquiring") {
+        // Only a stale lock is removed while acquiring: its holder crashed, or is stalled and alive.
+        this.tookOver = true;
+        fs.rmdir(path, cb);
+        return;
+      }
+      if (this.phase === "abandoning") return cb(null);
+      fs.stat(path, (error, stat) => {
+        if (error) return cb(error.code === "ENOENT" ? null : error);
+        if (this.lapsed() || !this.stillOurs(stat.mtimeMs)) return cb(null);
+        fs.rmdir(path, cb);
+      });
+    },
+    rmdirSync: (path: string) => {
+      // proper-lockfile's exit hook removes every lock it thinks it holds: only ours, only if fresh.
+      if (this.phase !== "held" || this.lapsed()) return;
+      try {
+        if (this.stillOurs(fs.statSync(path).mtimeMs)) fs.rmdirSync(path);
+      } catch {
+        // gone already, or unreadable: nothing of ours to remove
+      }
+    },
+  };
+}
+
+/**
+ * Takes the cross-process lock on `file` (a `<file>.lock` folder, refreshed while held). Polls
+ * with a short jittered back-off rather than proper-lockfile's exponential retries, so a waiter
+ * notices a released lock within a few milliseconds.
+ */
+export async function acquireFileLock(sessionId: string, file: string, options: FileLockOptions): Promise<FileLock> {
   const started = Date.now();
   let waiting: WaitingMarker | undefined;
   try {
     for (let attempt = 0; ; attempt++) {
       options.signal?.throwIfAborted();
+      const watch = new LeaseWatch(options.staleMs);
       try {
-        return await lockfile.lock(file, {
+        const release = await lockfile.lock(file, {
           stale: options.staleMs,
           update: Math.max(1000, Math.floor(options.staleMs / 4)),
           realpath: false,
           retries: 0,
+          fs: watch.fs,
           onCompromised: options.onCompromised,
         });
+        watch.phase = "held";
+        const letGo = async (phase: Phase) => {
+          if (watch.phase !== "held") return;
+          watch.phase = phase;
+          // ERELEASED: proper-lockfile already dropped it (found compromised); nothing left to do.
+          await release().catch(() => undefined);
+        };
+        return {
+          tookOver: watch.tookOver,
+          lapsed: () => watch.phase !== "held" || watch.lapsed(),
+          sinceRefresh: () => Date.now() - watch.refreshedAt,
+          release: () => letGo("releasing"),
+          abandon: () => letGo("abandoning"),
+        };
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== "ELOCKED") throw error;
         const waited = Date.now() - started;

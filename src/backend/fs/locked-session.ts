@@ -1,5 +1,5 @@
 import type { FileHandle } from "node:fs/promises";
-import { open, rename, rm } from "node:fs/promises";
+import { open, rename, rm, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { serializeEvent, parseEventLine } from "../../core/envelope.js";
 import { InvalidArgumentError, LockCompromisedError, LogCorruptError } from "../../core/errors.js";
@@ -11,13 +11,19 @@ import { isBlobHash, isRecordName } from "../names.js";
 import type { SessionLayout } from "./layout.js";
 import { checkStoreFolder, openStoreFile, READ_APPEND } from "./store-files.js";
 import { readLines, readTail } from "./lines.js";
+import type { FileLock } from "./lock.js";
 import { mkdir } from "node:fs/promises";
 import { constants } from "node:fs";
 
 /**
  * The filesystem session while its lock is held. Because nobody else can write, the log's end
  * (size and last sequence) is read once at lock time and then kept in memory: an append is one
- * `write` (+ `fdatasync`) on a kept-open descriptor, with no stat or re-read.
+ * `write` (+ `fdatasync`) on a kept-open descriptor, with no re-read.
+ *
+ * Every write is fenced (docs/ARCHITECTURE.md, "Lock lease"): none starts once the lease has
+ * lapsed, and an append is acknowledged only after a `stat` of the log path shows the same inode,
+ * grown by exactly our bytes — a process that took the lock over as stale has moved the log to
+ * a new inode, so a write by a stalled holder lands in the old one and is reported, not counted.
  */
 export class FsLockedSession implements LockedSession {
   private compromisedBy: Error | undefined;
@@ -30,9 +36,11 @@ export class FsLockedSession implements LockedSession {
     readonly sessionId: string,
     private readonly layout: SessionLayout,
     private fh: FileHandle,
+    private inode: number,
     private size: number,
     private last: number,
-    private readonly releaseLock: () => Promise<void>,
+    private readonly lock: FileLock,
+    private readonly onRelease: () => void,
     private readonly waiting: () => Promise<boolean>,
   ) {}
 
@@ -44,14 +52,16 @@ export class FsLockedSession implements LockedSession {
   static async open(
     sessionId: string,
     layout: SessionLayout,
-    releaseLock: () => Promise<void>,
+    lock: FileLock,
+    onRelease: () => void,
     waiting: () => Promise<boolean>,
   ): Promise<FsLockedSession> {
     const file = layout.log(sessionId);
     await checkStoreFolder(sessionId, layout.dir(sessionId));
     const fh = await openStoreFile(sessionId, file, READ_APPEND);
     try {
-      const tail = await readTail(fh);
+      const info = await fh.stat();
+      const tail = await readTail(fh, info.size);
       if (tail.completeEnd < tail.size) {
         await fh.truncate(tail.completeEnd);
         await fh.datasync();
@@ -64,7 +74,7 @@ export class FsLockedSession implements LockedSession {
         }
         last = parsed.sequence;
       }
-      return new FsLockedSession(sessionId, layout, fh, tail.completeEnd, last, releaseLock, waiting);
+      return new FsLockedSession(sessionId, layout, fh, info.ino, tail.completeEnd, last, lock, onRelease, waiting);
     } catch (error) {
       await fh.close();
       throw error;
@@ -76,7 +86,7 @@ export class FsLockedSession implements LockedSession {
   }
 
   get held(): boolean {
-    return !this.released && this.compromisedBy === undefined;
+    return !this.released && this.compromisedBy === undefined && !this.lock.lapsed();
   }
 
   /** Another process waits for this lock (a fresh marker in `events.jsonl.waiting/`). */
@@ -90,6 +100,8 @@ export class FsLockedSession implements LockedSession {
   }
 
   assertHeld(): void {
+    if (!this.released && this.compromisedBy === undefined && this.lock.lapsed())
+      this.markCompromised(new Error(`the lock's lease went unrefreshed for ${this.lock.sinceRefresh()} ms`));
     if (this.compromisedBy) throw new LockCompromisedError(this.sessionId, { cause: this.compromisedBy });
     if (this.released) throw new InvalidArgumentError(`The lock on session "${this.sessionId}" was already released.`);
   }
@@ -109,10 +121,7 @@ export class FsLockedSession implements LockedSession {
     for (const event of events) text += serializeEvent(event) + "\n";
     const bytes = Buffer.from(text, "utf8");
     try {
-      const fh =
-        (options.sync ?? true)
-          ? (this.syncFh ??= await openStoreFile(this.sessionId, this.layout.log(this.sessionId), DSYNC_APPEND))
-          : this.fh;
+      const fh = (options.sync ?? true) ? await this.syncHandle() : this.fh;
       let written = 0;
       while (written < bytes.length) {
         const { bytesWritten } = await fh.write(bytes, written, bytes.length - written);
@@ -123,6 +132,7 @@ export class FsLockedSession implements LockedSession {
       await this.fh.truncate(this.size).catch(() => undefined);
       throw error;
     }
+    await this.assertLogIsOurs(this.size + bytes.length);
     this.size += bytes.length;
     this.last = events[events.length - 1]!.sequence;
   }
@@ -158,12 +168,52 @@ export class FsLockedSession implements LockedSession {
     } finally {
       await out.close();
     }
+    try {
+      // The last moment to find the lock lost before replacing the log.
+      this.assertHeld();
+      await this.assertLogIsOurs(this.size);
+    } catch (error) {
+      await rm(temp, { force: true });
+      throw error;
+    }
     await rename(temp, file);
     await fsyncDir(dirname(file));
     await this.closeHandles();
     this.fh = await openStoreFile(this.sessionId, file, READ_APPEND);
+    this.inode = (await this.fh.stat()).ino;
     this.size = keepBytes;
     this.last = lastKept;
+  }
+
+  /** The O_DSYNC descriptor, opened on first use: by path, so checked to be the log this lock opened. */
+  private async syncHandle(): Promise<FileHandle> {
+    if (this.syncFh) return this.syncFh;
+    const fh = await openStoreFile(this.sessionId, this.layout.log(this.sessionId), DSYNC_APPEND);
+    if ((await fh.stat()).ino !== this.inode) {
+      await fh.close();
+      this.lostLog("the log was replaced by another process");
+    }
+    this.syncFh = fh;
+    return fh;
+  }
+
+  /**
+   * The fence after a write: the log path still names our inode, and it ends where our writes
+   * left it. Otherwise another process took the lock over (and moved the log) or wrote to it, so
+   * what we just wrote must not be acknowledged.
+   */
+  private async assertLogIsOurs(expectedSize: number): Promise<void> {
+    const info = await stat(this.layout.log(this.sessionId)).catch((error: unknown) => error as Error);
+    if (info instanceof Error) this.lostLog(`the log could not be checked (${info.message})`, info);
+    else if (info.ino !== this.inode) this.lostLog("the log was moved to a new file by a process that took the lock");
+    else if (info.size !== expectedSize)
+      this.lostLog(`the log is ${info.size} bytes where this writer left it at ${expectedSize}`);
+  }
+
+  private lostLog(reason: string, cause?: Error): never {
+    this.markCompromised(new Error(reason, cause ? { cause } : undefined));
+    this.assertHeld();
+    throw new LockCompromisedError(this.sessionId); // not reached: assertHeld throws
   }
 
   private async closeHandles(): Promise<void> {
@@ -218,10 +268,12 @@ export class FsLockedSession implements LockedSession {
 
   async release(): Promise<void> {
     if (this.released) return;
+    const lost = this.compromisedBy !== undefined || this.lock.lapsed();
     this.released = true;
+    this.onRelease();
     await this.closeHandles();
-    // A compromised lock may already belong to someone else: releasing it would free their lock.
-    if (this.compromisedBy === undefined) await this.releaseLock().catch(() => undefined);
+    // A lost lock may already belong to someone else: releasing it would free their lock.
+    await (lost ? this.lock.abandon() : this.lock.release()).catch(() => undefined);
   }
 }
 
