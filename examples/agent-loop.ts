@@ -18,7 +18,7 @@ import {
   shorten,
 } from "./narrate.js";
 import { fileTools, type Tool } from "./tools.js";
-import { withCheckpoints } from "./with-checkpoints.js";
+import { withCheckpoints } from "../src/index.js"; // in your project: from "agent-tape"
 
 // ---- the stand-in for the model -------------------------------------------------------------
 // Each user message gets a list of replies; the model answers with the next one not yet on the

@@ -11,7 +11,7 @@ import { CheckpointStore, SessionStore, rewind } from "../src/index.js"; // in y
 import type { BuiltinEvents, EventInput } from "../src/index.js";
 import { eventLine, heading, note, paint, printWorkspace, readWorkspace, sameWorkspace } from "./narrate.js";
 import { fileTools } from "./tools.js";
-import { withCheckpoints } from "./with-checkpoints.js";
+import { withCheckpoints } from "../src/index.js"; // in your project: from "agent-tape"
 
 const home = await mkdtemp(join(tmpdir(), "agent-tape-ai-sdk-"));
 const workspace = join(home, "workspace");

@@ -20,6 +20,14 @@ export type {
   CheckpointEvent,
   FileStatesEvent,
 } from "./checkpoint/checkpoint-store.js";
+export { withCheckpoints, checkpointTool } from "./checkpoint/tool-wrapper.js";
+export type {
+  ToolTouches,
+  ToolCallInfo,
+  ToolOutcome,
+  CheckpointToolOptions,
+  ExecutableTool,
+} from "./checkpoint/tool-wrapper.js";
 export type {
   WorkspaceIndexOptions,
   CommandInput,

@@ -48,6 +48,7 @@ const RUNTIME_EXPORTS = [
   "WorkspaceTooLargeError",
   "builtinEvents",
   "checkpointChanges",
+  "checkpointTool",
   "foldConversation",
   "fsBackend",
   "gc",
@@ -57,6 +58,7 @@ const RUNTIME_EXPORTS = [
   "rewind",
   "undoRewind",
   "verify",
+  "withCheckpoints",
 ];
 
 const TESTING_EXPORTS = [
