@@ -16,6 +16,7 @@ import { markdownTable, score, withTempDirs, type ScoredRow, type Suite } from "
 import { lockSuite } from "./lock.bench.js";
 import { replaySuite } from "./replay.bench.js";
 import { rewindSuite } from "./rewind.bench.js";
+import { scaleSuite } from "./scale.bench.js";
 import { shellSuite } from "./shell.bench.js";
 
 /** Every suite, in the order they run. A new benchmark is one more entry here. */
@@ -30,6 +31,7 @@ const suites: Suite[] = [
   conversationSuite,
   diffSuite,
   forkSuite,
+  scaleSuite,
   shellSuite,
 ];
 

@@ -1,0 +1,139 @@
+import { execFile } from "node:child_process";
+import { cp, readFile, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { SessionStore, rewind } from "../src/index.js";
+import { interleavedRounds, median, seconds, timeIt, type Row, type Suite } from "./harness.js";
+import type { ListRun } from "./list.child.js";
+import { writeLog } from "./workload.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const run = promisify(execFile);
+
+/**
+ * Costs that must follow the work, not the size of the store:
+ * - `list()` of 100 and of 5,000 sessions in a process limited to 256 open files: none unreadable,
+ *   and the cost per session flat (within 1.5x);
+ * - a rewind cutting the last 10 events (conversation only) of a 1M-event tape against the same cut
+ *   of a 1k-event tape: within 3x.
+ */
+export const scaleSuite: Suite = {
+  name: "scale",
+  async run({ quick, tempDir, log }) {
+    const rows: Row[] = [];
+    rows.push(await listRow(quick, tempDir, log));
+    rows.push(await rewindRow(quick, tempDir, log));
+    return rows;
+  },
+};
+
+async function listRow(quick: boolean, tempDir: () => Promise<string>, log: (m: string) => void): Promise<Row> {
+  const sizes = quick ? [100, 1000] : [100, 5000];
+  const runs: ListRun[][] = [];
+  for (const count of sizes) {
+    const root = await tempDir();
+    await copiesOfOneSession(root, count);
+    log(`  list of ${count} sessions under ulimit -n 256`);
+    const rounds: ListRun[] = [];
+    for (let round = 0; round < 3; round++) {
+      const { stdout } = await run(
+        "bash",
+        [
+          "-c",
+          'ulimit -n 256 && exec "$0" --import tsx "$1" "$2"',
+          process.execPath,
+          join(here, "list.child.ts"),
+          root,
+        ],
+        { cwd: dirname(here), maxBuffer: 1 << 20 },
+      );
+      rounds.push(JSON.parse(stdout.trim().split("\n").pop()!) as ListRun);
+    }
+    runs.push(rounds);
+  }
+  const perSession = (i: number) => runs[i]!.map((r) => r.ms / sizes[i]!);
+  const small = median(perSession(0));
+  const large = median(perSession(1));
+  const unreadable = runs.flat().reduce((sum, r) => sum + r.unreadable, 0);
+  if (unreadable > 0) throw new Error(`list() came back with ${unreadable} unreadable sessions under ulimit -n 256`);
+  return {
+    suite: `list(): cost per session, ${sizes[1]} vs ${sizes[0]} sessions, ulimit -n 256`,
+    ours: { label: `${sizes[1]} sessions`, value: large / 1000, unit: "s", samples: perSession(1) },
+    baseline: { label: `${sizes[0]} sessions`, value: small / 1000, unit: "s", samples: perSession(0) },
+    ratio: large / small,
+    target: { op: "<=", value: 1.5, on: "ratio" },
+    notes: `per session: ${large.toFixed(3)} ms vs ${small.toFixed(3)} ms; none unreadable; 3 rounds each`,
+  };
+}
+
+/** `count` sessions, each a copy of one small session with its own id (creating them through the store fsyncs each). */
+async function copiesOfOneSession(root: string, count: number): Promise<void> {
+  const store = new SessionStore({ root, durability: "none" });
+  const template = await store.create({ title: "t" });
+  await store.append(template.id, { type: "message", payload: { role: "user", content: "hi" } });
+  await store.close();
+  const record = await readFile(join(root, template.id, "session.json"), "utf8");
+  for (let i = 1; i < count; i++) {
+    const id = `s${String(i).padStart(5, "0")}`;
+    await cp(join(root, template.id), join(root, id), { recursive: true });
+    await writeFile(join(root, id, "session.json"), record.replace(template.id, id));
+  }
+}
+
+async function rewindRow(quick: boolean, tempDir: () => Promise<string>, log: (m: string) => void): Promise<Row> {
+  const sizes = quick ? [1_000, 100_000] : [1_000, 1_000_000];
+  const cut = 10;
+  const samples: Record<string, number[]> = {};
+  // One session per size, grown back by `cut` events after each rewind so every round cuts the same.
+  const sessions: { store: SessionStore; id: string; events: number }[] = [];
+  for (const events of sizes) {
+    const root = await tempDir();
+    const store = new SessionStore({ root, durability: "none" });
+    const { id } = await store.create({ title: "rewind scale" });
+    await store.close();
+    await writeLog(join(root, id, "events.jsonl"), id, events);
+    sessions.push({ store: new SessionStore({ root, durability: "none" }), id, events });
+    log(`  rewind cutting ${cut} of ${events} events`);
+  }
+  try {
+    const rounds = quick ? 2 : 3;
+    const timed = await interleavedRounds(
+      rounds,
+      Object.fromEntries(
+        sessions.map((s) => [
+          `e${s.events}`,
+          async () => {
+            const { lastSequence } = (await s.store.get(s.id))!;
+            const ms = await timeIt(async () => {
+              await rewind(s.store, s.id, { toSequence: lastSequence - cut, mode: "conversation", keepUndo: 0 });
+            });
+            await s.store.appendMany(
+              s.id,
+              Array.from({ length: cut }, (_, i) => ({
+                type: "message" as const,
+                payload: { role: "user" as const, content: `again ${i}` },
+              })),
+            );
+            return ms;
+          },
+        ]),
+      ),
+      { warmUp: false },
+    );
+    Object.assign(samples, timed);
+  } finally {
+    for (const s of sessions) await s.store.close();
+  }
+  const [small, large] = sizes.map((n) => samples[`e${n}`]!);
+  const ours = seconds(`rewind cutting ${cut} of ${sizes[1]} events`, large!);
+  const baseline = seconds(`cutting ${cut} of ${sizes[0]} events`, small!);
+  return {
+    suite: `rewind: cut ${cut} events of ${sizes[1]!.toLocaleString("en")} vs of ${sizes[0]!.toLocaleString("en")}`,
+    ours,
+    baseline,
+    ratio: ours.value / baseline.value,
+    target: { op: "<=", value: 3, on: "ratio" },
+    notes: "conversation mode, keepUndo 0",
+  };
+}
