@@ -63,6 +63,17 @@ export type {
   BlobReference,
 } from "./maintenance/verify.js";
 export type { ErrorSummary } from "./maintenance/failure.js";
+export { applyRetention } from "./maintenance/retention.js";
+export type {
+  RetentionPolicy,
+  RetentionOptions,
+  RetentionReport,
+  RetentionReason,
+  RetainedDeletion,
+  CheckpointTrim,
+} from "./maintenance/retention.js";
+export { usage } from "./maintenance/usage.js";
+export type { SessionUsage } from "./maintenance/usage.js";
 
 export { fsBackend, DEFAULT_LOCK_STALE_MS } from "./backend/fs/fs-backend.js";
 export type { FsBackendOptions } from "./backend/fs/fs-backend.js";
@@ -79,6 +90,7 @@ export type {
   Durability,
   SignalOption,
   CreateSessionOptions,
+  StorageUsage,
 } from "./backend/types.js";
 
 export {
@@ -127,5 +139,6 @@ export {
   UnrecoverableChangeError,
   WorkspaceTooLargeError,
   RewindConflictError,
+  BeyondRetentionHorizonError,
 } from "./core/errors.js";
 export type { AgentTapeErrorCode, RewindConflict } from "./core/errors.js";

@@ -7,6 +7,7 @@ import * as testingEntry from "../src/testing/index.js";
 
 const RUNTIME_EXPORTS = [
   "AgentTapeError",
+  "BeyondRetentionHorizonError",
   "BlobCorruptError",
   "BlobNotFoundError",
   "CheckpointPayload",
@@ -46,6 +47,7 @@ const RUNTIME_EXPORTS = [
   "UsagePayload",
   "WorkspaceMismatchError",
   "WorkspaceTooLargeError",
+  "applyRetention",
   "builtinEvents",
   "checkpointChanges",
   "checkpointTool",
@@ -57,6 +59,7 @@ const RUNTIME_EXPORTS = [
   "renderSessionPage",
   "rewind",
   "undoRewind",
+  "usage",
   "verify",
   "withCheckpoints",
 ];

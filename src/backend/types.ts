@@ -56,6 +56,11 @@ export interface StorageBackend {
   readonly localFolder?: string;
   /** Bytes the session takes on disk (log, blobs, records), when the backend can tell. */
   sizeOf?(id: string, options?: SignalOption): Promise<number>;
+  /**
+   * Optional: the bytes of `sizeOf`, part by part. Throws SESSION_NOT_FOUND when there is no such
+   * session. Costs a walk of the session's blob folders (one stat per blob) on the fs backend.
+   */
+  usage?(id: string, options?: SignalOption): Promise<StorageUsage>;
 
   /**
    * Waits for the session's exclusive lock (across processes) and returns the only handle that
@@ -65,6 +70,22 @@ export interface StorageBackend {
   lock(id: string, options?: LockOptions): Promise<LockedSession>;
   /** Releases every lock this backend holds. Idempotent. */
   close(): Promise<void>;
+}
+
+/** Where a session's bytes are, as {@link StorageBackend.usage} counts them. */
+export interface StorageUsage {
+  /** The event log. */
+  log: number;
+  /** The blobs (before-snapshots), as stored: compressed where compression paid. */
+  blobs: number;
+  /** How many blobs. */
+  blobCount: number;
+  /** Side records: rewind archives, intents, the workspace index. */
+  records: number;
+  /** Everything else in the session (its creation record, lock files). */
+  other: number;
+  /** The sum of the above: what `sizeOf` reports. */
+  total: number;
 }
 
 export interface SessionRecord {

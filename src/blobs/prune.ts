@@ -4,18 +4,21 @@ import { forEachLimited } from "../core/bounded-concurrency.js";
 import { referencedBlobs } from "./references.js";
 import { listArchives, readArchive } from "./archives.js";
 import { addRootReferences } from "./reference-roots.js";
+import { isDroppedCheckpoint, readHorizon } from "./retention-horizon.js";
 
 export interface UnreferencedOptions {
   /** Events about to be appended: what they reference is kept. */
   alsoKeep?: readonly StoredEvent[];
   /** Archives about to be dropped: what only they reference counts as unreferenced. */
   ignoreArchives?: readonly string[];
+  /** A horizon about to be recorded, when above the stored one: checkpoints through it keep nothing. */
+  horizon?: number;
 }
 
 /**
  * The blobs nothing references: no event of the live log, no event about to be appended, no
  * event in a kept rewind archive (so an undo can still restore them), no reference root (the
- * workspace index). Call it under the lock, so
+ * workspace index); checkpoints behind the retention horizon count for nothing. Call it under the lock, so
  * no capture can be between writing a blob and indexing it.
  */
 export async function findUnreferencedBlobs(
@@ -24,12 +27,19 @@ export async function findUnreferencedBlobs(
   options: UnreferencedOptions = {},
 ): Promise<string[]> {
   const keep = referencedBlobs(options.alsoKeep ?? []);
-  for await (const event of backend.readEvents(sessionId)) referencedBlobs([event], keep);
+  // Checkpoints retention dropped keep nothing alive (docs/ARCHITECTURE.md, "Retention").
+  const horizon = Math.max(options.horizon ?? 0, await readHorizon(backend, sessionId));
+  for await (const event of backend.readEvents(sessionId))
+    if (!isDroppedCheckpoint(event, horizon)) referencedBlobs([event], keep);
   await addRootReferences(backend, sessionId, keep);
   for (const name of await listArchives(backend, sessionId)) {
     if (options.ignoreArchives?.includes(name)) continue;
     const archive = await readArchive(backend, sessionId, name);
-    if (archive) referencedBlobs(archive.events, keep);
+    if (archive)
+      referencedBlobs(
+        archive.events.filter((event) => !isDroppedCheckpoint(event, horizon)),
+        keep,
+      );
   }
   return (await backend.listBlobs(sessionId)).filter((hash) => !keep.has(hash));
 }

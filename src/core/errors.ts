@@ -27,7 +27,8 @@ export type AgentTapeErrorCode =
   | "STORE_TAMPERED"
   | "UNRECOVERABLE_CHANGE"
   | "WORKSPACE_TOO_LARGE"
-  | "REWIND_CONFLICT";
+  | "REWIND_CONFLICT"
+  | "BEYOND_RETENTION_HORIZON";
 
 export abstract class AgentTapeError extends Error {
   abstract readonly code: AgentTapeErrorCode;
@@ -278,6 +279,27 @@ export class RewindConflictError extends AgentTapeError {
       `Rewinding session "${sessionId}" would overwrite changes made outside it since it last wrote these paths: ` +
         `${shown.join(", ")}. Nothing was changed. ` +
         `Pass onConflict: "skip" to leave them as they are, or "overwrite" (their current bytes go into the undo).`,
+    );
+  }
+}
+
+/**
+ * A rewind of files to a point before the retention horizon: retention dropped the checkpoints
+ * through `horizon` (their blobs are gone), so the files cannot be put back as they were.
+ * docs/ARCHITECTURE.md, "Retention".
+ */
+export class BeyondRetentionHorizonError extends AgentTapeError {
+  readonly code = "BEYOND_RETENTION_HORIZON" as const;
+  constructor(
+    readonly sessionId: string,
+    readonly toSequence: number,
+    readonly horizon: number,
+  ) {
+    super(
+      `Cannot rewind the files of session "${sessionId}" to event ${toSequence}: retention dropped the ` +
+        `checkpoints through event ${horizon}, so the files as they were then are no longer stored. ` +
+        `Nothing was changed. Rewind to event ${horizon} or later, or rewind only the conversation ` +
+        `(mode "conversation").`,
     );
   }
 }

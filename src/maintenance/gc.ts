@@ -6,6 +6,7 @@ import { listArchives } from "../blobs/archives.js";
 import { findUnreferencedBlobs } from "../blobs/prune.js";
 import { withLockedSession, type SessionStore } from "../session/session-store.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
+import { applyRetention, type RetentionPolicy, type RetentionReport } from "./retention.js";
 
 export interface GcOptions extends SignalOption {
   /** The sessions to collect. @default every session of the store */
@@ -14,6 +15,14 @@ export interface GcOptions extends SignalOption {
   dryRun?: boolean;
   /** Called as each session starts, e.g. to show progress. */
   onSession?: (sessionId: string, index: number, total: number) => void;
+  /**
+   * Apply this retention policy first (see `applyRetention`): delete the sessions it rules out,
+   * unless a live process holds their lock, and drop old checkpoints; then collect what is left.
+   * @default none: gc deletes no session and no checkpoint
+   */
+  retention?: RetentionPolicy;
+  /** With `retention`: how long to wait for a session's lock before judging it held. @default 0 */
+  lockProbeMs?: number;
 }
 
 /** What gc freed in one session (or, on a dry run, would free). */
@@ -51,7 +60,10 @@ export interface GcReport {
   /** Totals over `sessions`. `bytesFreed` is undefined when the backend cannot tell. */
   orphanBlobs: number;
   expiredArchives: number;
+  /** Includes what retention freed. */
   bytesFreed: number | undefined;
+  /** What the retention policy did, when one was given. */
+  retention?: RetentionReport;
 }
 
 /**
@@ -59,22 +71,35 @@ export interface GcReport {
  * older than the newest (only the last rewind can be undone). Each session is collected under
  * its lock, waiting for it like any write (the store's `lockWaitMs`), so it is safe while an
  * agent runs; a session whose lock stays held, or whose tape cannot be read, is reported in
- * `failed` and not touched. Reads every event and lists every blob of each session.
+ * `failed` and not touched. Reads every event and lists every blob of each session. With
+ * `retention`, applies that policy first (docs/ARCHITECTURE.md, "Retention").
  * Throws STORE_CLOSED, or the signal's reason when aborted (sessions done so far stay done).
  */
 export async function gc(store: SessionStore<any>, options: GcOptions = {}): Promise<GcReport> {
   const { signal } = options;
   const dryRun = options.dryRun ?? false;
   const named = options.sessionIds !== undefined;
-  const ids = named ? [...options.sessionIds!] : (await store.backend.listSessionIds(signalOf(signal))).sort();
+  const retention =
+    options.retention &&
+    (await applyRetention(store, options.retention, {
+      dryRun,
+      ...signalOf(signal),
+      ...(named && { sessionIds: options.sessionIds! }),
+      ...(options.lockProbeMs !== undefined && { lockProbeMs: options.lockProbeMs }),
+    }));
+  const gone = new Set(retention?.deleted.map((d) => d.sessionId));
+  const ids = (named ? [...options.sessionIds!] : (await store.backend.listSessionIds(signalOf(signal))).sort()).filter(
+    (id) => !gone.has(id),
+  );
   const report: GcReport = {
     dryRun,
     sessions: [],
     failed: [],
     orphanBlobs: 0,
     expiredArchives: 0,
-    bytesFreed: store.backend.sizeOf ? 0 : undefined,
+    bytesFreed: store.backend.sizeOf ? (retention?.bytesFreed ?? 0) : undefined,
   };
+  if (retention) report.retention = retention;
   for (const [i, sessionId] of ids.entries()) {
     signal?.throwIfAborted();
     options.onSession?.(sessionId, i, ids.length);

@@ -6,6 +6,7 @@ import type { StoredEvent } from "../core/events.js";
 import { isArchiveName } from "../blobs/archives.js";
 import { referencedBlobs, snapshotsIn } from "../blobs/references.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
+import { HORIZON_RECORD, isDroppedCheckpoint, readHorizon } from "../blobs/retention-horizon.js";
 import type { SessionStore } from "../session/session-store.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
 import { REWIND_INTENT_RECORD } from "../rewind/intent.js";
@@ -103,8 +104,17 @@ export async function verify(
     });
   }
 
+  // Checkpoints retention dropped have no blobs left to check (docs/ARCHITECTURE.md, "Retention").
+  let horizon = 0;
+  try {
+    horizon = await readHorizon(backend, sessionId, signalOf(signal));
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    problems.push({ kind: "record_malformed", record: HORIZON_RECORD, message: summarizeError(error).message });
+  }
   const firstReference = new Map<string, BlobReference>();
   const note = (event: StoredEvent, archive?: string) => {
+    if (isDroppedCheckpoint(event, horizon)) return;
     const hashes = referencedBlobs([event]);
     const where = archive === undefined ? {} : { archive };
     for (const file of snapshotsIn(event)) {

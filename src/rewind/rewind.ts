@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import type { LockedSession, SignalOption } from "../backend/types.js";
 import {
+  BeyondRetentionHorizonError,
   InvalidArgumentError,
   SequenceOutOfRangeError,
   SessionNotFoundError,
@@ -12,6 +13,7 @@ import { eventFor, withLockedSession, type SessionStore } from "../session/sessi
 import type { SnapshotLimits } from "../checkpoint/snapshot.js";
 import { storeBlobsThenReference } from "../blobs/store-then-reference.js";
 import { archiveName, listArchives } from "../blobs/archives.js";
+import { isDroppedCheckpoint, readHorizon } from "../blobs/retention-horizon.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { realWorkspaceOf } from "../checkpoint/confine.js";
 import { recordedWorkspace } from "./recorded-workspace.js";
@@ -110,6 +112,8 @@ export const UNDO_LIMITS: SnapshotLimits = {
  * anywhere leaves a session the next opener finishes). The marker takes the sequence after the
  * highest ever written, never a reused one.
  * Throws SEQUENCE_OUT_OF_RANGE past the end of the log; a target at the end is a no-op report.
+ * Throws BEYOND_RETENTION_HORIZON, changing nothing, when a checkpoint it needs was dropped by
+ * retention (a "conversation" rewind needs none).
  */
 export async function rewind(store: SessionStore<any>, id: string, options: RewindOptions): Promise<RewindReport> {
   const target = options.toSequence;
@@ -155,6 +159,12 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
         if (event.sequence > target) after.push(event);
       }
       if (mode.data !== "files") report.eventsRemoved = after.length;
+      // A checkpoint retention dropped cannot put its files back: refuse rather than restore some paths only.
+      if (touchesFiles) {
+        const horizon = await readHorizon(store.backend, id, signalOf(options));
+        if (after.some((event) => isDroppedCheckpoint(event, horizon)))
+          throw new BeyondRetentionHorizonError(id, target, horizon);
+      }
 
       let plan: FilePlan | undefined;
       let realWorkspace: string | undefined;

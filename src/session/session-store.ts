@@ -33,6 +33,7 @@ import { serializePayloadEarly } from "../core/envelope.js";
 import { mapLimited } from "../core/bounded-concurrency.js";
 import { clearBlobsInFlight } from "../blobs/in-flight.js";
 import { addReferences } from "../blobs/references.js";
+import { isDroppedCheckpoint, raiseHorizon, readHorizon } from "../blobs/retention-horizon.js";
 import { SessionLease } from "./lease.js";
 import { foldConversation, type Conversation } from "./conversation.js";
 
@@ -592,10 +593,11 @@ export class SessionStore<E extends EventSchemas = {}> {
         const hashes = new Set<string>();
         const forkEvent = this.#toEvent(id, { type: "session_fork", payload: { parentId, atSequence: at } });
         const backend = this.backend;
+        const horizon = await readHorizon(backend, parentId, options);
+        let last = 0;
         async function* copied(): AsyncGenerator<StoredEvent> {
-          let last = 0;
           for await (const event of backend.readEvents(parentId, { toSequence: at, ...signalOnly(options) })) {
-            addReferences(event, hashes);
+            if (!isDroppedCheckpoint(event, horizon)) addReferences(event, hashes);
             last = event.sequence;
             yield { ...event, sessionId: id };
           }
@@ -614,6 +616,16 @@ export class SessionStore<E extends EventSchemas = {}> {
           ...signalOnly(options),
           blobsFrom: { sessionId: parentId, hashes },
         });
+        // The copied checkpoints retention dropped came without blobs: the fork inherits the horizon,
+        // capped at its copied prefix so its own new checkpoints stay whole.
+        if (horizon > 0 && last > 0) {
+          const child = await this.backend.lock(id, signalOnly(options));
+          try {
+            await raiseHorizon(child, 0, Math.min(horizon, last));
+          } finally {
+            await child.release();
+          }
+        }
         return toInfo(record, forkEvent);
       },
       options.signal,

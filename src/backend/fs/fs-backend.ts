@@ -14,9 +14,10 @@ import type {
   SessionRecord,
   SignalOption,
   StorageBackend,
+  StorageUsage,
 } from "../types.js";
 import { fsyncDir } from "../../core/atomic-file.js";
-import { forEachLimited } from "../../core/bounded-concurrency.js";
+import { forEachLimited, mapLimited } from "../../core/bounded-concurrency.js";
 import { listBlobFiles, readBlobFile } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import { SessionLayout } from "./layout.js";
@@ -274,6 +275,26 @@ class FsBackend implements StorageBackend {
     return folderBytes(this.layout.dir(id));
   }
 
+  async usage(id: string, options: SignalOption = {}): Promise<StorageUsage> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    const log = await this.existingLog(id);
+    const [logBytes, blobs, records, total] = await Promise.all([
+      stat(log).then((info) => info.size),
+      folderUsage(this.layout.blobs(id)),
+      folderUsage(this.layout.records(id)),
+      folderUsage(this.layout.dir(id)),
+    ]);
+    return {
+      log: logBytes,
+      blobs: blobs.bytes,
+      blobCount: blobs.files,
+      records: records.bytes,
+      other: total.bytes - logBytes - blobs.bytes - records.bytes,
+      total: total.bytes,
+    };
+  }
+
   async lock(id: string, options: LockOptions = {}): Promise<LockedSession> {
     assertSessionId(id);
     const file = await this.existingLog(id);
@@ -375,17 +396,31 @@ async function writeFileSynced(file: string, data: string): Promise<void> {
 }
 
 async function folderBytes(dir: string): Promise<number> {
-  let total = 0;
+  return (await folderUsage(dir)).bytes;
+}
+
+/** Bytes and count of the regular files under `dir` (0 when it does not exist), a few stats at a time. */
+async function folderUsage(dir: string): Promise<{ bytes: number; files: number }> {
+  const usage = { bytes: 0, files: 0 };
   let entries;
   try {
     entries = await readdir(dir, { withFileTypes: true });
   } catch {
-    return 0;
+    return usage;
   }
-  for (const entry of entries) {
+  const sizes = await mapLimited(entries, 16, async (entry) => {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) total += await folderBytes(path);
-    else if (entry.isFile()) total += (await stat(path)).size;
+    if (entry.isDirectory()) return folderUsage(path);
+    if (!entry.isFile()) return { bytes: 0, files: 0 };
+    try {
+      return { bytes: (await stat(path)).size, files: 1 };
+    } catch {
+      return { bytes: 0, files: 0 }; // removed while we looked (a prune, a rename into place)
+    }
+  });
+  for (const size of sizes) {
+    usage.bytes += size.bytes;
+    usage.files += size.files;
   }
-  return total;
+  return usage;
 }

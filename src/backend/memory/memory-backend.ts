@@ -11,6 +11,7 @@ import type {
   SessionRecord,
   SignalOption,
   StorageBackend,
+  StorageUsage,
 } from "../types.js";
 import { InProcessLocks } from "./in-process-lock.js";
 import { MemoryLockedSession, toLines, type MemorySession } from "./memory-session.js";
@@ -155,6 +156,21 @@ class MemoryBackend implements StorageBackend {
     for (const bytes of session.blobs.values()) total += bytes.length;
     for (const text of session.records.values()) total += Buffer.byteLength(text);
     return total;
+  }
+
+  async usage(id: string, options: SignalOption = {}): Promise<StorageUsage> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    const session = this.sessions.get(id);
+    if (!session) throw new SessionNotFoundError(id);
+    let log = 0;
+    for (const line of session.lines) log += Buffer.byteLength(line.text) + 1;
+    let blobs = 0;
+    for (const bytes of session.blobs.values()) blobs += bytes.length;
+    let records = 0;
+    for (const text of session.records.values()) records += Buffer.byteLength(text);
+    const other = Buffer.byteLength(session.record);
+    return { log, blobs, blobCount: session.blobs.size, records, other, total: log + blobs + records + other };
   }
 
   async lock(id: string, options: LockOptions = {}): Promise<LockedSession> {

@@ -5,6 +5,8 @@ import { formatAge, formatBytes, oneLine, table } from "../output.js";
 interface ListedSession extends SessionInfo {
   /** Bytes on disk: log, blobs and records. */
   bytes: number | null;
+  /** The same bytes part by part, when the backend can tell. */
+  usage?: { log: number; blobs: number; blobCount: number; records: number };
 }
 
 interface UnreadableSession {
@@ -20,7 +22,8 @@ export const listCommand: Command = {
 
 Columns: ID; TITLE; LAST #, the sequence of the last event (after a rewind the tape
 holds fewer events than that); LAST ACTIVITY, the time of the last event; SIZE, the bytes the session
-takes on disk (log, before-snapshots and rewind archives). A session that cannot be
+takes on disk (log, before-snapshots and rewind archives; --json splits it into
+usage.log, usage.blobs and usage.records). A session that cannot be
 read is listed last with the reason; \`agent-tape verify <id>\` says more.`,
   options: {},
 
@@ -76,6 +79,10 @@ read is listed last with the reason; \`agent-tape verify <id>\` says more.`,
 async function describe(ctx: CliContext, info: SessionInfo): Promise<ListedSession | undefined> {
   const backend = ctx.store().backend;
   try {
+    if (backend.usage) {
+      const { log, blobs, blobCount, records, total } = await backend.usage(info.id);
+      return { ...info, bytes: total, usage: { log, blobs, blobCount, records } };
+    }
     const bytes = backend.sizeOf ? await backend.sizeOf(info.id) : null;
     return { ...info, bytes };
   } catch (error) {

@@ -1,0 +1,280 @@
+// Maintenance, retention: bounds a store's disk by policy (docs/ARCHITECTURE.md, "Retention").
+import type { SignalOption } from "../backend/types.js";
+import { forEachLimited } from "../core/bounded-concurrency.js";
+import { InvalidArgumentError, isAgentTapeError } from "../core/errors.js";
+import { findUnreferencedBlobs } from "../blobs/prune.js";
+import { readHorizon, raiseHorizon } from "../blobs/retention-horizon.js";
+import { withLockedSession, type SessionInfo, type SessionStore } from "../session/session-store.js";
+import { summarizeError, type ErrorSummary } from "./failure.js";
+
+/**
+ * What to keep. Every limit is optional and they combine: a session goes when any says so. A
+ * session is judged by its last activity (`updatedAt`); sessions whose lock a live process holds
+ * are never deleted. A policy with no limit set changes nothing.
+ */
+export interface RetentionPolicy {
+  /** Delete sessions with no event for more than this many days. */
+  maxAgeDays?: number;
+  /** Keep only this many sessions, the most recently active; delete the rest. */
+  keepNewest?: number;
+  /**
+   * Delete sessions, least recently active first, until the sessions considered take at most this
+   * many bytes on disk (the backend's `sizeOf`; a backend without it ignores this limit).
+   */
+  maxTotalBytes?: number;
+  /**
+   * Drop the checkpoints older than this many days from the sessions kept: their blobs are freed,
+   * the conversation stays. A later rewind of files to before them is refused
+   * (BEYOND_RETENTION_HORIZON); a rewind of the conversation still works.
+   */
+  checkpointMaxAgeDays?: number;
+}
+
+export interface RetentionOptions extends SignalOption {
+  /** The sessions to consider (counts and bytes are over these). @default every session of the store */
+  sessionIds?: readonly string[];
+  /** Report what would go and change nothing. @default false */
+  dryRun?: boolean;
+  /** The clock the ages are measured against. @default new Date() */
+  now?: Date;
+  /**
+   * How long to wait for a session's lock before judging it held by a live process and leaving it.
+   * A lock whose holder died is taken over once stale (`lockStaleMs`). @default 0
+   */
+  lockProbeMs?: number;
+}
+
+export type RetentionReason = "age" | "count" | "bytes";
+
+export interface RetainedDeletion {
+  sessionId: string;
+  reason: RetentionReason;
+  /** Bytes the session took (`sizeOf`); undefined when the backend cannot tell. */
+  bytes: number | undefined;
+}
+
+export interface CheckpointTrim {
+  sessionId: string;
+  /** Checkpoints at or below this sequence no longer keep blobs (the retention horizon). */
+  horizon: number;
+  /** Checkpoints newly dropped by this run. */
+  checkpointsDropped: number;
+  /** Blobs freed (hashes). */
+  blobsDropped: string[];
+  /** Bytes freed; undefined when the backend cannot tell. On a dry run, what would be. */
+  bytesFreed: number | undefined;
+}
+
+export interface RetentionReport {
+  dryRun: boolean;
+  /** Sessions deleted (on a dry run, that would be). */
+  deleted: RetainedDeletion[];
+  /** Sessions the policy would delete whose lock a live process holds: left as they are. */
+  held: { sessionId: string; reason: RetentionReason }[];
+  /** Sessions whose old checkpoints were dropped. */
+  trimmed: CheckpointTrim[];
+  /** Sessions left as they were because of an error (e.g. LOG_CORRUPT while trimming). */
+  failed: (ErrorSummary & { sessionId: string; error: unknown })[];
+  /** Bytes freed in all; undefined when the backend cannot tell. */
+  bytesFreed: number | undefined;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Applies `policy` to the store: deletes the sessions it rules out, then drops old checkpoints from
+ * those kept. A session is deleted only under its lock, taken within `lockProbeMs`: one a live
+ * process holds (an agent mid-operation, a CLI rewinding) is reported in `held` and kept, and no
+ * writer can be between a blob and its event. Checkpoints are dropped under the lock too: the
+ * horizon is recorded (durably) first, then the blobs nothing else references are deleted.
+ * Throws INVALID_ARGUMENT for a bad policy, STORE_CLOSED, or the signal's reason when aborted.
+ */
+export async function applyRetention(
+  store: SessionStore<any>,
+  policy: RetentionPolicy,
+  options: RetentionOptions = {},
+): Promise<RetentionReport> {
+  checkPolicy(policy);
+  const { signal } = options;
+  const dryRun = options.dryRun ?? false;
+  const now = (options.now ?? new Date()).getTime();
+  const backend = store.backend;
+  const report: RetentionReport = {
+    dryRun,
+    deleted: [],
+    held: [],
+    trimmed: [],
+    failed: [],
+    bytesFreed: backend.sizeOf ? 0 : undefined,
+  };
+
+  const wanted = options.sessionIds && new Set(options.sessionIds);
+  // Newest first; a session whose log cannot be read is never judged by a time it cannot tell.
+  const sessions = (await store.list(signalOf(signal))).filter(
+    (info) => !info.unreadable && (!wanted || wanted.has(info.id)),
+  );
+  const sizes = new Map<string, number | undefined>();
+  if (backend.sizeOf)
+    await forEachLimited(sessions, 8, async (info) => {
+      sizes.set(info.id, await backend.sizeOf!(info.id, signalOf(signal)).catch(() => undefined));
+    });
+
+  const verdicts = judge(sessions, policy, sizes, now);
+  const kept: SessionInfo[] = [];
+  for (const info of sessions) {
+    signal?.throwIfAborted();
+    const reason = verdicts.get(info.id);
+    if (reason === undefined) {
+      kept.push(info);
+      continue;
+    }
+    const bytes = sizes.get(info.id);
+    if (dryRun) {
+      report.deleted.push({ sessionId: info.id, reason, bytes });
+      if (report.bytesFreed !== undefined) report.bytesFreed += bytes ?? 0;
+      continue;
+    }
+    try {
+      const outcome = await deleteUnlessHeld(store, info.id, options.lockProbeMs ?? 0, signal);
+      if (outcome === "held") report.held.push({ sessionId: info.id, reason });
+      else if (outcome === "deleted") {
+        report.deleted.push({ sessionId: info.id, reason, bytes });
+        if (report.bytesFreed !== undefined) report.bytesFreed += bytes ?? 0;
+      }
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      report.failed.push({ sessionId: info.id, ...summarizeError(error), error });
+    }
+  }
+
+  if (policy.checkpointMaxAgeDays !== undefined) {
+    const cutoff = now - policy.checkpointMaxAgeDays * DAY_MS;
+    for (const info of kept) {
+      signal?.throwIfAborted();
+      try {
+        const trim = await dropOldCheckpoints(store, info.id, cutoff, dryRun, signal);
+        if (trim.checkpointsDropped === 0 && trim.blobsDropped.length === 0) continue;
+        report.trimmed.push(trim);
+        if (report.bytesFreed !== undefined) report.bytesFreed += trim.bytesFreed ?? 0;
+      } catch (error) {
+        if (signal?.aborted || isAgentTapeError(error, "STORE_CLOSED")) throw error;
+        if (isAgentTapeError(error, "SESSION_NOT_FOUND")) continue; // deleted meanwhile
+        report.failed.push({ sessionId: info.id, ...summarizeError(error), error });
+      }
+    }
+  }
+  return report;
+}
+
+/** Why each session goes, if it does. `sessions` is newest first. */
+function judge(
+  sessions: readonly SessionInfo[],
+  policy: RetentionPolicy,
+  sizes: ReadonlyMap<string, number | undefined>,
+  now: number,
+): Map<string, RetentionReason> {
+  const verdicts = new Map<string, RetentionReason>();
+  const cutoff = policy.maxAgeDays === undefined ? undefined : now - policy.maxAgeDays * DAY_MS;
+  for (const [i, info] of sessions.entries()) {
+    if (cutoff !== undefined && Date.parse(info.updatedAt) < cutoff) verdicts.set(info.id, "age");
+    else if (policy.keepNewest !== undefined && i >= policy.keepNewest) verdicts.set(info.id, "count");
+  }
+  if (policy.maxTotalBytes !== undefined && sizes.size > 0) {
+    let total = 0;
+    for (const info of sessions) if (!verdicts.has(info.id)) total += sizes.get(info.id) ?? 0;
+    // Oldest first until the rest fit.
+    for (const info of [...sessions].reverse()) {
+      if (total <= policy.maxTotalBytes) break;
+      if (verdicts.has(info.id)) continue;
+      verdicts.set(info.id, "bytes");
+      total -= sizes.get(info.id) ?? 0;
+    }
+  }
+  return verdicts;
+}
+
+/**
+ * Deletes the session under its lock, taken straight from the backend with a short wait: a lock a
+ * live process holds (refreshed within `lockStaleMs`) means it is in use, and it is left alone.
+ */
+async function deleteUnlessHeld(
+  store: SessionStore<any>,
+  id: string,
+  waitMs: number,
+  signal: AbortSignal | undefined,
+): Promise<"deleted" | "held" | "gone"> {
+  let locked;
+  try {
+    locked = await store.backend.lock(id, { waitMs, ...signalOf(signal) });
+  } catch (error) {
+    if (isAgentTapeError(error, "LOCKED")) return "held";
+    if (isAgentTapeError(error, "SESSION_NOT_FOUND")) return "gone";
+    throw error;
+  }
+  try {
+    return (await store.backend.deleteSession(id, signalOf(signal))) ? "deleted" : "gone";
+  } finally {
+    await locked.release().catch(() => undefined); // its lock folder went with the session
+  }
+}
+
+/**
+ * Under the session's lock (recovery runs first, so a pending rewind's blobs are referenced):
+ * the horizon moves to the newest checkpoint older than `cutoff`, then what only the checkpoints
+ * through it referenced is deleted.
+ */
+async function dropOldCheckpoints(
+  store: SessionStore<any>,
+  sessionId: string,
+  cutoff: number,
+  dryRun: boolean,
+  signal: AbortSignal | undefined,
+): Promise<CheckpointTrim> {
+  const backend = store.backend;
+  return withLockedSession(
+    store,
+    sessionId,
+    async (locked) => {
+      const current = await readHorizon(backend, sessionId, signalOf(signal));
+      let horizon = current;
+      let checkpointsDropped = 0;
+      for await (const event of backend.readEvents(sessionId, signalOf(signal))) {
+        if (event.type !== "session_checkpoint" || Date.parse(event.createdAt) >= cutoff) continue;
+        horizon = Math.max(horizon, event.sequence);
+      }
+      for await (const event of backend.readEvents(sessionId, { fromSequence: current + 1, toSequence: horizon }))
+        if (event.type === "session_checkpoint") checkpointsDropped++;
+      const blobsDropped = await findUnreferencedBlobs(backend, sessionId, { horizon });
+      const trim: CheckpointTrim = { sessionId, horizon, checkpointsDropped, blobsDropped, bytesFreed: undefined };
+      if (dryRun) {
+        if (backend.sizeOf) {
+          let bytes = 0;
+          for (const hash of blobsDropped) bytes += (await backend.readBlob(sessionId, hash))?.length ?? 0;
+          trim.bytesFreed = bytes;
+        }
+        return trim;
+      }
+      const before = backend.sizeOf ? await backend.sizeOf(sessionId) : undefined;
+      await raiseHorizon(locked, current, horizon);
+      await forEachLimited(blobsDropped, 8, (hash) => locked.deleteBlob(hash));
+      if (before !== undefined) trim.bytesFreed = Math.max(0, before - (await backend.sizeOf!(sessionId)));
+      return trim;
+    },
+    { ...signalOf(signal), detectReentry: false }, // runs no user code while locked
+  );
+}
+
+function checkPolicy(policy: RetentionPolicy): void {
+  for (const key of ["maxAgeDays", "keepNewest", "maxTotalBytes", "checkpointMaxAgeDays"] as const) {
+    const value = policy[key];
+    if (value === undefined) continue;
+    if (typeof value !== "number" || !Number.isFinite(value) || value < 0)
+      throw new InvalidArgumentError(`Retention ${key} must be a number of at least 0, not ${JSON.stringify(value)}.`);
+    if (key === "keepNewest" && !Number.isSafeInteger(value))
+      throw new InvalidArgumentError(`Retention keepNewest must be a whole number, not ${value}.`);
+  }
+}
+
+function signalOf(signal: AbortSignal | undefined): SignalOption {
+  return signal ? { signal } : {};
+}
