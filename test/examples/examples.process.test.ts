@@ -153,6 +153,30 @@ describe("examples/ai-sdk.ts", () => {
   });
 });
 
+describe("examples/shell-tool.ts", () => {
+  it("a wrapped shell tool's create, edit, move and delete are rewound byte for byte, then undone", async () => {
+    const run = await runExample("shell-tool.ts");
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    const out = run.stdout;
+    const blob = (path: string, bytes: number) => String.raw`${path} \(${bytes} B, blob [0-9a-f]{8}\)`;
+    expect(out).toMatch(
+      new RegExp(
+        String.raw`#2 +session_checkpoint +before run_shell: docs \(absent\), docs/index\.md \(absent\), ` +
+          String.raw`docs/notes\.txt \(absent\), ${blob("notes\\.txt", 10)}, old \(directory\), ` +
+          String.raw`${blob("old/readme\\.md", 11)}, ${blob("src/app\\.ts", 29)}$`,
+        "m",
+      ),
+    );
+    expect(out).not.toContain("node_modules/x/i.js (");
+    expect(out).toContain("✓ the tracked files are exactly what they were before the command");
+    expect(out).toContain("✓ node_modules/ (ignored) was left as the command made it");
+    expect(out).toContain("✓ the workspace is exactly what the command left");
+    expect(out).not.toContain("✗");
+    expect(await leftBehind(run.tmp)).toEqual([]);
+  });
+});
+
 function range(from: number, to: number): number[] {
   return Array.from({ length: to - from + 1 }, (_, i) => from + i);
 }
