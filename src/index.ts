@@ -140,5 +140,6 @@ export {
   WorkspaceTooLargeError,
   RewindConflictError,
   BeyondRetentionHorizonError,
+  SequenceNotOnTapeError,
 } from "./core/errors.js";
 export type { AgentTapeErrorCode, RewindConflict } from "./core/errors.js";

@@ -35,6 +35,7 @@ const RUNTIME_EXPORTS = [
   "RewindConflictError",
   "RewindMode",
   "RewindPayload",
+  "SequenceNotOnTapeError",
   "SequenceOutOfRangeError",
   "SessionExistsError",
   "SessionNotFoundError",

@@ -28,7 +28,8 @@ export type AgentTapeErrorCode =
   | "UNRECOVERABLE_CHANGE"
   | "WORKSPACE_TOO_LARGE"
   | "REWIND_CONFLICT"
-  | "BEYOND_RETENTION_HORIZON";
+  | "BEYOND_RETENTION_HORIZON"
+  | "SEQUENCE_NOT_ON_TAPE";
 
 export abstract class AgentTapeError extends Error {
   abstract readonly code: AgentTapeErrorCode;
@@ -300,6 +301,24 @@ export class BeyondRetentionHorizonError extends AgentTapeError {
         `checkpoints through event ${horizon}, so the files as they were then are no longer stored. ` +
         `Nothing was changed. Rewind to event ${horizon} or later, or rewind only the conversation ` +
         `(mode "conversation").`,
+    );
+  }
+}
+
+export class SequenceNotOnTapeError extends AgentTapeError {
+  readonly code = "SEQUENCE_NOT_ON_TAPE" as const;
+  constructor(
+    readonly sessionId: string,
+    readonly sequence: number,
+    /** The nearest sequence below it that is on the tape (0: the start). */
+    readonly before: number,
+    /** The nearest one above it, if any. */
+    readonly after: number | undefined,
+  ) {
+    super(
+      `Event #${sequence} is no longer on the tape of session "${sessionId}" (cut by a rewind, or put back ` +
+        `under a new number by an undo). The nearest events on it are #${before}` +
+        `${after === undefined ? "" : ` and #${after}`}; see \`agent-tape show ${sessionId}\`. Nothing was changed.`,
     );
   }
 }

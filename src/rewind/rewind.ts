@@ -3,7 +3,6 @@ import type { LockedSession, SignalOption } from "../backend/types.js";
 import {
   BeyondRetentionHorizonError,
   InvalidArgumentError,
-  SequenceOutOfRangeError,
   SessionNotFoundError,
   UnrecoverableChangeError,
   type RewindConflict,
@@ -20,11 +19,17 @@ import { recordedWorkspace } from "./recorded-workspace.js";
 import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.js";
 import { diffPlannedChanges } from "./plan-diffs.js";
 import { totalDiffs, type DiffTotals } from "../core/file-diff.js";
+import { checkTargetForm, resolveTarget } from "./target.js";
 import { LastWritten, ON_CONFLICT, settleConflicts, statesWrittenBy, type OnConflict } from "./conflicts.js";
 
 export interface RewindOptions extends SignalOption {
-  /** The event to go back to: everything after it is undone. */
-  toSequence: number;
+  /** The event to go back to: everything after it is undone. Give this or `beforeCallId`. */
+  toSequence?: number;
+  /**
+   * Go back to just before this tool call (the event before the first `tool_call` or checkpoint
+   * with this `callId`): what an agent's UI knows. Give this or `toSequence`.
+   */
+  beforeCallId?: string;
   /** @default the workspace recorded when the session was created */
   workspace?: string;
   /** `"all"` files and conversation; `"files"` only the workspace; `"conversation"` only the log. @default "all" */
@@ -111,14 +116,13 @@ export const UNDO_LIMITS: SnapshotLimits = {
  * steps under one hold of the session lock, made crash-safe by an intent record (a crash
  * anywhere leaves a session the next opener finishes). The marker takes the sequence after the
  * highest ever written, never a reused one.
- * Throws SEQUENCE_OUT_OF_RANGE past the end of the log; a target at the end is a no-op report.
+ * Throws SEQUENCE_OUT_OF_RANGE past the end of the log, SEQUENCE_NOT_ON_TAPE for a sequence no
+ * longer on it; a target at the end is a no-op report.
  * Throws BEYOND_RETENTION_HORIZON, changing nothing, when a checkpoint it needs was dropped by
  * retention (a "conversation" rewind needs none).
  */
 export async function rewind(store: SessionStore<any>, id: string, options: RewindOptions): Promise<RewindReport> {
-  const target = options.toSequence;
-  if (!Number.isSafeInteger(target) || target < 0)
-    throw new InvalidArgumentError(`toSequence must be a non-negative integer, not ${JSON.stringify(target)}.`);
+  checkTargetForm(options);
   const mode = RewindMode.safeParse(options.mode ?? "all");
   if (!mode.success)
     throw new InvalidArgumentError(
@@ -146,7 +150,7 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
     id,
     async (locked) => {
       const last = locked.lastSequence;
-      if (target > last) throw new SequenceOutOfRangeError(id, target, last);
+      const target = await resolveTarget(store.backend, id, options, last, signalOf(options));
       const report = emptyReport(target, mode.data, options.dryRun ?? false);
       if (target === last) return report;
 

@@ -35,6 +35,7 @@ import { clearBlobsInFlight } from "../blobs/in-flight.js";
 import { addReferences } from "../blobs/references.js";
 import { isDroppedCheckpoint, raiseHorizon, readHorizon } from "../blobs/retention-horizon.js";
 import { SessionLease } from "./lease.js";
+import { assertOnTape } from "./sequence-on-tape.js";
 import { foldConversation, type Conversation } from "./conversation.js";
 
 export interface SessionStoreOptions<E extends EventSchemas = {}> {
@@ -588,6 +589,7 @@ export class SessionStore<E extends EventSchemas = {}> {
         const at = options.atSequence ?? locked.lastSequence;
         if (!Number.isSafeInteger(at) || at < 0 || at > locked.lastSequence)
           throw new SequenceOutOfRangeError(parentId, at, locked.lastSequence);
+        await assertOnTape(this.backend, parentId, at, locked.lastSequence, signalOnly(options));
         // Streamed from the parent's log into the new one: memory does not follow the log's length.
         // The blobs the copied checkpoints point at are collected on the way, for the backend to link.
         const hashes = new Set<string>();

@@ -64,7 +64,7 @@ describe("examples/agent-loop.ts (npm run demo)", () => {
         String.raw`#6 +tool_call +call_2 +edit_file src/greet\.ts\n` +
           String.raw` +#7 +session_checkpoint +before edit_file: src/greet\.ts \(64 B, blob [0-9a-f]{8}\)\n` +
           String.raw` +#8 +session_file_states +after edit_file: src/greet\.ts \(sha256 [0-9a-f]{8}\)\n` +
-          String.raw` +#9 +tool_result`,
+          " +#9 +tool_result",
       ),
     );
     expect(out).toMatch(/#11 +session_checkpoint +before write_file: CHANGELOG\.md \(absent\)/);

@@ -162,7 +162,9 @@ describe("rewind against a model of the workspace's history", () => {
             }
 
             const last = timeline.last;
-            const target = pick % (last + 1);
+            // Only sequences on the tape are targets (a cut or re-appended one is SEQUENCE_NOT_ON_TAPE).
+            const onTape = [0, ...timeline.sequences];
+            const target = onTape[pick % onTape.length]!;
             const where = `round ${r}: rewind (${mode}, keepUndo ${keepUndo}) to ${target} of 0..${last}`;
             const wanted = timeline.at(target);
             const beforeRewind = new Map(files);

@@ -516,17 +516,20 @@ describe("sequences", () => {
     expect((await w.store.readAll(w.id)).map((e) => e.sequence)).toEqual([target, third.markerSequence]);
   });
 
-  it("a target between two events (a gap a rewind left) is a valid target", async () => {
+  it("a target in a gap a rewind left is SEQUENCE_NOT_ON_TAPE (it once silently meant the event before)", async () => {
     const w = await smallSession();
     const target = await w.say("target");
     await w.say("removed");
     const { markerSequence } = await rewind(w.store, w.id, { toSequence: target });
     await w.say("after");
 
-    const report = await rewind(w.store, w.id, { toSequence: markerSequence! - 1 });
+    await expectCode(rewind(w.store, w.id, { toSequence: markerSequence! - 1 }), "SEQUENCE_NOT_ON_TAPE");
 
-    expect(report).toMatchObject({ eventsRemoved: 2, markerSequence: markerSequence! + 2 });
-    expect((await w.store.readAll(w.id)).map((e) => e.sequence)).toEqual([target, markerSequence! + 2]);
+    expect((await w.store.readAll(w.id)).map((e) => e.sequence)).toEqual([
+      target,
+      markerSequence!,
+      markerSequence! + 1,
+    ]);
   });
 
   it("a target past the end is SEQUENCE_OUT_OF_RANGE and changes nothing", async () => {

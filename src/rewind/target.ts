@@ -1,0 +1,48 @@
+import type { SignalOption, StorageBackend } from "../backend/types.js";
+import { InvalidArgumentError, SequenceOutOfRangeError } from "../core/errors.js";
+import { assertOnTape } from "../session/sequence-on-tape.js";
+
+/** Where a rewind goes: an event by its sequence, or just before a tool call by its id. */
+export type RewindTarget = { toSequence?: number; beforeCallId?: string };
+
+/** Checks the target's form before the lock is taken: exactly one of the two, well formed. */
+export function checkTargetForm(target: RewindTarget): void {
+  const { toSequence, beforeCallId } = target;
+  if ((toSequence === undefined) === (beforeCallId === undefined))
+    throw new InvalidArgumentError("rewind() needs exactly one of `toSequence` and `beforeCallId`.");
+  if (beforeCallId !== undefined && (typeof beforeCallId !== "string" || beforeCallId === ""))
+    throw new InvalidArgumentError(`beforeCallId must be a non-empty string, not ${JSON.stringify(beforeCallId)}.`);
+  if (toSequence !== undefined && (!Number.isSafeInteger(toSequence) || toSequence < 0))
+    throw new InvalidArgumentError(`toSequence must be a non-negative integer, not ${JSON.stringify(toSequence)}.`);
+}
+
+/**
+ * The sequence to rewind to, with the lock held: `toSequence` if it is on the tape (else
+ * SEQUENCE_OUT_OF_RANGE past the end, SEQUENCE_NOT_ON_TAPE for a number cut or re-appended), or
+ * the event just before the first one that names `beforeCallId` (its tool_call, or its checkpoint
+ * when the agent logs no tool_call events).
+ */
+export async function resolveTarget(
+  backend: StorageBackend,
+  sessionId: string,
+  target: RewindTarget,
+  lastSequence: number,
+  options: SignalOption,
+): Promise<number> {
+  if (target.toSequence !== undefined) {
+    if (target.toSequence > lastSequence) throw new SequenceOutOfRangeError(sessionId, target.toSequence, lastSequence);
+    await assertOnTape(backend, sessionId, target.toSequence, lastSequence, options);
+    return target.toSequence;
+  }
+  let previous = 0;
+  for await (const event of backend.readEvents(sessionId, options.signal ? { signal: options.signal } : {})) {
+    const callId = (event.payload as { callId?: unknown } | undefined)?.callId;
+    if (callId === target.beforeCallId && (event.type === "tool_call" || event.type === "session_checkpoint"))
+      return previous;
+    previous = event.sequence;
+  }
+  throw new InvalidArgumentError(
+    `No tool call "${target.beforeCallId}" on the tape of session "${sessionId}" ` +
+      `(no tool_call or checkpoint names it): check the id, or rewind with toSequence.`,
+  );
+}
