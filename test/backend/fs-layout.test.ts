@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -98,7 +98,9 @@ describe("fs backend: what a session looks like on disk", () => {
     const backend = fsBackend({ root });
     await backend.createSession({ id: "s1", createdAt: "2025-01-01T00:00:00.000Z" });
     const empty = await backend.sizeOf!("s1");
-    const a = blob("x".repeat(10_000));
+    // Random bytes do not compress: the blob file is stored raw, all 10 000 bytes of it.
+    const bytes = randomBytes(10_000);
+    const a = { hash: createHash("sha256").update(bytes).digest("hex"), bytes };
     const locked = await backend.lock("s1");
     await locked.writeBlob(a.hash, a.bytes);
     await locked.append([event("s1", 1)], { sync: true });

@@ -6,6 +6,7 @@ import { mapLimited } from "../../core/bounded-concurrency.js";
 import { isBlobHash } from "../names.js";
 import type { SessionLayout } from "./layout.js";
 import { checkStoreFolder, readStoreFile } from "./store-files.js";
+import { decodeBlob, encodeBlob } from "./blob-codec.js";
 
 /** blobs/ and the blob's shard must be real folders of the store, not links out of it. */
 async function checkBlobFolders(layout: SessionLayout, id: string, hash: string): Promise<void> {
@@ -13,12 +14,12 @@ async function checkBlobFolders(layout: SessionLayout, id: string, hash: string)
   await checkStoreFolder(id, dirname(layout.blob(id, hash)));
 }
 
-/** Reads a blob's bytes, or undefined if there is none. */
+/** Reads a blob's original bytes (decompressed), or undefined if there is none. */
 export async function readBlobFile(layout: SessionLayout, id: string, hash: string): Promise<Buffer | undefined> {
   if (!isBlobHash(hash)) return undefined;
   try {
     await checkBlobFolders(layout, id, hash);
-    return await readStoreFile(id, layout.blob(id, hash));
+    return await decodeBlob(await readStoreFile(id, layout.blob(id, hash)));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
@@ -41,7 +42,8 @@ export async function blobExists(layout: SessionLayout, id: string, hash: string
  * write: content addressing means the bytes are already there. Folders are made only when a
  * write finds them missing, so the common case pays no mkdir. Not `durable`, the same without
  * the fsyncs: a process crash still leaves the blob whole or absent (the rename), a power loss
- * may not, until {@link syncBlobFiles}.
+ * may not, until {@link syncBlobFiles}. With the layout's `compressBlobs`, the file holds the bytes
+ * compressed when that pays (blob-codec.ts); the name is always the sha256 of the original bytes.
  */
 export async function writeBlobFile(
   layout: SessionLayout,
@@ -56,11 +58,12 @@ export async function writeBlobFile(
   const incoming = layout.incomingBlobs(id);
   await checkStoreFolder(id, incoming);
   const temp = join(incoming, `${hash}-${randomBytes(4).toString("hex")}`);
+  const stored = layout.compressBlobs ? await encodeBlob(bytes) : bytes;
   const fh = await retryAfterMkdir(incoming, () => open(temp, "wx", 0o444));
   let newShard = false;
   try {
     try {
-      await fh.writeFile(bytes);
+      await fh.writeFile(stored);
       if (durable) await fh.sync();
     } finally {
       await fh.close();

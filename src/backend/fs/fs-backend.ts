@@ -37,6 +37,13 @@ export interface FsBackendOptions {
    * @default 5000
    */
   lockStaleMs?: number;
+  /**
+   * Write blobs compressed (deflate-raw) when that saves at least a tenth; incompressible content
+   * stays raw. Costs CPU on capture (about 0.2-0.3 ms for a 2 KB source file on a loaded 2-core VM)
+   * and saves about three quarters of the bytes of source code. Blobs are read either way.
+   * @default true
+   */
+  compressBlobs?: boolean;
 }
 
 export const DEFAULT_LOCK_STALE_MS = 5000;
@@ -61,7 +68,7 @@ class FsBackend implements StorageBackend {
   }
 
   constructor(options: FsBackendOptions) {
-    this.layout = new SessionLayout(resolve(options.root));
+    this.layout = new SessionLayout(resolve(options.root), options.compressBlobs ?? true);
     this.staleMs = Math.max(2000, options.lockStaleMs ?? DEFAULT_LOCK_STALE_MS);
   }
 

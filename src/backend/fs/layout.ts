@@ -2,7 +2,11 @@ import { join } from "node:path";
 
 /** Where each part of a session lives under the store root. One place, so nothing guesses. */
 export class SessionLayout {
-  constructor(readonly root: string) {}
+  constructor(
+    readonly root: string,
+    /** Write new blobs compressed when that pays (blob-codec.ts). Reading handles both either way. */
+    readonly compressBlobs = true,
+  ) {}
   dir(id: string): string {
     return join(this.root, id);
   }

@@ -1,0 +1,74 @@
+// How a blob's bytes sit in its file: raw, or compressed behind a marker (docs/ARCHITECTURE.md, "Blobs").
+import { promisify } from "node:util";
+import { deflateRaw, deflateRawSync, inflateRaw, inflateRawSync } from "node:zlib";
+
+/**
+ * The marker that opens a compressed blob file: a NUL, "atz", a method byte and the original
+ * length (6 bytes, big-endian). A blob written before compression existed is its raw bytes; one
+ * that happens to start with these four bytes and does not decode is read raw, so every old blob
+ * still reads (its name, the sha256 of what is returned, is checked by the caller as before).
+ */
+const MAGIC = Buffer.from([0x00, 0x61, 0x74, 0x7a]);
+const HEADER_BYTES = MAGIC.length + 1 + 6;
+/** The bytes follow the header unchanged: a raw blob that starts with MAGIC is written this way. */
+const STORED = 0;
+/** deflate-raw at level 6: chosen by measurement on source code (docs/ARCHITECTURE.md, "Blobs"). */
+const DEFLATE_RAW = 1;
+const LEVEL = 6;
+/** Below this a blob is stored raw: the header and deflate's framing eat most of what it would save. */
+const MIN_COMPRESS_BYTES = 128;
+/** Compressed output must save at least this share, or the blob is stored raw (incompressible content). */
+const MIN_SAVING = 0.1;
+/** Above this, (de)compression runs on the thread pool rather than blocking the event loop. */
+const SYNC_LIMIT = 256 * 1024;
+
+const deflateAsync = promisify(deflateRaw);
+const inflateAsync = promisify(inflateRaw);
+
+/** The bytes to write for a blob: compressed when that saves at least MIN_SAVING, else as they are. */
+export async function encodeBlob(bytes: Uint8Array): Promise<Uint8Array> {
+  if (bytes.length >= MIN_COMPRESS_BYTES) {
+    const body =
+      bytes.length > SYNC_LIMIT ? await deflateAsync(bytes, { level: LEVEL }) : deflateRawSync(bytes, { level: LEVEL });
+    if (HEADER_BYTES + body.length <= bytes.length * (1 - MIN_SAVING))
+      return Buffer.concat([header(DEFLATE_RAW, bytes.length), body]);
+  }
+  // Raw bytes that look like a marker get one, so they are never mistaken for a compressed blob.
+  if (startsWithMagic(bytes)) return Buffer.concat([header(STORED, bytes.length), bytes]);
+  return bytes;
+}
+
+/** A blob's original bytes from what its file holds. Unverified: the caller re-hashes. */
+export async function decodeBlob(stored: Buffer): Promise<Buffer> {
+  if (stored.length < HEADER_BYTES || !startsWithMagic(stored)) return stored;
+  const method = stored[MAGIC.length];
+  const length = stored.readUIntBE(MAGIC.length + 1, 6);
+  const body = stored.subarray(HEADER_BYTES);
+  try {
+    if (method === STORED && body.length === length) return body;
+    if (method === DEFLATE_RAW) {
+      // maxOutputLength: a planted "blob" cannot inflate past the length it claims (a zip bomb).
+      const options = { maxOutputLength: Math.max(1, length) };
+      const out = length > SYNC_LIMIT ? await inflateAsync(body, options) : inflateRawSync(body, options);
+      if (out.length === length) return out;
+    }
+  } catch {
+    // Not ours after all (an old raw blob that starts with the marker), or damaged: the raw bytes
+    // go back, and the caller's hash check tells which.
+  }
+  return stored;
+}
+
+function header(method: number, length: number): Buffer {
+  const head = Buffer.alloc(HEADER_BYTES);
+  MAGIC.copy(head);
+  head[MAGIC.length] = method;
+  head.writeUIntBE(length, MAGIC.length + 1, 6);
+  return head;
+}
+
+function startsWithMagic(bytes: Uint8Array): boolean {
+  if (bytes.length < MAGIC.length) return false;
+  for (let i = 0; i < MAGIC.length; i++) if (bytes[i] !== MAGIC[i]) return false;
+  return true;
+}
