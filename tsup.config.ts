@@ -23,6 +23,7 @@ export default defineConfig({
     "testing/index": "src/testing/index.ts",
     "cli/main": "src/cli/main.ts",
     "adapters/ai-sdk": "src/adapters/ai-sdk/index.ts",
+    "adapters/claude-agent-sdk": "src/adapters/claude-agent-sdk/index.ts",
   },
   format: ["esm", "cjs"],
   // TS 6 deprecates options tsup's d.ts step still passes; this silences that without changing output.

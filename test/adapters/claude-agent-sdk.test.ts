@@ -1,0 +1,97 @@
+// agent-tape/claude-agent-sdk: the SDK's SessionStore contract on the tape (the real package's types are checked
+// against it by test/package/pack.process.test.ts; its runtime needs the Claude Code binary, so no loop here).
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { claudeEvents, claudeSessionStore } from "../../src/adapters/claude-agent-sdk/index.js";
+import { SessionStore, rewind } from "../../src/index.js";
+import { TempRoots } from "../helpers/temp-root.js";
+
+const temps = new TempRoots();
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((close) => close()));
+  await temps.removeAll();
+});
+
+async function open(root?: string) {
+  const at = root ?? join(await temps.make("agent-tape-claude-"), "sessions");
+  const store = claudeSessionStore({ root: at });
+  closers.push(() => store.close());
+  return { store, root: at };
+}
+
+const key = { projectKey: "-home-me-project", sessionId: "3f1c2a9e-5b7d-4e21-9a0b-7c6d5e4f3a21" };
+const entry = (uuid: string | undefined, text: string) => ({
+  type: "user",
+  ...(uuid !== undefined && { uuid }),
+  timestamp: "2026-12-01T00:00:00.000Z",
+  message: { role: "user", content: [{ type: "text", text }] },
+});
+
+describe("agent-tape/claude-agent-sdk", () => {
+  it("load returns what append was given, in order, each transcript (main, subagent) on its own", async () => {
+    const { store } = await open();
+    expect(await store.load(key)).toBeNull();
+    await store.append(key, [entry("u1", "one"), entry("u2", "two")]);
+    await store.append({ ...key, subpath: "subagents/agent-a" }, [entry("s1", "sub")]);
+    await store.append(key, [{ type: "custom-title", title: "fix the build" }]);
+    expect(await store.load(key)).toEqual([
+      entry("u1", "one"),
+      entry("u2", "two"),
+      { type: "custom-title", title: "fix the build" },
+    ]);
+    expect(await store.load({ ...key, subpath: "subagents/agent-a" })).toEqual([entry("s1", "sub")]);
+    expect(await store.load({ ...key, subpath: "subagents/none" })).toBeNull();
+    expect(await store.listSubkeys(key)).toEqual(["subagents/agent-a"]);
+  });
+
+  it("treats uuid as an idempotency key: a retried batch, or another process's copy, is written once", async () => {
+    const { store, root } = await open();
+    await store.append(key, [entry("u1", "one"), entry(undefined, "no uuid")]);
+    // The SDK retries a batch whose append timed out after it landed.
+    await store.append(key, [entry("u1", "one"), entry("u2", "two")]);
+    // A second store on the same root (another process) replays the session (importSessionToStore).
+    const { store: other } = await open(root);
+    await other.append(key, [entry("u1", "one"), entry("u2", "two"), entry("u3", "three")]);
+    await store.append(key, [entry("u3", "three")]);
+    expect((await store.load(key))?.map((e) => e.uuid ?? "-")).toEqual(["u1", "-", "u2", "u3"]);
+  });
+
+  it("lists a project's sessions with integer mtimes, deletes a subagent's transcript or all", async () => {
+    const { store } = await open();
+    await store.append(key, [entry("u1", "one")]);
+    await store.append({ ...key, sessionId: "other-session" }, [entry("u9", "x")]);
+    await store.append({ projectKey: "-elsewhere", sessionId: "not-listed" }, [entry("u8", "y")]);
+    const listed = await store.listSessions(key.projectKey);
+    expect(listed.map((s) => s.sessionId).sort()).toEqual([key.sessionId, "other-session"].sort());
+    for (const s of listed) expect(Number.isInteger(s.mtime) && s.mtime > 0).toBe(true);
+
+    await store.append({ ...key, subpath: "subagents/a" }, [entry("s1", "sub")]);
+    await store.delete({ ...key, subpath: "subagents/a" });
+    expect(await store.load({ ...key, subpath: "subagents/a" })).toBeNull();
+    expect(await store.listSubkeys(key)).toEqual([]);
+    expect(await store.load(key)).toHaveLength(1);
+    await store.delete(key);
+    expect(await store.load(key)).toBeNull();
+    expect((await store.listSessions(key.projectKey)).map((s) => s.sessionId)).toEqual(["other-session"]);
+  });
+
+  it("the transcript is an agent-tape session: a rewind takes the conversation back", async () => {
+    const { store, root } = await open();
+    await store.append(key, [entry("u1", "one")]);
+    await store.append(key, [entry("u2", "two"), entry("u3", "three")]);
+    const tape = new SessionStore({ root, events: claudeEvents });
+    try {
+      await rewind(tape, store.tapeSessionId(key), { toSequence: 1, mode: "conversation" });
+    } finally {
+      await tape.close();
+    }
+    expect((await store.load(key))?.map((e) => e.uuid)).toEqual(["u1"]);
+    // After the rewind the cut entries can be written again (the SDK resumes from the shorter transcript).
+    await store.append(key, [entry("u2", "two again")]);
+    expect((await store.load(key))?.map((e) => e.uuid)).toEqual(["u1", "u2"]);
+    // The full re-read after a rewind passes over the marker and still knows every uuid on the tape.
+    await store.append(key, [entry("u1", "one"), entry("u2", "two again"), entry("u4", "four")]);
+    expect((await store.load(key))?.map((e) => e.uuid)).toEqual(["u1", "u2", "u4"]);
+  });
+});
