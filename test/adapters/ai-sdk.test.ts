@@ -84,7 +84,12 @@ describe("agent-tape/ai-sdk", () => {
       const lines = await tape();
       expect(lines.filter((l) => l.startsWith("message")).length).toBe(5);
       expect(causal(lines)).toEqual([1, 2, 3, 4].map((n) => `t${n}: tool_call > session_checkpoint > tool_result`));
-      if (mode === "generateText") expect(lines).toEqual(EXPECTED_TAPE);
+      if (mode === "generateText") {
+        // Exact but for the 2nd step's two concurrent tools, whose checkpoints and results interleave freely.
+        expect(lines.slice(0, 8)).toEqual(EXPECTED_TAPE.slice(0, 8));
+        expect(lines.slice(8, 12).sort()).toEqual(EXPECTED_TAPE.slice(8, 12).sort());
+        expect(lines.slice(12)).toEqual(EXPECTED_TAPE.slice(12));
+      }
       expect(await readFile(join(workspace, "notes.md"), "utf8")).toBe("# Final notes\nstamped\n");
 
       // Back to before the 2nd tool call: notes.md as the first call wrote it, the shell's work undone.
