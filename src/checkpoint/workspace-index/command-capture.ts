@@ -7,7 +7,7 @@ import { appendUnderLock, eventFor, withLockedSession, type SessionStore } from 
 import { isInside, realWorkspaceOf } from "../confine.js";
 import { IgnoreRules } from "./ignore-rules.js";
 import { snapshotOf, type WorkspaceIndex } from "./index-entry.js";
-import { loadIndex, saveIndex, storedGeneration } from "./index-record.js";
+import { loadIndex, rememberIndex, saveIndex, storedGeneration } from "./index-record.js";
 import { scanWorkspace, type ScanOptions, type ScanResult } from "./scan.js";
 
 export interface WorkspaceIndexOptions {
@@ -162,6 +162,7 @@ export class CommandCapture {
       const result = await reference();
       if (scan.whole || scan.set.length > 0 || scan.removed.length > 0) await saveIndex(locked, scan.index, scan);
       this.cached.set(id, scan.index);
+      rememberIndex(this.store.backend, id, scan.index);
       return result;
     } catch (error) {
       this.cached.delete(id);
