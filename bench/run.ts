@@ -17,7 +17,7 @@ import { lockSuite } from "./lock.bench.js";
 import { replaySuite } from "./replay.bench.js";
 import { rewindSuite } from "./rewind.bench.js";
 import { scaleSuite } from "./scale.bench.js";
-import { shellSuite } from "./shell.bench.js";
+import { diskSuite, shellSuite } from "./shell.bench.js";
 
 /** Every suite, in the order they run. A new benchmark is one more entry here. */
 const suites: Suite[] = [
@@ -33,6 +33,7 @@ const suites: Suite[] = [
   forkSuite,
   scaleSuite,
   shellSuite,
+  diskSuite,
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));
