@@ -53,8 +53,9 @@ export async function writeBlobFile(
   durable = true,
 ): Promise<boolean> {
   const file = layout.blob(id, hash);
-  await checkBlobFolders(layout, id, hash);
+  // An existing blob costs nothing more (nothing is written, and reads check for themselves).
   if (await blobExists(layout, id, hash)) return false;
+  await checkBlobFolders(layout, id, hash);
   const incoming = layout.incomingBlobs(id);
   await checkStoreFolder(id, incoming);
   const temp = join(incoming, `${hash}-${randomBytes(4).toString("hex")}`);
