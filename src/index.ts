@@ -141,5 +141,6 @@ export {
   RewindConflictError,
   BeyondRetentionHorizonError,
   SequenceNotOnTapeError,
+  RewindFailedError,
 } from "./core/errors.js";
 export type { AgentTapeErrorCode, RewindConflict } from "./core/errors.js";

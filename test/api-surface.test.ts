@@ -33,6 +33,7 @@ const RUNTIME_EXPORTS = [
   "NothingToUndoError",
   "PermissionDecisionPayload",
   "RewindConflictError",
+  "RewindFailedError",
   "RewindMode",
   "RewindPayload",
   "SequenceNotOnTapeError",

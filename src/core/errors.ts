@@ -29,7 +29,8 @@ export type AgentTapeErrorCode =
   | "WORKSPACE_TOO_LARGE"
   | "REWIND_CONFLICT"
   | "BEYOND_RETENTION_HORIZON"
-  | "SEQUENCE_NOT_ON_TAPE";
+  | "SEQUENCE_NOT_ON_TAPE"
+  | "REWIND_FAILED";
 
 export abstract class AgentTapeError extends Error {
   abstract readonly code: AgentTapeErrorCode;
@@ -319,6 +320,27 @@ export class SequenceNotOnTapeError extends AgentTapeError {
       `Event #${sequence} is no longer on the tape of session "${sessionId}" (cut by a rewind, or put back ` +
         `under a new number by an undo). The nearest events on it are #${before}` +
         `${after === undefined ? "" : ` and #${after}`}; see \`agent-tape show ${sessionId}\`. Nothing was changed.`,
+    );
+  }
+}
+
+export class RewindFailedError extends AgentTapeError {
+  readonly code = "REWIND_FAILED" as const;
+  constructor(
+    readonly sessionId: string,
+    /** True when the session is back exactly as it was before the rewind; false when the rewind is still pending. */
+    readonly rolledBack: boolean,
+    options: { cause?: unknown; reason?: string } = {},
+  ) {
+    const why = options.reason ?? (options.cause instanceof Error ? options.cause.message : String(options.cause));
+    super(
+      rolledBack
+        ? `The rewind of session "${sessionId}" failed (${why}) and was rolled back: the files, the log and ` +
+            `the blobs are as they were before it. Fix the cause and rewind again.`
+        : `The rewind of session "${sessionId}" failed (${why}) and could not be rolled back: it stays pending, ` +
+            `and the next writer (in any process) meets it when it takes the lock. Fix the cause ` +
+            `(permissions, disk space, what is in the way in the workspace) and retry.`,
+      { cause: options.cause },
     );
   }
 }

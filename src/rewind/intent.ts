@@ -6,6 +6,7 @@ import type { RewindArchive } from "../blobs/archives.js";
 import { registerRecoveryStep } from "../session/recovery.js";
 import { pruneUnreferencedBlobs } from "../blobs/prune.js";
 import { checkIntent } from "./intent-check.js";
+import { RewindFailedError } from "../core/errors.js";
 
 /** Name of the side record that makes a rewind (or an undo) crash-safe. */
 export const REWIND_INTENT_RECORD = "rewind-intent";
@@ -37,6 +38,11 @@ export interface RewindIntent {
   archive?: { name: string; events: StoredEvent[] };
   /** Prune unreferenced blobs (a rewind does; an undo removes nothing, so need not). */
   prune: boolean;
+  /**
+   * Blobs stored only so a failed rewind can put the files back (keepUndo 0 keeps no undo): the
+   * prune removes them again, and they are not counted as pruned.
+   */
+  scratchBlobs?: number;
 }
 
 /**
@@ -66,7 +72,17 @@ export async function completeIntent(
   onStep: (step: RewindStep) => void = () => {},
 ): Promise<{ blobsPruned: number; refused: string[] }> {
   if (locked.lastSequence >= intent.markerSequence) {
-    // Done before a crash that came between appending the marker and dropping the intent.
+    // Done before a crash that came between appending the marker and dropping the intent — if the
+    // event at its number is the marker itself. Anything else there (an append that took its number)
+    // means the rewind never finished, and finishing it now would cut acknowledged events.
+    const marker = intent.append[intent.append.length - 1]!;
+    const atMarker = await eventAt(backend, locked.sessionId, intent.markerSequence);
+    if (atMarker?.id !== marker.id)
+      throw new RewindFailedError(locked.sessionId, false, {
+        reason:
+          `event ${intent.markerSequence} is not its marker ${marker.id}; ` +
+          "restore the files by hand, then delete the rewind-intent record",
+      });
     await finish(locked, intent);
     return { blobsPruned: 0, refused: [] };
   }
@@ -86,9 +102,10 @@ export async function completeIntent(
   await locked.truncateAfter(intent.truncateTo); // also drops a partial append from a crashed attempt
   onStep("log-truncated");
   for (const name of intent.dropArchives) await locked.deleteRecord(name);
-  const blobsPruned = intent.prune
+  const pruned = intent.prune
     ? await pruneUnreferencedBlobs(backend, locked, [...intent.append, ...(intent.archive?.events ?? [])])
     : 0;
+  const blobsPruned = Math.max(0, pruned - (intent.scratchBlobs ?? 0));
   onStep("blobs-pruned");
   const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
   marker.blobsPruned = blobsPruned;
@@ -134,3 +151,9 @@ function reportRefused(marker: RewindPayload, refused: readonly string[]): void 
 // Every entry point that can write an intent (rewind, undo) imports this module, and so does the
 // public entry: any store that can meet an intent has this step registered.
 registerRecoveryStep({ record: REWIND_INTENT_RECORD, blocksReaders: true, run: recoverInterruptedRewind });
+
+async function eventAt(backend: StorageBackend, sessionId: string, sequence: number): Promise<StoredEvent | undefined> {
+  for await (const event of backend.readEvents(sessionId, { fromSequence: sequence, toSequence: sequence }))
+    return event;
+  return undefined;
+}

@@ -14,6 +14,7 @@ import { storeBlobsThenReference } from "../blobs/store-then-reference.js";
 import { archiveName, listArchives } from "../blobs/archives.js";
 import { isDroppedCheckpoint, readHorizon } from "../blobs/retention-horizon.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
+import { settleFailedRewind } from "./roll-back.js";
 import { realWorkspaceOf } from "../checkpoint/confine.js";
 import { recordedWorkspace } from "./recorded-workspace.js";
 import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.js";
@@ -204,8 +205,13 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
         markerSequence,
         keepUndo,
       });
-      options.onProgress?.("intent-written");
-      const done = await completeIntent(store.backend, locked, intent, options.onProgress);
+      let done: { blobsPruned: number };
+      try {
+        options.onProgress?.("intent-written");
+        done = await completeIntent(store.backend, locked, intent, options.onProgress);
+      } catch (error) {
+        done = await settleFailedRewind(store, locked, intent, plan, error);
+      }
       const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
       return {
         ...report,
@@ -278,8 +284,15 @@ async function prepareRewind(
   };
   if (input.realWorkspace !== undefined) intent.workspace = input.realWorkspace;
   if (archive) intent.archive = archive;
-  const undoSnapshot = keepUndo > 0 && plan ? plan.current : { files: [], blobs: new Map() };
-  await storeBlobsThenReference(locked, undoSnapshot, UNDO_LIMITS.concurrency, () => writeIntent(locked, intent));
+  // Stored even with keepUndo 0: a rewind that fails part way puts these back (roll-back.ts). Unreferenced
+  // by the marker then, they go in the rewind's own prune.
+  const beforeState = plan ? plan.current : { files: [], blobs: new Map() };
+  if (keepUndo === 0) {
+    let scratch = 0;
+    for (const hash of beforeState.blobs.keys()) if (!(await locked.hasBlob(hash))) scratch++;
+    if (scratch > 0) intent.scratchBlobs = scratch;
+  }
+  await storeBlobsThenReference(locked, beforeState, UNDO_LIMITS.concurrency, () => writeIntent(locked, intent));
   return intent;
 }
 

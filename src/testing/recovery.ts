@@ -179,22 +179,34 @@ export const recoveryArea: ConformanceArea = (suite) => {
     });
   });
 
-  describe("a rewind whose holder stopped part-way", () => {
+  describe("a rewind that fails part-way", () => {
     const workspaces = useWorkspaces();
-    const steps = ["intent-written", "files-restored", "log-truncated", "blobs-pruned", "marker-appended"] as const;
-    for (const step of steps) {
-      it(`stopped after "${step}": the next read finishes it as a whole rewind would; it can be undone`, async () => {
-        // lockIdleMs 0: the lock is given up as the rewind fails, as a killed holder's lock would be taken over.
+    // Before the log is cut a failed rewind is rolled back; from then on it is finished instead.
+    const beforeCut = ["intent-written", "files-restored"] as const;
+    const afterCut = ["log-truncated", "blobs-pruned", "marker-appended"] as const;
+    for (const step of beforeCut) {
+      it(`failing after "${step}": rolled back (REWIND_FAILED), files and log as before, no intent`, async () => {
+        const s = await editSession(backend, await workspaces.make(), { lockIdleMs: 0 });
+        workspaces.track(s.store);
+        const onProgress = (reached: string) => {
+          if (reached === step) throw new Error(`failed after ${step}`);
+        };
+        await expectCode(rewind(s.store, s.id, { toSequence: s.target, onProgress }), "REWIND_FAILED");
+        expect(await backend.listRecords(s.id)).not.toContain(REWIND_INTENT_RECORD);
+        const next = workspaces.track(new SessionStore({ backend }));
+        expect(await next.readAll(s.id)).toEqual(s.eventsAfter);
+        expect(await folderTree(s.workspace)).toEqual(s.treeAfter);
+      });
+    }
+    for (const step of afterCut) {
+      it(`failing after "${step}": finished as a whole rewind would; it can be undone`, async () => {
         const s = await editSession(backend, await workspaces.make(), { lockIdleMs: 0 });
         workspaces.track(s.store);
         const last = s.eventsAfter.at(-1)!.sequence;
-        const died = new Error(`holder stopped after ${step}`);
         const onProgress = (reached: string) => {
-          if (reached === step) throw died;
+          if (reached === step) throw new Error(`failed after ${step}`);
         };
-        await expect(rewind(s.store, s.id, { toSequence: s.target, onProgress })).rejects.toBe(died);
-        expect(await backend.listRecords(s.id)).toContain(REWIND_INTENT_RECORD);
-
+        await rewind(s.store, s.id, { toSequence: s.target, onProgress });
         const next = workspaces.track(new SessionStore({ backend }));
         const events = await next.readAll(s.id);
         expect(events.slice(0, -1)).toEqual(s.eventsAfter.filter((e) => e.sequence <= s.target));

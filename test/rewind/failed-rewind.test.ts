@@ -1,0 +1,103 @@
+// Issue 9, case 2: a rewind that fails part way (after files were restored, before the log was cut) must leave
+// the session exactly as before it — files, log, no intent — and throw REWIND_FAILED with the cause; an append
+// the caller makes at once on the same store must not take the marker's number or make the rewind look done.
+import { rm, realpath, mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
+import { blobFile } from "../helpers/rewind-story.js";
+import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
+import { TempRoots } from "../helpers/temp-root.js";
+
+const temps = new TempRoots();
+const stores: SessionStore[] = [];
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((s) => s.close()));
+  await temps.removeAll();
+});
+
+/** a.txt and b.txt edited by one tool call after the target; the rewind would put both back. */
+async function editedWorkspace() {
+  const base = await realpath(await temps.make("agent-tape-failed-rewind-"));
+  const workspace = join(base, "ws");
+  await mkdir(workspace);
+  await put(workspace, "a.txt", "a1\n");
+  await put(workspace, "b.txt", "b1\n");
+  const root = join(base, "sessions");
+  const store = new SessionStore({ root });
+  stores.push(store);
+  const checkpoints = new CheckpointStore(store);
+  const { id } = await store.create({ workspace });
+  const say = async (content: string) =>
+    (await store.append(id, { type: "message", payload: { role: "user", content } })).sequence;
+  const target = await say("start");
+  await checkpoints.around(id, { tool: "edit", paths: ["a.txt", "b.txt"] }, async () => {
+    await put(workspace, "a.txt", "a2\n");
+    await put(workspace, "b.txt", "b2\n");
+  });
+  await say("later");
+  return { root, workspace, store, id, target, say };
+}
+
+async function failure(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => new Error("expected the rewind to fail, and it succeeded"),
+    (e: unknown) => e,
+  );
+}
+
+const attacks = {
+  "onProgress throws once the files are restored": async (s: Awaited<ReturnType<typeof editedWorkspace>>) =>
+    failure(
+      rewind(s.store, s.id, {
+        toSequence: s.target,
+        onProgress: (step) => {
+          if (step === "files-restored") throw new Error("progress bar crashed");
+        },
+      }),
+    ),
+  "a blob goes missing half way through restoring the files": async (s: Awaited<ReturnType<typeof editedWorkspace>>) =>
+    failure(
+      rewind(s.store, s.id, {
+        toSequence: s.target,
+        onProgress: (step) => {
+          // a.txt is restored first; b.txt's before-bytes are gone by the time it comes.
+          if (step === "intent-written") return rm(blobFile(s.root, s.id, sha256("b1\n"))) as unknown as void;
+        },
+      }),
+    ),
+};
+
+describe("a rewind that fails (issue 9, case 2)", () => {
+  for (const [name, attack] of Object.entries(attacks)) {
+    it(`${name}: rolled back, REWIND_FAILED, and an append at once keeps its own number`, async () => {
+      const s = await editedWorkspace();
+      const treeBefore = await workspaceTree(s.workspace);
+      const logBefore = await s.store.readAll(s.id);
+      const error = await attack(s);
+      const appended = await s.say("the rewind failed"); // what a caller does at once: log the failure
+
+      const fresh = new SessionStore({ root: s.root }); // another process, later: runs recovery
+      stores.push(fresh);
+      const log = await fresh.readAll(s.id);
+      const tree = await workspaceTree(s.workspace);
+      const records = await fresh.backend.listRecords(s.id);
+      const undo = await undoRewind(fresh, s.id).then(
+        () => "undone",
+        (e: unknown) => (isAgentTapeError(e) ? e.code : String(e)),
+      );
+      console.log(
+        `${name}: error ${isAgentTapeError(error) ? error.code : String(error)}; files ${JSON.stringify(tree)}; ` +
+          `log ${log.length} events (last ${log.at(-1)?.type} #${log.at(-1)?.sequence}), ` +
+          `records ${records}, undo: ${undo}`,
+      );
+      expect(isAgentTapeError(error, "REWIND_FAILED"), String(error)).toBe(true);
+      expect((error as Error).cause).toBeDefined();
+      expect(tree).toEqual(treeBefore);
+      expect(log).toEqual([...logBefore, expect.objectContaining({ sequence: appended })]);
+      expect(appended).toBe(logBefore.at(-1)!.sequence + 1);
+      expect(records.filter((r) => r === "rewind-intent")).toEqual([]);
+      expect(undo).toBe("NOTHING_TO_UNDO");
+    });
+  }
+});
