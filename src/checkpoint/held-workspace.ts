@@ -31,14 +31,15 @@ interface Held {
 export class HeldWorkspace {
   private readonly folders = new Map<string, Promise<Held>>();
 
+  // The workspace folder itself is named by its real path: that path's folders lie outside the workspace,
+  // where its code cannot write, so only what lies below it needs holding.
   private constructor(
     readonly realWorkspace: string,
-    private readonly root: FileHandle | undefined,
+    private readonly holds: boolean,
   ) {}
 
   static async open(realWorkspace: string): Promise<HeldWorkspace> {
-    if (!HOLDS_FOLDERS) return new HeldWorkspace(realWorkspace, undefined);
-    return new HeldWorkspace(realWorkspace, await open(realWorkspace, constants.O_RDONLY | constants.O_DIRECTORY));
+    return new HeldWorkspace(realWorkspace, HOLDS_FOLDERS);
   }
 
   /** True when entries are reached through held descriptors (Linux), false when by checked paths. */
@@ -63,8 +64,8 @@ export class HeldWorkspace {
 
   /** Runs `act` with a name for the folder `rel` itself, checked inside; see {@link at}. */
   async folder<T>(rel: string, act: (dir: string) => Promise<T>, options: { create?: boolean } = {}) {
-    if (!this.root) return this.folderByPath(rel, act, options);
-    if (rel === "" || rel === ".") return act(descriptorPath(this.root));
+    if (!this.holds) return this.folderByPath(rel, act, options);
+    if (rel === "" || rel === ".") return act(this.realWorkspace);
     let kept = this.folders.get(rel);
     if (!kept) {
       const keep = this.folders.size < MAX_KEPT_FOLDERS;
@@ -105,7 +106,7 @@ export class HeldWorkspace {
    */
   async list(rel: string): Promise<{ name: string; info?: Stats; error?: string }[] | typeof OUTSIDE> {
     return this.at(rel, async (where) => {
-      if (!this.root) return statEntries(where, await readdir(where));
+      if (!this.holds) return statEntries(where, await readdir(where));
       const handle = await open(where, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
       try {
         const dir = descriptorPath(handle);
@@ -134,15 +135,13 @@ export class HeldWorkspace {
     const kept = [...this.folders.values()];
     this.folders.clear();
     await Promise.all(kept.map((k) => k.then((held) => held.handle.close()).catch(() => undefined)));
-    await this.root?.close();
   }
 
   /** Opens `rel` (following links, as a parent is followed), then checks where the descriptor really is. */
   private async openFolder(rel: string, create: boolean): Promise<FileHandle> {
-    const root = descriptorPath(this.root!);
     let handle: FileHandle;
     try {
-      handle = await open(`${root}/${rel}`, constants.O_RDONLY | constants.O_DIRECTORY);
+      handle = await open(`${this.realWorkspace}/${rel}`, constants.O_RDONLY | constants.O_DIRECTORY);
     } catch (error) {
       if (!create || (error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       return this.makeFolder(rel);
@@ -162,16 +161,17 @@ export class HeldWorkspace {
   /** Makes the missing folders of `rel` one at a time, each inside the folder before it as checked. */
   private async makeFolder(rel: string): Promise<FileHandle> {
     const parts = rel.split("/");
-    let parent = this.root!;
+    let parent = this.realWorkspace;
     let made: FileHandle | undefined;
     try {
       for (let i = 0; i < parts.length; i++) {
-        await mkdir(`${descriptorPath(parent)}/${parts[i]}`).catch((error: NodeJS.ErrnoException) => {
+        await mkdir(`${parent}/${parts[i]}`).catch((error: NodeJS.ErrnoException) => {
           if (error.code !== "EEXIST") throw error;
         });
         const next = await this.openFolder(parts.slice(0, i + 1).join("/"), false);
         if (made) await made.close();
-        made = parent = next;
+        made = next;
+        parent = descriptorPath(next);
       }
     } catch (error) {
       if (made) await made.close();
