@@ -10,6 +10,7 @@ export type {
   ForkOptions,
   SalvageResult,
   WithLockOptions,
+  StoreAppendOptions,
   HeldSession,
 } from "./session/session-store.js";
 
@@ -142,5 +143,6 @@ export {
   BeyondRetentionHorizonError,
   SequenceNotOnTapeError,
   RewindFailedError,
+  SequenceConflictError,
 } from "./core/errors.js";
 export type { AgentTapeErrorCode, RewindConflict } from "./core/errors.js";

@@ -36,6 +36,7 @@ const RUNTIME_EXPORTS = [
   "RewindFailedError",
   "RewindMode",
   "RewindPayload",
+  "SequenceConflictError",
   "SequenceNotOnTapeError",
   "SequenceOutOfRangeError",
   "SessionExistsError",

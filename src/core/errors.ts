@@ -30,7 +30,8 @@ export type AgentTapeErrorCode =
   | "REWIND_CONFLICT"
   | "BEYOND_RETENTION_HORIZON"
   | "SEQUENCE_NOT_ON_TAPE"
-  | "REWIND_FAILED";
+  | "REWIND_FAILED"
+  | "SEQUENCE_CONFLICT";
 
 export abstract class AgentTapeError extends Error {
   abstract readonly code: AgentTapeErrorCode;
@@ -341,6 +342,22 @@ export class RewindFailedError extends AgentTapeError {
             `and the next writer (in any process) meets it when it takes the lock. Fix the cause ` +
             `(permissions, disk space, what is in the way in the workspace) and retry.`,
       { cause: options.cause },
+    );
+  }
+}
+
+export class SequenceConflictError extends AgentTapeError {
+  readonly code = "SEQUENCE_CONFLICT" as const;
+  constructor(
+    readonly sessionId: string,
+    readonly expected: number,
+    /** The tape's last sequence now. */
+    readonly actual: number,
+  ) {
+    super(
+      `Session "${sessionId}" moved on: its last event is #${actual}, not #${expected} as expected ` +
+        `(another writer appended, or rewound it). Nothing was written. ` +
+        `Read what changed (store.read from #${Math.min(expected, actual) + 1}, or store.conversation), then retry.`,
     );
   }
 }

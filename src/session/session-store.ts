@@ -15,6 +15,7 @@ import {
   InvalidEventError,
   SessionNotFoundError,
   SequenceOutOfRangeError,
+  SequenceConflictError,
   StoreClosedError,
 } from "../core/errors.js";
 import {
@@ -103,6 +104,15 @@ export interface ReadOptions<T extends string = string> extends SignalOption {
   types?: readonly T[];
 }
 
+export interface StoreAppendOptions extends SignalOption {
+  /**
+   * Append only if the tape's last sequence is still this one (the last event you read, or
+   * {@link SessionStore.head}); otherwise SEQUENCE_CONFLICT with the current one, and nothing is
+   * written. Such an append skips group commit: it pays its own write.
+   */
+  expectedLastSequence?: number;
+}
+
 export interface WithLockOptions extends SignalOption {
   /**
    * Refuse (INVALID_ARGUMENT) a call into this store for the same session from inside `fn`,
@@ -166,6 +176,7 @@ export interface HeldSession<E extends EventSchemas = {}> {
 /** How {@link SessionStore} writes: `groupCommit` lets an append share the next write with others queued. */
 interface WriteOptions extends SignalOption {
   groupCommit: boolean;
+  expectedLastSequence?: number;
 }
 
 /** The raw-lock operations of a store, for the package's own layers only (see the functions below the class). */
@@ -237,6 +248,19 @@ export class SessionStore<E extends EventSchemas = {}> {
     if (options.workspace !== undefined) record.workspace = resolvePath(options.workspace);
     await this.backend.createSession(record, [], signalOnly(options));
     return toInfo(record, undefined);
+  }
+
+  /**
+   * The tape's last sequence now (0 when empty): cheap (the last event only). A long-lived process
+   * compares it with the last one it saw to learn that another process appended or rewound, and
+   * passes it as `expectedLastSequence` to append only if nothing moved. Throws SESSION_NOT_FOUND.
+   */
+  async head(id: string, options: SignalOption = {}): Promise<number> {
+    this.assertOpen();
+    assertSessionId(id);
+    if (!(await this.backend.getSession(id, options))) throw new SessionNotFoundError(id);
+    await this.settle(id, options);
+    return (await this.backend.lastEvent(id, options))?.sequence ?? 0;
   }
 
   /** The session's info, or undefined if there is none. */
@@ -318,11 +342,12 @@ export class SessionStore<E extends EventSchemas = {}> {
   async append<T extends KnownType<E>>(
     id: string,
     event: EventInput<Pick<Known<E>, T>>,
-    options: SignalOption = {},
+    options: StoreAppendOptions = {},
   ): Promise<TypedEvent<Pick<Known<E>, T>>> {
     const [stored] = await this.write(id, [event], {
       ...signalOnly(options),
-      groupCommit: this.durability !== "fsync",
+      ...expectation(options),
+      groupCommit: this.durability !== "fsync" && options.expectedLastSequence === undefined,
     });
     return stored as TypedEvent<Pick<Known<E>, T>>;
   }
@@ -331,11 +356,10 @@ export class SessionStore<E extends EventSchemas = {}> {
   async appendMany<T extends KnownType<E>>(
     id: string,
     events: readonly EventInput<Pick<Known<E>, T>>[],
-    options: SignalOption = {},
+    options: StoreAppendOptions = {},
   ): Promise<TypedEvent<Pick<Known<E>, T>>[]> {
-    return (await this.write(id, events, { ...signalOnly(options), groupCommit: false })) as TypedEvent<
-      Pick<Known<E>, T>
-    >[];
+    const write = { ...signalOnly(options), ...expectation(options), groupCommit: false };
+    return (await this.write(id, events, write)) as TypedEvent<Pick<Known<E>, T>>[];
   }
 
   private async write(
@@ -348,8 +372,21 @@ export class SessionStore<E extends EventSchemas = {}> {
     options.signal?.throwIfAborted();
     const events = this.#toEvents(id, inputs);
     if (events.length === 0) return [];
+    const expected = options.expectedLastSequence;
+    if (expected !== undefined && (!Number.isSafeInteger(expected) || expected < 0))
+      throw new InvalidArgumentError(
+        `expectedLastSequence must be a non-negative integer, not ${JSON.stringify(expected)}.`,
+      );
     if (!options.groupCommit) {
-      return this.runInOrder(id, (locked) => this.#appendLocked(locked, events), options.signal);
+      return this.runInOrder(
+        id,
+        (locked) => {
+          if (expected !== undefined && locked.lastSequence !== expected)
+            throw new SequenceConflictError(id, expected, locked.lastSequence);
+          return this.#appendLocked(locked, events);
+        },
+        options.signal,
+      );
     }
     // Group commit: join the queue; whoever runs next writes everything queued in one go.
     return new Promise<StoredEvent[]>((resolve, reject) => {
@@ -718,6 +755,10 @@ function toInfo(record: SessionRecord, last: StoredEvent | undefined): SessionIn
   if (record.workspace !== undefined) info.workspace = record.workspace;
   if (record.parent !== undefined) info.parent = record.parent;
   return info;
+}
+
+function expectation(options: StoreAppendOptions): { expectedLastSequence?: number } {
+  return options.expectedLastSequence === undefined ? {} : { expectedLastSequence: options.expectedLastSequence };
 }
 
 function signalOnly(options: SignalOption): SignalOption {
