@@ -13,6 +13,8 @@ export interface UnreferencedOptions {
   ignoreArchives?: readonly string[];
   /** A horizon about to be recorded, when above the stored one: checkpoints through it keep nothing. */
   horizon?: number;
+  /** Look only at these blobs (the ones an operation may have orphaned); none to look at reads nothing. */
+  candidates?: readonly string[];
 }
 
 /**
@@ -26,6 +28,7 @@ export async function findUnreferencedBlobs(
   sessionId: string,
   options: UnreferencedOptions = {},
 ): Promise<string[]> {
+  if (options.candidates?.length === 0) return [];
   const keep = referencedBlobs(options.alsoKeep ?? []);
   // Checkpoints retention dropped keep nothing alive (docs/ARCHITECTURE.md, "Retention").
   const horizon = Math.max(options.horizon ?? 0, await readHorizon(backend, sessionId));
@@ -41,7 +44,8 @@ export async function findUnreferencedBlobs(
         keep,
       );
   }
-  return (await backend.listBlobs(sessionId)).filter((hash) => !keep.has(hash));
+  const looked = options.candidates ? new Set(options.candidates) : undefined;
+  return (await backend.listBlobs(sessionId)).filter((hash) => !keep.has(hash) && (looked?.has(hash) ?? true));
 }
 
 /** Deletes the blobs nothing references any more (see {@link findUnreferencedBlobs}). Returns how many. */
@@ -49,8 +53,12 @@ export async function pruneUnreferencedBlobs(
   backend: StorageBackend,
   locked: LockedSession,
   alsoKeep: readonly StoredEvent[] = [],
+  candidates?: readonly string[],
 ): Promise<number> {
-  const unreferenced = await findUnreferencedBlobs(backend, locked.sessionId, { alsoKeep });
+  const unreferenced = await findUnreferencedBlobs(backend, locked.sessionId, {
+    alsoKeep,
+    ...(candidates && { candidates }),
+  });
   await forEachLimited(unreferenced, 8, (hash) => locked.deleteBlob(hash));
   return unreferenced.length;
 }

@@ -17,6 +17,7 @@ const IntentShape = z
     dropArchives: z.array(ArchiveName),
     archive: z.object({ name: ArchiveName, events: z.array(z.unknown()) }).optional(),
     prune: z.boolean(),
+    pruneCandidates: z.array(z.string().regex(/^[0-9a-f]{64}$/)).optional(),
   })
   .loose();
 

@@ -43,6 +43,12 @@ export interface RewindIntent {
    * prune removes them again, and they are not counted as pruned.
    */
   scratchBlobs?: number;
+  /**
+   * The only blobs this rewind can leave unreferenced: those of the events it cuts and of the archives
+   * it drops. Prune looks at just these — none at all, and no read of the log, when the list is empty
+   * (a conversation-only cut). Absent in intents written before it: prune then looks at every blob.
+   */
+  pruneCandidates?: string[];
 }
 
 /**
@@ -103,7 +109,12 @@ export async function completeIntent(
   onStep("log-truncated");
   for (const name of intent.dropArchives) await locked.deleteRecord(name);
   const pruned = intent.prune
-    ? await pruneUnreferencedBlobs(backend, locked, [...intent.append, ...(intent.archive?.events ?? [])])
+    ? await pruneUnreferencedBlobs(
+        backend,
+        locked,
+        [...intent.append, ...(intent.archive?.events ?? [])],
+        intent.pruneCandidates,
+      )
     : 0;
   const blobsPruned = Math.max(0, pruned - (intent.scratchBlobs ?? 0));
   onStep("blobs-pruned");

@@ -11,7 +11,8 @@ import { RewindMode, type FileChange, type RewindPayload, type StoredEvent } fro
 import { eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import type { SnapshotLimits } from "../checkpoint/snapshot.js";
 import { storeBlobsThenReference } from "../blobs/store-then-reference.js";
-import { archiveName, listArchives } from "../blobs/archives.js";
+import { archiveName, listArchives, readArchive } from "../blobs/archives.js";
+import { referencedBlobs } from "../blobs/references.js";
 import { isDroppedCheckpoint, readHorizon } from "../blobs/retention-horizon.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { settleFailedRewind } from "./roll-back.js";
@@ -282,6 +283,7 @@ async function prepareRewind(
     dropArchives: existing.filter((name) => !kept.includes(name)).slice(Math.max(0, keepUndo - kept.length)),
     prune: true,
   };
+  intent.pruneCandidates = await blobsMaybeOrphaned(store, locked.sessionId, report, after, intent.dropArchives);
   if (input.realWorkspace !== undefined) intent.workspace = input.realWorkspace;
   if (archive) intent.archive = archive;
   // Stored even with keepUndo 0: a rewind that fails part way puts these back (roll-back.ts). Unreferenced
@@ -291,9 +293,30 @@ async function prepareRewind(
     let scratch = 0;
     for (const hash of beforeState.blobs.keys()) if (!(await locked.hasBlob(hash))) scratch++;
     if (scratch > 0) intent.scratchBlobs = scratch;
+    // Nothing will reference them once the rewind is done: prune must look at them too.
+    intent.pruneCandidates = [...new Set([...intent.pruneCandidates!, ...beforeState.blobs.keys()])];
   }
   await storeBlobsThenReference(locked, beforeState, UNDO_LIMITS.concurrency, () => writeIntent(locked, intent));
   return intent;
+}
+
+/**
+ * The blobs a rewind can leave with no reference: those of the events it cuts (a files-only rewind
+ * cuts none) and of the archives it drops. Every other blob keeps the references it had.
+ */
+async function blobsMaybeOrphaned(
+  store: SessionStore<any>,
+  id: string,
+  report: RewindReport,
+  after: readonly StoredEvent[],
+  dropped: readonly string[],
+): Promise<string[]> {
+  const hashes = report.mode === "files" ? new Set<string>() : referencedBlobs(after);
+  for (const name of dropped) {
+    const archive = await readArchive(store.backend, id, name);
+    if (archive) referencedBlobs(archive.events, hashes);
+  }
+  return [...hashes];
 }
 
 /** A report of nothing done yet, filled in as the plan and the steps go. */

@@ -25,6 +25,6 @@ it("the real entry point runs as a program: `node --import tsx src/cli/main.ts l
     },
   );
   expect(stderr).toBe("");
-  expect(stdout.split("\n")[0]).toMatch(/^ID\s+TITLE\s+EVENTS\s+LAST ACTIVITY\s+SIZE$/);
+  expect(stdout.split("\n")[0]).toMatch(/^ID\s+TITLE\s+LAST #\s+LAST ACTIVITY\s+SIZE$/);
   expect(stdout).toContain(id);
 });

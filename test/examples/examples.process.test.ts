@@ -109,7 +109,7 @@ describe("examples/agent-loop.ts (npm run demo)", () => {
     expect(printed).toEqual(["--root", join(run.tmp, home!, "sessions"), "list"]);
     const listed = await cli(printed!);
     expect(listed.code).toBe(0);
-    expect(listed.stdout).toMatch(/^ID +TITLE +EVENTS/);
+    expect(listed.stdout).toMatch(/^ID +TITLE +LAST #/);
     const store = new SessionStore({ root: join(run.tmp, home!, "sessions") });
     try {
       const [session] = await store.list();

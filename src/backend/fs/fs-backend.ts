@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { link, copyFile, lstat, mkdir, mkdtemp, open, readdir, rename, rm, stat } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseEventLine, serializeEvent } from "../../core/envelope.js";
 import { LogCorruptError, SessionExistsError, SessionNotFoundError } from "../../core/errors.js";
@@ -22,6 +23,7 @@ import { listBlobFiles, readBlobFile } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import { SessionLayout } from "./layout.js";
 import { readLines, readTail } from "./lines.js";
+import { keptEndFor } from "./seek.js";
 import { acquireFileLock, othersWaiting } from "./lock.js";
 import { moveLogToNewInode } from "./move-log.js";
 import { FsLockedSession, lineNumberAt } from "./locked-session.js";
@@ -212,18 +214,26 @@ class FsBackend implements StorageBackend {
     const from = options.fromSequence ?? 0;
     const to = options.toSequence ?? Number.POSITIVE_INFINITY;
     let previous = 0;
-    for await (const lines of readLines(file, options.signal ? { signal: options.signal } : {})) {
+    // From a sequence past the start: found by reading backwards from the end (see seek.ts), so a
+    // read of the last few events costs the same however long the log.
+    const startAt =
+      from > 1
+        ? async (fh: FileHandle) => (await keptEndFor(fh, (await fh.stat()).size, from - 1))?.offset ?? 0
+        : undefined;
+    for await (const lines of readLines(file, { ...(options.signal && { signal: options.signal }), startAt })) {
       const batch: StoredEvent[] = [];
       for (const line of lines) {
         let event = parseEventLine(line.text);
         if (typeof event !== "string" && event.sequence <= previous)
           event = `sequence ${event.sequence} does not follow ${previous}`;
         if (typeof event === "string") {
+          // Started mid-file: the line's number is counted only now, on the way to reporting it.
+          const number = Number.isNaN(line.number) ? await lineNumberAt(file, line.end - 1) : line.number;
           if (!options.onCorrupt) {
             if (batch.length > 0) yield batch; // the events before the damage still come out
-            throw new LogCorruptError(file, line.number, event);
+            throw new LogCorruptError(file, number, event);
           }
-          options.onCorrupt({ line: line.number, reason: event, text: line.text.slice(0, 200) });
+          options.onCorrupt({ line: number, reason: event, text: line.text.slice(0, 200) });
           continue;
         }
         previous = event.sequence;

@@ -5,7 +5,7 @@ import { openStoreFile, READ } from "./store-files.js";
 /** One complete line of a JSONL file. `end` is the byte offset just past its newline. */
 export interface Line {
   text: string;
-  /** 1-based. */
+  /** 1-based; NaN when reading started past the file's start (`startAt`), where it is not known. */
   number: number;
   end: number;
 }
@@ -20,7 +20,12 @@ const NEWLINE = 0x0a;
  */
 export async function* readLines(
   path: string,
-  options: { chunkBytes?: number; signal?: AbortSignal } = {},
+  options: {
+    chunkBytes?: number;
+    signal?: AbortSignal;
+    /** Where to start, found on the opened file (so a rename meanwhile cannot split the two): a line's start. */
+    startAt?: ((fh: FileHandle) => Promise<number>) | undefined;
+  } = {},
 ): AsyncGenerator<Line[]> {
   const { signal } = options;
   const chunk = Buffer.allocUnsafe(options.chunkBytes ?? 64 * 1024);
@@ -33,8 +38,8 @@ export async function* readLines(
     throw error;
   }
   try {
-    let position = 0;
-    let lineNumber = 0;
+    let position = options.startAt ? await options.startAt(fh) : 0;
+    let lineNumber = position === 0 ? 0 : Number.NaN;
     let carry: Buffer | undefined; // bytes of a line that started in an earlier chunk
     for (;;) {
       signal?.throwIfAborted();

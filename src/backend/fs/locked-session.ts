@@ -10,6 +10,7 @@ import { blobExists, deleteBlobFile, discardIncomingBlobs, syncBlobFiles, writeB
 import { isBlobHash, isRecordName } from "../names.js";
 import type { SessionLayout } from "./layout.js";
 import { checkStoreFolder, openStoreFile, READ_APPEND } from "./store-files.js";
+import { keptEndFor } from "./seek.js";
 import { readLines, readTail } from "./lines.js";
 import type { FileLock } from "./lock.js";
 import { mkdir } from "node:fs/promises";
@@ -141,15 +142,20 @@ export class FsLockedSession implements LockedSession {
     this.assertHeld();
     if (sequence >= this.last) return;
     const file = this.layout.log(this.sessionId);
-    let keepBytes = 0;
-    let lastKept = 0;
-    outer: for await (const lines of readLines(file)) {
-      for (const line of lines) {
-        const parsed = parseEventLine(line.text);
-        if (typeof parsed === "string") throw new LogCorruptError(file, line.number, parsed);
-        if (parsed.sequence > sequence) break outer;
-        keepBytes = line.end;
-        lastKept = parsed.sequence;
+    // Found backwards from the end, so the cost follows the cut, not the log (see seek.ts); a line on
+    // the way that does not parse sends us the long way round, which names it.
+    const found = await keptEndFor(this.fh, this.size, sequence);
+    let keepBytes = found?.offset ?? 0;
+    let lastKept = found?.sequence ?? 0;
+    if (!found) {
+      outer: for await (const lines of readLines(file)) {
+        for (const line of lines) {
+          const parsed = parseEventLine(line.text);
+          if (typeof parsed === "string") throw new LogCorruptError(file, line.number, parsed);
+          if (parsed.sequence > sequence) break outer;
+          keepBytes = line.end;
+          lastKept = parsed.sequence;
+        }
       }
     }
     // Copy the kept prefix to a temp file and rename it over the log: readers holding the old

@@ -1,0 +1,40 @@
+import { readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { SessionStore, rewind } from "../../src/index.js";
+import { TempRoots } from "../helpers/temp-root.js";
+
+const temps = new TempRoots();
+afterEach(() => temps.removeAll());
+
+/** Bytes this process has read through read() calls so far (Linux /proc/self/io, page cache included). */
+async function bytesRead(): Promise<number> {
+  return Number(/^rchar: (\d+)$/m.exec(await readFile("/proc/self/io", "utf8"))![1]);
+}
+
+describe("a rewind's reading follows what it cuts", () => {
+  it("cutting the last 10 of 40,000 events (conversation) reads the log at most once, to copy it", async () => {
+    const root = await temps.make();
+    const store = new SessionStore({ root, durability: "none" });
+    try {
+      const { id } = await store.create();
+      for (let start = 0; start < 40_000; start += 2000)
+        await store.appendMany(
+          id,
+          Array.from({ length: 2000 }, (_, k) => ({
+            type: "message" as const,
+            payload: { role: "user" as const, content: `event ${start + k} `.padEnd(400, "z") },
+          })),
+        );
+      const logBytes = (await stat(join(root, id, "events.jsonl"))).size;
+      const before = await bytesRead();
+      const report = await rewind(store, id, { toSequence: 40_000 - 10, mode: "conversation", keepUndo: 0 });
+      const read = (await bytesRead()) - before;
+      expect(report.eventsRemoved).toBe(10);
+      // Planning, truncating and pruning each read the whole log before: more than 3x its size.
+      expect(read / logBytes).toBeLessThan(1.3);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+});
