@@ -1,4 +1,5 @@
 // In the process tier: one test holds a session's lock from a real child process.
+import { randomBytes } from "node:crypto";
 import { readFile, writeFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -128,7 +129,7 @@ describe("retention: which sessions go", () => {
 
 describe("retention: old checkpoints dropped, the conversation kept", () => {
   /**
-   * 1 message, 2 checkpoint of a.txt ("v1"), a.txt = "v2", [cutoff], 3 message,
+   * 1 message, 2 checkpoint of a.txt (1000 random bytes), a.txt = "v2", [cutoff], 3 message,
    * 4 checkpoint of a.txt ("v2") and b.txt (absent), a.txt = "v3", b.txt = "new", 5 message.
    */
   async function story() {
@@ -137,7 +138,8 @@ describe("retention: old checkpoints dropped, the conversation kept", () => {
     const id = (await store.create({ workspace })).id;
     const file = (name: string) => join(workspace, name);
     await store.append(id, { type: "message", payload: { role: "user", content: "first" } });
-    await writeFile(file("a.txt"), "v1".repeat(500));
+    // Random bytes: incompressible, so its blob is stored raw and dropping it frees all 1000 bytes.
+    await writeFile(file("a.txt"), randomBytes(1000));
     await checkpoints.capture(id, { tool: "edit", paths: ["a.txt"] });
     await writeFile(file("a.txt"), "v2".repeat(500));
     await sleep(10);
