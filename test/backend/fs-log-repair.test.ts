@@ -110,6 +110,35 @@ describe("fs backend: a corrupt line", () => {
     expect((error as LogCorruptError).line).toBe(4);
   });
 
+  // Issue 9, case 6: a last line whose sequence goes backwards (5 then 2), or that repeats the one before it.
+  for (const [name, lastSequence] of [
+    ["going backwards", 2],
+    ["duplicated", 5],
+  ] as const) {
+    it(`a last line ${name} makes lock refuse with LOG_CORRUPT and write nothing after it`, async () => {
+      const { backend, log } = await sessionWith(5);
+      await appendFile(log, JSON.stringify(event("s1", lastSequence)) + "\n");
+      const before = await readFile(log);
+      const error = await caught(
+        (async () => {
+          const locked = await backend.lock("s1", { waitMs: 1000 });
+          try {
+            await locked.append([event("s1", locked.lastSequence + 1)]);
+            return `appended #${locked.lastSequence}`;
+          } finally {
+            await locked.release();
+          }
+        })().then((appended) => {
+          console.log(`last line ${name}: ${appended}`);
+          return appended;
+        }),
+      );
+      expect(isAgentTapeError(error, "LOG_CORRUPT"), String(error)).toBe(true);
+      expect((error as LogCorruptError).line).toBe(6);
+      expect(await readFile(log)).toEqual(before);
+    });
+  }
+
   it("as the last complete line makes lock refuse with LOG_CORRUPT and write nothing after it", async () => {
     const { backend, log } = await sessionWith(2);
     await appendFile(log, "not an event at all\n");

@@ -52,10 +52,31 @@ class LeaseWatch {
   refreshedAt = 0;
   ownMtimeMs = Number.NaN;
 
-  constructor(private readonly staleMs: number) {}
+  constructor(
+    private readonly staleMs: number,
+    private readonly lockDir: string,
+  ) {}
 
   lapsed(): boolean {
     return Date.now() - this.refreshedAt > this.staleMs - CLOCK_MARGIN_MS;
+  }
+
+  /**
+   * A lapsed lease that nobody took (the folder still has our mtime: a slow, loaded process, not a
+   * stolen lock) is refreshed on the spot. Synchronous, so nothing runs between the check and the
+   * refresh; rare (only once lapsed). If a taker slips in regardless, the log fence still holds.
+   */
+  revive(): boolean {
+    try {
+      if (!this.stillOurs(fs.statSync(this.lockDir).mtimeMs)) return false;
+      const now = new Date();
+      fs.utimesSync(this.lockDir, now, now);
+      this.refreshedAt = now.getTime();
+      this.ownMtimeMs = now.getTime();
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   private stillOurs(mtimeMs: number): boolean {
@@ -74,7 +95,7 @@ class LeaseWatch {
       });
     },
     utimes: (path: string, atime: Date, mtime: Date, cb: Callback) => {
-      if (this.phase === "held" && this.lapsed()) {
+      if (this.phase === "held" && this.lapsed() && !this.revive()) {
         // proper-lockfile treats ENOENT as "lock lost" and reports it through onCompromised.
         cb(Object.assign(new Error(`lease not refreshed for ${Date.now() - this.refreshedAt} ms`), { code: "ENOENT" }));
         return;
@@ -98,13 +119,13 @@ class LeaseWatch {
       if (this.phase === "abandoning") return cb(null);
       fs.stat(path, (error, stat) => {
         if (error) return cb(error.code === "ENOENT" ? null : error);
-        if (this.lapsed() || !this.stillOurs(stat.mtimeMs)) return cb(null);
+        if ((this.lapsed() && !this.revive()) || !this.stillOurs(stat.mtimeMs)) return cb(null);
         fs.rmdir(path, cb);
       });
     },
     rmdirSync: (path: string) => {
       // proper-lockfile's exit hook removes every lock it thinks it holds: only ours, only if fresh.
-      if (this.phase !== "held" || this.lapsed()) return;
+      if (this.phase !== "held" || (this.lapsed() && !this.revive())) return;
       try {
         if (this.stillOurs(fs.statSync(path).mtimeMs)) fs.rmdirSync(path);
       } catch {
@@ -125,7 +146,7 @@ export async function acquireFileLock(sessionId: string, file: string, options: 
   try {
     for (let attempt = 0; ; attempt++) {
       options.signal?.throwIfAborted();
-      const watch = new LeaseWatch(options.staleMs);
+      const watch = new LeaseWatch(options.staleMs, `${file}.lock`);
       try {
         const release = await lockfile.lock(file, {
           stale: options.staleMs,
@@ -144,7 +165,7 @@ export async function acquireFileLock(sessionId: string, file: string, options: 
         };
         return {
           tookOver: watch.tookOver,
-          lapsed: () => watch.phase !== "held" || watch.lapsed(),
+          lapsed: () => watch.phase !== "held" || (watch.lapsed() && !watch.revive()),
           sinceRefresh: () => Date.now() - watch.refreshedAt,
           release: () => letGo("releasing"),
           abandon: () => letGo("abandoning"),
