@@ -74,9 +74,11 @@ describe("the packed package, installed into a fresh project", () => {
     const run = await node([
       "--input-type=module",
       "-e",
-      `import { SessionStore } from "agent-tape"; import { claudeSessionStore, claudeEvents } from "agent-tape/claude-agent-sdk";
+      `import { SessionStore } from "agent-tape";
+       import { claudeSessionStore, claudeEvents } from "agent-tape/claude-agent-sdk";
        import { mkdtempSync } from "node:fs"; import { tmpdir } from "node:os"; import { join } from "node:path";
-       const store = new SessionStore({ root: join(mkdtempSync(join(tmpdir(), "agent-tape-pack-")), "s"), events: claudeEvents });
+       const root = join(mkdtempSync(join(tmpdir(), "agent-tape-pack-")), "s");
+       const store = new SessionStore({ root, events: claudeEvents });
        const claude = claudeSessionStore({ store });
        const key = { projectKey: "p", sessionId: "s1" };
        await claude.append(key, [{ type: "user", uuid: "u1" }]);
@@ -118,9 +120,9 @@ import { claudeSessionStore, type ClaudeTapeSessionStore } from "agent-tape/clau
 import { z } from "zod";
 const store = new SessionStore({ root: "/tmp/x", events: { plan: z.object({ steps: z.array(z.string()) }) } });
 const plain: SessionStore = store;
-const tools = withCheckpoints({ edit: { execute: async (input: { path: string }) => input.path } }, new CheckpointStore(store), "id", {
-  edit: (input: { path: string }) => [input.path],
-});
+const edit = { execute: async (input: { path: string }) => input.path };
+const touches = { edit: (input: { path: string }) => [input.path] };
+const tools = withCheckpoints({ edit }, new CheckpointStore(store), "id", touches);
 const tape = aiSdkTape({ store, sessionId: "id" });
 const claude: ClaudeTapeSessionStore = claudeSessionStore({ root: "/tmp/y" });
 const last: StoredEvent | undefined = (await store.readAll("id", { types: ["plan"] }))[0];
