@@ -56,7 +56,8 @@ describe("the packed package, installed into a fresh project", () => {
       "-e",
       `const m = await import("agent-tape"); const a = await import("agent-tape/ai-sdk");
        const c = await import("agent-tape/claude-agent-sdk");
-       console.log([typeof m.SessionStore, typeof m.withCheckpoints, typeof a.aiSdkTape, typeof c.claudeSessionStore].join());
+       const names = [m.SessionStore, m.withCheckpoints, a.aiSdkTape, c.claudeSessionStore];
+       console.log(names.map((name) => typeof name).join());
        console.log(import.meta.resolve("agent-tape/testing"));`,
     ]);
     expect(esm.stdout.split("\n")[0]).toBe("function,function,function,function");
