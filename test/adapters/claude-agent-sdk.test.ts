@@ -1,5 +1,5 @@
-// agent-tape/claude-agent-sdk: the SDK's SessionStore contract on the tape (the real package's types are checked
-// against it by test/package/pack.process.test.ts; its runtime needs the Claude Code binary, so no loop here).
+// agent-tape/claude-agent-sdk: the SDK's SessionStore contract on the tape. The interface is copied from the SDK's
+// types by hand and not yet checked against the real package; its runtime needs the Claude Code binary, so no loop.
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { claudeEvents, claudeSessionStore } from "../../src/adapters/claude-agent-sdk/index.js";
