@@ -20,7 +20,7 @@ export const claudeEvents = {
   claude_subpath_deleted: z.object({ subpath: z.string() }),
 };
 
-/** Structurally the SDK's `SessionStore`, copied from its 0.3.332 types by hand (not yet checked against the package). */
+/** Structurally the SDK's `SessionStore`, copied by hand from its 0.3.332 types (not checked against it). */
 export interface ClaudeTapeSessionStore {
   append(key: ClaudeSessionKey, entries: ClaudeSessionEntry[]): Promise<void>;
   load(key: ClaudeSessionKey): Promise<ClaudeSessionEntry[] | null>;
