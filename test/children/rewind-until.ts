@@ -8,7 +8,9 @@ const [root, id, workspace, operation, toSequence, stopAt, keepUndo] = process.a
 if (!root || !id || !workspace || !operation || !stopAt)
   throw new Error("usage: rewind-until root sessionId workspace rewind|undo toSequence stopAt keepUndo");
 
-const store = new SessionStore({ root, lockStaleMs: 2000 });
+// 4 s, not the 2 s minimum: at 2 s a child slowed by a loaded machine (the boundary tests run together) could miss
+// its own lock refresh and lose the lock before reaching its step.
+const store = new SessionStore({ root, lockStaleMs: 4000 });
 const onProgress = (step: string) => {
   // A pipe write is synchronous on Linux: the parent can read the line even while we are frozen.
   process.stdout.write(`${step}\n`);

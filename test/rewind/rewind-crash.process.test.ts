@@ -193,7 +193,7 @@ async function killNow(round: Round, child: Child): Promise<void> {
  * one of the scenario's states.
  */
 async function openAfterCrash(s: Scenario, via: "append" | "read"): Promise<{ files: string[]; log: string[] }> {
-  const store = new SessionStore({ root: s.root, lockStaleMs: 2000 });
+  const store = new SessionStore({ root: s.root, lockStaleMs: 4000 });
   let events: StoredEvent[];
   try {
     if (via === "append") await store.append(s.id, { type: "message", payload: { role: "user", content: PROBE } });
@@ -216,7 +216,7 @@ async function openAfterCrash(s: Scenario, via: "append" | "read"): Promise<{ fi
  * each intact.
  */
 async function expectSettled(s: Scenario): Promise<void> {
-  const store = new SessionStore({ root: s.root, lockStaleMs: 2000 });
+  const store = new SessionStore({ root: s.root, lockStaleMs: 4000 });
   try {
     await store.append(s.id, { type: "message", payload: { role: "user", content: PROBE } });
     const records = await store.backend.listRecords(s.id);
