@@ -115,7 +115,8 @@ async function apply(workspace: string, op: Operation): Promise<void> {
     }
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code !== "ENOENT" && code !== "ENOTDIR" && code !== "EISDIR" && code !== "EEXIST") throw error;
+    // A command fails as a shell's would; a link to itself (ELOOP) is one more way to fail.
+    if (!["ENOENT", "ENOTDIR", "EISDIR", "EEXIST", "ELOOP"].includes(code ?? "")) throw error;
   }
 }
 
