@@ -1,9 +1,10 @@
 import { execFileSync } from "node:child_process";
 import { closeSync, constants, openSync } from "node:fs";
-import { mkdir, readFile, readdir, realpath, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, realpath, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind, verify } from "../../src/index.js";
+import { CheckpointStore, SessionStore, rewind, verify } from "../../src/index.js";
+import { codeOf, filesBelow } from "../helpers/outcomes.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 // Parts of a session folder replaced by symlinks or FIFOs, as anyone who can write the folder could
@@ -58,23 +59,6 @@ function reopen(root: string): SessionStore {
   return store;
 }
 
-async function listing(dir: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue;
-    const path = join(entry.parentPath, entry.name);
-    out[path.slice(dir.length + 1)] = await readFile(path, "utf8");
-  }
-  return out;
-}
-
-async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
-  return promise.then(
-    () => undefined,
-    (error: unknown) => (isAgentTapeError(error) ? error.code : String(error)),
-  );
-}
-
 /** Settles within `ms`, or says it hung. */
 async function within<T>(ms: number, promise: Promise<T>): Promise<T | "hung"> {
   let timer: NodeJS.Timeout | undefined;
@@ -96,10 +80,10 @@ describe("store parts replaced by symlinks", () => {
     const s = await scene();
     await rm(join(s.dir, "events.jsonl"));
     await symlink(join(s.outside, "precious.txt"), join(s.dir, "events.jsonl"));
-    const before = await listing(s.outside);
+    const before = await filesBelow(s.outside);
     const store = reopen(s.root);
     const code = await codeOf(store.append(s.id, { type: "message", payload: { role: "user", content: "x" } }));
-    expect(await listing(s.outside)).toEqual(before);
+    expect(await filesBelow(s.outside)).toEqual(before);
     expect(code).toBe("STORE_TAMPERED");
   });
 
@@ -108,11 +92,11 @@ describe("store parts replaced by symlinks", () => {
     await rename(join(s.dir, "blobs"), join(s.base, "blobs-moved"));
     await symlink(s.outside, join(s.dir, "blobs"));
     await writeFile(join(s.dir, "records", "blobs-in-flight.json"), JSON.stringify({ pid: 1 }));
-    const before = await listing(s.outside);
+    const before = await filesBelow(s.outside);
     const store = reopen(s.root);
     const code = await codeOf(store.append(s.id, { type: "message", payload: { role: "user", content: "x" } }));
     await codeOf(new CheckpointStore(store).capture(s.id, { tool: "edit", paths: ["f.txt"] }));
-    expect(await listing(s.outside)).toEqual(before);
+    expect(await filesBelow(s.outside)).toEqual(before);
     expect(code).toBe("STORE_TAMPERED");
   });
 
@@ -121,10 +105,10 @@ describe("store parts replaced by symlinks", () => {
     await rm(join(s.dir, "records"), { recursive: true, force: true });
     await symlink(s.outside, join(s.dir, "records"));
     await writeFile(join(s.outside, "rewind-archive-1.json"), "an outside file with a record's name");
-    const before = await listing(s.outside);
+    const before = await filesBelow(s.outside);
     const store = reopen(s.root);
     const code = await codeOf(rewind(store, s.id, { toSequence: s.target }));
-    expect(await listing(s.outside)).toEqual(before);
+    expect(await filesBelow(s.outside)).toEqual(before);
     expect(code).toBe("STORE_TAMPERED");
   });
 });

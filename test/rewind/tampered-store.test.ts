@@ -1,7 +1,8 @@
-import { mkdir, readFile, readdir, realpath, writeFile } from "node:fs/promises";
+import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind, verify } from "../../src/index.js";
+import { CheckpointStore, SessionStore, rewind, undoRewind, verify } from "../../src/index.js";
+import { codeOf, filesBelow } from "../helpers/outcomes.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 // Whoever can write the session folder is not trusted to move a rewind outside the workspace
@@ -36,28 +37,10 @@ async function editedSession() {
   return { base, workspace, victim, root, store, id, target: start.sequence };
 }
 
-/** Every file below `dir` with its bytes, to see that nothing there changed. */
-async function tree(dir: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue;
-    const path = join(entry.parentPath, entry.name);
-    out[path.slice(dir.length + 1)] = await readFile(path, "utf8");
-  }
-  return out;
-}
-
-async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
-  return promise.then(
-    () => undefined,
-    (error: unknown) => (isAgentTapeError(error) ? error.code : String(error)),
-  );
-}
-
 describe("an edited session.json", () => {
   it("cannot redirect a rewind: the workspace must be the one the tape recorded, else WORKSPACE_MISMATCH", async () => {
     const s = await editedSession();
-    const before = await tree(s.victim);
+    const before = await filesBelow(s.victim);
     const meta = join(s.root, s.id, "session.json");
     const record = JSON.parse(await readFile(meta, "utf8"));
     await writeFile(meta, JSON.stringify({ ...record, workspace: s.victim }));
@@ -65,30 +48,30 @@ describe("an edited session.json", () => {
     const reader = new SessionStore({ root: s.root });
     stores.push(reader);
     const code = await codeOf(rewind(reader, s.id, { toSequence: s.target }));
-    expect(await tree(s.victim)).toEqual(before);
+    expect(await filesBelow(s.victim)).toEqual(before);
     expect(code).toBe("WORKSPACE_MISMATCH");
     expect(await codeOf(rewind(reader, s.id, { toSequence: s.target, dryRun: true }))).toBe("WORKSPACE_MISMATCH");
-    expect(await tree(s.workspace)).toEqual({ "f.txt": "v2", "new.txt": "made by the tool" });
+    expect(await filesBelow(s.workspace)).toEqual({ "f.txt": "v2", "new.txt": "made by the tool" });
 
     // The caller naming the workspace is trusted: the rewind goes where it is told.
     const report = await rewind(reader, s.id, { toSequence: s.target, workspace: s.workspace });
     expect(report.filesRestored + report.filesDeleted).toBe(2);
-    expect(await tree(s.workspace)).toEqual({ "f.txt": "v1" });
-    expect(await tree(s.victim)).toEqual(before);
+    expect(await filesBelow(s.workspace)).toEqual({ "f.txt": "v1" });
+    expect(await filesBelow(s.victim)).toEqual(before);
   });
 
   it("cannot redirect an undo either: it goes back to the workspace its rewind recorded", async () => {
     const s = await editedSession();
     await rewind(s.store, s.id, { toSequence: s.target });
-    const before = await tree(s.victim);
+    const before = await filesBelow(s.victim);
     const meta = join(s.root, s.id, "session.json");
     const record = JSON.parse(await readFile(meta, "utf8"));
     await writeFile(meta, JSON.stringify({ ...record, workspace: s.victim }));
     const reader = new SessionStore({ root: s.root });
     stores.push(reader);
     await undoRewind(reader, s.id);
-    expect(await tree(s.victim)).toEqual(before);
-    expect(await tree(s.workspace)).toEqual({ "f.txt": "v2", "new.txt": "made by the tool" });
+    expect(await filesBelow(s.victim)).toEqual(before);
+    expect(await filesBelow(s.workspace)).toEqual({ "f.txt": "v2", "new.txt": "made by the tool" });
   });
 });
 
@@ -130,16 +113,16 @@ async function plantIntent(
 describe("a planted rewind intent", () => {
   it("carrying its own workspace is not rolled forward by list: the session is STORE_TAMPERED", async () => {
     const s = await editedSession();
-    const before = await tree(s.victim);
+    const before = await filesBelow(s.victim);
     await plantIntent(s, { workspace: s.victim, files: [{ path: "important", kind: "absent" }] });
 
     const reader = new SessionStore({ root: s.root });
     stores.push(reader);
     const listed = await reader.list();
-    expect(await tree(s.victim)).toEqual(before);
+    expect(await filesBelow(s.victim)).toEqual(before);
     expect(listed.find((info) => info.id === s.id)?.unreadable?.code).toBe("STORE_TAMPERED");
     expect(await codeOf(reader.readAll(s.id))).toBe("STORE_TAMPERED");
-    expect(await tree(s.victim)).toEqual(before);
+    expect(await filesBelow(s.victim)).toEqual(before);
     const report = await verify(reader, s.id);
     expect(report.ok).toBe(false);
     expect(report.problems.map((p) => p.kind)).toContain("intent_tampered");
@@ -167,6 +150,6 @@ describe("a planted rewind intent", () => {
     expect(await codeOf(reader.readAll(s.id))).toBe("STORE_TAMPERED");
     const report = await verify(reader, s.id);
     expect(report.problems.map((p) => p.kind)).toContain("record_malformed");
-    expect(await tree(s.workspace)).toEqual({ "f.txt": "v2", "new.txt": "made by the tool" });
+    expect(await filesBelow(s.workspace)).toEqual({ "f.txt": "v2", "new.txt": "made by the tool" });
   });
 });

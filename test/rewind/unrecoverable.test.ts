@@ -1,7 +1,8 @@
 import { mkdir, readFile, realpath, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
+import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { codeOf } from "../helpers/outcomes.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { cli } from "../cli/harness.js";
 
@@ -31,13 +32,6 @@ async function captured(paths: string[], then: (workspace: string) => Promise<vo
   await new CheckpointStore(store).capture(id, { tool: "edit", paths });
   await then(workspace);
   return { workspace, root, store, id, target: start.sequence };
-}
-
-async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
-  return promise.then(
-    () => undefined,
-    (error: unknown) => (isAgentTapeError(error) ? error.code : String(error)),
-  );
 }
 
 describe("a rewind that would destroy content with no copy for undo", () => {
