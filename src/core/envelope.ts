@@ -6,13 +6,15 @@ import type { StoredEvent } from "./events.js";
  * (v, id, sessionId, sequence, type, createdAt, payload); the payload's keys are sorted, so the
  * same event always has the same bytes — diffable, hashable, testable.
  */
-// Payload JSON made when an event is built (`serializePayloadEarly`), so that under group commit
-// the stringify runs while the previous write's fsync is still in flight, not inside the flush.
-const payloadJson = new WeakMap<object, string>();
+// Payload JSON made when an event is built (`serializePayloadEarly`), keyed by the event (a payload
+// need not be an object): under group commit the stringify runs before the event joins a group, so
+// a payload that cannot be written fails alone, and runs while the previous write's fsync is still
+// in flight, not inside the flush.
+const payloadJson = new WeakMap<StoredEvent, string>();
 
-/** Serialises a payload now and remembers the text for when its event is written. */
-export function serializePayloadEarly(payload: unknown): void {
-  if (typeof payload === "object" && payload !== null) payloadJson.set(payload, stableStringify(payload) ?? "null");
+/** Serialises an event's payload now and remembers the text for when it is written; throws what JSON throws. */
+export function serializePayloadEarly(event: StoredEvent): void {
+  payloadJson.set(event, stableStringify(event.payload) ?? "null");
 }
 
 export function serializeEvent(event: StoredEvent): string {
@@ -20,10 +22,7 @@ export function serializeEvent(event: StoredEvent): string {
     `{"v":${event.v},"id":${JSON.stringify(event.id)},"sessionId":${JSON.stringify(event.sessionId)},` +
     `"sequence":${event.sequence},"type":${JSON.stringify(event.type)},` +
     `"createdAt":${JSON.stringify(event.createdAt)},` +
-    `"payload":${
-      (typeof event.payload === "object" && event.payload !== null && payloadJson.get(event.payload)) ||
-      (stableStringify(event.payload) ?? "null")
-    }}`
+    `"payload":${payloadJson.get(event) ?? stableStringify(event.payload) ?? "null"}}`
   );
 }
 

@@ -428,8 +428,20 @@ export class SessionStore<E extends EventSchemas = {}> {
   /** Validates inputs and builds their envelopes; serializes each payload now, outside the flush. */
   #toEvents(id: string, inputs: readonly { type: string; payload: unknown }[]): StoredEvent[] {
     const events = inputs.map((input, i) => this.#toEvent(id, input, inputs.length > 1 ? i : undefined));
-    // Nothing changes these payloads any more, so their JSON can be made now, outside the flush.
-    for (const event of events) serializePayloadEarly(event.payload);
+    // Nothing changes these payloads any more, so their JSON can be made now, outside the flush, and
+    // one that cannot be written fails here, alone, not the group it would have joined.
+    events.forEach((event, i) => {
+      try {
+        serializePayloadEarly(event);
+      } catch (error) {
+        const where = inputs.length > 1 ? ` (event ${i})` : "";
+        throw new InvalidEventError(
+          `The "${event.type}" payload${where} cannot be written as JSON: ${(error as Error).message}.`,
+          [],
+          { cause: error },
+        );
+      }
+    });
     return events;
   }
 
