@@ -40,17 +40,29 @@ const CLOCK_MARGIN_MS = 100;
 type Phase = "acquiring" | "held" | "releasing" | "abandoning";
 type Callback = (error: NodeJS.ErrnoException | null, ...rest: unknown[]) => void;
 
+/** The lock folder this holder created, held open so its inode number cannot be reused while we hold it. */
+interface OwnFolder {
+  readonly dev: number;
+  readonly ino: number;
+  /** Undefined where a folder cannot be opened (Windows): identity then rests on the inode number alone. */
+  readonly fd: number | undefined;
+}
+
 /**
- * The file operations proper-lockfile makes on the lock folder, watched and fenced: it records
- * when the lease was last refreshed, refuses to revive a lapsed lease (a late refresh would
- * otherwise "win back" a lock another process has already taken), notices a stale take-over, and
- * removes the folder on release only while its mtime is still the one this holder set.
+ * The file operations proper-lockfile makes on the lock folder, watched and fenced (docs/ARCHITECTURE.md,
+ * "Lock lease"). Whether the folder at the lock's path is still ours is decided by its inode, never by its
+ * mtime: proper-lockfile stamps every new lock with the next whole second + 5 ms, so two processes that take
+ * the lock within one second leave equal mtimes. Refreshes go through the descriptor of the folder we
+ * created, so a late refresh can never touch a folder another process made. A lapsed lease is not revived
+ * unless the folder is still ours, and release removes only our folder.
  */
 class LeaseWatch {
   phase: Phase = "acquiring";
   tookOver = false;
   refreshedAt = 0;
-  ownMtimeMs = Number.NaN;
+  private own: OwnFolder | undefined;
+  /** The mtime proper-lockfile believes the folder has (it compares it on every refresh). */
+  private expectedMtimeMs = Number.NaN;
 
   constructor(
     private readonly staleMs: number,
@@ -62,27 +74,58 @@ class LeaseWatch {
   }
 
   /**
-   * A lapsed lease that nobody took (the folder still has our mtime: a slow, loaded process, not a
-   * stolen lock) is refreshed on the spot. Synchronous, so nothing runs between the check and the
-   * refresh; rare (only once lapsed). If a taker slips in regardless, the log fence still holds.
+   * A lapsed lease that nobody took (the folder is still ours: a slow, loaded process, not a stolen lock)
+   * is refreshed on the spot. Synchronous, so nothing of ours runs between the check and the refresh; rare
+   * (only once lapsed). If a taker slips in regardless, the log fence still holds.
    */
   revive(): boolean {
+    if (!this.own || !this.stillOurs()) return false;
     try {
-      if (!this.stillOurs(fs.statSync(this.lockDir).mtimeMs)) return false;
       const now = new Date();
-      fs.utimesSync(this.lockDir, now, now);
+      if (this.own.fd === undefined) fs.utimesSync(this.lockDir, now, now);
+      else fs.futimesSync(this.own.fd, now, now);
       this.refreshedAt = now.getTime();
-      this.ownMtimeMs = now.getTime();
       return true;
     } catch {
       return false;
     }
   }
 
-  private stillOurs(mtimeMs: number): boolean {
-    // `mtimeMs` is a float made from nanoseconds (…040.999 for …041); a filesystem with whole-second
-    // mtimes stores the second proper-lockfile rounded up to.
-    return Math.round(mtimeMs) === this.ownMtimeMs || Math.round(mtimeMs / 1000) * 1000 === this.ownMtimeMs;
+  /** Whether the folder now at the lock's path is the one this holder created. */
+  private stillOurs(): boolean {
+    try {
+      const info = fs.statSync(this.lockDir);
+      return this.own !== undefined && info.ino === this.own.ino && info.dev === this.own.dev;
+    } catch {
+      return false;
+    }
+  }
+
+  private adopt(): void {
+    let fd: number | undefined;
+    try {
+      fd = fs.openSync(this.lockDir, fs.constants.O_RDONLY | (fs.constants.O_DIRECTORY ?? 0));
+    } catch {
+      fd = undefined;
+    }
+    try {
+      const info = fd === undefined ? fs.statSync(this.lockDir) : fs.fstatSync(fd);
+      this.own = { dev: info.dev, ino: info.ino, fd };
+    } catch {
+      if (fd !== undefined) fs.closeSync(fd);
+    }
+  }
+
+  /** Closes the folder's descriptor; the folder itself is left as it is. */
+  forget(): void {
+    const fd = this.own?.fd;
+    this.own = undefined;
+    if (fd !== undefined) fs.close(fd, () => undefined);
+  }
+
+  private lost(reason: string): NodeJS.ErrnoException {
+    // proper-lockfile treats ENOENT as "lock lost" and reports it through onCompromised.
+    return Object.assign(new Error(reason), { code: "ENOENT" });
   }
 
   readonly fs = {
@@ -90,44 +133,58 @@ class LeaseWatch {
     mkdir: (path: string, cb: Callback) => {
       const at = Date.now();
       fs.mkdir(path, (error) => {
-        if (!error) this.refreshedAt = at;
-        cb(error);
-      });
-    },
-    utimes: (path: string, atime: Date, mtime: Date, cb: Callback) => {
-      if (this.phase === "held" && this.lapsed() && !this.revive()) {
-        // proper-lockfile treats ENOENT as "lock lost" and reports it through onCompromised.
-        cb(Object.assign(new Error(`lease not refreshed for ${Date.now() - this.refreshedAt} ms`), { code: "ENOENT" }));
-        return;
-      }
-      const at = Date.now();
-      fs.utimes(path, atime, mtime, (error) => {
         if (!error) {
           this.refreshedAt = at;
-          this.ownMtimeMs = mtime.getTime();
+          this.adopt();
         }
         cb(error);
       });
     },
+    stat: (path: string, cb: Callback) => {
+      fs.stat(path, (error, info) => {
+        if (error || path !== this.lockDir) return cb(error, info);
+        if (this.phase === "acquiring") {
+          this.expectedMtimeMs = info.mtime.getTime(); // the mtime probe: proper-lockfile keeps what it reads
+          return cb(null, info);
+        }
+        if (!this.stillOurs()) return cb(this.lost("the lock folder was replaced by another holder's"));
+        // Ours (by inode): show proper-lockfile the mtime it expects, since a revival may have moved it.
+        cb(null, { ...info, mtime: new Date(this.expectedMtimeMs) });
+      });
+    },
+    utimes: (path: string, atime: Date, mtime: Date, cb: Callback) => {
+      if (this.phase === "held" && this.lapsed() && !this.revive())
+        return cb(this.lost(`lease not refreshed for ${Date.now() - this.refreshedAt} ms`));
+      if (path !== this.lockDir || !this.own || !this.stillOurs())
+        return cb(this.lost("the lock folder was replaced by another holder's"));
+      const at = Date.now();
+      const done = (error: NodeJS.ErrnoException | null) => {
+        if (!error) {
+          this.refreshedAt = at;
+          this.expectedMtimeMs = mtime.getTime();
+        }
+        cb(error);
+      };
+      if (this.own.fd === undefined) fs.utimes(path, atime, mtime, done);
+      else fs.futimes(this.own.fd, atime, mtime, done);
+    },
     rmdir: (path: string, cb: Callback) => {
-      if (this.phase === "acquiring") {
+      if (this.phase === "acquiring" && !this.own) {
         // Only a stale lock is removed while acquiring: its holder crashed, or is stalled and alive.
         this.tookOver = true;
         fs.rmdir(path, cb);
         return;
       }
-      if (this.phase === "abandoning") return cb(null);
-      fs.stat(path, (error, stat) => {
-        if (error) return cb(error.code === "ENOENT" ? null : error);
-        if ((this.lapsed() && !this.revive()) || !this.stillOurs(stat.mtimeMs)) return cb(null);
-        fs.rmdir(path, cb);
-      });
+      const ours = this.phase !== "abandoning" && !(this.lapsed() && !this.revive()) && this.stillOurs();
+      this.forget();
+      if (!ours) return cb(null);
+      fs.rmdir(path, (error) => cb(error?.code === "ENOENT" ? null : error));
     },
     rmdirSync: (path: string) => {
       // proper-lockfile's exit hook removes every lock it thinks it holds: only ours, only if fresh.
-      if (this.phase !== "held" || (this.lapsed() && !this.revive())) return;
+      if (this.phase !== "held" || (this.lapsed() && !this.revive()) || !this.stillOurs()) return;
       try {
-        if (this.stillOurs(fs.statSync(path).mtimeMs)) fs.rmdirSync(path);
+        fs.rmdirSync(path);
       } catch {
         // gone already, or unreadable: nothing of ours to remove
       }
@@ -160,8 +217,9 @@ export async function acquireFileLock(sessionId: string, file: string, options: 
         const letGo = async (phase: Phase) => {
           if (watch.phase !== "held") return;
           watch.phase = phase;
-          // ERELEASED: proper-lockfile already dropped it (found compromised); nothing left to do.
+          // ERELEASED: proper-lockfile already dropped it (found compromised); nothing left to remove.
           await release().catch(() => undefined);
+          watch.forget();
         };
         return {
           tookOver: watch.tookOver,
@@ -171,6 +229,7 @@ export async function acquireFileLock(sessionId: string, file: string, options: 
           abandon: () => letGo("abandoning"),
         };
       } catch (error) {
+        watch.forget();
         if ((error as NodeJS.ErrnoException).code !== "ELOCKED") throw error;
         const waited = Date.now() - started;
         if (waited >= options.waitMs) throw new LockedError(sessionId, waited, { cause: error });
