@@ -23,7 +23,7 @@ export interface Figure {
   /** What was measured, e.g. "SessionStore fsync" or "raw fd write+fdatasync (sync)". */
   label: string;
   value: number;
-  unit: "events/s" | "s" | "MB";
+  unit: "events/s" | "s" | "ms" | "MB";
   /** Every round's figure, for the JSON file: the median hides the spread. */
   samples?: number[];
 }
@@ -146,6 +146,8 @@ export function formatFigure(figure: Figure | undefined): string {
       return `${Math.round(figure.value).toLocaleString("en-US")} ev/s`;
     case "s":
       return `${figure.value.toFixed(2)} s`;
+    case "ms":
+      return `${figure.value.toFixed(1)} ms`;
     case "MB":
       return `${figure.value.toFixed(1)} MB`;
   }

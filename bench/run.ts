@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { appendSuite } from "./append.bench.js";
 import { appendLatencySuite } from "./append-latency.bench.js";
 import { batchSuite } from "./batch.bench.js";
+import { bigEventSuite } from "./big-event.bench.js";
 import { captureSuite } from "./capture.bench.js";
 import { conversationSuite } from "./conversation.bench.js";
 import { diffSuite } from "./diff.bench.js";
@@ -25,6 +26,7 @@ const suites: Suite[] = [
   appendLatencySuite,
   batchSuite,
   replaySuite,
+  bigEventSuite,
   lockSuite,
   captureSuite,
   rewindSuite,

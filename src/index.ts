@@ -144,5 +144,6 @@ export {
   SequenceNotOnTapeError,
   RewindFailedError,
   SequenceConflictError,
+  EventTooLargeError,
 } from "./core/errors.js";
 export type { AgentTapeErrorCode, RewindConflict } from "./core/errors.js";

@@ -26,6 +26,18 @@ export function serializeEvent(event: StoredEvent): string {
   );
 }
 
+/** Digits of the longest sequence a line can hold (Number.MAX_SAFE_INTEGER). */
+const MAX_SEQUENCE_DIGITS = String(Number.MAX_SAFE_INTEGER).length;
+
+/**
+ * The most bytes the event's line (newline included) can take, whatever sequence it is given: what
+ * `maxEventBytes` is checked against before the event is numbered (under group commit it is numbered
+ * only in the flush, too late to fail it alone).
+ */
+export function lineBytesAtMost(event: StoredEvent): number {
+  return Buffer.byteLength(serializeEvent(event)) - String(event.sequence).length + MAX_SEQUENCE_DIGITS + 1;
+}
+
 /**
  * Parses one line and checks the envelope's shape (not the payload: payloads were validated
  * when appended, and re-validating every event would make a replay several times slower).

@@ -31,7 +31,8 @@ export type AgentTapeErrorCode =
   | "BEYOND_RETENTION_HORIZON"
   | "SEQUENCE_NOT_ON_TAPE"
   | "REWIND_FAILED"
-  | "SEQUENCE_CONFLICT";
+  | "SEQUENCE_CONFLICT"
+  | "EVENT_TOO_LARGE";
 
 export abstract class AgentTapeError extends Error {
   abstract readonly code: AgentTapeErrorCode;
@@ -358,6 +359,24 @@ export class SequenceConflictError extends AgentTapeError {
       `Session "${sessionId}" moved on: its last event is #${actual}, not #${expected} as expected ` +
         `(another writer appended, or rewound it). Nothing was written. ` +
         `Read what changed (store.read from #${Math.min(expected, actual) + 1}, or store.conversation), then retry.`,
+    );
+  }
+}
+
+/** An event whose line would be longer than the store's `maxEventBytes`: refused before anything is written. */
+export class EventTooLargeError extends AgentTapeError {
+  readonly code = "EVENT_TOO_LARGE" as const;
+  constructor(
+    readonly type: string,
+    /** The event's line in bytes (its sequence counted at its longest). */
+    readonly bytes: number,
+    readonly limit: number,
+    where = "",
+  ) {
+    super(
+      `The "${type}" event${where} is ${bytes} bytes as a line of the log, over maxEventBytes (${limit}). ` +
+        `Nothing was written. Store large content outside the event (a checkpoint blob, a file) and ` +
+        `append a reference to it, or raise maxEventBytes on the SessionStore.`,
     );
   }
 }

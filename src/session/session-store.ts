@@ -17,6 +17,7 @@ import {
   SequenceOutOfRangeError,
   SequenceConflictError,
   StoreClosedError,
+  EventTooLargeError,
 } from "../core/errors.js";
 import {
   FORMAT_VERSION,
@@ -30,7 +31,7 @@ import {
 import { assertSessionId, newId } from "../core/ids.js";
 import { recordsThatBlockReaders, recoverInterruptedWork } from "./recovery.js";
 import { EventStream, inBatches } from "./event-stream.js";
-import { serializePayloadEarly } from "../core/envelope.js";
+import { lineBytesAtMost, serializePayloadEarly } from "../core/envelope.js";
 import { mapLimited } from "../core/bounded-concurrency.js";
 import { clearBlobsInFlight } from "../blobs/in-flight.js";
 import { addReferences } from "../blobs/references.js";
@@ -69,7 +70,21 @@ export interface SessionStoreOptions<E extends EventSchemas = {}> {
   lockWaitMs?: number;
   /** For the default backend: a lock not refreshed for this long (its holder crashed) is taken over. @default 5000 */
   lockStaleMs?: number;
+  /**
+   * The largest event `append`, `appendMany` and `withLock` accept, in bytes of its line in the log;
+   * a larger one is EVENT_TOO_LARGE and nothing is written. Reading costs the same per byte at any
+   * size, but a line is one JSON value: it is held whole in memory while it is parsed (bytes, then a
+   * string: V8 stops at 512 MiB), and a read from a sequence searches backwards only through lines up
+   * to 16 MiB (a longer one sends it through the log from the start). Keep large content in a blob
+   * or a file and append a reference. Events the library writes itself (checkpoints, rewind markers)
+   * and reading are not limited: a store with a lower limit reads what one with a higher limit wrote.
+   * @default 16 MiB (16 * 1024 * 1024)
+   */
+  maxEventBytes?: number;
 }
+
+/** `maxEventBytes` unless set: the longest line the backward seek (src/backend/fs/seek.ts) goes through. */
+export const DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024;
 
 /** What a session is, derived from its log and its creation record. */
 export interface SessionInfo {
@@ -201,6 +216,8 @@ export class SessionStore<E extends EventSchemas = {}> {
   /** The storage backend. Advanced use: the conformance suite, custom tooling. */
   readonly backend: StorageBackend;
   readonly durability: Durability;
+  /** The largest event line appends accept (see {@link SessionStoreOptions.maxEventBytes}). */
+  readonly maxEventBytes: number;
   private readonly schemas: Record<string, z.ZodType>;
   private readonly leases = new Map<string, SessionLease>();
   private readonly pending = new Map<string, QueuedAppend[]>();
@@ -231,6 +248,11 @@ export class SessionStore<E extends EventSchemas = {}> {
       if (type in builtinEvents)
         throw new InvalidArgumentError(`Event type "${type}" is built in; register yours under another name.`);
     }
+    this.maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+    if (!Number.isSafeInteger(this.maxEventBytes) || this.maxEventBytes < 1)
+      throw new InvalidArgumentError(
+        `maxEventBytes must be a positive whole number of bytes, not ${JSON.stringify(options.maxEventBytes)}.`,
+      );
     this.lockIdleMs = options.lockIdleMs ?? 50;
     this.lockMaxHoldMs = options.lockMaxHoldMs ?? 1000;
     this.lockWaitMs = options.lockWaitMs;
@@ -431,16 +453,18 @@ export class SessionStore<E extends EventSchemas = {}> {
     // Nothing changes these payloads any more, so their JSON can be made now, outside the flush, and
     // one that cannot be written fails here, alone, not the group it would have joined.
     events.forEach((event, i) => {
+      const where = inputs.length > 1 ? ` (event ${i})` : "";
       try {
         serializePayloadEarly(event);
       } catch (error) {
-        const where = inputs.length > 1 ? ` (event ${i})` : "";
         throw new InvalidEventError(
           `The "${event.type}" payload${where} cannot be written as JSON: ${(error as Error).message}.`,
           [],
           { cause: error },
         );
       }
+      const bytes = lineBytesAtMost(event);
+      if (bytes > this.maxEventBytes) throw new EventTooLargeError(event.type, bytes, this.maxEventBytes, where);
     });
     return events;
   }

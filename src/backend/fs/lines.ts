@@ -40,7 +40,9 @@ export async function* readLines(
   try {
     let position = options.startAt ? await options.startAt(fh) : 0;
     let lineNumber = position === 0 ? 0 : Number.NaN;
-    let carry: Buffer | undefined; // bytes of a line that started in an earlier chunk
+    // Bytes of a line that started in an earlier chunk, joined once, when its newline comes: joining
+    // them chunk by chunk copied a long line over and over (a 50 MB line took seconds to read).
+    let carry: Buffer[] = [];
     for (;;) {
       signal?.throwIfAborted();
       const { bytesRead } = await fh.read(chunk, 0, chunk.length, position);
@@ -53,17 +55,15 @@ export async function* readLines(
       for (;;) {
         const nl = chunk.indexOf(NEWLINE, start);
         if (nl === -1 || nl >= bytesRead) break;
-        const text = carry
-          ? Buffer.concat([carry, chunk.subarray(start, nl)]).toString("utf8")
-          : chunk.toString("utf8", start, nl);
-        carry = undefined;
+        const text =
+          carry.length > 0
+            ? Buffer.concat([...carry, chunk.subarray(start, nl)]).toString("utf8")
+            : chunk.toString("utf8", start, nl);
+        carry = [];
         lines.push({ text, number: ++lineNumber, end: chunkStart + nl + 1 });
         start = nl + 1;
       }
-      if (start < bytesRead) {
-        const rest = Buffer.from(chunk.subarray(start, bytesRead)); // copy: `chunk` is reused
-        carry = carry ? Buffer.concat([carry, rest]) : rest;
-      }
+      if (start < bytesRead) carry.push(Buffer.from(chunk.subarray(start, bytesRead))); // copy: `chunk` is reused
       if (lines.length > 0) yield lines;
     }
   } finally {
