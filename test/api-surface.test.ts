@@ -16,6 +16,7 @@ const RUNTIME_EXPORTS = [
   "DEFAULT_LOCK_STALE_MS",
   "DIFF_LIMITS",
   "ErrorPayload",
+  "EventTooLargeError",
   "FORMAT_VERSION",
   "FileChange",
   "FileDiff",
