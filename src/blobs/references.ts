@@ -1,11 +1,14 @@
 import type { CheckpointPayload, FileSnapshot, RewindPayload, StoredEvent } from "../core/events.js";
+import { assertPayloadActedOn } from "../core/payload-check.js";
 
 /**
  * The one answer to "which file snapshots does this event carry?": a checkpoint's
  * before-snapshots, or a rewind marker's undo snapshot. Every keep-set, the rewind plan and
- * `verify` go through it, so a new event type that holds blobs is taught here once.
+ * `verify` go through it, so a new event type that holds blobs is taught here once. A payload that does
+ * not fit its schema is STORE_TAMPERED, never "no snapshots": a prune must not take it for no reference.
  */
 export function snapshotsIn(event: StoredEvent): readonly FileSnapshot[] {
+  assertPayloadActedOn(event);
   if (event.type === "session_checkpoint") return (event.payload as CheckpointPayload).files ?? [];
   if (event.type === "session_rewind") return (event.payload as RewindPayload).undo?.files ?? [];
   return [];

@@ -3,6 +3,7 @@ import type { SignalOption } from "../backend/types.js";
 import { forEachLimited } from "../core/bounded-concurrency.js";
 import { isAgentTapeError, SessionNotFoundError, type BlobCorruptError } from "../core/errors.js";
 import type { StoredEvent } from "../core/events.js";
+import { builtinPayloadProblem } from "../core/payload-check.js";
 import { isArchiveName } from "../blobs/archives.js";
 import { referencedBlobs, snapshotsIn } from "../blobs/references.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
@@ -43,6 +44,11 @@ export type VerifyProblem =
   | { kind: "log_unreadable"; message: string; error: ErrorSummary }
   /** A line of the log is not an event, or its sequence does not follow the one before. 1-based `line`. */
   | { kind: "corrupt_line"; message: string; line: number; reason: string }
+  /**
+   * A built-in event whose payload does not fit its schema (a checkpoint whose `files` is not a list): what it
+   * references cannot be known, so rewind, undo and gc refuse the session (STORE_TAMPERED).
+   */
+  | { kind: "payload_invalid"; message: string; sequence: number; type: string; reason: string; archive?: string }
   /** A side record (a rewind archive, a rewind intent) cannot be read; no `record` when none can be listed. */
   | { kind: "record_unreadable"; message: string; record?: string; error: ErrorSummary }
   /** A side record reads, but is not what its name says (a rewind archive without its events). */
@@ -74,11 +80,11 @@ export interface VerifyReport {
 
 /**
  * Checks a whole session: every line of the log parses and sequences strictly increase, every
- * side record reads, and every blob an event (or a rewind archive, kept for undo) names exists
- * and still matches its sha256. Reads past damage to list every problem. Takes no lock and
- * changes nothing. Costs one streamed read of the log and a read and hash of every referenced
- * blob (8 at a time). Throws SESSION_NOT_FOUND, INVALID_SESSION_ID, or the signal's reason when
- * aborted; every other failure is reported as a problem.
+ * built-in event's payload fits its schema, every side record reads, and every blob an event (or a
+ * rewind archive, kept for undo) names exists and still matches its sha256. Reads past damage to
+ * list every problem. Takes no lock and changes nothing. Costs one streamed read of the log and a
+ * read and hash of every referenced blob (8 at a time). Throws SESSION_NOT_FOUND,
+ * INVALID_SESSION_ID, or the signal's reason when aborted; every other failure is reported as a problem.
  */
 export async function verify(
   store: SessionStore<any>,
@@ -114,6 +120,19 @@ export async function verify(
   }
   const firstReference = new Map<string, BlobReference>();
   const note = (event: StoredEvent, archive?: string) => {
+    const reason = builtinPayloadProblem(event);
+    if (reason !== undefined) {
+      const where = archive === undefined ? "" : ` in ${archive}`;
+      problems.push({
+        kind: "payload_invalid",
+        sequence: event.sequence,
+        type: event.type,
+        reason,
+        ...(archive === undefined ? {} : { archive }),
+        message: `event #${event.sequence}${where} (${event.type}) does not fit its schema: ${reason}`,
+      });
+      return;
+    }
     if (isDroppedCheckpoint(event, horizon)) return;
     const hashes = referencedBlobs([event]);
     const where = archive === undefined ? {} : { archive };

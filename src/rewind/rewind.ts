@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { assertPayloadActedOn } from "../core/payload-check.js";
 import type { LockedSession, SignalOption } from "../backend/types.js";
 import {
   BeyondRetentionHorizonError,
@@ -161,6 +162,7 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
       const after: StoredEvent[] = [];
       const fromSequence = written ? 1 : target + 1;
       for await (const event of store.backend.readEvents(id, { fromSequence, ...signalOf(options) })) {
+        assertPayloadActedOn(event); // a malformed checkpoint is refused here, before anything is planned
         written?.add(event);
         if (event.sequence > target) after.push(event);
       }

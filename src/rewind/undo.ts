@@ -2,6 +2,7 @@ import { resolve } from "node:path";
 import type { SignalOption } from "../backend/types.js";
 import { InvalidArgumentError, NothingToUndoError, SessionNotFoundError } from "../core/errors.js";
 import type { RewindPayload, StoredEvent } from "../core/events.js";
+import { assertPayloadActedOn } from "../core/payload-check.js";
 import { eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import { storeBlobsThenReference } from "../blobs/store-then-reference.js";
 import { readArchive } from "../blobs/archives.js";
@@ -62,6 +63,7 @@ export async function undoRewind(
             ? `the last event (#${last.sequence}, ${last.type}) is not a rewind; undo works right after one`
             : "the session is empty",
         );
+      assertPayloadActedOn(last);
       const marker = last.payload as RewindPayload;
       if (marker.undoOf !== undefined)
         throw new NothingToUndoError(id, `the last rewind was already undone (by #${last.sequence})`);
@@ -91,7 +93,10 @@ export async function undoRewind(
         const wanted = new Map(undo.files.map((f) => [f.path, f]));
         plan = await planFileChanges(store.backend, id, realWorkspace, resolve(givenWorkspace), wanted, UNDO_LIMITS);
         const written = new LastWritten();
-        for await (const event of store.backend.readEvents(id, signalOf(options))) written.add(event);
+        for await (const event of store.backend.readEvents(id, signalOf(options))) {
+          assertPayloadActedOn(event);
+          written.add(event);
+        }
         const conflicts = settleConflicts(id, plan, written.in(realWorkspace), onConflict, report.dryRun);
         if (conflicts.length > 0) report.conflicts = conflicts;
         await diffPlannedChanges(plan, realWorkspace, { patches: options.diffs ?? false });
