@@ -31,8 +31,9 @@ export interface CheckpointStoreOptions {
   workspaceIndex?: WorkspaceIndexOptions;
   /**
    * `around` records the state the tool left its paths in (see {@link CheckpointStore.after}): one hash
-   * per file and one append per call. Without it a rewind cannot tell a file someone else changed since
-   * from one the agent left, and overwrites it like any other. @default true
+   * per file and one append per call. `afterCommand` records it for every path the command changed, from
+   * the hashes its scan took anyway, in the checkpoint's own append. Without it a rewind cannot tell a file
+   * someone else changed since from one the agent left, and overwrites it like any other. @default true
    */
   afterState?: boolean;
 }
@@ -74,7 +75,12 @@ export class CheckpointStore {
     };
     this.commands = new CommandCapture(
       store,
-      { ...options.workspaceIndex, maxFileBytes: this.limits.maxFileBytes, concurrency: this.limits.concurrency },
+      {
+        ...options.workspaceIndex,
+        maxFileBytes: this.limits.maxFileBytes,
+        concurrency: this.limits.concurrency,
+        afterState: options.afterState ?? true,
+      },
       (id, signal) => this.sessionWorkspace(id, signal),
     );
     this.afterState = options.afterState ?? true;
@@ -94,7 +100,9 @@ export class CheckpointStore {
   /**
    * After the command: scans the workspace again and appends one `session_checkpoint` naming
    * every tracked path the command created (`absent`), changed or deleted, with its state before
-   * it, so a rewind undoes the command like an edit. Returns undefined when nothing changed.
+   * it, so a rewind undoes the command like an edit; then (with `afterState`) a `session_file_states`
+   * event with the state the command left them in, in the same append. Returns the checkpoint, or
+   * undefined when nothing changed.
    */
   afterCommand(command: CommandInProgress): Promise<CommandCheckpoint | undefined> {
     return this.commands.after(command);

@@ -111,7 +111,16 @@ export const FileState = z.discriminatedUnion("kind", [
   z.object({ path: z.string(), kind: z.literal("file"), sha256: Sha256, mode: z.number().int().nonnegative() }),
   z.object({ path: z.string(), kind: z.literal("absent") }),
   z.object({ path: z.string(), kind: z.literal("symlink"), target: z.string() }),
-  z.object({ path: z.string(), kind: z.literal("directory"), mode: z.number().int().nonnegative() }),
+  z.object({
+    path: z.string(),
+    kind: z.literal("directory"),
+    mode: z.number().int().nonnegative(),
+    /**
+     * false: entries may lie below it that were not recorded (the shell capture leaves out what the
+     * workspace index ignores), so one never recorded there is not taken as made since. @default true
+     */
+    complete: z.boolean().optional(),
+  }),
   z.object({ path: z.string(), kind: z.literal("unknown"), reason: z.string() }),
 ]);
 export type FileState = z.infer<typeof FileState>;

@@ -101,8 +101,8 @@ function findConflicts(plan: FilePlan, written: WorkspaceStates, resolution: OnC
     if (expected === undefined && !changing.has(record.path) && actual.kind !== "absent") {
       // Never recorded, yet inside a folder whose every entry was: made since, by someone else.
       const parent = parentOf(record.path);
-      if (parent !== undefined && written.get(parent)?.kind === "directory")
-        expected = { path: record.path, kind: "absent" };
+      const folder = parent === undefined ? undefined : written.get(parent);
+      if (folder?.kind === "directory" && folder.complete !== false) expected = { path: record.path, kind: "absent" };
     }
     if (!expected || sameState(expected, actual)) continue;
     conflicts.push({ path: record.path, change: describeChange(expected, actual), expected, actual, resolution });

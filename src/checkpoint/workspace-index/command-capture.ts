@@ -2,11 +2,11 @@ import { realpath } from "node:fs/promises";
 import { relative, resolve, sep } from "node:path";
 import type { LockedSession, SignalOption } from "../../backend/types.js";
 import { InvalidArgumentError } from "../../core/errors.js";
-import type { CheckpointPayload, FileSnapshot, StoredEvent } from "../../core/events.js";
+import type { CheckpointPayload, FileSnapshot, FileStatesPayload, StoredEvent } from "../../core/events.js";
 import { appendUnderLock, eventFor, withLockedSession, type SessionStore } from "../../session/session-store.js";
 import { isInside, realWorkspaceOf } from "../confine.js";
 import { IgnoreRules } from "./ignore-rules.js";
-import { snapshotOf, type WorkspaceIndex } from "./index-entry.js";
+import { snapshotOf, stateOf, type WorkspaceIndex } from "./index-entry.js";
 import { loadIndex, rememberIndex, saveIndex, storedGeneration } from "./index-record.js";
 import { scanWorkspace, type ScanOptions, type ScanResult } from "./scan.js";
 
@@ -64,7 +64,11 @@ export class CommandCapture {
 
   constructor(
     private readonly store: SessionStore<any>,
-    private readonly options: WorkspaceIndexOptions & { maxFileBytes: number; concurrency: number },
+    private readonly options: WorkspaceIndexOptions & {
+      maxFileBytes: number;
+      concurrency: number;
+      afterState: boolean;
+    },
     private readonly sessionWorkspace: (id: string, options: SignalOption) => Promise<string | undefined>,
   ) {}
 
@@ -118,9 +122,19 @@ export class CommandCapture {
           await locked.syncBlobs?.(files.flatMap((f) => (f.kind === "blob" ? [f.blob] : [])));
           const payload: CheckpointPayload = { tool: handle.tool, workspace: handle.workspace, files };
           if (handle.callId !== undefined) payload.callId = handle.callId;
-          const [event] = await appendUnderLock(this.store, locked, [
-            eventFor(this.store, handle.sessionId, { type: "session_checkpoint", payload }),
-          ]);
+          const events = [eventFor(this.store, handle.sessionId, { type: "session_checkpoint", payload })];
+          if (this.options.afterState) {
+            // What the command left each path as, from the scan just made: no read, and the same append
+            // (one fsync) as the checkpoint, so a rewind can tell a later hand edit (ARCHITECTURE, "Conflicts").
+            const after: FileStatesPayload = {
+              tool: handle.tool,
+              workspace: handle.workspace,
+              files: files.map((f) => stateOf(f.path, scan.index.entries.get(f.path))),
+            };
+            if (handle.callId !== undefined) after.callId = handle.callId;
+            events.push(eventFor(this.store, handle.sessionId, { type: "session_file_states", payload: after }));
+          }
+          const [event] = await appendUnderLock(this.store, locked, events);
           return event as CommandCheckpoint;
         });
       },

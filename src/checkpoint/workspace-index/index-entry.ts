@@ -1,4 +1,4 @@
-import type { FileSnapshot } from "../../core/events.js";
+import type { FileSnapshot, FileState } from "../../core/events.js";
 
 /**
  * What the index knows of one tracked path: what a stat gives (to tell cheaply whether it may
@@ -74,5 +74,29 @@ export function snapshotOf(path: string, entry: IndexEntry): FileSnapshot {
       return entry.skipped === "too_large"
         ? { path, kind: "skipped", reason: "too_large", detail: `${entry.size} bytes > maxFileBytes` }
         : { path, kind: "skipped", reason: "unreadable" };
+  }
+}
+
+/**
+ * The after-state a command left a path in, as the scan that saw it read it (docs/ARCHITECTURE.md,
+ * "Conflicts"): the hash is the one the scan already took, so recording it costs nothing more.
+ * `entry` undefined: the path is gone.
+ */
+export function stateOf(path: string, entry: IndexEntry | undefined): FileState {
+  if (entry === undefined) return { path, kind: "absent" };
+  switch (entry.kind) {
+    case "directory":
+      // The index leaves out ignored entries, so this is no list of everything below the folder.
+      return { path, kind: "directory", mode: entry.mode, complete: false };
+    case "symlink":
+      return entry.target === undefined
+        ? { path, kind: "unknown", reason: "unreadable" }
+        : { path, kind: "symlink", target: entry.target };
+    case "other":
+      return { path, kind: "unknown", reason: "not_a_regular_file" };
+    case "file":
+      return entry.hash === undefined
+        ? { path, kind: "unknown", reason: entry.skipped ?? "unreadable" }
+        : { path, kind: "file", sha256: entry.hash, mode: entry.mode };
   }
 }

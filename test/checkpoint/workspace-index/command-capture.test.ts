@@ -46,7 +46,8 @@ const sh = (command: string) => execFileSync("sh", ["-c", command], { cwd: works
 const put = (path: string, content: string) => writeFile(join(workspace, path), content);
 const lastSequence = async () => (await store.get(sessionId))!.lastSequence;
 async function lastFiles(): Promise<FileSnapshot[]> {
-  const last = (await store.readAll(sessionId)).at(-1)!;
+  // The checkpoint is followed by its after-state (command-after-state.test.ts): look past it.
+  const last = (await store.readAll(sessionId)).filter((e) => e.type !== "session_file_states").at(-1)!;
   expect(last.type).toBe("session_checkpoint");
   return (last.payload as CheckpointPayload).files;
 }

@@ -95,9 +95,10 @@ describe("shell commands are rewindable", () => {
       return "done";
     });
     expect(event).toBe("done");
-    const last = (await store.readAll(sessionId)).at(-1)!;
-    expect(last.type).toBe("session_checkpoint");
-    const files = (last.payload as { files: { path: string; kind: string; mode?: number }[] }).files;
+    const [last, after] = (await store.readAll(sessionId)).slice(-2);
+    expect(after!.type).toBe("session_file_states");
+    expect(last!.type).toBe("session_checkpoint");
+    const files = (last!.payload as { files: { path: string; kind: string; mode?: number }[] }).files;
     expect(files.map((f) => [f.path, f.kind])).toEqual([
       ["a.txt", "blob"],
       ["dir", "directory"],
