@@ -40,7 +40,7 @@ export { rewind } from "./rewind/rewind.js";
 export type { RewindOptions, RewindReport, ReportedChange } from "./rewind/rewind.js";
 export { DIFF_LIMITS } from "./core/file-diff.js";
 export type { DiffLimits, DiffTotals } from "./core/file-diff.js";
-export type { OnConflict } from "./rewind/conflicts.js";
+export type { ConfirmedConflict, OnConflict } from "./rewind/conflicts.js";
 export { undoRewind } from "./rewind/undo.js";
 export type { UndoRewindOptions, UndoReport } from "./rewind/undo.js";
 export type { RewindStep } from "./rewind/intent.js";

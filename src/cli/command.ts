@@ -24,6 +24,11 @@ export interface CliContext {
   /** The store root in use. */
   root: string;
   now: () => Date;
+  /**
+   * Asks the person at the terminal a question and returns the line they typed; undefined when stdin is
+   * not a terminal (a script, a pipe), where nothing may wait for an answer.
+   */
+  ask?: (question: string) => Promise<string>;
   /** The store for `root`, opened on first use and closed when the command ends. */
   store(): SessionStore;
 }

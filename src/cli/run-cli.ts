@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { SessionStore, isAgentTapeError } from "../index.js";
+import { RewindConflictError, SessionStore, isAgentTapeError } from "../index.js";
 import {
   UsageError,
   errorSummary,
@@ -35,6 +35,11 @@ export interface CliIO {
   isTTY?: boolean | { stdout?: boolean; stderr?: boolean };
   /** The clock for "last activity". @default () => new Date() */
   now?: () => Date;
+  /**
+   * Asks a question on the terminal and resolves to the line typed. Give it only when stdin is a
+   * terminal: without it the CLI never asks (a rewind with conflicts then refuses).
+   */
+  ask?: (question: string) => Promise<string>;
 }
 
 export const commands: readonly Command[] = [
@@ -99,6 +104,7 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
       json: values.json === true,
       root,
       now: io.now ?? (() => new Date()),
+      ...(io.ask !== undefined && { ask: io.ask }),
       store: () => (store ??= new SessionStore({ root: storeRoot })),
     };
     // Every verb but `list` takes a session id first; let the user type as much of it as is unique.
@@ -193,8 +199,11 @@ function reportError(
     return 2;
   }
   const { code, message } = cliWords(errorSummary(error), error, root);
-  if (json) io.stderr.write(JSON.stringify({ error: { code, message } }) + "\n");
-  else if (isAgentTapeError(error)) {
+  if (json) {
+    // A script can act on the conflicts (path, what changed) without parsing the message.
+    const conflicts = error instanceof RewindConflictError ? { conflicts: error.conflicts } : {};
+    io.stderr.write(JSON.stringify({ error: { code, message, ...conflicts } }) + "\n");
+  } else if (isAgentTapeError(error)) {
     io.stderr.write(`agent-tape: ${message} (${code})\n`);
     if (code === "LOG_CORRUPT") io.stderr.write("Run `agent-tape verify` to list every damaged line and blob.\n");
     if (code === "SESSION_NOT_FOUND" && root !== undefined)
@@ -215,5 +224,16 @@ function cliWords(
       code: summary.code,
       message: `no session "${String((error as { sessionId?: unknown }).sessionId)}" under ${root}`,
     };
+  if (error instanceof RewindConflictError) {
+    const shown = error.conflicts.slice(0, 10).map((c) => `${c.path} (${c.change})`);
+    if (error.conflicts.length > 10) shown.push(`and ${error.conflicts.length - 10} more`);
+    return {
+      code: summary.code,
+      message:
+        `session ${error.sessionId} has paths changed outside it since it last wrote them: ${shown.join(", ")}. ` +
+        "Nothing was changed. Rerun with --on-conflict skip to leave them as they are, or --on-conflict " +
+        "overwrite (their current bytes go into the undo)",
+    };
+  }
   return summary;
 }

@@ -3,6 +3,9 @@ import type { CheckpointPayload, FileState, FileStatesPayload, RewindPayload, St
 import { fileStateOf } from "../checkpoint/after-state.js";
 import { isAtOrBelowAny, type FilePlan } from "./plan.js";
 
+/** A conflict as a dry run reported it and a person agreed to overwrite: its path and the state it had then. */
+export type ConfirmedConflict = Pick<RewindConflict, "path" | "actual">;
+
 /** What a rewind does about a path changed outside the session: see {@link RewindConflict}. */
 export type OnConflict = "refuse" | "skip" | "overwrite";
 export const ON_CONFLICT: readonly OnConflict[] = ["refuse", "skip", "overwrite"];
@@ -84,10 +87,22 @@ export function settleConflicts(
   written: WorkspaceStates,
   onConflict: OnConflict,
   dryRun: boolean,
+  overwriteOnly?: readonly ConfirmedConflict[],
 ): RewindConflict[] {
   const conflicts = findConflicts(plan, written, onConflict);
   if (conflicts.length === 0) return conflicts;
   if (onConflict === "refuse" && !dryRun) throw new RewindConflictError(sessionId, conflicts);
+  if (onConflict === "overwrite" && overwriteOnly && !dryRun) {
+    // Only what the caller was shown, as it was shown: anything else is an edit nobody agreed to lose.
+    const unconfirmed = conflicts.filter(
+      (c) => !overwriteOnly.some((shown) => shown.path === c.path && sameState(shown.actual, c.actual)),
+    );
+    if (unconfirmed.length > 0)
+      throw new RewindConflictError(
+        sessionId,
+        unconfirmed.map((c) => ({ ...c, resolution: "refuse" })),
+      );
+  }
   if (onConflict === "skip") skipConflicting(plan, conflicts);
   return conflicts;
 }

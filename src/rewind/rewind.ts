@@ -23,7 +23,14 @@ import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.j
 import { diffPlannedChanges } from "./plan-diffs.js";
 import { totalDiffs, type DiffTotals } from "../core/file-diff.js";
 import { checkTargetForm, resolveTarget } from "./target.js";
-import { LastWritten, ON_CONFLICT, settleConflicts, statesWrittenBy, type OnConflict } from "./conflicts.js";
+import {
+  LastWritten,
+  ON_CONFLICT,
+  settleConflicts,
+  statesWrittenBy,
+  type ConfirmedConflict,
+  type OnConflict,
+} from "./conflicts.js";
 
 export interface RewindOptions extends SignalOption {
   /** The event to go back to: everything after it is undone. Give this or `beforeCallId`. */
@@ -63,6 +70,13 @@ export interface RewindOptions extends SignalOption {
    * @default "refuse"
    */
   onConflict?: OnConflict;
+  /**
+   * With `onConflict: "overwrite"`: overwrite only these conflicts (as a dry run reported them: same path,
+   * same current state). Any other, such as a file edited after a person was asked, is refused with
+   * REWIND_CONFLICT and nothing changes. For a confirm step between a dry run and the rewind.
+   * @default every conflict is overwritten
+   */
+  overwriteOnly?: readonly ConfirmedConflict[];
   /**
    * Called after each step: "planned", "intent-written", then the four steps. It runs while the session is
    * locked: do not call the store from it.
@@ -189,7 +203,14 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
           closestSnapshotPerPath(after),
           limits,
         );
-        const conflicts = settleConflicts(id, plan, written!.in(realWorkspace), onConflict, report.dryRun);
+        const conflicts = settleConflicts(
+          id,
+          plan,
+          written!.in(realWorkspace),
+          onConflict,
+          report.dryRun,
+          options.overwriteOnly,
+        );
         if (conflicts.length > 0) report.conflicts = conflicts;
         await diffPlannedChanges(plan, realWorkspace, { patches: options.diffs ?? false });
         Object.assign(report, summarizePlan(plan));

@@ -23,6 +23,7 @@ export async function cli(
     env: io.env ?? {},
     ...(io.isTTY !== undefined && { isTTY: io.isTTY }),
     ...(io.now !== undefined && { now: io.now }),
+    ...(io.ask !== undefined && { ask: io.ask }),
   });
   return { code, stdout, stderr };
 }
@@ -34,12 +35,15 @@ export interface Seeded {
 }
 
 /**
- * A session as an agent leaves it, on a real root and workspace:
+ * A session as an agent leaves it, on a real root and workspace (`afterState`: an after-state is #4):
  *   1 message (user)   2 tool_call   3 checkpoint: a.txt "one", b.txt absent
  *   4 tool_result      5 message (assistant)
  * after which a.txt says "two" and b.txt exists.
  */
-export async function seedSession(temps: TempRoots, options: { root?: string; title?: string } = {}): Promise<Seeded> {
+export async function seedSession(
+  temps: TempRoots,
+  options: { root?: string; title?: string; afterState?: boolean } = {},
+): Promise<Seeded> {
   const base = await temps.make("agent-tape-cli-");
   const root = options.root ?? join(base, "root");
   const workspace = join(base, "workspace");
@@ -47,8 +51,8 @@ export async function seedSession(temps: TempRoots, options: { root?: string; ti
   await writeFile(join(workspace, "a.txt"), "one\n");
   const store = new SessionStore({ root });
   try {
-    // The CLI tests count events; after-states (one more per call) are tested in test/rewind/conflicts.test.ts.
-    const checkpoints = new CheckpointStore(store, { afterState: false });
+    // The CLI tests count events: after-states (one more, #4, then the result is #5) only when asked for.
+    const checkpoints = new CheckpointStore(store, { afterState: options.afterState ?? false });
     const { id } = await store.create({ title: options.title ?? "fix the failing test", workspace });
     await store.append(id, { type: "message", payload: { role: "user", content: "make a.txt say two" } });
     await store.append(id, {

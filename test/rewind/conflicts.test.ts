@@ -91,6 +91,42 @@ describe("a rewind never clobbers what it did not write: a hand edit after the a
     expect(await t.read("other.md")).toBe("o1\n");
   });
 
+  // A confirm step (the CLI's y/N) shows a dry run's conflicts, then overwrites: an edit made while the
+  // person read the question is not one they agreed to lose.
+  it("overwriteOnly: overwrites the conflicts a dry run showed, refuses one that appeared since", async () => {
+    const t = await handEditAfterAgent();
+    const shown = (await rewind(t.store, t.id, { toSequence: t.target, dryRun: true })).conflicts!;
+    await writeFile(join(t.workspace, "other.md"), "o1 + typed while the question was up\n");
+
+    const error = await errorOf(
+      rewind(t.store, t.id, { toSequence: t.target, onConflict: "overwrite", overwriteOnly: shown }),
+    );
+
+    expect(isAgentTapeError(error, "REWIND_CONFLICT"), String(error)).toBe(true);
+    expect((error as { conflicts: { path: string }[] }).conflicts.map((c) => c.path)).toEqual(["other.md"]);
+    expect(await t.read("notes.md")).toBe("v1 + a line typed by hand\n");
+    expect(await t.read("other.md")).toBe("o1 + typed while the question was up\n");
+  });
+
+  it("overwriteOnly: a conflicting file edited again after the dry run is refused too", async () => {
+    const t = await handEditAfterAgent();
+    const shown = (await rewind(t.store, t.id, { toSequence: t.target, dryRun: true })).conflicts!;
+    await writeFile(join(t.workspace, "notes.md"), "edited once more\n");
+    const error = await errorOf(
+      rewind(t.store, t.id, { toSequence: t.target, onConflict: "overwrite", overwriteOnly: shown }),
+    );
+    expect(isAgentTapeError(error, "REWIND_CONFLICT"), String(error)).toBe(true);
+    expect(await t.read("notes.md")).toBe("edited once more\n");
+  });
+
+  it("overwriteOnly: the conflicts shown, unchanged since, are overwritten", async () => {
+    const t = await handEditAfterAgent();
+    const shown = (await rewind(t.store, t.id, { toSequence: t.target, dryRun: true })).conflicts!;
+    const report = await rewind(t.store, t.id, { toSequence: t.target, onConflict: "overwrite", overwriteOnly: shown });
+    expect(report.conflicts!.map((c) => [c.path, c.resolution])).toEqual([["notes.md", "overwrite"]]);
+    expect(await t.read("notes.md")).toBe("v0\n");
+  });
+
   it("lets a rewind through when nobody touched the files since", async () => {
     const t = await handEditAfterAgent();
     await writeFile(join(t.workspace, "notes.md"), "v1\n"); // the hand edit reverted by hand

@@ -1,4 +1,4 @@
-import { RewindMode, rewind } from "../../index.js";
+import { RewindMode, rewind, type OnConflict, type RewindOptions } from "../../index.js";
 import {
   UsageError,
   flag,
@@ -12,10 +12,11 @@ import {
 import { fileCounts, printFileChanges } from "../file-changes.js";
 import { printPatches } from "../diff-output.js";
 import { plural } from "../output.js";
+import { ON_CONFLICT, confirmOverwrite, printConflicts } from "../conflict-output.js";
 
 export const rewindCommand: Command = {
   name: "rewind",
-  usage: "rewind <id> --to <seq> [--dry-run] [--diff]",
+  usage: "rewind <id> --to <seq> | --before-call <toolCallId> [--on-conflict <choice>] [--dry-run] [--diff]",
   summary: "Wind files and conversation back to an event (--mode, --dry-run)",
   help: `Winds the session back to event <seq>: files are restored from their before-snapshots
 (or deleted if they did not exist yet), the events after <seq> leave the tape, and a
@@ -23,8 +24,19 @@ rewind marker is appended. Prints each path with what happens to it: restore, de
 or skip (with the reason), and what that does to the file now: +N −M lines, or bytes
 for a binary file or one past the diff bounds. \`agent-tape undo <id>\` puts it all back.
 
+A path changed outside the session since it last wrote it (by hand, by another session)
+is a conflict: the rewind refuses and changes nothing, unless told what to do with
+--on-conflict. At a terminal it lists them and asks before overwriting them instead.
+
 Options:
-  --to <seq>          The event to go back to (required; see \`agent-tape show <id>\`)
+  --to <seq>          The event to go back to (see \`agent-tape show <id>\`)
+  --before-call <toolCallId>
+                      Or: go back to just before that tool call
+  --on-conflict <choice>
+                      refuse (the default when piped): change nothing; skip: leave those paths
+                      as they are and rewind the rest; overwrite: rewind them too (their current
+                      bytes go into the undo; a terminal still asks)
+  --yes               Overwrite conflicting paths without asking
   --mode <mode>       all (default): files and conversation; files: only the workspace;
                       conversation: only the tape
   --dry-run           Print the plan and change nothing
@@ -40,31 +52,67 @@ Options:
     diff: { type: "boolean" },
     workspace: { type: "string" },
     "allow-unrecoverable": { type: "boolean" },
+    "before-call": { type: "string" },
+    "on-conflict": { type: "string" },
+    yes: { type: "boolean" },
   },
 
   async run(ctx, args) {
     const id = requireSessionId("rewind", args);
     const to = sequenceOption("rewind", args, "to");
-    if (to === undefined)
+    const beforeCall = stringOption(args, "before-call");
+    if ((to === undefined) === (beforeCall === undefined))
       throw new UsageError(
-        "`rewind` needs --to <seq>: the event to go back to (see `agent-tape show <id>`).",
+        "`rewind` needs either --to <seq> or --before-call <toolCallId>: where to go back to " +
+          "(see `agent-tape show <id>`).",
         "rewind",
       );
     const mode = RewindMode.safeParse(stringOption(args, "mode") ?? "all");
     if (!mode.success)
       throw new UsageError(`--mode is all, files or conversation, not "${stringOption(args, "mode")}".`, "rewind");
+    const choice = stringOption(args, "on-conflict");
+    if (choice !== undefined && !ON_CONFLICT.includes(choice as OnConflict))
+      throw new UsageError(`--on-conflict is refuse, skip or overwrite, not "${choice}".`, "rewind");
     const workspace = stringOption(args, "workspace");
     const dryRun = flag(args, "dry-run");
     const diffs = flag(args, "diff");
+    const yes = flag(args, "yes");
 
-    const report = await rewind(ctx.store(), id, {
-      toSequence: to,
+    const options: RewindOptions = {
+      ...(to !== undefined ? { toSequence: to } : { beforeCallId: beforeCall! }),
       mode: mode.data,
-      dryRun,
-      diffs,
       allowUnrecoverable: flag(args, "allow-unrecoverable"),
       ...(workspace !== undefined && { workspace }),
       onProgress: (step) => ctx.progress.update(`rewind ${id}: ${step}`, true),
+    };
+    // --yes answers the question: overwrite. Without a choice (or --yes), a rewind refuses on a conflict.
+    let onConflict: OnConflict = (choice as OnConflict | undefined) ?? (yes ? "overwrite" : "refuse");
+    let overwriteOnly: RewindOptions["overwriteOnly"];
+    if (!dryRun && !yes && ctx.ask && (choice === undefined || choice === "overwrite")) {
+      // A person is there: show what would be overwritten, and go ahead only with those paths as shown.
+      const preview = await rewind(ctx.store(), id, { ...options, dryRun: true, onConflict: "refuse" });
+      ctx.progress.clear();
+      const conflicts = preview.conflicts ?? [];
+      if (conflicts.length > 0) {
+        printConflicts(ctx.stderr, conflicts);
+        if (!(await confirmOverwrite(ctx.ask, conflicts.length))) {
+          printLine(
+            ctx.stderr,
+            "Nothing was changed. To rewind the rest and leave these as they are: --on-conflict skip.",
+          );
+          return 1;
+        }
+        onConflict = "overwrite";
+        overwriteOnly = conflicts;
+      } else onConflict = "refuse"; // one appearing meanwhile was not shown: refused
+    }
+
+    const report = await rewind(ctx.store(), id, {
+      ...options,
+      dryRun,
+      diffs,
+      onConflict,
+      ...(overwriteOnly && { overwriteOnly }),
     });
     ctx.progress.clear();
     if (ctx.json) {
@@ -72,10 +120,11 @@ Options:
       return 0;
     }
 
+    const target = report.targetSequence;
     if (report.changes.length === 0 && report.eventsRemoved === 0 && report.markerSequence === undefined) {
       printLine(
         ctx.stdout,
-        `Nothing to rewind: session ${id} is already as it was at #${to}` +
+        `Nothing to rewind: session ${id} is already as it was at #${target}` +
           `${report.mode === "files" ? " (its files match)" : ""}.`,
       );
       return 0;
@@ -84,11 +133,12 @@ Options:
     printLine(
       ctx.stdout,
       dryRun
-        ? `Dry run: rewinding ${bold(id)} to #${to} (mode ${report.mode}) would:`
-        : `Rewound ${bold(id)} to #${to} (mode ${report.mode}):`,
+        ? `Dry run: rewinding ${bold(id)} to #${target} (mode ${report.mode}) would:`
+        : `Rewound ${bold(id)} to #${target} (mode ${report.mode}):`,
     );
     printFileChanges(ctx, report.changes);
     if (diffs) printPatches(ctx, report.changes);
+    printConflicts(ctx.stdout, report.conflicts ?? []);
     printUnrecoverable(ctx, report.changes, dryRun);
     const events =
       report.mode === "files"
