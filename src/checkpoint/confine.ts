@@ -1,3 +1,4 @@
+import type { Stats } from "node:fs";
 import { lstat, realpath } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { InvalidArgumentError } from "../core/errors.js";
@@ -33,6 +34,17 @@ export function toPortable(rel: string): string {
   return sep === "/" ? rel : rel.split(sep).join("/");
 }
 
+/** What lstat said of one parent folder: its stats, or the error code. */
+type ParentLook = { info: Stats } | { code: string | undefined };
+
+/**
+ * The parent folders one operation has already looked at, by absolute path, shared by its calls to
+ * {@link confine}: 1000 files in 200 folders four levels deep cost some 300 lstats instead of 5000. Only for
+ * an operation that reaches every entry through {@link HeldWorkspace} (which checks the folder it opens
+ * at the moment of use); a parent swapped for a link after its first look is caught there, not here.
+ */
+export type ParentLooks = Map<string, Promise<ParentLook>>;
+
 /**
  * Places `path` inside the workspace, or says it leads outside: `../`, absolute paths elsewhere,
  * and parents that are symlinks to folders outside (or dangling links, which cannot be proved
@@ -44,11 +56,12 @@ export async function confine(
   realWorkspace: string,
   path: string,
   givenWorkspace: string = realWorkspace,
+  looks?: ParentLooks,
 ): Promise<ConfinedPath> {
   const lexical = lexicalRelative(realWorkspace, givenWorkspace, path);
   if (lexical === undefined) return { inside: false, path: toPortable(path) };
   const portable = toPortable(lexical);
-  if (!(await parentsStayInside(realWorkspace, lexical))) return { inside: false, path: portable };
+  if (!(await parentsStayInside(realWorkspace, lexical, looks))) return { inside: false, path: portable };
   return { inside: true, path: portable, absolute: lexical === "" ? realWorkspace : join(realWorkspace, lexical) };
 }
 
@@ -64,20 +77,23 @@ function lexicalRelative(realWorkspace: string, givenWorkspace: string, path: st
   return undefined;
 }
 
-async function parentsStayInside(realWorkspace: string, rel: string): Promise<boolean> {
+async function parentsStayInside(realWorkspace: string, rel: string, looks?: ParentLooks): Promise<boolean> {
   if (rel === "") return true;
   const parents = rel.split(sep).slice(0, -1);
   // The common case is a chain of plain folders: stat them all at once (one round trip through
   // the thread pool instead of one per folder), and walk one by one only when a link shows up.
   const prefixes = parents.map((_, i) => join(realWorkspace, ...parents.slice(0, i + 1)));
-  const found = await Promise.all(
-    prefixes.map((p) =>
-      lstat(p).then(
-        (info) => ({ info }),
-        (error: NodeJS.ErrnoException) => ({ code: error.code }),
-      ),
-    ),
-  );
+  const look = (p: string): Promise<ParentLook> =>
+    lstat(p).then(
+      (info) => ({ info }),
+      (error: NodeJS.ErrnoException) => ({ code: error.code }),
+    );
+  const remembered = (p: string) => {
+    let found = looks!.get(p);
+    if (!found) looks!.set(p, (found = look(p)));
+    return found;
+  };
+  const found = await Promise.all(prefixes.map(looks ? remembered : look));
   for (const entry of found) {
     if ("code" in entry) return isNothingThere(entry.code);
     if (entry.info.isSymbolicLink()) return walkParents(realWorkspace, parents);

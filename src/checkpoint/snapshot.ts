@@ -4,7 +4,7 @@ import type { Stats } from "node:fs";
 import { lstat, open, readlink, type FileHandle } from "node:fs/promises";
 import type { FileSnapshot } from "../core/events.js";
 import { forEachLimited, mapLimited } from "../core/bounded-concurrency.js";
-import { confine, type ConfinedPath } from "./confine.js";
+import { confine, type ConfinedPath, type ParentLooks } from "./confine.js";
 import { HeldWorkspace, OUTSIDE } from "./held-workspace.js";
 
 export interface SnapshotLimits {
@@ -71,7 +71,8 @@ async function snapshotHeld(
 
   // Placing and stat-ing each path is independent: do it `concurrency` at a time (a rewind of
   // 1000 files spent most of its plan here one by one), then decide in the caller's order.
-  const looked = await mapLimited(paths, limits.concurrency, lookUp.bind(null, held, givenWorkspace));
+  const looks: ParentLooks = new Map(); // each entry is then reached through `held`, checked at that moment
+  const looked = await mapLimited(paths, limits.concurrency, lookUp.bind(null, held, givenWorkspace, looks));
   for (const found of looked) {
     if (!("info" in found) && !("error" in found)) {
       note({ path: found.place.path, kind: "skipped", reason: "outside_workspace" });
@@ -102,8 +103,13 @@ type LookedUp =
   | { place: Extract<ConfinedPath, { inside: true }>; info: Stats }
   | { place: Extract<ConfinedPath, { inside: true }>; error: string };
 
-async function lookUp(held: HeldWorkspace, givenWorkspace: string, given: string): Promise<LookedUp> {
-  const place = await confine(held.realWorkspace, given, givenWorkspace);
+async function lookUp(
+  held: HeldWorkspace,
+  givenWorkspace: string,
+  looks: ParentLooks,
+  given: string,
+): Promise<LookedUp> {
+  const place = await confine(held.realWorkspace, given, givenWorkspace, looks);
   if (!place.inside) return { place };
   try {
     const info = await held.at(place.path, (where) => lstat(where));

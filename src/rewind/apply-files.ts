@@ -1,9 +1,10 @@
 import { constants } from "node:fs";
 import { lstat, mkdir, open, rename, symlink, unlink } from "node:fs/promises";
 import { fsyncDir } from "../core/atomic-file.js";
+import { SYNC_FILESYSTEM_FROM, syncFilesystem } from "../core/sync-filesystem.js";
 import type { FileSnapshot } from "../core/events.js";
 import { forEachLimited } from "../core/bounded-concurrency.js";
-import { confine } from "../checkpoint/confine.js";
+import { confine, type ParentLooks } from "../checkpoint/confine.js";
 import { HeldWorkspace, OUTSIDE } from "../checkpoint/held-workspace.js";
 import { removeEntry } from "../checkpoint/remove-entry.js";
 
@@ -15,8 +16,11 @@ export interface ApplyResult {
 /**
  * Makes each path what its record says: a file with the blob's bytes and mode, a symlink, a
  * folder, or nothing. Restores run parents first, deletions deepest first, so a folder that must
- * go takes with it whatever a restore put inside it. Files are written temp + fsync + rename, so
- * a crash leaves each file old or new, never torn; every step is idempotent (recovery re-runs it).
+ * go takes with it whatever a restore put inside it. Files are written temp + rename, so a crash
+ * leaves each file old or new, never torn; every step is idempotent (recovery re-runs it). All is
+ * durable when it returns: a few files are fsynced each and their folders once; from
+ * SYNC_FILESYSTEM_FROM files on, one syncfs of the workspace's filesystem replaces those fsyncs
+ * (docs/ARCHITECTURE.md, "Rewind intent": until the log is cut, recovery re-runs this step).
  * Each path is reached through its folder held open and checked inside the workspace right when
  * it is touched (docs/ARCHITECTURE.md, "Confinement"), so a symlink swapped in after the plan, or
  * while the write happens, still cannot lead a write or a delete outside.
@@ -51,8 +55,9 @@ async function applyHeld(
   const parentOf = (path: string) => (path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "");
 
   // A record's path as the workspace-relative name to act on; undefined (and refused) when it leads outside.
+  const looks: ParentLooks = new Map(); // each use is checked again by `held` (docs/ARCHITECTURE.md, "Confinement")
   const place = async (path: string): Promise<string | undefined> => {
-    const where = await confine(held.realWorkspace, path);
+    const where = await confine(held.realWorkspace, path, held.realWorkspace, looks);
     if (!where.inside) {
       refused.push(path);
       return undefined;
@@ -73,20 +78,21 @@ async function applyHeld(
     if (path === ".") await held.at(".", (where) => restoreMode(where, record.mode));
     else await act(path, (where) => restoreDirectory(held, path, where, record.mode));
   }
-  await forEachLimited(
-    restores.filter((r) => r.kind !== "directory"),
-    concurrency,
-    async (record) => {
-      const path = await place(record.path);
-      if (path === undefined || path === ".") return; // the workspace itself stays a folder
-      if (record.kind === "blob") {
-        const bytes = await blobBytes(record.blob);
-        await act(path, (where) => restoreFile(held, path, where, bytes, record.mode));
-      } else if (record.kind === "symlink") {
-        await act(path, (where) => restoreSymlink(held, path, where, record.target));
-      }
-    },
-  );
+  const files = restores.filter((r) => r.kind !== "directory");
+  // Many files: written without their own fsync, all made durable by one syncfs at the end.
+  const batched = files.length >= SYNC_FILESYSTEM_FROM;
+  const written: string[] = [];
+  await forEachLimited(files, concurrency, async (record) => {
+    const path = await place(record.path);
+    if (path === undefined || path === ".") return; // the workspace itself stays a folder
+    if (record.kind === "blob") {
+      const bytes = await blobBytes(record.blob);
+      await act(path, (where) => restoreFile(held, path, where, bytes, record.mode, !batched));
+      written.push(path);
+    } else if (record.kind === "symlink") {
+      await act(path, (where) => restoreSymlink(held, path, where, record.target));
+    }
+  });
   for (const record of deletes) {
     const path = await place(record.path);
     if (path === undefined || path === ".") continue; // never delete the workspace itself
@@ -102,7 +108,10 @@ async function applyHeld(
     if (done === OUTSIDE) refused.push(path);
     else touchedDirs.add(parentOf(path));
   }
-  // Make the renames and unlinks durable before the log says the rewind happened.
+  // Make the files, renames and unlinks durable before the log says the rewind happened.
+  if (batched && (await syncFilesystem(held.realWorkspace))) return { refused };
+  if (batched)
+    await forEachLimited(written, concurrency, (path) => held.at(path, fsyncFile).then(() => undefined, ignoreGone));
   await Promise.all([...touchedDirs].map((dir) => held.folder(dir, fsyncDir).catch(() => undefined)));
   return { refused };
 }
@@ -123,7 +132,14 @@ async function clearFor(held: HeldWorkspace, path: string, where: string, keepDi
   if (!info.isDirectory() && keepDirectory) await unlink(where).catch(ignoreMissing);
 }
 
-async function restoreFile(held: HeldWorkspace, path: string, where: string, bytes: Buffer, mode: number) {
+async function restoreFile(
+  held: HeldWorkspace,
+  path: string,
+  where: string,
+  bytes: Buffer,
+  mode: number,
+  durable: boolean,
+) {
   await clearFor(held, path, where, false); // a folder where the file must be: rename cannot replace it
   const temp = await freshTempFor(where);
   const fh = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
@@ -131,7 +147,7 @@ async function restoreFile(held: HeldWorkspace, path: string, where: string, byt
     try {
       await fh.writeFile(bytes);
       await fh.chmod(mode); // after writing, and explicitly: open()'s mode is cut by the umask
-      await fh.sync();
+      if (durable) await fh.sync();
     } finally {
       await fh.close();
     }
@@ -182,6 +198,28 @@ async function restoreMode(where: string, mode: number): Promise<void> {
   } finally {
     await fh.close();
   }
+}
+
+/** The fallback when no syncfs could be had: fsyncs a restored file, never through a link (gone: nothing to do). */
+async function fsyncFile(where: string): Promise<void> {
+  let fh;
+  try {
+    fh = await open(where, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ELOOP") return; // replaced since (a later record, or racing code)
+    throw error;
+  }
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** A restored file whose folder a later record removed: nothing left to make durable. */
+function ignoreGone(error: NodeJS.ErrnoException): void {
+  if (error.code !== "ENOENT" && error.code !== "ENOTDIR") throw error;
 }
 
 function ignoreMissing(error: NodeJS.ErrnoException): void {

@@ -6,7 +6,7 @@ import { forEachLimited } from "../core/bounded-concurrency.js";
 import { snapshotPaths, type Snapshot, type SnapshotLimits } from "../checkpoint/snapshot.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { snapshotsIn } from "../blobs/references.js";
-import { confine } from "../checkpoint/confine.js";
+import { confine, type ParentLooks } from "../checkpoint/confine.js";
 
 /**
  * The rewind rule (docs/ARCHITECTURE.md, "Rewind intent"): visit the snapshots taken after the
@@ -69,8 +69,9 @@ export async function planFileChanges(
     if (!read) blobReads.set(hash, (read = readVerifiedBlob(backend, sessionId, hash)));
     return read;
   };
+  const looks: ParentLooks = new Map();
   await forEachLimited([...wanted], limits.concurrency, async ([recordedPath, target]) => {
-    const place = await confine(realWorkspace, recordedPath, givenWorkspace);
+    const place = await confine(realWorkspace, recordedPath, givenWorkspace, looks);
     if (!place.inside) {
       changes.push({ path: recordedPath, action: "skip", reason: "outside_workspace" });
       return;

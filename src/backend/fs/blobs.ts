@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { fsyncDir } from "../../core/atomic-file.js";
 import { mapLimited } from "../../core/bounded-concurrency.js";
+import { SYNC_FILESYSTEM_FROM, syncFilesystem } from "../../core/sync-filesystem.js";
 import { isBlobHash } from "../names.js";
 import type { SessionLayout } from "./layout.js";
 import { checkStoreFolder, readStoreFile } from "./store-files.js";
@@ -84,8 +85,15 @@ export async function writeBlobFile(
   return true;
 }
 
-/** Makes blobs written without fsync durable: each file, then each shard folder once, then the blobs folder. */
+/**
+ * Makes blobs written without fsync durable: each file, then each shard folder once, then the blobs
+ * folder; many at once by one syncfs of the store's filesystem instead (core/sync-filesystem.ts).
+ */
 export async function syncBlobFiles(layout: SessionLayout, id: string, hashes: readonly string[]): Promise<void> {
+  if (hashes.length >= SYNC_FILESYSTEM_FROM) {
+    await checkStoreFolder(id, layout.blobs(id)); // `sync` opens it by name: never through a link
+    if (await syncFilesystem(layout.blobs(id))) return;
+  }
   const shards = new Set<string>();
   await mapLimited(hashes, 8, async (hash) => {
     let fh;

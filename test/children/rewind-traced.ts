@@ -1,0 +1,32 @@
+// Child process, run under strace by test/rewind/durable-calls.process.test.ts: makes a workspace of `files`
+// files in folders of 10, edits each through its own `around`, then rewinds them all between two trace
+// markers, and prints the report's counts as JSON.
+// argv: root files
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { CheckpointStore, SessionStore, rewind } from "../../src/index.js";
+import { markTraced } from "../helpers/trace-marker.js";
+
+const [root, count] = process.argv.slice(2);
+if (!root || !count) throw new Error("usage: rewind-traced root files");
+const workspace = join(root, "ws");
+const paths = Array.from({ length: Number(count) }, (_, i) => `pkg-${Math.floor(i / 10)}/src/file-${i}.ts`);
+for (const path of paths) {
+  await mkdir(join(workspace, path, ".."), { recursive: true });
+  await writeFile(join(workspace, path), `export const value = ${paths.indexOf(path)};\n`.repeat(20));
+}
+const store = new SessionStore({ root: join(root, "store") });
+const checkpoints = new CheckpointStore(store);
+const session = await store.create({ workspace });
+const target = await store.append(session.id, { type: "message", payload: { role: "user", content: "edit" } });
+for (const [i, path] of paths.entries())
+  await checkpoints.around(session.id, { tool: "edit_file", paths: [path], callId: `call-${i}` }, () =>
+    writeFile(join(workspace, path), `edited ${i}\n`),
+  );
+markTraced("start");
+const report = await rewind(store, session.id, { toSequence: target.sequence });
+markTraced("end");
+const restored = await Promise.all(paths.map((path) => readFile(join(workspace, path), "utf8")));
+const intact = restored.every((text, i) => text === `export const value = ${i};\n`.repeat(20));
+await store.close();
+process.stdout.write(`${JSON.stringify({ filesRestored: report.filesRestored, intact })}\n`);

@@ -1,0 +1,57 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { childScript } from "./children.js";
+
+// Counts the system calls a child script makes between two markers it sets, through a real strace run:
+// no fs mock, the kernel's own record. The child calls `markTraced("start")` and `markTraced("end")`
+// (test/helpers/trace-marker.ts).
+
+const repository = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface TracedRun {
+  /** Each traced system call made between the markers, by name, in every thread and child process. */
+  calls: Map<string, number>;
+  stdout: string;
+}
+
+/** Runs a child script under `strace -f`, tracing `syscalls` (and the markers), and counts them between the markers. */
+export async function traceChild(script: string, args: readonly string[], syscalls: readonly string[], dir: string) {
+  const out = join(dir, "strace.txt");
+  const traced = ["access", "faccessat", "faccessat2", ...syscalls].join(",");
+  const child = spawn(
+    "strace",
+    [
+      "-f",
+      "-qq",
+      "-e",
+      `trace=${traced}`,
+      "-o",
+      out,
+      process.execPath,
+      "--import",
+      "tsx",
+      childScript(script),
+      ...args,
+    ],
+    { cwd: repository, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text));
+  child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
+  const [code] = await once(child, "close");
+  if (code !== 0) throw new Error(`traced child exited with ${code}:\n${stderr}`);
+  const lines = (await readFile(out, "utf8")).split("\n");
+  const start = lines.findIndex((line) => line.includes("/agent-tape-trace-start"));
+  const end = lines.findIndex((line) => line.includes("/agent-tape-trace-end"));
+  if (start === -1 || end < start) throw new Error(`the child set no markers; stderr:\n${stderr}`);
+  const calls = new Map<string, number>();
+  for (const line of lines.slice(start + 1, end)) {
+    const name = /^\d+\s+(\w+)\(/.exec(line)?.[1]; // a call's start; "<... resumed>" lines are its end
+    if (name && syscalls.includes(name)) calls.set(name, (calls.get(name) ?? 0) + 1);
+  }
+  return { calls, stdout } satisfies TracedRun;
+}
