@@ -151,7 +151,7 @@ export class CheckpointStore {
       if (input.workspace !== undefined) await this.sessionWorkspace(id, input);
       return undefined;
     }
-    const realWorkspace = await realWorkspaceOf(givenWorkspace);
+    let realWorkspace = await this.realWorkspace(givenWorkspace);
 
     // Read, hash and store under one hold of the lock: no prune or rewind can see a blob before
     // its event exists, and what is hashed is what is stored.
@@ -159,7 +159,15 @@ export class CheckpointStore {
       this.store,
       id,
       async (locked) => {
-        const snapshot = await snapshotPaths(realWorkspace, resolve(givenWorkspace), input.paths, this.limits);
+        let snapshot = await snapshotPaths(realWorkspace, resolve(givenWorkspace), input.paths, this.limits);
+        if (snapshot.files.some(mayBeStale)) {
+          // Absent, or is the remembered real path gone? Only this case pays for asking again.
+          const now = await this.realWorkspace(givenWorkspace, true);
+          if (now !== realWorkspace) {
+            realWorkspace = now;
+            snapshot = await snapshotPaths(realWorkspace, resolve(givenWorkspace), input.paths, this.limits);
+          }
+        }
         const payload: CheckpointPayload = { tool: input.tool, workspace: realWorkspace, files: snapshot.files };
         if (input.callId !== undefined) payload.callId = input.callId;
         const unwritten = eventFor(this.store, id, { type: "session_checkpoint", payload });
@@ -187,8 +195,15 @@ export class CheckpointStore {
     if (givenWorkspace === undefined)
       throw new InvalidArgumentError(`Session "${id}" has no workspace: pass \`workspace\` to after() or to create().`);
     if (input.paths.length === 0) return undefined;
-    const realWorkspace = await realWorkspaceOf(givenWorkspace);
-    const files = await readFileStates(realWorkspace, resolve(givenWorkspace), input.paths, this.limits);
+    let realWorkspace = await this.realWorkspace(givenWorkspace);
+    let files = await readFileStates(realWorkspace, resolve(givenWorkspace), input.paths, this.limits);
+    if (files.some(mayBeStale)) {
+      const now = await this.realWorkspace(givenWorkspace, true); // as in capture: gone, or moved?
+      if (now !== realWorkspace) {
+        realWorkspace = now;
+        files = await readFileStates(realWorkspace, resolve(givenWorkspace), input.paths, this.limits);
+      }
+    }
     const payload: FileStatesPayload = { workspace: realWorkspace, files };
     if (typeof input.tool === "string" && input.tool !== "") payload.tool = input.tool;
     if (input.callId !== undefined) payload.callId = input.callId;
@@ -243,10 +258,35 @@ export class CheckpointStore {
     return this.workspaces.get(id);
   }
 
+  // The real path of a workspace named to this store, resolved once rather than on every capture (a
+  // realpath walks every component: issue 13), when it is its own real path: no link on the way that could
+  // be re-pointed to another folder. A workspace named through a link is resolved every time. A capture
+  // that finds a path absent or outside asks again (`fresh`): a workspace removed, moved, or replaced by a
+  // link since fails or is followed as before, and never has its files recorded absent from a stale path.
+  private readonly realWorkspaces = new Set<string>();
+  private async realWorkspace(workspace: string, fresh = false): Promise<string> {
+    const given = resolve(workspace);
+    if (!fresh && this.realWorkspaces.has(given)) return given;
+    const real = await realWorkspaceOf(workspace);
+    if (real !== given) {
+      this.realWorkspaces.delete(given);
+      return real;
+    }
+    if (this.realWorkspaces.size >= 64) this.realWorkspaces.clear(); // a store used with many workspaces
+    this.realWorkspaces.add(given);
+    return real;
+  }
+
   /** The bytes of a blob, re-hashed: BLOB_NOT_FOUND if absent, BLOB_CORRUPT if they no longer match. */
   async readBlob(id: string, hash: string, options: SignalOption = {}): Promise<Buffer> {
     return readVerifiedBlob(this.store.backend, id, hash, options);
   }
+}
+
+/** A record that a remembered real path gone stale would also give: worth resolving the workspace again. */
+function mayBeStale(record: { kind: string; reason?: string }): boolean {
+  if (record.kind === "absent") return true;
+  return (record.kind === "skipped" || record.kind === "unknown") && record.reason === "outside_workspace";
 }
 
 function signalOf(input: SignalOption): SignalOption {

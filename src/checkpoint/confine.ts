@@ -65,6 +65,22 @@ export async function confine(
   return { inside: true, path: portable, absolute: lexical === "" ? realWorkspace : join(realWorkspace, lexical) };
 }
 
+/**
+ * {@link confine} without looking at the disk: `../`, absolute paths elsewhere and NUL are outside; the
+ * parents are not checked. Only for a caller that then reaches the path through a {@link HeldWorkspace}
+ * holding folders (it checks the real folder it opens) and asks {@link confine} when that fails (a dangling
+ * link among the parents reads as missing there, and must be outside).
+ */
+export function placeLexically(realWorkspace: string, path: string, givenWorkspace: string): ConfinedPath {
+  const lexical = lexicalRelative(realWorkspace, givenWorkspace, path);
+  if (lexical === undefined) return { inside: false, path: toPortable(path) };
+  return {
+    inside: true,
+    path: toPortable(lexical),
+    absolute: lexical === "" ? realWorkspace : join(realWorkspace, lexical),
+  };
+}
+
 function lexicalRelative(realWorkspace: string, givenWorkspace: string, path: string): string | undefined {
   if (path.includes("\0")) return undefined;
   const bases =

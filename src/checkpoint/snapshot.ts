@@ -4,7 +4,7 @@ import type { Stats } from "node:fs";
 import { lstat, open, readlink, type FileHandle } from "node:fs/promises";
 import type { FileSnapshot } from "../core/events.js";
 import { forEachLimited, mapLimited } from "../core/bounded-concurrency.js";
-import { confine, type ConfinedPath, type ParentLooks } from "./confine.js";
+import { confine, placeLexically, type ConfinedPath, type ParentLooks } from "./confine.js";
 import { HeldWorkspace, OUTSIDE } from "./held-workspace.js";
 
 export interface SnapshotLimits {
@@ -109,12 +109,18 @@ async function lookUp(
   looks: ParentLooks,
   given: string,
 ): Promise<LookedUp> {
-  const place = await confine(held.realWorkspace, given, givenWorkspace, looks);
+  // With folders held, the folder opened is checked anyway: its parents need a look only when it fails.
+  const holding = HeldWorkspace.holdsFolders;
+  const place = holding
+    ? placeLexically(held.realWorkspace, given, givenWorkspace)
+    : await confine(held.realWorkspace, given, givenWorkspace, looks);
   if (!place.inside) return { place };
   try {
     const info = await held.at(place.path, (where) => lstat(where));
     return info === OUTSIDE ? { place: { inside: false, path: place.path } } : { place, info };
   } catch (error) {
+    if (holding && !(await confine(held.realWorkspace, given, givenWorkspace, looks)).inside)
+      return { place: { inside: false, path: place.path } }; // e.g. a dangling link among its parents
     return { place, error: (error as NodeJS.ErrnoException).code ?? String(error) };
   }
 }

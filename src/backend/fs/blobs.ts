@@ -9,10 +9,9 @@ import type { SessionLayout } from "./layout.js";
 import { checkStoreFolder, readStoreFile } from "./store-files.js";
 import { decodeBlob, encodeBlob } from "./blob-codec.js";
 
-/** blobs/ and the blob's shard must be real folders of the store, not links out of it. */
+/** blobs/ and the blob's shard must be real folders of the store, not links out of it (both looked at at once). */
 async function checkBlobFolders(layout: SessionLayout, id: string, hash: string): Promise<void> {
-  await checkStoreFolder(id, layout.blobs(id));
-  await checkStoreFolder(id, dirname(layout.blob(id, hash)));
+  await Promise.all([checkStoreFolder(id, layout.blobs(id)), checkStoreFolder(id, dirname(layout.blob(id, hash)))]);
 }
 
 /** Reads a blob's original bytes (decompressed), or undefined if there is none. */
@@ -54,15 +53,32 @@ export async function writeBlobFile(
   durable = true,
 ): Promise<boolean> {
   const file = layout.blob(id, hash);
-  // An existing blob costs nothing more (nothing is written, and reads check for themselves).
-  if (await blobExists(layout, id, hash)) return false;
-  await checkBlobFolders(layout, id, hash);
   const incoming = layout.incomingBlobs(id);
-  await checkStoreFolder(id, incoming);
+  // The look for the blob and the checks of its folders are independent: one round trip through the
+  // thread pool for all four instead of one each (issue 13). An existing blob costs nothing more (nothing
+  // is written, and reads check for themselves), whatever the checks found.
+  const [exists, checked] = await Promise.all([
+    blobExists(layout, id, hash),
+    Promise.all([
+      checkStoreFolder(id, layout.blobs(id)),
+      checkStoreFolder(id, dirname(file)),
+      checkStoreFolder(id, incoming),
+    ]).then(
+      ([, shard]) => ({ shard }),
+      (error: unknown) => ({ error }),
+    ),
+  ]);
+  if (exists) return false;
+  if ("error" in checked) throw checked.error;
   const temp = join(incoming, `${hash}-${randomBytes(4).toString("hex")}`);
   const stored = layout.compressBlobs ? await encodeBlob(bytes) : bytes;
-  const fh = await retryAfterMkdir(incoming, () => open(temp, "wx", 0o444));
   let newShard = false;
+  if (!checked.shard) {
+    // A new shard: made before the rename rather than after it fails (one call fewer, issue 13).
+    await mkdir(dirname(file), { recursive: true });
+    newShard = true;
+  }
+  const fh = await retryAfterMkdir(incoming, () => open(temp, "wx", 0o444));
   try {
     try {
       await fh.writeFile(stored);

@@ -44,16 +44,18 @@ export async function readStoreFile(sessionId: string, path: string): Promise<Bu
 
 /**
  * Refuses a folder of the store (blobs/, a shard, records/) that is a symlink or not a folder: writing,
- * listing or deleting through it would reach wherever it points. Nothing there is fine (made on demand).
+ * listing or deleting through it would reach wherever it points. Nothing there is fine (made on demand):
+ * false says so.
  */
-export async function checkStoreFolder(sessionId: string, path: string): Promise<void> {
+export async function checkStoreFolder(sessionId: string, path: string): Promise<boolean> {
   let info;
   try {
     info = await lstat(path);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
     throw error;
   }
   if (info.isSymbolicLink()) throw new StoreTamperedError(sessionId, `${path} is a symlink, not a folder`);
   if (!info.isDirectory()) throw new StoreTamperedError(sessionId, `${path} is not a folder`);
+  return true;
 }
