@@ -45,6 +45,11 @@ export interface StorageBackend {
   readBlob(id: string, hash: string, options?: SignalOption): Promise<Buffer | undefined>;
   /** Hashes of every blob the session holds. */
   listBlobs(id: string, options?: SignalOption): Promise<string[]>;
+  /**
+   * Optional (with `sizeOf`): the bytes a blob takes as stored — compressed where compression paid —
+   * which is what deleting it frees; undefined when absent. Without it, a blob counts its original bytes.
+   */
+  storedBlobBytes?(id: string, hash: string, options?: SignalOption): Promise<number | undefined>;
   /** A named side record (a rewind intent, an archive), or undefined. Readable without the lock. */
   readRecord(id: string, name: string, options?: SignalOption): Promise<unknown>;
   /** Names of the side records a session holds. */

@@ -7,6 +7,7 @@ import { findUnreferencedBlobs } from "../blobs/prune.js";
 import { withLockedSession, type SessionStore } from "../session/session-store.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
 import { applyRetention, type RetentionPolicy, type RetentionReport } from "./retention.js";
+import { storedBlobBytes } from "./stored-bytes.js";
 
 export interface GcOptions extends SignalOption {
   /** The sessions to collect. @default every session of the store */
@@ -162,10 +163,13 @@ async function remove(
   await forEachLimited(found.orphanBlobs, 8, (hash) => locked.deleteBlob(hash));
 }
 
-/** What a dry run would free, counted as the backends count `sizeOf`: blob bytes and record JSON. */
+/**
+ * What a dry run would free, counted as the backends count `sizeOf`: blob bytes as stored (compressed on the
+ * fs backend, docs/ARCHITECTURE.md, "Blobs"), and record JSON.
+ */
 async function bytesOf(backend: StorageBackend, found: Found): Promise<number> {
   let bytes = 0;
-  for (const hash of found.orphanBlobs) bytes += (await backend.readBlob(found.sessionId, hash))?.length ?? 0;
+  for (const hash of found.orphanBlobs) bytes += await storedBlobBytes(backend, found.sessionId, hash);
   for (const name of found.expiredArchives) {
     const archive = await backend.readRecord(found.sessionId, name);
     if (archive !== undefined) bytes += Buffer.byteLength(JSON.stringify(archive));

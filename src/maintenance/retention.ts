@@ -6,6 +6,7 @@ import { findUnreferencedBlobs } from "../blobs/prune.js";
 import { readHorizon, raiseHorizon } from "../blobs/retention-horizon.js";
 import { withLockedSession, type SessionInfo, type SessionStore } from "../session/session-store.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
+import { storedBlobBytes } from "./stored-bytes.js";
 
 /**
  * What to keep. Every limit is optional and they combine: a session goes when any says so. A
@@ -249,7 +250,7 @@ async function dropOldCheckpoints(
       if (dryRun) {
         if (backend.sizeOf) {
           let bytes = 0;
-          for (const hash of blobsDropped) bytes += (await backend.readBlob(sessionId, hash))?.length ?? 0;
+          for (const hash of blobsDropped) bytes += await storedBlobBytes(backend, sessionId, hash); // as stored
           trim.bytesFreed = bytes;
         }
         return trim;

@@ -52,6 +52,17 @@ describe.each(BACKENDS)("gc (%s backend)", (kind) => {
     ]);
   });
 
+  it("a dry run counts an orphan blob as stored (compressed on the fs backend): what the real run frees", async () => {
+    const s = await seeded(temps, kind);
+    const text = "the same line, over and over, compresses well\n".repeat(200); // 9.4 KB
+    await plantOrphanBlob(s, text);
+    const dry = await gc(s.store, { dryRun: true });
+    const real = await gc(s.store);
+    expect(real.bytesFreed).toBeGreaterThan(0);
+    expect(dry.bytesFreed).toBe(real.bytesFreed);
+    if (kind === "fs") expect(real.bytesFreed).toBeLessThan(text.length / 10); // it was stored compressed
+  });
+
   it("drops the rewind archives older than the newest with the blobs only they needed; undo still works", async () => {
     const s = await seeded(temps, kind);
     // Rewind 1 cuts checkpoint #2, the only event naming the blob of "one\n" once its archive goes.

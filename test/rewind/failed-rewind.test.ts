@@ -1,7 +1,8 @@
 // Issue 9, case 2: a rewind that fails part way (after files were restored, before the log was cut) must leave
 // the session exactly as before it — files, log, no intent — and throw REWIND_FAILED with the cause; an append
 // the caller makes at once on the same store must not take the marker's number or make the rewind look done.
-import { rm, realpath, mkdir } from "node:fs/promises";
+import { rmSync } from "node:fs";
+import { realpath, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
@@ -61,8 +62,9 @@ const attacks = {
       rewind(s.store, s.id, {
         toSequence: s.target,
         onProgress: (step) => {
-          // a.txt is restored first; b.txt's before-bytes are gone by the time it comes.
-          if (step === "intent-written") return rm(blobFile(s.root, s.id, sha256("b1\n"))) as unknown as void;
+          // b.txt's before-bytes are gone before the files are restored: removed at once (rmSync), not in a
+          // race with the restore's own reads, which a faster blob read won (issue 13).
+          if (step === "intent-written") rmSync(blobFile(s.root, s.id, sha256("b1\n")));
         },
       }),
     ),

@@ -26,6 +26,23 @@ export async function readBlobFile(layout: SessionLayout, id: string, hash: stri
   }
 }
 
+/** The size of a blob's file as it lies on disk (compressed or raw), or undefined if there is none. */
+export async function storedBlobFileBytes(
+  layout: SessionLayout,
+  id: string,
+  hash: string,
+): Promise<number | undefined> {
+  if (!isBlobHash(hash)) return undefined;
+  try {
+    await checkBlobFolders(layout, id, hash);
+    const info = await lstat(layout.blob(id, hash));
+    return info.isFile() ? info.size : undefined;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
+}
+
 export async function blobExists(layout: SessionLayout, id: string, hash: string): Promise<boolean> {
   try {
     await lstat(layout.blob(id, hash));

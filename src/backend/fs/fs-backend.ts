@@ -19,7 +19,7 @@ import type {
 } from "../types.js";
 import { fsyncDir } from "../../core/atomic-file.js";
 import { forEachLimited, mapLimited } from "../../core/bounded-concurrency.js";
-import { listBlobFiles, readBlobFile } from "./blobs.js";
+import { listBlobFiles, readBlobFile, storedBlobFileBytes } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import { SessionLayout } from "./layout.js";
 import { readLines, readTail } from "./lines.js";
@@ -252,6 +252,12 @@ class FsBackend implements StorageBackend {
     assertSessionId(id);
     options.signal?.throwIfAborted();
     return readBlobFile(this.layout, id, hash);
+  }
+
+  async storedBlobBytes(id: string, hash: string, options: SignalOption = {}): Promise<number | undefined> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    return storedBlobFileBytes(this.layout, id, hash);
   }
 
   async listBlobs(id: string, options: SignalOption = {}): Promise<string[]> {
