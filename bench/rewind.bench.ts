@@ -15,7 +15,9 @@ import {
 } from "./workspace.js";
 
 const FLAT_TOLERANCE = 1.5;
-const GIT_SPEEDUP = 50;
+/** Issue 13: a rewind of 1 file at least 20x faster than shadow git's restore; of 100 and 1000 files, not slower. */
+const GIT_SPEEDUP = 20;
+const GIT_PARITY = 1;
 
 /**
  * Rewind (issue 4): k files edited after the target, each through its own `around` (one
@@ -157,7 +159,7 @@ function rowsFor(
       ours: f.ours,
       baseline: f.git,
       ratio: f.ours.value / f.git.value,
-      target: k === 1 ? { op: ">=", value: GIT_SPEEDUP, on: "ratio" } : undefined,
+      target: { op: ">=", value: k === 1 ? GIT_SPEEDUP : GIT_PARITY, on: "ratio" },
       notes:
         `${formatMs(f.ours, k)} vs ${formatMs(f.git, k)} per rewind${perFile}; ` +
         `keepUndo 0: ${formatMs(f.oursNoUndo, k)}; ${roundsFor(k)} rounds`,
