@@ -73,6 +73,7 @@ export type {
   RetainedDeletion,
   CheckpointTrim,
 } from "./maintenance/retention.js";
+export type { RetentionOutcome } from "./core/retention-policy.js";
 export { usage } from "./maintenance/usage.js";
 export type { SessionUsage } from "./maintenance/usage.js";
 

@@ -7,29 +7,15 @@ import { readHorizon, raiseHorizon } from "../blobs/retention-horizon.js";
 import { withLockedSession, type SessionInfo, type SessionStore } from "../session/session-store.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
 import { storedBlobBytes } from "./stored-bytes.js";
+import type { RetentionPolicy } from "../core/retention-policy.js";
+import { registerRetentionOnOpen } from "../session/retention-on-open.js";
 
 /**
  * What to keep. Every limit is optional and they combine: a session goes when any says so. A
  * session is judged by its last activity (`updatedAt`); sessions whose lock a live process holds
  * are never deleted. A policy with no limit set changes nothing.
  */
-export interface RetentionPolicy {
-  /** Delete sessions with no event for more than this many days. */
-  maxAgeDays?: number;
-  /** Keep only this many sessions, the most recently active; delete the rest. */
-  keepNewest?: number;
-  /**
-   * Delete sessions, least recently active first, until the sessions considered take at most this
-   * many bytes on disk (the backend's `sizeOf`; a backend without it ignores this limit).
-   */
-  maxTotalBytes?: number;
-  /**
-   * Drop the checkpoints older than this many days from the sessions kept: their blobs are freed,
-   * the conversation stays. A later rewind of files to before them is refused
-   * (BEYOND_RETENTION_HORIZON); a rewind of the conversation still works.
-   */
-  checkpointMaxAgeDays?: number;
-}
+export type { RetentionPolicy };
 
 export interface RetentionOptions extends SignalOption {
   /** The sessions to consider (counts and bytes are over these). @default every session of the store */
@@ -279,3 +265,6 @@ function checkPolicy(policy: RetentionPolicy): void {
 function signalOf(signal: AbortSignal | undefined): SignalOption {
   return signal ? { signal } : {};
 }
+
+// A store opened with `retention` applies it once, through here (the session layer cannot import this one).
+registerRetentionOnOpen((store, policy) => applyRetention(store, policy));

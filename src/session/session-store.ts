@@ -39,6 +39,8 @@ import { isDroppedCheckpoint, raiseHorizon, readHorizon } from "../blobs/retenti
 import { SessionLease } from "./lease.js";
 import { assertOnTape } from "./sequence-on-tape.js";
 import { foldConversation, type Conversation } from "./conversation.js";
+import type { RetentionOutcome, RetentionPolicy } from "../core/retention-policy.js";
+import { retentionOnOpen } from "./retention-on-open.js";
 
 export interface SessionStoreOptions<E extends EventSchemas = {}> {
   /** Folder holding one sub-folder per session (the filesystem backend). Needed unless `backend` is given. */
@@ -81,6 +83,14 @@ export interface SessionStoreOptions<E extends EventSchemas = {}> {
    * @default 16 MiB (16 * 1024 * 1024)
    */
   maxEventBytes?: number;
+  /**
+   * A retention policy applied once as the store opens, in the background (docs/ARCHITECTURE.md,
+   * "Retention"): what `applyRetention(store, policy)` does, never to a session whose lock a live process
+   * holds. {@link SessionStore.retention} tells what it did; `close()` waits for it. Costs a listing of
+   * every session (and a lock probe per session it deletes) at each open: set it on a store opened once
+   * per process, not per request. @default none
+   */
+  retention?: RetentionPolicy;
 }
 
 /** `maxEventBytes` unless set: the longest line the backward seek (src/backend/fs/seek.ts) goes through. */
@@ -226,6 +236,11 @@ export class SessionStore<E extends EventSchemas = {}> {
   private readonly lockWaitMs: number | undefined;
   private closed = false;
   private readonly ownsBackend: boolean;
+  /**
+   * What `retention` (the option) did as the store opened: the report, or undefined without the option.
+   * Rejects with what stopped it (an invalid policy: INVALID_ARGUMENT); not awaiting it is safe.
+   */
+  readonly retention: Promise<RetentionOutcome | undefined>;
 
   constructor(options: SessionStoreOptions<E>) {
     // A backend passed in may be shared with other stores: close() leaves it open for them.
@@ -256,6 +271,17 @@ export class SessionStore<E extends EventSchemas = {}> {
     this.lockIdleMs = options.lockIdleMs ?? 50;
     this.lockMaxHoldMs = options.lockMaxHoldMs ?? 1000;
     this.lockWaitMs = options.lockWaitMs;
+    this.retention = options.retention ? this.applyRetentionOnOpen(options.retention) : Promise.resolve(undefined);
+    this.retention.catch(() => undefined); // a rejection nobody awaits must not crash the process
+  }
+
+  /** Once per open: after the constructor returns, so the store is whole when the policy uses it. */
+  private async applyRetentionOnOpen(policy: RetentionPolicy): Promise<RetentionOutcome> {
+    await Promise.resolve();
+    const apply = retentionOnOpen();
+    if (!apply)
+      throw new InvalidArgumentError("`retention` needs agent-tape's maintenance layer: import the package's entry.");
+    return apply(this, policy);
   }
 
   // ---- sessions --------------------------------------------------------------------------
@@ -715,6 +741,8 @@ export class SessionStore<E extends EventSchemas = {}> {
    * Idempotent; later calls get STORE_CLOSED.
    */
   async close(): Promise<void> {
+    if (this.closed) return;
+    await this.retention.catch(() => undefined); // it uses the store: let it finish first
     if (this.closed) return;
     this.closed = true;
     await Promise.all([...this.leases.values()].map((lease) => lease.close()));
