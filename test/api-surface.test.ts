@@ -101,7 +101,9 @@ describe("the public surface", () => {
     expectTypeOf<keyof HeldSession>().toEqualTypeOf<"sessionId" | "lastSequence" | "append" | "appendMany">();
     expectTypeOf<Extract<keyof SessionStore, "toEvent" | "appendLocked">>().toEqualTypeOf<never>();
     // The raw handle stays public for backend authors (the seam), with its options object.
-    expectTypeOf<Parameters<LockedSession["append"]>[1]>().toEqualTypeOf<{ sync?: boolean } | undefined>();
+    expectTypeOf<Parameters<LockedSession["append"]>[1]>().toEqualTypeOf<
+      { sync?: boolean; separately?: boolean } | undefined
+    >();
     expectTypeOf(entry.gc).returns.resolves.toEqualTypeOf<GcReport>();
     expectTypeOf(entry.verify).returns.resolves.toEqualTypeOf<VerifyReport>();
   });

@@ -140,6 +140,12 @@ export type Durability = "fsync" | "batch" | "none";
 export interface AppendOptions {
   /** Resolve only once the bytes are on stable storage (fsync); false hands them to the OS. @default true */
   sync?: boolean;
+  /**
+   * The events are separate appends that share one write (group commit): after a crash any prefix of
+   * them may be kept. Otherwise the events of one `append` call are all or nothing, across a crash too.
+   * @default false
+   */
+  separately?: boolean;
 }
 
 /** The session, held exclusively. Every method throws LOCK_COMPROMISED once the lock is lost. */
@@ -151,9 +157,9 @@ export interface LockedSession {
   readonly held: boolean;
 
   /**
-   * Appends events all or nothing. Each sequence must be greater than the one before it (and
-   * than `lastSequence`); gaps are allowed, since a rewind marker takes the number after the
-   * highest ever written, not after the truncated end.
+   * Appends events all or nothing, also across a crash (unless `separately`). Each sequence must be
+   * greater than the one before it (and than `lastSequence`); gaps are allowed, since a rewind marker
+   * takes the number after the highest ever written, not after the truncated end.
    */
   append(events: readonly StoredEvent[], options?: AppendOptions): Promise<void>;
   /** Atomically cuts the log back to the events with `sequence <= sequence`. */

@@ -17,10 +17,30 @@ export function serializePayloadEarly(event: StoredEvent): void {
   payloadJson.set(event, stableStringify(event.payload) ?? "null");
 }
 
-export function serializeEvent(event: StoredEvent): string {
+/**
+ * The sequences of the batch a line was written in: an `appendMany` (or any one write of several
+ * events that must stand or fall together) marks each of its lines `"batch":[first,last]`, so that
+ * after a crash mid-write the batch's lines that reached the disk can be recognised and cut
+ * (docs/ARCHITECTURE.md, "On disk"). A single append carries no mark.
+ */
+export interface LineBatch {
+  first: number;
+  last: number;
+}
+
+// Batch marks of parsed lines, kept off the event itself: a reader gets the same event however it was written.
+const batchOfLine = new WeakMap<StoredEvent, LineBatch>();
+
+/** The batch the event's line was written in, if it carried a mark (see {@link LineBatch}). */
+export function lineBatch(event: StoredEvent): LineBatch | undefined {
+  return batchOfLine.get(event);
+}
+
+export function serializeEvent(event: StoredEvent, batch?: LineBatch): string {
   return (
     `{"v":${event.v},"id":${JSON.stringify(event.id)},"sessionId":${JSON.stringify(event.sessionId)},` +
-    `"sequence":${event.sequence},"type":${JSON.stringify(event.type)},` +
+    `"sequence":${event.sequence},${batch ? `"batch":[${batch.first},${batch.last}],` : ""}` +
+    `"type":${JSON.stringify(event.type)},` +
     `"createdAt":${JSON.stringify(event.createdAt)},` +
     `"payload":${payloadJson.get(event) ?? stableStringify(event.payload) ?? "null"}}`
   );
@@ -28,14 +48,17 @@ export function serializeEvent(event: StoredEvent): string {
 
 /** Digits of the longest sequence a line can hold (Number.MAX_SAFE_INTEGER). */
 const MAX_SEQUENCE_DIGITS = String(Number.MAX_SAFE_INTEGER).length;
+/** Bytes of the longest batch mark. */
+const MAX_BATCH_MARK = `"batch":[${Number.MAX_SAFE_INTEGER},${Number.MAX_SAFE_INTEGER}],`.length;
 
 /**
- * The most bytes the event's line (newline included) can take, whatever sequence it is given: what
- * `maxEventBytes` is checked against before the event is numbered (under group commit it is numbered
- * only in the flush, too late to fail it alone).
+ * The most bytes the event's line (newline included) can take, whatever sequence and batch mark it is
+ * given: what `maxEventBytes` is checked against before the event is numbered (under group commit it is
+ * numbered only in the flush, too late to fail it alone).
  */
 export function lineBytesAtMost(event: StoredEvent): number {
-  return Buffer.byteLength(serializeEvent(event)) - String(event.sequence).length + MAX_SEQUENCE_DIGITS + 1;
+  const unnumbered = Buffer.byteLength(serializeEvent(event)) - String(event.sequence).length;
+  return unnumbered + MAX_SEQUENCE_DIGITS + MAX_BATCH_MARK + 1;
 }
 
 /**
@@ -60,5 +83,16 @@ export function parseEventLine(text: string): StoredEvent | string {
   if (typeof e.type !== "string") return 'missing string "type"';
   if (typeof e.createdAt !== "string") return 'missing string "createdAt"';
   if (!("payload" in e)) return 'missing "payload"';
-  return e as unknown as StoredEvent;
+  if (!("batch" in e)) return e as unknown as StoredEvent;
+  const batch = e.batch;
+  if (
+    !Array.isArray(batch) ||
+    batch.length !== 2 ||
+    !batch.every((n) => Number.isSafeInteger(n)) ||
+    !(batch[0] <= e.sequence && e.sequence <= batch[1])
+  )
+    return '"batch" is not [first, last] around the line\'s sequence';
+  const { batch: _mark, ...event } = e;
+  batchOfLine.set(event as unknown as StoredEvent, { first: batch[0], last: batch[1] });
+  return event as unknown as StoredEvent;
 }

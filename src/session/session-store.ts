@@ -450,9 +450,11 @@ export class SessionStore<E extends EventSchemas = {}> {
           .run(async (locked) => {
             seal();
             try {
+              // Separate appends sharing a write: each stands alone, so no batch mark ties them together.
               const written = await this.#appendLocked(
                 locked,
                 batch.flatMap((p) => p.events),
+                { separately: true },
               );
               let at = 0;
               for (const p of batch) {
@@ -499,11 +501,15 @@ export class SessionStore<E extends EventSchemas = {}> {
    * Appends events made by {@link #toEvent} under a lock the caller holds, numbering them (in
    * place: no copy per event on the group-commit path) after the log's last sequence.
    */
-  async #appendLocked(locked: LockedSession, events: StoredEvent[]): Promise<StoredEvent[]> {
+  async #appendLocked(
+    locked: LockedSession,
+    events: StoredEvent[],
+    options: { separately?: boolean } = {},
+  ): Promise<StoredEvent[]> {
     events.forEach((event, i) => {
       event.sequence = locked.lastSequence + 1 + i;
     });
-    await locked.append(events, { sync: this.durability !== "none" });
+    await locked.append(events, { sync: this.durability !== "none", ...options });
     return events;
   }
 

@@ -41,18 +41,16 @@ describe("fs backend: what a session looks like on disk", () => {
     const text = await readFile(join(root, "s1", "events.jsonl"), "utf8");
     expect(text.endsWith("\n")).toBe(true);
     const lines = text.slice(0, -1).split("\n");
-    expect(lines.map((line) => JSON.parse(line))).toEqual([event("s1", 1), event("s1", 2), event("s1", 3)]);
+    // The two events appended together are one batch: their lines carry its bounds (all or nothing on a crash).
+    expect(lines.map((line) => JSON.parse(line))).toEqual([
+      event("s1", 1),
+      { ...event("s1", 2), batch: [2, 3] },
+      { ...event("s1", 3), batch: [2, 3] },
+    ]);
     // The envelope's documented field order, so lines diff and hash the same everywhere.
-    for (const line of lines)
-      expect(Object.keys(JSON.parse(line))).toEqual([
-        "v",
-        "id",
-        "sessionId",
-        "sequence",
-        "type",
-        "createdAt",
-        "payload",
-      ]);
+    const order = ["v", "id", "sessionId", "sequence", "type", "createdAt", "payload"];
+    const batchedOrder = ["v", "id", "sessionId", "sequence", "batch", "type", "createdAt", "payload"];
+    expect(lines.map((line) => Object.keys(JSON.parse(line)))).toEqual([order, batchedOrder, batchedOrder]);
   });
 
   it("stores blob files read-only, in the session and in a fork's copy", async () => {

@@ -3,6 +3,8 @@ import { link, copyFile, lstat, mkdir, mkdtemp, open, readdir, rename, rm, stat 
 import type { FileHandle } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseEventLine, serializeEvent } from "../../core/envelope.js";
+import { unfinishedBatchStart } from "./unfinished-batch.js";
+import { WholeBatches } from "./whole-batches.js";
 import { LogCorruptError, SessionExistsError, SessionNotFoundError } from "../../core/errors.js";
 import type { StoredEvent } from "../../core/events.js";
 import { assertSessionId } from "../../core/ids.js";
@@ -22,11 +24,11 @@ import { forEachLimited, mapLimited } from "../../core/bounded-concurrency.js";
 import { listBlobFiles, readBlobFile, storedBlobFileBytes } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import { SessionLayout } from "./layout.js";
-import { readLines, readTail } from "./lines.js";
+import { lineNumberAt, readLines, readTail } from "./lines.js";
 import { keptEndFor } from "./seek.js";
 import { acquireFileLock, othersWaiting } from "./lock.js";
 import { moveLogToNewInode } from "./move-log.js";
-import { FsLockedSession, lineNumberAt } from "./locked-session.js";
+import { FsLockedSession } from "./locked-session.js";
 import { checkStoreFolder, openStoreFile, READ, readStoreFile } from "./store-files.js";
 
 export interface FsBackendOptions {
@@ -197,7 +199,15 @@ class FsBackend implements StorageBackend {
       const parsed = parseEventLine(tail.last.text);
       if (typeof parsed === "string")
         throw new LogCorruptError(file, await lineNumberAt(file, tail.last.start), parsed);
-      return parsed;
+      // The log ends inside a batch (its writer was killed mid-write, or is still writing): readers do not
+      // see it, so the last event is the one before it.
+      const start = await unfinishedBatchStart(file, fh, tail);
+      if (start === undefined) return parsed;
+      const before = (await readTail(fh, start)).last;
+      if (!before) return undefined;
+      const event = parseEventLine(before.text);
+      if (typeof event === "string") throw new LogCorruptError(file, await lineNumberAt(file, before.start), event);
+      return event;
     } finally {
       await fh.close();
     }
@@ -220,6 +230,9 @@ class FsBackend implements StorageBackend {
       from > 1
         ? async (fh: FileHandle) => (await keptEndFor(fh, (await fh.stat()).size, from - 1))?.offset ?? 0
         : undefined;
+    // A batch's events come out once its last line is read: never part of an appendMany (whole-batches.ts).
+    const wholeBatches = new WholeBatches();
+    const released: StoredEvent[] = [];
     for await (const lines of readLines(file, { ...(options.signal && { signal: options.signal }), startAt })) {
       const batch: StoredEvent[] = [];
       for (const line of lines) {
@@ -227,6 +240,10 @@ class FsBackend implements StorageBackend {
         if (typeof event !== "string" && event.sequence <= previous)
           event = `sequence ${event.sequence} does not follow ${previous}`;
         if (typeof event === "string") {
+          // The damage is not a batch's missing end: the events held back before it are in the log for good.
+          wholeBatches.flush(released);
+          for (const ready of released) if (ready.sequence >= from && ready.sequence <= to) batch.push(ready);
+          released.length = 0;
           // Started mid-file: the line's number is counted only now, on the way to reporting it.
           const number = Number.isNaN(line.number) ? await lineNumberAt(file, line.end - 1) : line.number;
           if (!options.onCorrupt) {
@@ -237,12 +254,16 @@ class FsBackend implements StorageBackend {
           continue;
         }
         previous = event.sequence;
-        if (event.sequence < from) continue;
-        if (event.sequence > to) {
-          if (batch.length > 0) yield batch;
-          return;
+        wholeBatches.take(event, released);
+        for (const ready of released) {
+          if (ready.sequence < from) continue;
+          if (ready.sequence > to) {
+            if (batch.length > 0) yield batch;
+            return;
+          }
+          batch.push(ready);
         }
-        batch.push(event);
+        released.length = 0;
       }
       if (batch.length > 0) yield batch;
     }

@@ -117,3 +117,15 @@ export async function readTail(fh: FileHandle, size?: number): Promise<Tail> {
   buffers = [];
   return { last: { text, start: lineStart, end: completeEnd }, size: fileSize, completeEnd };
 }
+
+/** 1-based number of the line holding byte `offset` of `file`. */
+export async function lineNumberAt(file: string, offset: number): Promise<number> {
+  let count = 0;
+  for await (const lines of readLines(file)) {
+    for (const line of lines) {
+      if (line.end > offset) return line.number;
+      count = line.number;
+    }
+  }
+  return count + 1;
+}

@@ -1,7 +1,7 @@
 import type { FileHandle } from "node:fs/promises";
 import { open, rename, rm, stat } from "node:fs/promises";
 import { dirname } from "node:path";
-import { serializeEvent, parseEventLine } from "../../core/envelope.js";
+import { lineBatch, serializeEvent, parseEventLine } from "../../core/envelope.js";
 import { InvalidArgumentError, LockCompromisedError, LogCorruptError } from "../../core/errors.js";
 import type { StoredEvent } from "../../core/events.js";
 import type { AppendOptions, LockedSession } from "../types.js";
@@ -10,8 +10,9 @@ import { blobExists, deleteBlobFile, discardIncomingBlobs, syncBlobFiles, writeB
 import { isBlobHash, isRecordName } from "../names.js";
 import type { SessionLayout } from "./layout.js";
 import { checkStoreFolder, openStoreFile, READ_APPEND } from "./store-files.js";
-import { keptEndFor } from "./seek.js";
-import { readLines, readTail } from "./lines.js";
+import { keptEndFor, keptEndForwards } from "./seek.js";
+import { unfinishedBatchStart } from "./unfinished-batch.js";
+import { lineNumberAt, readTail } from "./lines.js";
 import type { FileLock } from "./lock.js";
 import { mkdir } from "node:fs/promises";
 import { constants } from "node:fs";
@@ -62,10 +63,14 @@ export class FsLockedSession implements LockedSession {
     const fh = await openStoreFile(sessionId, file, READ_APPEND);
     try {
       const info = await fh.stat();
-      const tail = await readTail(fh, info.size);
-      if (tail.completeEnd < tail.size) {
-        await fh.truncate(tail.completeEnd);
+      let tail = await readTail(fh, info.size);
+      // Cut what a writer killed mid-write left: a torn last line, and the lines of a batch (an appendMany)
+      // that never reached its last one, so a batch is in the log whole or not at all.
+      const cut = await unfinishedBatchStart(file, fh, tail);
+      if (cut !== undefined || tail.completeEnd < tail.size) {
+        await fh.truncate(cut ?? tail.completeEnd);
         await fh.datasync();
+        if (cut !== undefined) tail = await readTail(fh, cut);
       }
       let last = 0;
       if (tail.last) {
@@ -126,8 +131,14 @@ export class FsLockedSession implements LockedSession {
         );
       previous = event.sequence;
     }
+    // The lines of several events that stand or fall together carry their batch's bounds, so a crash
+    // mid-write leaves lines the next lock holder recognises and cuts (see `open`).
+    const batch =
+      events.length > 1 && !options.separately
+        ? { first: events[0]!.sequence, last: events[events.length - 1]!.sequence }
+        : undefined;
     let text = "";
-    for (const event of events) text += serializeEvent(event) + "\n";
+    for (const event of events) text += serializeEvent(event, batch) + "\n";
     const bytes = Buffer.from(text, "utf8");
     try {
       const fh = (options.sync ?? true) ? await this.syncHandle() : this.fh;
@@ -152,19 +163,19 @@ export class FsLockedSession implements LockedSession {
     const file = this.layout.log(this.sessionId);
     // Found backwards from the end, so the cost follows the cut, not the log (see seek.ts); a line on
     // the way that does not parse sends us the long way round, which names it.
-    const found = await keptEndFor(this.fh, this.size, sequence);
-    let keepBytes = found?.offset ?? 0;
-    let lastKept = found?.sequence ?? 0;
-    if (!found) {
-      outer: for await (const lines of readLines(file)) {
-        for (const line of lines) {
-          const parsed = parseEventLine(line.text);
-          if (typeof parsed === "string") throw new LogCorruptError(file, line.number, parsed);
-          if (parsed.sequence > sequence) break outer;
-          keepBytes = line.end;
-          lastKept = parsed.sequence;
-        }
-      }
+    const found = (await keptEndFor(this.fh, this.size, sequence)) ?? (await keptEndForwards(file, sequence));
+    let keepBytes = found.offset;
+    const lastKept = found.sequence;
+    // A cut inside a batch keeps its first part: that part's last line is written again marked as the
+    // batch's end, or the next lock holder would take the kept part for an unfinished batch and cut it.
+    let closingLine: Buffer | undefined;
+    const lastLine = keepBytes > 0 ? (await readTail(this.fh, keepBytes)).last : undefined;
+    const lastEvent = lastLine && parseEventLine(lastLine.text);
+    const batch = lastEvent && typeof lastEvent !== "string" ? lineBatch(lastEvent) : undefined;
+    if (lastLine && batch && batch.last > lastKept) {
+      const closed = batch.first < lastKept ? { first: batch.first, last: lastKept } : undefined;
+      closingLine = Buffer.from(serializeEvent(lastEvent as StoredEvent, closed) + "\n", "utf8");
+      keepBytes = lastLine.start;
     }
     // Copy the kept prefix to a temp file and rename it over the log: readers holding the old
     // file keep a consistent view, and a crash leaves the old log or the new one, never a mix.
@@ -177,6 +188,10 @@ export class FsLockedSession implements LockedSession {
         if (bytesRead === 0) break;
         await out.write(buf, 0, bytesRead);
         pos += bytesRead;
+      }
+      if (closingLine) {
+        await out.write(closingLine);
+        keepBytes += closingLine.length;
       }
       await out.sync();
     } finally {
@@ -295,16 +310,4 @@ const DSYNC_APPEND = constants.O_WRONLY | constants.O_APPEND | constants.O_DSYNC
 
 function assertRecordName(name: string): void {
   if (!isRecordName(name)) throw new InvalidArgumentError(`Invalid record name "${name}".`);
-}
-
-/** 1-based number of the line holding byte `offset` of `file`. */
-export async function lineNumberAt(file: string, offset: number): Promise<number> {
-  let count = 0;
-  for await (const lines of readLines(file)) {
-    for (const line of lines) {
-      if (line.end > offset) return line.number;
-      count = line.number;
-    }
-  }
-  return count + 1;
 }

@@ -1,5 +1,7 @@
 import type { FileHandle } from "node:fs/promises";
 import { parseEventLine } from "../../core/envelope.js";
+import { LogCorruptError } from "../../core/errors.js";
+import { readLines } from "./lines.js";
 
 const NEWLINE = 0x0a;
 const STEP = 64 * 1024;
@@ -74,4 +76,22 @@ export async function keptEndFor(fh: FileHandle, size: number, sequence: number)
     // Chunks wholly after the line now looked at are done with: memory follows one line, not the cut.
     while (chunks.length > 1 && chunks[chunks.length - 1]!.start >= lineEnd) chunks.pop();
   }
+}
+
+/**
+ * {@link keptEndFor} the long way round, reading `file` from its start: for when the backward search
+ * meets a line it cannot parse or one too long, and the way that names a damaged line (LOG_CORRUPT).
+ */
+export async function keptEndForwards(file: string, sequence: number): Promise<KeptEnd> {
+  const kept = { offset: 0, sequence: 0 };
+  for await (const lines of readLines(file)) {
+    for (const line of lines) {
+      const parsed = parseEventLine(line.text);
+      if (typeof parsed === "string") throw new LogCorruptError(file, line.number, parsed);
+      if (parsed.sequence > sequence) return kept;
+      kept.offset = line.end;
+      kept.sequence = parsed.sequence;
+    }
+  }
+  return kept;
 }

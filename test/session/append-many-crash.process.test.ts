@@ -1,0 +1,94 @@
+import { readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { SessionStore, type Durability, type StoredEvent } from "../../src/index.js";
+import { Child, childrenKilledAfterEach } from "../helpers/children.js";
+import { TempRoots } from "../helpers/temp-root.js";
+
+// Issue 9, case 4: `appendMany` is all or nothing across kill -9. A child appends ~30 MB batches and is
+// killed while the log grows; the batch it was writing must then be in the log whole or not at all, for a
+// reader at once and after the next writer has taken the lock (docs/ARCHITECTURE.md, "On disk").
+const temps = new TempRoots();
+afterEach(() => temps.removeAll());
+const children = childrenKilledAfterEach();
+
+const ROUNDS_PER_MODE = 8;
+const BATCH = 40_000;
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Each batch's events on disk, by the batch number in their content. */
+function byBatch(events: StoredEvent[]): Map<number, number[]> {
+  const batches = new Map<number, number[]>();
+  for (const event of events) {
+    const content = (event.payload as { content: string }).content;
+    const [, k, i] = /^batch (\d+) event (\d+) /.exec(content) ?? [];
+    if (k === undefined) continue;
+    const list = batches.get(Number(k)) ?? [];
+    list.push(Number(i));
+    batches.set(Number(k), list);
+  }
+  return batches;
+}
+
+describe("appendMany killed with SIGKILL while its batch is being written", () => {
+  it.each(["fsync", "batch"] as Durability[])(
+    "leaves the batch whole or not at all (durability %s)",
+    async (durability) => {
+      const root = await temps.make();
+      const ackDir = await temps.make();
+      let cutMidBatch = 0; // rounds whose log held part of a batch when the child died
+      for (let round = 0; round < ROUNDS_PER_MODE; round++) {
+        const setup = new SessionStore({ root });
+        const { id } = await setup.create();
+        await setup.close();
+        const log = join(root, id, "events.jsonl");
+        const acks = join(ackDir, `acks-${durability}-${round}.txt`);
+        const child = new Child("batch-appender.ts", [root, id, durability, String(BATCH), acks]);
+        children.push(child);
+        // Kill once the log has grown by a random amount up to two batches: inside the first or second write.
+        await child.waitForLine((line) => line === "batch 0");
+        const growth = Math.random() * 2 * BATCH * 640;
+        for (;;) {
+          const size = await stat(log).then((s) => s.size);
+          if (size >= growth) break;
+          await pause(1);
+        }
+        child.kill("SIGKILL");
+        const run = await child.done();
+        children.splice(children.indexOf(child), 1);
+        expect(run.signal, `round ${round}: ${run.stderr}`).toBe("SIGKILL");
+        const acked = (await readFile(acks, "utf8").catch(() => ""))
+          .split("\n")
+          .filter(Boolean)
+          .map((line) => Number(line.split(" ")[0]));
+
+        const check = async (who: string) => {
+          const store = new SessionStore({ root });
+          try {
+            if (who === "after a writer")
+              await store.append(id, { type: "message", payload: { role: "user", content: "after the crash" } });
+            const events = await store.readAll(id);
+            expect(
+              events.map((e) => e.sequence),
+              `${who}, round ${round}`,
+            ).toEqual(events.map((_, i) => i + 1));
+            const batches = byBatch(events);
+            for (const [k, indexes] of batches)
+              expect(indexes, `${who}, round ${round}: batch ${k}`).toEqual(Array.from({ length: BATCH }, (_, i) => i));
+            for (const k of acked) expect(batches.has(k), `${who}, round ${round}: acked batch ${k}`).toBe(true);
+            return batches.size;
+          } finally {
+            await store.close();
+          }
+        };
+        const linesAtKill = (await readFile(log, "utf8")).split("\n").length - 1;
+        const wholeBatches = await check("a reader at once");
+        expect(await check("after a writer"), `round ${round}`).toBe(wholeBatches);
+        if (linesAtKill > wholeBatches * BATCH) cutMidBatch++;
+      }
+      // Most kills must land inside a write, or this test proves little.
+      expect(cutMidBatch).toBeGreaterThanOrEqual(ROUNDS_PER_MODE / 2);
+    },
+    300_000,
+  );
+});
