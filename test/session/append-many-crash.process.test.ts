@@ -86,6 +86,7 @@ describe("appendMany killed with SIGKILL while its batch is being written", () =
         expect(await check("after a writer"), `round ${round}`).toBe(wholeBatches);
         if (linesAtKill > wholeBatches * BATCH) cutMidBatch++;
       }
+      console.log(`${durability}: ${ROUNDS_PER_MODE} rounds, ${cutMidBatch} killed with part of a batch on disk`);
       // Most kills must land inside a write, or this test proves little.
       expect(cutMidBatch).toBeGreaterThanOrEqual(ROUNDS_PER_MODE / 2);
     },
