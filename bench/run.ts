@@ -10,6 +10,7 @@ import { appendLatencySuite } from "./append-latency.bench.js";
 import { batchSuite } from "./batch.bench.js";
 import { bigEventSuite } from "./big-event.bench.js";
 import { captureSuite } from "./capture.bench.js";
+import { conflictsSuite } from "./conflicts.bench.js";
 import { conversationSuite } from "./conversation.bench.js";
 import { diffSuite } from "./diff.bench.js";
 import { forkSuite } from "./fork.bench.js";
@@ -30,6 +31,7 @@ const suites: Suite[] = [
   lockSuite,
   captureSuite,
   rewindSuite,
+  conflictsSuite,
   conversationSuite,
   diffSuite,
   forkSuite,
