@@ -254,6 +254,16 @@ class FsBackend implements StorageBackend {
           continue;
         }
         previous = event.sequence;
+        // Most lines carry no batch mark while nothing is held: straight through, no copying (replay speed).
+        if (wholeBatches.passes(event)) {
+          if (event.sequence < from) continue;
+          if (event.sequence > to) {
+            if (batch.length > 0) yield batch;
+            return;
+          }
+          batch.push(event);
+          continue;
+        }
         wholeBatches.take(event, released);
         for (const ready of released) {
           if (ready.sequence < from) continue;

@@ -12,6 +12,11 @@ export class WholeBatches {
   private held: StoredEvent[] = [];
   private first = 0;
 
+  /** True when `event` can be handed out as it is: no batch is held and its line has no mark. */
+  passes(event: StoredEvent): boolean {
+    return this.held.length === 0 && lineBatch(event) === undefined;
+  }
+
   /** Takes the next event read and adds to `out` what can be handed out now (usually just it). */
   take(event: StoredEvent, out: StoredEvent[]): void {
     const batch = lineBatch(event);
