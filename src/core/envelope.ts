@@ -6,15 +6,14 @@ import type { StoredEvent } from "./events.js";
  * (v, id, sessionId, sequence, type, createdAt, payload); the payload's keys are sorted, so the
  * same event always has the same bytes — diffable, hashable, testable.
  */
-// Payload JSON made when an event is built (`serializePayloadEarly`), keyed by the event (a payload
-// need not be an object): under group commit the stringify runs before the event joins a group, so
-// a payload that cannot be written fails alone, and runs while the previous write's fsync is still
-// in flight, not inside the flush.
+// Payload JSON made when an event is built (core/payload-json.ts), keyed by the event (a payload need
+// not be an object): a payload that cannot be written fails alone, before it joins a group-commit
+// group, and the stringify runs while the previous write's fsync is still in flight, not in the flush.
 const payloadJson = new WeakMap<StoredEvent, string>();
 
-/** Serialises an event's payload now and remembers the text for when it is written; throws what JSON throws. */
-export function serializePayloadEarly(event: StoredEvent): void {
-  payloadJson.set(event, stableStringify(event.payload) ?? "null");
+/** Remembers `json` as the text of the event's payload for when it is written. */
+export function rememberPayloadJson(event: StoredEvent, json: string): void {
+  payloadJson.set(event, json);
 }
 
 /**

@@ -31,7 +31,8 @@ import {
 import { assertSessionId, newId } from "../core/ids.js";
 import { recordsThatBlockReaders, recoverInterruptedWork } from "./recovery.js";
 import { EventStream, inBatches } from "./event-stream.js";
-import { lineBytesAtMost, serializePayloadEarly } from "../core/envelope.js";
+import { lineBytesAtMost, rememberPayloadJson } from "../core/envelope.js";
+import { payloadAsStored } from "../core/payload-json.js";
 import { mapLimited } from "../core/bounded-concurrency.js";
 import { clearBlobsInFlight } from "../blobs/in-flight.js";
 import { addReferences } from "../blobs/references.js";
@@ -475,24 +476,13 @@ export class SessionStore<E extends EventSchemas = {}> {
     });
   }
 
-  /** Validates inputs and builds their envelopes; serializes each payload now, outside the flush. */
+  /** Validates inputs and builds their envelopes, each payload serialized now, outside the flush. */
   #toEvents(id: string, inputs: readonly { type: string; payload: unknown }[]): StoredEvent[] {
     const events = inputs.map((input, i) => this.#toEvent(id, input, inputs.length > 1 ? i : undefined));
-    // Nothing changes these payloads any more, so their JSON can be made now, outside the flush, and
-    // one that cannot be written fails here, alone, not the group it would have joined.
     events.forEach((event, i) => {
-      const where = inputs.length > 1 ? ` (event ${i})` : "";
-      try {
-        serializePayloadEarly(event);
-      } catch (error) {
-        throw new InvalidEventError(
-          `The "${event.type}" payload${where} cannot be written as JSON: ${(error as Error).message}.`,
-          [],
-          { cause: error },
-        );
-      }
       const bytes = lineBytesAtMost(event);
-      if (bytes > this.maxEventBytes) throw new EventTooLargeError(event.type, bytes, this.maxEventBytes, where);
+      if (bytes > this.maxEventBytes)
+        throw new EventTooLargeError(event.type, bytes, this.maxEventBytes, inputs.length > 1 ? ` (event ${i})` : "");
     });
     return events;
   }
@@ -513,8 +503,12 @@ export class SessionStore<E extends EventSchemas = {}> {
     return events;
   }
 
-  /** Checks one event input against its schema and builds its envelope (sequence 0 until written). */
-  #toEvent(sessionId: string, input: { type: string; payload: unknown }, index?: number): StoredEvent {
+  /**
+   * Checks one event input against its schema and builds its envelope (sequence 0 until written).
+   * `final`: the payload is written as it is now, so its JSON is kept. The rewind fills in its
+   * marker's payload after building it (intent.ts): for it the JSON is made when written.
+   */
+  #toEvent(sessionId: string, input: { type: string; payload: unknown }, index?: number, final = true): StoredEvent {
     const where = index === undefined ? "" : ` (event ${index})`;
     if (typeof input !== "object" || input === null || typeof input.type !== "string")
       throw new InvalidEventError(`An event needs a string "type" and a "payload"${where}.`);
@@ -524,7 +518,15 @@ export class SessionStore<E extends EventSchemas = {}> {
         `Unknown event type "${input.type}"${where}. ` +
           `Register it: new SessionStore({ events: { ${input.type}: z.object({…}) } }).`,
       );
-    const parsed = schema.safeParse(input.payload);
+    let parsed;
+    try {
+      parsed = schema.safeParse(input.payload);
+    } catch (error) {
+      // A schema reading a getter that throws, or a refinement that throws: the payload's fault, said
+      // by its path where the JSON check finds it.
+      payloadAsStored(input.payload, where);
+      throw new InvalidEventError(`Invalid "${input.type}" payload${where}: checking it threw.`, [], { cause: error });
+    }
     if (!parsed.success) {
       const issues = parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message }));
       throw new InvalidEventError(
@@ -534,15 +536,20 @@ export class SessionStore<E extends EventSchemas = {}> {
         { cause: parsed.error },
       );
     }
-    return {
+    // The event carries the payload as read back from its JSON, not the caller's object: what append
+    // returns is what a later read gives (docs/ARCHITECTURE.md, "Payloads are JSON").
+    const stored = payloadAsStored(parsed.data, where);
+    const event: StoredEvent = {
       v: FORMAT_VERSION,
       id: newId(),
       sessionId,
       sequence: 0,
       type: input.type,
       createdAt: new Date().toISOString(),
-      payload: parsed.data,
+      payload: stored.value,
     };
+    if (final) rememberPayloadJson(event, stored.json);
+    return event;
   }
 
   /**
@@ -585,7 +592,7 @@ export class SessionStore<E extends EventSchemas = {}> {
 
   static {
     lockedAccess = {
-      toEvent: (store, sessionId, input) => store.#toEvent(sessionId, input),
+      toEvent: (store, sessionId, input) => store.#toEvent(sessionId, input, undefined, false),
       appendLocked: (store, locked, events) => store.#appendLocked(locked, events),
       withLockedSession: (store, id, fn, options) => store.#withLockedSession(id, fn, options),
     };
