@@ -140,9 +140,9 @@ async function restoreFile(
   mode: number,
   durable: boolean,
 ) {
-  await clearFor(held, path, where, false); // a folder where the file must be: rename cannot replace it
-  const temp = await freshTempFor(where);
-  const fh = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  const temp = tempFor(where);
+  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+  const fh = await clearedFirst(temp, () => open(temp, flags, 0o600));
   try {
     try {
       await fh.writeFile(bytes);
@@ -151,7 +151,7 @@ async function restoreFile(
     } finally {
       await fh.close();
     }
-    await rename(temp, where); // replaces a symlink itself, never writes through it
+    await renameOver(held, path, temp, where); // replaces a symlink itself, never writes through it
   } catch (error) {
     await unlink(temp).catch(ignoreMissing);
     throw error;
@@ -159,14 +159,39 @@ async function restoreFile(
 }
 
 async function restoreSymlink(held: HeldWorkspace, path: string, where: string, target: string) {
-  await clearFor(held, path, where, false);
-  const temp = await freshTempFor(where);
-  await symlink(target, temp);
+  const temp = tempFor(where);
+  await clearedFirst(temp, () => symlink(target, temp));
   try {
-    await rename(temp, where);
+    await renameOver(held, path, temp, where);
   } catch (error) {
     await unlink(temp).catch(ignoreMissing);
     throw error;
+  }
+}
+
+/**
+ * Renames the temp over the entry. A folder there cannot be replaced by a rename (EISDIR): it goes, contents
+ * and all, and the rename is tried again. Looking first cost every restore an lstat (issue 13).
+ */
+async function renameOver(held: HeldWorkspace, path: string, temp: string, where: string): Promise<void> {
+  try {
+    await rename(temp, where);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== "EISDIR" && code !== "ENOTEMPTY" && code !== "EEXIST") throw error;
+    await clearFor(held, path, where, false);
+    await rename(temp, where);
+  }
+}
+
+/** Makes the temp with `make`; one a crash left there (a file, a link, a folder) is removed and it is tried again. */
+async function clearedFirst<T>(temp: string, make: () => Promise<T>): Promise<T> {
+  try {
+    return await make();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    await removeEntry(temp); // a link there is removed, never followed
+    return make();
   }
 }
 
@@ -175,11 +200,9 @@ async function restoreSymlink(held: HeldWorkspace, path: string, where: string, 
  * a crash mid-restore leaves behind is cleared by the recovery's restore of the same path instead
  * of staying as litter in the user's workspace. It sits in the same held folder as the file.
  */
-async function freshTempFor(where: string): Promise<string> {
+function tempFor(where: string): string {
   const slash = where.lastIndexOf("/");
-  const temp = `${where.slice(0, slash)}/.tmp-${where.slice(slash + 1)}-agent-tape-rewind`;
-  await removeEntry(temp); // a link there is removed, never followed
-  return temp;
+  return `${where.slice(0, slash)}/.tmp-${where.slice(slash + 1)}-agent-tape-rewind`;
 }
 
 async function restoreDirectory(held: HeldWorkspace, path: string, where: string, mode: number): Promise<void> {

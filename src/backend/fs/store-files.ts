@@ -13,6 +13,16 @@ export const READ_APPEND = constants.O_RDWR | constants.O_APPEND | constants.O_C
 
 /** Opens a file of the store with `flags`, refusing a symlink in its place and anything not a regular file. */
 export async function openStoreFile(sessionId: string, path: string, flags: number, mode = 0o644): Promise<FileHandle> {
+  return (await openChecked(sessionId, path, flags, mode)).handle;
+}
+
+/** {@link openStoreFile}, with the size its check saw. */
+async function openChecked(
+  sessionId: string,
+  path: string,
+  flags: number,
+  mode = 0o644,
+): Promise<{ handle: FileHandle; size: number }> {
   let handle: FileHandle;
   try {
     handle = await open(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, mode);
@@ -25,18 +35,30 @@ export async function openStoreFile(sessionId: string, path: string, flags: numb
   try {
     const info = await handle.stat();
     if (!info.isFile()) throw new StoreTamperedError(sessionId, `${path} is not a regular file`);
+    return { handle, size: info.size };
   } catch (error) {
     await handle.close();
     throw error;
   }
-  return handle;
 }
 
-/** The whole of a store file (ENOENT when there is none), opened as {@link openStoreFile} does. */
+/**
+ * The whole of a store file (ENOENT when there is none), opened as {@link openStoreFile} does. Only for a
+ * file never changed in place (a blob: written once, renamed into place): it reads the size the open's
+ * check saw, in one read where `readFile` would stat again and read once more to find the end (issue 13).
+ * A file cut short meanwhile gives fewer bytes, which the caller's hash check refuses.
+ */
 export async function readStoreFile(sessionId: string, path: string): Promise<Buffer> {
-  const handle = await openStoreFile(sessionId, path, READ);
+  const { handle, size } = await openChecked(sessionId, path, READ);
   try {
-    return await handle.readFile();
+    const bytes = Buffer.allocUnsafe(size);
+    let filled = 0;
+    while (filled < size) {
+      const { bytesRead } = await handle.read(bytes, filled, size - filled, filled);
+      if (bytesRead === 0) break;
+      filled += bytesRead;
+    }
+    return filled === size ? bytes : bytes.subarray(0, filled);
   } finally {
     await handle.close();
   }
