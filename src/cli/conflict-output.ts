@@ -17,9 +17,10 @@ const RESOLVED: Record<RewindConflict["resolution"], string> = {
  * Each path changed outside the session since the tape last wrote it, with what changed ("modified",
  * "deleted", …): docs/ARCHITECTURE.md, "Conflicts".
  */
-export function printConflicts(sink: TextSink, conflicts: readonly RewindConflict[]): void {
+export function printConflicts(sink: TextSink, conflicts: readonly RewindConflict[], asking = false): void {
   if (conflicts.length === 0) return;
-  printLine(sink, `${SINCE} (${RESOLVED[conflicts[0]!.resolution]}):`);
+  // Before a question, what a rewind would do about them is what the question is about.
+  printLine(sink, asking ? `${SINCE}:` : `${SINCE} (${RESOLVED[conflicts[0]!.resolution]}):`);
   const rows = conflicts.map((c) => [c.path, c.change]);
   for (const line of table(rows)) printLine(sink, `  ${line}`.trimEnd());
 }

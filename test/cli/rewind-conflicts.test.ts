@@ -113,7 +113,7 @@ describe("agent-tape rewind at a terminal: asks before overwriting", () => {
     const run = await cli(["rewind", t.id, "--to", "2", "--root", t.root], { ask: you.ask });
     expect(you.questions).toHaveLength(1);
     expect(you.questions[0]).toMatch(/Overwrite.*\[y\/N\]/);
-    expect(run.stderr).toContain("  a.txt  modified\n");
+    expect(run.stderr).toContain("Changed outside this session since it last wrote them:\n  a.txt  modified\n");
     expect(run.code).toBe(0);
     expect(await t.read("a.txt")).toBe("one\n");
     expect(await readdir(t.workspace)).not.toContain("b.txt");

@@ -94,7 +94,7 @@ Options:
       ctx.progress.clear();
       const conflicts = preview.conflicts ?? [];
       if (conflicts.length > 0) {
-        printConflicts(ctx.stderr, conflicts);
+        printConflicts(ctx.stderr, conflicts, true);
         if (!(await confirmOverwrite(ctx.ask, conflicts.length))) {
           printLine(
             ctx.stderr,
