@@ -1,3 +1,4 @@
+import { stat } from "node:fs/promises";
 import { resolve as resolvePath } from "node:path";
 import type { z } from "zod";
 import { fsBackend } from "../backend/fs/fs-backend.js";
@@ -229,7 +230,8 @@ export class SessionStore<E extends EventSchemas = {}> {
   readonly durability: Durability;
   /** The largest event line appends accept (see {@link SessionStoreOptions.maxEventBytes}). */
   readonly maxEventBytes: number;
-  private readonly schemas: Record<string, z.ZodType>;
+  // A Map, not an object: a type named "constructor" or "__proto__" must not find Object's members.
+  private readonly schemas: ReadonlyMap<string, z.ZodType>;
   private readonly leases = new Map<string, SessionLease>();
   private readonly pending = new Map<string, QueuedAppend[]>();
   private readonly lockIdleMs: number;
@@ -259,9 +261,9 @@ export class SessionStore<E extends EventSchemas = {}> {
       throw new InvalidArgumentError(
         `durability must be "fsync", "batch" or "none", not ${JSON.stringify(this.durability)}.`,
       );
-    this.schemas = { ...(options.events ?? {}), ...builtinEvents };
+    this.schemas = new Map(Object.entries({ ...(options.events ?? {}), ...builtinEvents }));
     for (const type of Object.keys(options.events ?? {})) {
-      if (type in builtinEvents)
+      if (Object.hasOwn(builtinEvents, type))
         throw new InvalidArgumentError(`Event type "${type}" is built in; register yours under another name.`);
     }
     this.maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
@@ -294,7 +296,7 @@ export class SessionStore<E extends EventSchemas = {}> {
     assertSessionId(id);
     const record: SessionRecord = { id, createdAt: new Date().toISOString() };
     if (options.title !== undefined) record.title = options.title;
-    if (options.workspace !== undefined) record.workspace = resolvePath(options.workspace);
+    if (options.workspace !== undefined) record.workspace = await existingFolder(options.workspace);
     await this.backend.createSession(record, [], signalOnly(options));
     return toInfo(record, undefined);
   }
@@ -512,7 +514,7 @@ export class SessionStore<E extends EventSchemas = {}> {
     const where = index === undefined ? "" : ` (event ${index})`;
     if (typeof input !== "object" || input === null || typeof input.type !== "string")
       throw new InvalidEventError(`An event needs a string "type" and a "payload"${where}.`);
-    const schema = this.schemas[input.type];
+    const schema = this.schemas.get(input.type);
     if (!schema)
       throw new InvalidEventError(
         `Unknown event type "${input.type}"${where}. ` +
@@ -634,6 +636,8 @@ export class SessionStore<E extends EventSchemas = {}> {
       async () => {
         this.assertOpen();
         assertSessionId(id);
+        assertSequenceBound("fromSequence", options.fromSequence);
+        assertSequenceBound("toSequence", options.toSequence);
         await this.settle(id, options);
         return this.backend.readEventBatches?.(id, range) ?? inBatches(this.backend.readEvents(id, range));
       },
@@ -821,6 +825,23 @@ export function withLockedSession<T>(
   return lockedAccess.withLockedSession(store, id, fn, options);
 }
 
+/** The workspace as an absolute path, or INVALID_ARGUMENT when it is missing or not a folder. */
+async function existingFolder(workspace: string): Promise<string> {
+  if (typeof workspace !== "string" || workspace === "")
+    throw new InvalidArgumentError(`workspace must be a folder's path, not ${JSON.stringify(workspace)}.`);
+  const path = resolvePath(workspace);
+  const info = await stat(path).catch((error: NodeJS.ErrnoException) => {
+    throw new InvalidArgumentError(
+      `workspace ${path} cannot be used (${error.code ?? error.message}): create it first.`,
+      {
+        cause: error,
+      },
+    );
+  });
+  if (!info.isDirectory()) throw new InvalidArgumentError(`workspace ${path} is not a folder.`);
+  return path;
+}
+
 function toInfo(record: SessionRecord, last: StoredEvent | undefined): SessionInfo {
   const info: SessionInfo = {
     id: record.id,
@@ -832,6 +853,13 @@ function toInfo(record: SessionRecord, last: StoredEvent | undefined): SessionIn
   if (record.workspace !== undefined) info.workspace = record.workspace;
   if (record.parent !== undefined) info.parent = record.parent;
   return info;
+}
+
+/** A read bound is a whole number of 0 or more: NaN once compared false with every sequence and read everything. */
+function assertSequenceBound(name: string, value: unknown): void {
+  if (value === undefined) return;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0)
+    throw new InvalidArgumentError(`${name} must be a whole number of 0 or more, not ${String(value)}.`);
 }
 
 function expectation(options: StoreAppendOptions): { expectedLastSequence?: number } {

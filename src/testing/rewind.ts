@@ -1,3 +1,4 @@
+import { tmpdir } from "node:os";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { StorageBackend } from "../backend/types.js";
 import { BLOBS_IN_FLIGHT_RECORD } from "../blobs/in-flight.js";
@@ -62,7 +63,8 @@ export const rewindArea: ConformanceArea = (suite) => {
 
     it("forks the log prefix with a session_fork event and the blobs its checkpoints need", async () => {
       const store = new SessionStore({ backend });
-      const parent = await store.create({ id: "parent", title: "parent", workspace: "/ws" });
+      // Any existing folder: create refuses a missing workspace; nothing here touches it.
+      const parent = await store.create({ id: "parent", title: "parent", workspace: tmpdir() });
       const before = blob("export const a = 1;\n");
       const later = blob("export const a = 2;\n");
       await store.append(parent.id, { type: "message", payload: { role: "user", content: "edit a.ts" } });
@@ -78,7 +80,7 @@ export const rewindArea: ConformanceArea = (suite) => {
       expect(child).toMatchObject({
         id: "child",
         title: "parent",
-        workspace: "/ws",
+        workspace: tmpdir(),
         parent: { id: "parent", atSequence: 2 },
         lastSequence: 3,
       });

@@ -1,6 +1,7 @@
 import { readdir, readFile, readlink, appendFile, stat, writeFile } from "node:fs/promises";
 import { createHash } from "node:crypto";
-import { join, resolve } from "node:path";
+import { tmpdir } from "node:os";
+import { join, relative, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { SessionStore, isAgentTapeError, type SessionStoreOptions, type StoredEvent } from "../../src/index.js";
@@ -39,9 +40,10 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe("create", () => {
   it("makes an empty session that get() returns, with its workspace stored absolute", async () => {
     const { store } = await openStore();
-    const info = await store.create({ title: "fix the build", workspace: "some/relative/dir" });
+    const dir = await temps.make();
+    const info = await store.create({ title: "fix the build", workspace: relative(process.cwd(), dir) });
     expect(info.title).toBe("fix the build");
-    expect(info.workspace).toBe(resolve("some/relative/dir"));
+    expect(info.workspace).toBe(resolve(dir));
     expect(info.lastSequence).toBe(0);
     expect(info.updatedAt).toBe(info.createdAt);
     expect(await store.get(info.id)).toEqual(info);
@@ -447,13 +449,13 @@ describe("conversation", () => {
 describe("fork", () => {
   it("copies the parent's events through atSequence, then a session_fork naming the parent", async () => {
     const { store } = await openStore();
-    const parent = await store.create({ title: "parent", workspace: "/tmp/ws" });
+    const parent = await store.create({ title: "parent", workspace: tmpdir() });
     const written = await appendMessages(store, parent.id, 5);
     const fork = await store.fork(parent.id, { atSequence: 3, id: "the-fork" });
     expect(fork).toMatchObject({
       id: "the-fork",
       title: "parent",
-      workspace: "/tmp/ws",
+      workspace: tmpdir(),
       parent: { id: parent.id, atSequence: 3 },
       lastSequence: 4,
     });
@@ -493,7 +495,7 @@ describe("fork", () => {
 
   it("brings the blobs its copied checkpoints refer to, and only those", async () => {
     const { store } = await openStore();
-    const parent = await store.create({ workspace: "/ws" });
+    const parent = await store.create({ workspace: tmpdir() });
     const blob = (text: string) => ({
       bytes: Buffer.from(text),
       hash: createHash("sha256").update(text).digest("hex"),
@@ -508,7 +510,7 @@ describe("fork", () => {
       type: "session_checkpoint" as const,
       payload: {
         tool: "edit",
-        workspace: "/ws",
+        workspace: tmpdir(),
         files: [{ path: "a.ts", kind: "blob" as const, blob: b.hash, bytes: b.bytes.length, mode: 0o644 }],
       },
     });
