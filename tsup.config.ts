@@ -24,6 +24,7 @@ export default defineConfig({
     "cli/main": "src/cli/main.ts",
     "adapters/ai-sdk": "src/adapters/ai-sdk/index.ts",
     "adapters/claude-agent-sdk": "src/adapters/claude-agent-sdk/index.ts",
+    "adapters/openai-agents": "src/adapters/openai-agents/index.ts",
   },
   format: ["esm", "cjs"],
   // TS 6 deprecates options tsup's d.ts step still passes; this silences that without changing output.
@@ -36,6 +37,6 @@ export default defineConfig({
   clean: true,
   splitting: false,
   // The frameworks are the user's (optional peers): never bundled.
-  external: ["vitest", "ai"],
+  external: ["vitest", "ai", "@openai/agents"],
   esbuildPlugins: [adaptersUseThePackage as never],
 });

@@ -55,20 +55,22 @@ describe("the packed package, installed into a fresh project", () => {
       "--input-type=module",
       "-e",
       `const m = await import("agent-tape"); const a = await import("agent-tape/ai-sdk");
-       const c = await import("agent-tape/claude-agent-sdk");
-       const names = [m.SessionStore, m.withCheckpoints, a.aiSdkTape, c.claudeSessionStore];
+       const c = await import("agent-tape/claude-agent-sdk"); const o = await import("agent-tape/openai-agents");
+       const names = [m.SessionStore, m.withCheckpoints, a.aiSdkTape, c.claudeSessionStore, o.openaiAgentsTape];
        console.log(names.map((name) => typeof name).join());
        console.log(import.meta.resolve("agent-tape/testing"));`,
     ]);
-    expect(esm.stdout.split("\n")[0]).toBe("function,function,function,function");
+    // agent-tape/openai-agents loads with no @openai/agents installed: it imports only the SDK's types.
+    expect(esm.stdout.split("\n")[0]).toBe("function,function,function,function,function");
     expect(esm.stdout).toContain("node_modules/agent-tape/dist/testing/index.js");
     const cjs = await node([
       "-e",
       `const m = require("agent-tape"); const a = require("agent-tape/ai-sdk");
-       const c = require("agent-tape/claude-agent-sdk");
-       console.log([typeof m.SessionStore, typeof a.aiSdkTape, typeof c.claudeSessionStore].join());`,
+       const c = require("agent-tape/claude-agent-sdk"); const o = require("agent-tape/openai-agents");
+       console.log([typeof m.SessionStore, typeof a.aiSdkTape, typeof c.claudeSessionStore, typeof o.openaiAgentsTape]
+         .join());`,
     ]);
-    expect(cjs.stdout.split("\n")[0]).toBe("function,function,function");
+    expect(cjs.stdout.split("\n")[0]).toBe("function,function,function,function");
   });
 
   it("an adapter shares the app's copy of the library: a store made in the app works through it", async () => {

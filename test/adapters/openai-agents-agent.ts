@@ -1,0 +1,132 @@
+// A scripted OpenAI Agents SDK agent for the adapter tests: a `Model` replaying fixed turns (as the Responses API
+// returns them, for `run` and `run({ stream: true })`) and real file and shell tools made with the SDK's `tool()`.
+import { execFile } from "node:child_process";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { Usage, tool, type AgentOutputItem, type Model, type ModelRequest, type StreamEvent } from "@openai/agents";
+import { z } from "zod";
+
+const exec = promisify(execFile);
+
+export interface ScriptedCall {
+  id: string;
+  tool: "write_file" | "edit_file" | "bash";
+  input: Record<string, string>;
+}
+export interface ScriptedTurn {
+  text: string;
+  calls: ScriptedCall[];
+}
+
+/** Four turns: write, then edit + a shell command, then another shell command, then the answer. */
+export const TURNS: ScriptedTurn[] = [
+  {
+    text: "Writing the notes.",
+    calls: [{ id: "t1", tool: "write_file", input: { path: "notes.md", text: "# Notes\n" } }],
+  },
+  {
+    text: "Editing, and generating the index.",
+    calls: [
+      { id: "t2", tool: "edit_file", input: { path: "notes.md", find: "# Notes", replace: "# Final notes" } },
+      { id: "t3", tool: "bash", input: { command: "mkdir -p gen && ls > gen/index.txt && rm todo.txt" } },
+    ],
+  },
+  { text: "Stamping.", calls: [{ id: "t4", tool: "bash", input: { command: "echo stamped >> notes.md" } }] },
+  { text: "Done.", calls: [] },
+];
+
+function outputOf(turn: ScriptedTurn): AgentOutputItem[] {
+  return [
+    { type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: turn.text }] },
+    ...turn.calls.map(
+      (call): AgentOutputItem => ({
+        type: "function_call",
+        callId: call.id,
+        name: call.tool,
+        arguments: JSON.stringify(call.input),
+        status: "completed",
+      }),
+    ),
+  ];
+}
+
+/** A model answering `turns` in order; `inputs` keeps a copy of what the runner sent it each time. */
+export function scriptedModel(turns: readonly ScriptedTurn[]): Model & { inputs: ModelRequest["input"][] } {
+  let next = 0;
+  const inputs: ModelRequest["input"][] = [];
+  const take = (request: ModelRequest) => {
+    inputs.push(structuredClone(request.input));
+    const turn = turns[next++];
+    if (!turn) throw new Error(`the script has ${turns.length} turns; turn ${next} was asked for`);
+    return { turn, id: `resp_${next}` };
+  };
+  return {
+    inputs,
+    async getResponse(request) {
+      const { turn, id } = take(request);
+      return {
+        usage: new Usage({ requests: 1, inputTokens: 10, outputTokens: 5 }),
+        output: outputOf(turn),
+        responseId: id,
+      };
+    },
+    async *getStreamedResponse(request): AsyncIterable<StreamEvent> {
+      const { turn, id } = take(request);
+      yield { type: "response_started" };
+      for (const word of turn.text.split(" ")) yield { type: "output_text_delta", delta: `${word} ` };
+      yield {
+        type: "response_done",
+        response: {
+          id,
+          usage: { requests: 1, inputTokens: 10, outputTokens: 5, totalTokens: 15 },
+          output: outputOf(turn) as never, // a Responses API stream's items: the same as a response's
+        },
+      };
+    },
+  };
+}
+
+/** Real tools on `workspace`; `onCall` runs first in each (the tests use it to look at the tape mid-call). */
+export function agentTools(workspace: string, onCall: (id: string) => Promise<void> | void = () => undefined) {
+  const callId = (details: { toolCall?: { callId: string } } | undefined) => details?.toolCall?.callId ?? "";
+  return [
+    tool({
+      name: "write_file",
+      description: "Write a file.",
+      parameters: z.object({ path: z.string(), text: z.string() }),
+      execute: async ({ path, text }, _context, details) => {
+        await onCall(callId(details));
+        await writeFile(join(workspace, path), text);
+        return `wrote ${path}`;
+      },
+    }),
+    tool({
+      name: "edit_file",
+      description: "Replace text in a file.",
+      parameters: z.object({ path: z.string(), find: z.string(), replace: z.string() }),
+      execute: async ({ path, find, replace }, _context, details) => {
+        await onCall(callId(details));
+        const before = await readFile(join(workspace, path), "utf8");
+        await writeFile(join(workspace, path), before.replace(find, replace));
+        return `edited ${path}`;
+      },
+    }),
+    tool({
+      name: "bash",
+      description: "Run a shell command in the workspace.",
+      parameters: z.object({ command: z.string() }),
+      execute: async ({ command }, _context, details) => {
+        await onCall(callId(details));
+        return (await exec("sh", ["-c", command], { cwd: workspace })).stdout;
+      },
+    }),
+  ];
+}
+
+/** What each tool touches, for the tape's tool wrapper. */
+export const TOUCHES = {
+  write_file: (input: { path: string }) => [input.path],
+  edit_file: (input: { path: string }) => [input.path],
+  bash: "shell",
+} as const;
