@@ -55,11 +55,13 @@ export async function* readLines(
       for (;;) {
         const nl = chunk.indexOf(NEWLINE, start);
         if (nl === -1 || nl >= bytesRead) break;
-        const text =
-          carry.length > 0
-            ? Buffer.concat([...carry, chunk.subarray(start, nl)]).toString("utf8")
-            : chunk.toString("utf8", start, nl);
-        carry = [];
+        let text: string;
+        if (carry.length === 0) text = chunk.toString("utf8", start, nl);
+        else {
+          carry.push(chunk.subarray(start, nl));
+          text = Buffer.concat(carry).toString("utf8");
+          carry = []; // only here: a new array per line would be garbage on replay's hot path
+        }
         lines.push({ text, number: ++lineNumber, end: chunkStart + nl + 1 });
         start = nl + 1;
       }
