@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import { parseEventLine, serializeEvent } from "../../core/envelope.js";
 import { unfinishedBatchStart } from "./unfinished-batch.js";
 import { WholeBatches } from "./whole-batches.js";
-import { LogCorruptError, SessionExistsError, SessionNotFoundError } from "../../core/errors.js";
+import { LogCorruptError, SessionExistsError, SessionNotFoundError, StoreTamperedError } from "../../core/errors.js";
 import type { StoredEvent } from "../../core/events.js";
 import { assertSessionId } from "../../core/ids.js";
 import type {
@@ -151,7 +151,7 @@ class FsBackend implements StorageBackend {
         return undefined;
       }
     }
-    return JSON.parse(text) as SessionRecord;
+    return parseSessionRecord(id, this.layout.meta(id), text);
   }
 
   async listSessionIds(options: SignalOption = {}): Promise<string[]> {
@@ -303,7 +303,8 @@ class FsBackend implements StorageBackend {
     if (!isRecordName(name)) return undefined;
     try {
       await checkStoreFolder(id, this.layout.records(id));
-      return JSON.parse((await readStoreFile(id, this.layout.record(id, name))).toString("utf8"));
+      const path = this.layout.record(id, name);
+      return parseStoreJson(id, path, (await readStoreFile(id, path)).toString("utf8"));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw error;
@@ -477,4 +478,29 @@ async function folderUsage(dir: string): Promise<{ bytes: number; files: number 
     usage.files += size.files;
   }
   return usage;
+}
+
+/**
+ * A JSON file of the store, parsed. Only the library writes these, whole (temp file + rename), so one
+ * that does not parse was changed by hand or by another program: STORE_TAMPERED, the parse error as cause.
+ */
+function parseStoreJson(sessionId: string, path: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new StoreTamperedError(sessionId, `${path} is not valid JSON (${text === "" ? "empty" : "garbled"})`, {
+      cause: error,
+    });
+  }
+}
+
+/** session.json as `create` wrote it: an object with the session's id and a creation time, or STORE_TAMPERED. */
+function parseSessionRecord(sessionId: string, path: string, text: string): SessionRecord {
+  const value = parseStoreJson(sessionId, path, text) as Partial<SessionRecord> | null;
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new StoreTamperedError(sessionId, `${path} does not hold a JSON object`);
+  if (value.id !== sessionId)
+    throw new StoreTamperedError(sessionId, `${path} names session ${JSON.stringify(value.id)}`);
+  if (typeof value.createdAt !== "string") throw new StoreTamperedError(sessionId, `${path} has no "createdAt" time`);
+  return value as SessionRecord;
 }
