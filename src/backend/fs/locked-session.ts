@@ -1,5 +1,5 @@
 import type { FileHandle } from "node:fs/promises";
-import { open, rename, rm, stat } from "node:fs/promises";
+import { open, rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import { lineBatch, serializeEvent, parseEventLine } from "../../core/envelope.js";
 import { InvalidArgumentError, LockCompromisedError, LogCorruptError } from "../../core/errors.js";
@@ -15,7 +15,7 @@ import { unfinishedBatchStart } from "./unfinished-batch.js";
 import { lineNumberAt, readTail } from "./lines.js";
 import type { FileLock } from "./lock.js";
 import { mkdir } from "node:fs/promises";
-import { constants } from "node:fs";
+import { constants, statSync, type Stats } from "node:fs";
 
 /**
  * The filesystem session while its lock is held. Because nobody else can write, the log's end
@@ -232,7 +232,14 @@ export class FsLockedSession implements LockedSession {
    * what we just wrote must not be acknowledged.
    */
   private async assertLogIsOurs(expectedSize: number): Promise<void> {
-    const info = await stat(this.layout.log(this.sessionId)).catch((error: unknown) => error as Error);
+    // A synchronous stat: a cached metadata lookup of a few microseconds, where a thread-pool round trip
+    // cost ~10% of a durable append's throughput (docs/ARCHITECTURE.md, "Lock lease").
+    let info: Stats | Error;
+    try {
+      info = statSync(this.layout.log(this.sessionId));
+    } catch (error) {
+      info = error as Error;
+    }
     if (info instanceof Error) this.lostLog(`the log could not be checked (${info.message})`, info);
     else if (info.ino !== this.inode) this.lostLog("the log was moved to a new file by a process that took the lock");
     else if (info.size !== expectedSize)
