@@ -1,17 +1,17 @@
-// `node --import tsx examples/ai-sdk.ts`: agent-tape under the Vercel AI SDK (`ai` 6). The SDK runs its own tool
-// loop; withCheckpoints wraps its tool map so every file tool snapshots its targets first.
+// `node --import tsx examples/ai-sdk.ts`: agent-tape under the Vercel AI SDK (`ai` 6), through its adapter
+// `agent-tape/ai-sdk`. The SDK runs its own tool loop; the adapter wraps the model (each step lands on the tape as
+// it arrives) and the tool map (each file tool snapshots its targets first, fail-closed).
 // The model is the SDK's own MockLanguageModelV3 replaying three scripted steps: no network, no key.
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { generateText, stepCountIs, tool, type StepResult } from "ai";
+import { generateText, stepCountIs, tool } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { z } from "zod";
-import { CheckpointStore, SessionStore, rewind } from "../src/index.js"; // in your project: "agent-tape"
-import type { BuiltinEvents, EventInput } from "../src/index.js";
+import { aiSdkTape } from "../src/adapters/ai-sdk/index.js"; // in your project: "agent-tape/ai-sdk"
+import { SessionStore, rewind } from "../src/index.js"; // in your project: "agent-tape"
 import { eventLine, heading, note, paint, printWorkspace, readWorkspace, sameWorkspace } from "./narrate.js";
 import { fileTools } from "./tools.js";
-import { withCheckpoints } from "../src/index.js"; // in your project: from "agent-tape"
 
 const home = await mkdtemp(join(tmpdir(), "agent-tape-ai-sdk-"));
 const workspace = join(home, "workspace");
@@ -46,8 +46,9 @@ const sdkTools = {
   }),
 };
 
-// The one line that matters: SDK tools don't say what they touch, so name the paths per tool.
-const tools = withCheckpoints(sdkTools, new CheckpointStore(store), session.id, {
+// The adapter: SDK tools don't say what they touch, so name the paths per tool.
+const tape = aiSdkTape({ store, sessionId: session.id });
+const tools = tape.tools(sdkTools, {
   write_file: (input: { path: string }) => [input.path],
   edit_file: (input: { path: string }) => [input.path],
   delete_file: (input: { path: string }) => [input.path],
@@ -79,74 +80,31 @@ const model = new MockLanguageModelV3({
   ],
 });
 
-// ---- recording each step on the tape ---------------------------------------------------------
-// The SDK runs a step's tools, then calls onStepFinish: so a step's checkpoints come just before
-// its events on the tape, and rewinding to the end of a step undoes exactly the steps after it.
-function stepEvents(
-  result: Pick<StepResult<typeof tools>, "text" | "toolCalls" | "content">,
-): EventInput<BuiltinEvents>[] {
-  return [
-    { type: "message", payload: { role: "assistant", content: result.text } },
-    ...result.toolCalls.map((c) => ({
-      type: "tool_call" as const,
-      payload: { callId: c.toolCallId, name: c.toolName, input: c.input },
-    })),
-    ...result.content.flatMap((part) =>
-      part.type === "tool-result"
-        ? [{ type: "tool_result" as const, payload: { callId: part.toolCallId, output: part.output } }]
-        : part.type === "tool-error"
-          ? [
-              {
-                type: "tool_result" as const,
-                payload: { callId: part.toolCallId, output: String(part.error), isError: true },
-              },
-            ]
-          : [],
-    ),
-  ];
-}
-
 const prompt = "Write notes.md, finish it, and clear the todo.";
-await store.append(session.id, { type: "message", payload: { role: "user", content: prompt } });
-const stepEnds: number[] = [];
+await tape.user(prompt);
 const workspaceAfterStep: Awaited<ReturnType<typeof readWorkspace>>[] = [];
-// The SDK ignores errors thrown by onStepFinish, so a failed append is kept and stops the run.
-const stop = new AbortController();
-let tapeError: unknown;
-
 const result = await generateText({
-  model,
+  model: tape.model(model),
   tools,
   prompt,
   stopWhen: stepCountIs(5),
-  abortSignal: stop.signal,
-  onStepFinish: async (stepResult) => {
-    try {
-      const written = await store.appendMany(session.id, stepEvents(stepResult));
-      stepEnds.push(written[written.length - 1]!.sequence);
-      workspaceAfterStep.push(await readWorkspace(workspace));
-    } catch (error) {
-      tapeError ??= error;
-      stop.abort(error);
-    }
+  // Only to show below that the rewind gives back the files of step 1: the adapter needs no callback.
+  onStepFinish: async () => {
+    workspaceAfterStep.push(await readWorkspace(workspace));
   },
 });
-if (tapeError) throw tapeError;
 
 console.log(
-  paint(
-    "bold",
-    "agent-tape under the Vercel AI SDK: generateText with a checkpointed tool map, on MockLanguageModelV3",
-  ),
+  paint("bold", "agent-tape under the Vercel AI SDK: generateText through agent-tape/ai-sdk, on MockLanguageModelV3"),
 );
 heading(`generateText ran ${result.steps.length} steps; the tape`);
-note("The SDK runs a step's tools before onStepFinish records the step, so each step's checkpoints");
-note("come just before its events.");
+note("Each step lands as it arrives: the assistant's text and calls before the SDK runs a tool,");
+note("then each call's checkpoint and result.");
 for await (const event of store.read(session.id)) console.log(eventLine(event));
 printWorkspace("files now:", await readWorkspace(workspace));
 
-heading(`Rewind to #${stepEnds[0]}, the end of step 1`);
-const report = await rewind(store, session.id, { toSequence: stepEnds[0]! });
+heading("Rewind to before call t2, the first call of step 2 (the SDK's call id)");
+const report = await rewind(store, session.id, { beforeCallId: "t2" });
 for (const change of report.changes)
   console.log(`    ${paint(change.action === "delete" ? "red" : "green", change.action.padEnd(8))}${change.path}`);
 console.log(
@@ -161,6 +119,24 @@ console.log(
     "the workspace is exactly what it was at the end of step 1",
 );
 if (!same) process.exitCode = 1;
+
+heading("Resume: the tape as the SDK's model messages");
+note("generateText({ model: tape.model(model), tools, messages: await tape.messages() }) goes on from here.");
+for (const message of await tape.messages()) {
+  const parts = typeof message.content === "string" ? [message.content] : message.content;
+  const text = parts.map((part) =>
+    typeof part === "string"
+      ? part
+      : part.type === "text"
+        ? part.text
+        : part.type === "tool-call"
+          ? `call ${part.toolCallId} ${part.toolName}`
+          : part.type === "tool-result"
+            ? `result ${part.toolCallId}`
+            : part.type,
+  );
+  console.log(`    ${message.role.padEnd(10)}${text.join(" · ")}`);
+}
 
 await store.close();
 await rm(home, { recursive: true });

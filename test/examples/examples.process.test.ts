@@ -149,6 +149,11 @@ describe("examples/ai-sdk.ts", () => {
     expect(afterRewind).toMatch(/notes\.md +# Notes↵↵- first draft↵/);
     expect(afterRewind).toMatch(/todo\.txt +- write the notes↵/);
     expect(out).toContain("✓ the workspace is exactly what it was at the end of step 1");
+    // Rewound by the SDK's call id; what resume hands back to generateText.
+    expect(out).toMatch(/Rewind to before call t2/);
+    expect(section(out, "generateText({ model: tape.model(model), tools, messages", /$^/).join("\n")).toMatch(
+      /user +Write notes\.md.*\n.*assistant +Writing the notes\. · call t1 write_file\n.*tool +result t1\n/,
+    );
     expect(await leftBehind(run.tmp)).toEqual([]);
   });
 });
