@@ -194,7 +194,11 @@ export interface HeldSession<E extends EventSchemas = {}> {
    * `durability` when it resolves. Throws INVALID_EVENT (nothing written), LOCK_COMPROMISED.
    */
   append<T extends KnownType<E>>(event: EventInput<Pick<Known<E>, T>>): Promise<TypedEvent<Pick<Known<E>, T>>>;
-  /** Appends several events with contiguous sequences, all or nothing, in one write. */
+  /**
+   * Appends several events with contiguous sequences, all or nothing, in one write: also across a crash
+   * mid-write, after which readers never see part of the batch and the next writer cuts it
+   * (docs/ARCHITECTURE.md, "On disk").
+   */
   appendMany<T extends KnownType<E>>(
     events: readonly EventInput<Pick<Known<E>, T>>[],
   ): Promise<TypedEvent<Pick<Known<E>, T>>[]>;
@@ -403,7 +407,11 @@ export class SessionStore<E extends EventSchemas = {}> {
     return stored as TypedEvent<Pick<Known<E>, T>>;
   }
 
-  /** Appends several events with contiguous sequences, all or nothing, in one write. */
+  /**
+   * Appends several events with contiguous sequences, all or nothing, in one write: also across a crash
+   * mid-write, after which readers never see part of the batch and the next writer cuts it
+   * (docs/ARCHITECTURE.md, "On disk").
+   */
   async appendMany<T extends KnownType<E>>(
     id: string,
     events: readonly EventInput<Pick<Known<E>, T>>[],
