@@ -185,6 +185,12 @@ export interface LockedSession {
    */
   discardPartialWrites?(): Promise<void>;
   /**
+   * Optional: removes the temp files that replacing a file cut short by a failure or a crash left beside
+   * the log or among the records (never a live file), and returns their names relative to the session
+   * folder. With `dryRun`, only names them. The fs backend runs it at every lock acquisition; gc calls it.
+   */
+  sweepLeftovers?(options?: { dryRun?: boolean }): Promise<string[]>;
+  /**
    * Optional: whether someone (another process, another store) is waiting for this lock. A store
    * busy for longer than `lockMaxHoldMs` hands the lock over only if so; without this method it
    * hands over every `lockMaxHoldMs`, waiter or not, and pays a pause each time.

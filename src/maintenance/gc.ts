@@ -37,6 +37,11 @@ export interface GcSessionReport {
    */
   expiredArchives: string[];
   /**
+   * Temp files a failed or killed replacement of the log or a record left (`.tmp-events.jsonl-…`,
+   * `records/.tmp-…`), relative to the session folder; empty for a backend that leaves none.
+   */
+  leftoverFiles: string[];
+  /**
    * Bytes freed, as the backend counts them (`sizeOf`); undefined when it cannot tell. A real
    * run measures the session before and after; a dry run adds up what would go.
    */
@@ -68,8 +73,9 @@ export interface GcReport {
 }
 
 /**
- * Frees disk space: deletes the blobs no event references any more and the rewind archives
- * older than the newest (only the last rewind can be undone). Each session is collected under
+ * Frees disk space: deletes the blobs no event references any more, the rewind archives older
+ * than the newest (only the last rewind can be undone), and the temp files a failed or killed
+ * rewrite left. Each session is collected under
  * its lock, waiting for it like any write (the store's `lockWaitMs`), so it is safe while an
  * agent runs; a session whose lock stays held, or whose tape cannot be read, is reported in
  * `failed` and not touched. Reads every event and lists every blob of each session. With
@@ -138,7 +144,8 @@ async function collect(
     async (locked) => {
       const [, ...expiredArchives] = await listArchives(backend, sessionId);
       const orphanBlobs = await findUnreferencedBlobs(backend, sessionId, { ignoreArchives: expiredArchives });
-      const found = { sessionId, orphanBlobs, expiredArchives };
+      const leftoverFiles = (await locked.sweepLeftovers?.({ dryRun })) ?? [];
+      const found = { sessionId, orphanBlobs, expiredArchives, leftoverFiles };
       if (!backend.sizeOf) {
         if (!dryRun) await remove(locked, found);
         return { ...found, bytesFreed: undefined };
@@ -152,7 +159,7 @@ async function collect(
   );
 }
 
-type Found = Pick<GcSessionReport, "sessionId" | "orphanBlobs" | "expiredArchives">;
+type Found = Pick<GcSessionReport, "sessionId" | "orphanBlobs" | "expiredArchives" | "leftoverFiles">;
 
 /** The archives first: a crash in between leaves blobs a later gc finds, never an archive without its blobs. */
 async function remove(

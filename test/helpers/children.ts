@@ -20,6 +20,14 @@ export interface ChildRun {
   stderr: string;
 }
 
+/** Limits the child runs under. */
+export interface ChildLimits {
+  /** Largest file the child may write, in KiB (`ulimit -f`): a write past it fails with EFBIG. */
+  fileSizeKiB?: number;
+  /** What a write past `fileSizeKiB` does: fail with EFBIG, as on a full disk, or kill the child. @default "die" */
+  pastFileSize?: "fail" | "die";
+}
+
 /** A child script run with tsx, its output collected as it comes. */
 export class Child {
   readonly process: ChildProcess;
@@ -28,8 +36,17 @@ export class Child {
   private readonly exited: Promise<ChildRun>;
   private readonly lineWaiters: { match: (line: string) => boolean; resolve: (line: string) => void }[] = [];
 
-  constructor(script: string, args: readonly string[], env: Record<string, string> = {}) {
-    this.process = spawn(process.execPath, ["--import", "tsx", childScript(script), ...args], {
+  constructor(script: string, args: readonly string[], env: Record<string, string> = {}, limits: ChildLimits = {}) {
+    // A file-size limit is set by the shell (`ulimit -f`, in KiB) and kept across exec. A write past it sends
+    // SIGXFSZ, which kills the child mid-write ("die"), unless a listener is preloaded: then it fails EFBIG.
+    const preload =
+      limits.pastFileSize === "fail" ? ["--import", childScript("preload/file-size-limit-fails-writes.ts")] : [];
+    const node = [process.execPath, "--import", "tsx", ...preload, childScript(script), ...args];
+    const [command, ...argv] =
+      limits.fileSizeKiB === undefined
+        ? node
+        : ["/bin/sh", "-c", `ulimit -f ${limits.fileSizeKiB} && exec "$0" "$@"`, ...node];
+    this.process = spawn(command!, argv, {
       cwd: repository,
       stdio: ["pipe", "pipe", "pipe"],
       env: { ...process.env, ...env },
@@ -89,8 +106,13 @@ export class Child {
 }
 
 /** Runs a child script to its end. */
-export function runChild(script: string, args: readonly string[], env?: Record<string, string>): Promise<ChildRun> {
-  const child = new Child(script, args, env);
+export function runChild(
+  script: string,
+  args: readonly string[],
+  env?: Record<string, string>,
+  limits?: ChildLimits,
+): Promise<ChildRun> {
+  const child = new Child(script, args, env, limits);
   child.endInput();
   return child.done();
 }

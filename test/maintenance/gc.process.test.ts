@@ -35,7 +35,7 @@ describe.each(BACKENDS)("gc (%s backend)", (kind) => {
     const dry = await gc(s.store, { dryRun: true });
     expect(dry).toEqual({
       dryRun: true,
-      sessions: [{ sessionId: s.id, orphanBlobs: [orphan], expiredArchives: [], bytesFreed: 31 }],
+      sessions: [{ sessionId: s.id, orphanBlobs: [orphan], expiredArchives: [], leftoverFiles: [], bytesFreed: 31 }],
       failed: [],
       orphanBlobs: 1,
       expiredArchives: 0,
@@ -48,7 +48,7 @@ describe.each(BACKENDS)("gc (%s backend)", (kind) => {
     expect(await blobsOf(s)).toEqual([referenced]);
     expect((await verify(s.store, s.id)).ok).toBe(true);
     expect((await gc(s.store)).sessions).toEqual([
-      { sessionId: s.id, orphanBlobs: [], expiredArchives: [], bytesFreed: 0 },
+      { sessionId: s.id, orphanBlobs: [], expiredArchives: [], leftoverFiles: [], bytesFreed: 0 },
     ]);
   });
 
@@ -87,7 +87,9 @@ describe.each(BACKENDS)("gc (%s backend)", (kind) => {
     const orphanA = await plantOrphanBlob(a, "orphan of a");
     const { id: b } = await a.store.create();
     const report = await gc(a.store, { sessionIds: [b, "missing"] });
-    expect(report.sessions).toEqual([{ sessionId: b, orphanBlobs: [], expiredArchives: [], bytesFreed: 0 }]);
+    expect(report.sessions).toEqual([
+      { sessionId: b, orphanBlobs: [], expiredArchives: [], leftoverFiles: [], bytesFreed: 0 },
+    ]);
     expect(report.failed).toMatchObject([{ sessionId: "missing", code: "SESSION_NOT_FOUND" }]);
     expect(isAgentTapeError(report.failed[0]!.error, "SESSION_NOT_FOUND")).toBe(true);
     expect(await blobsOf(a)).toContain(orphanA);
@@ -113,7 +115,7 @@ describe("gc: bytes", () => {
     const report = await gc(s.store);
     expect(report.bytesFreed).toBeUndefined();
     expect(report.sessions).toEqual([
-      { sessionId: s.id, orphanBlobs: [orphan], expiredArchives: [], bytesFreed: undefined },
+      { sessionId: s.id, orphanBlobs: [orphan], expiredArchives: [], leftoverFiles: [], bytesFreed: undefined },
     ]);
     expect(await blobsOf(s)).not.toContain(orphan);
   });

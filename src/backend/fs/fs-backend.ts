@@ -379,6 +379,8 @@ class FsBackend implements StorageBackend {
         () => this.openLocks.delete(session!),
         () => othersWaiting(file, this.staleMs),
       );
+      // Temp files a failed or killed rewrite left: no one else can be writing one now. Litter, so best-effort.
+      await session.sweepLeftovers().catch(() => undefined);
     } catch (error) {
       await lock.release().catch(() => undefined);
       throw error;

@@ -1,6 +1,6 @@
 import type { FileHandle } from "node:fs/promises";
 import { open, rename, rm } from "node:fs/promises";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { lineBatch, serializeEvent, parseEventLine } from "../../core/envelope.js";
 import { InvalidArgumentError, LockCompromisedError, LogCorruptError } from "../../core/errors.js";
 import type { StoredEvent } from "../../core/events.js";
@@ -10,6 +10,7 @@ import { blobExists, deleteBlobFile, discardIncomingBlobs, syncBlobFiles, writeB
 import { isBlobHash, isRecordName } from "../names.js";
 import type { SessionLayout } from "./layout.js";
 import { checkStoreFolder, openStoreFile, READ_APPEND } from "./store-files.js";
+import { findLeftovers } from "./leftovers.js";
 import { keptEndFor, keptEndForwards } from "./seek.js";
 import { unfinishedBatchStart } from "./unfinished-batch.js";
 import { lineNumberAt, readTail } from "./lines.js";
@@ -179,33 +180,34 @@ export class FsLockedSession implements LockedSession {
     }
     // Copy the kept prefix to a temp file and rename it over the log: readers holding the old
     // file keep a consistent view, and a crash leaves the old log or the new one, never a mix.
+    // A failure on the way (ENOSPC, EFBIG, a lost lock) removes the temp: nothing is left beside the log.
     const temp = tempPathFor(file);
-    const out = await open(temp, "wx", 0o644);
     try {
-      const buf = Buffer.allocUnsafe(64 * 1024);
-      for (let pos = 0; pos < keepBytes; ) {
-        const { bytesRead } = await this.fh.read(buf, 0, Math.min(buf.length, keepBytes - pos), pos);
-        if (bytesRead === 0) break;
-        await out.write(buf, 0, bytesRead);
-        pos += bytesRead;
+      const out = await open(temp, "wx", 0o644);
+      try {
+        const buf = Buffer.allocUnsafe(64 * 1024);
+        for (let pos = 0; pos < keepBytes; ) {
+          const { bytesRead } = await this.fh.read(buf, 0, Math.min(buf.length, keepBytes - pos), pos);
+          if (bytesRead === 0) break;
+          await out.write(buf, 0, bytesRead);
+          pos += bytesRead;
+        }
+        if (closingLine) {
+          await out.write(closingLine);
+          keepBytes += closingLine.length;
+        }
+        await out.sync();
+      } finally {
+        await out.close();
       }
-      if (closingLine) {
-        await out.write(closingLine);
-        keepBytes += closingLine.length;
-      }
-      await out.sync();
-    } finally {
-      await out.close();
-    }
-    try {
       // The last moment to find the lock lost before replacing the log.
       this.assertHeld();
       await this.assertLogIsOurs(this.size);
+      await rename(temp, file);
     } catch (error) {
-      await rm(temp, { force: true });
+      await rm(temp, { force: true }).catch(() => undefined);
       throw error;
     }
-    await rename(temp, file);
     await fsyncDir(dirname(file));
     await this.closeHandles();
     this.fh = await openStoreFile(this.sessionId, file, READ_APPEND);
@@ -285,6 +287,14 @@ export class FsLockedSession implements LockedSession {
   async discardPartialWrites(): Promise<void> {
     this.assertHeld();
     await discardIncomingBlobs(this.layout, this.sessionId);
+  }
+
+  async sweepLeftovers(options: { dryRun?: boolean } = {}): Promise<string[]> {
+    this.assertHeld();
+    const found = await findLeftovers(this.layout, this.sessionId);
+    if (!options.dryRun)
+      for (const name of found) await rm(join(this.layout.dir(this.sessionId), name), { force: true });
+    return found;
   }
 
   async writeRecord(name: string, value: unknown, options: { durable?: boolean } = {}): Promise<void> {
