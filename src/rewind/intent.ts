@@ -6,7 +6,7 @@ import type { RewindArchive } from "../blobs/archives.js";
 import { registerRecoveryStep } from "../session/recovery.js";
 import { pruneUnreferencedBlobs } from "../blobs/prune.js";
 import { checkIntent } from "./intent-check.js";
-import { RewindFailedError } from "../core/errors.js";
+import { RewindFailedError, isAgentTapeError } from "../core/errors.js";
 
 /** Name of the side record that makes a rewind (or an undo) crash-safe. */
 export const REWIND_INTENT_RECORD = "rewind-intent";
@@ -142,7 +142,14 @@ export async function recoverInterruptedRewind(backend: StorageBackend, locked: 
   if (found === undefined) return;
   // Anyone who can write the session folder could have put it there: act on it only if it fits the tape.
   await checkIntent(backend, locked.sessionId, locked.lastSequence, found);
-  await completeIntent(backend, locked, found as RewindIntent);
+  try {
+    await completeIntent(backend, locked, found as RewindIntent);
+  } catch (error) {
+    // A persistent cause (EPERM, EEXIST, ENOSPC) meets every writer until it is fixed: say what is pending
+    // and why, with the OS error as cause, rather than the restore's bare error.
+    if (isAgentTapeError(error)) throw error;
+    throw new RewindFailedError(locked.sessionId, false, { cause: error });
+  }
 }
 
 /** Paths found outside the workspace at the last moment were not touched: say so in the marker. */

@@ -1,0 +1,57 @@
+// Issue 9, case 3 (first part): a rewind left pending by a persistent failure (a file made immutable, EPERM) must
+// fail the writers that meet it with a typed REWIND_FAILED naming the cause, never the restore's raw EPERM.
+import { execFileSync } from "node:child_process";
+import { realpath } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { CheckpointStore, SessionStore, isAgentTapeError, rewind } from "../../src/index.js";
+import { put } from "../helpers/rewind-workspace.js";
+import { TempRoots } from "../helpers/temp-root.js";
+
+const temps = new TempRoots();
+const stores: SessionStore[] = [];
+const immutable: string[] = [];
+afterEach(async () => {
+  for (const file of immutable.splice(0)) execFileSync("chattr", ["-i", file]);
+  for (const store of stores.splice(0)) await store.close();
+  await temps.removeAll();
+});
+
+async function failure(promise: Promise<unknown>): Promise<any> {
+  return promise.then(
+    () => new Error("expected a failure"),
+    (e: unknown) => e,
+  );
+}
+
+describe("a rewind pending after a persistent failure (issue 9, case 3)", () => {
+  it("writers that meet it get REWIND_FAILED with the EPERM as cause, not a raw EPERM", async () => {
+    const workspace = join(await realpath(await temps.make("agent-tape-pending-")), "ws");
+    const root = `${workspace}-sessions`;
+    await put(workspace, "a.txt", "a1\n");
+    await put(workspace, "b.txt", "b1\n");
+    const store = new SessionStore({ root });
+    stores.push(store);
+    const { id } = await store.create({ workspace });
+    const target = (await store.append(id, { type: "message", payload: { role: "user", content: "start" } })).sequence;
+    await new CheckpointStore(store).around(id, { tool: "edit", paths: ["a.txt", "b.txt"] }, async () => {
+      await put(workspace, "a.txt", "a2\n");
+      await put(workspace, "b.txt", "b2\n");
+    });
+    // b.txt can be neither restored nor put back: the rewind stays pending.
+    execFileSync("chattr", ["+i", join(workspace, "b.txt")]);
+    immutable.push(join(workspace, "b.txt"));
+    const failed = await failure(rewind(store, id, { toSequence: target }));
+    expect(isAgentTapeError(failed, "REWIND_FAILED")).toBe(true);
+    expect(failed.rolledBack).toBe(false);
+
+    for (let i = 0; i < 2; i++) {
+      const other = new SessionStore({ root });
+      stores.push(other);
+      const error = await failure(other.append(id, { type: "message", payload: { role: "user", content: "next" } }));
+      expect(isAgentTapeError(error, "REWIND_FAILED"), String(error)).toBe(true);
+      expect(error.rolledBack).toBe(false);
+      expect(error.cause?.code).toBe("EPERM");
+    }
+  });
+});
