@@ -43,7 +43,8 @@ describe("examples/quickstart.ts", () => {
     expect(run.stdout).toContain('after the tool call:   hello.txt = "HELLO, WORLD!\\n"');
     expect(run.stdout).toContain('after rewind to #1:    hello.txt = "Hello, world\\n"');
     expect(run.stdout).toContain("the tape: #1 message, #6 session_rewind");
-    expect(run.stdout).toMatch(/changes: \[ \{ path: 'hello.txt', action: 'restore', diff: \[Object\] \} \]/);
+    // One change, whatever the order of its keys (a report read back from its record has them sorted).
+    expect(run.stdout).toMatch(/changes: \[ \{ (?=[^}]*path: 'hello\.txt')(?=[^}]*action: 'restore')[^}]*\} \]/);
     expect(run.stdout).toMatch(/eventsRemoved: 4/);
     expect(await leftBehind(run.tmp)).toEqual([]);
   });
