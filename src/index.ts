@@ -146,5 +146,6 @@ export {
   RewindFailedError,
   SequenceConflictError,
   EventTooLargeError,
+  StorageFailedError,
 } from "./core/errors.js";
 export type { AgentTapeErrorCode, RewindConflict } from "./core/errors.js";

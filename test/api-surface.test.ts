@@ -43,6 +43,7 @@ const RUNTIME_EXPORTS = [
   "SessionExistsError",
   "SessionNotFoundError",
   "SessionStore",
+  "StorageFailedError",
   "StoreClosedError",
   "StoreTamperedError",
   "ToolCallPayload",

@@ -32,6 +32,7 @@ export type AgentTapeErrorCode =
   | "SEQUENCE_NOT_ON_TAPE"
   | "REWIND_FAILED"
   | "SEQUENCE_CONFLICT"
+  | "STORAGE_FAILED"
   | "EVENT_TOO_LARGE";
 
 export abstract class AgentTapeError extends Error {
@@ -378,6 +379,41 @@ export class EventTooLargeError extends AgentTapeError {
         `Nothing was written. Store large content outside the event (a checkpoint blob, a file) and ` +
         `append a reference to it, or raise maxEventBytes on the SessionStore.`,
     );
+  }
+}
+
+/** What to do about each OS error a store call can meet, in the user's words. */
+const STORAGE_ADVICE: Record<string, string> = {
+  ENOSPC: "the disk is full: free space and retry",
+  EDQUOT: "the disk quota is used up: free space and retry",
+  EROFS: "the file system is read-only: store sessions on a writable one (the store's root)",
+  EMFILE: "this process has too many files open: close some, or raise its limit (ulimit -n)",
+  ENFILE: "the system has too many files open: retry when fewer are",
+  EACCES: "permission denied: check the owner and mode of the store's folders",
+  EPERM: "operation not permitted: check the owner, mode and flags (chattr) of the store's folders",
+  EISDIR: "a folder is where the store keeps a file: move it away",
+  ENOTDIR: "a file is where the store keeps a folder (the root, a session or a blob shard): move it away",
+  EEXIST: "something is in the way where the store makes a folder or file: move it away",
+  EIO: "the disk reported an I/O error: check it",
+};
+
+/**
+ * The storage refused an operation (disk full, read-only, too many open files, a file where a folder
+ * belongs, …). `osCode` is the OS's code (`ENOSPC`) and `cause` the OS error; nothing was acknowledged
+ * that is not stored.
+ */
+export class StorageFailedError extends AgentTapeError {
+  readonly code = "STORAGE_FAILED" as const;
+  /** The OS error code, e.g. "ENOSPC", "EROFS", "EMFILE", "EISDIR", "ENOTDIR". */
+  readonly osCode: string;
+  constructor(error: NodeJS.ErrnoException, osCode = error.code ?? "EUNKNOWN") {
+    const where = error.path === undefined ? "" : ` on ${error.path}`;
+    super(
+      `The store could not ${error.syscall ?? "use the disk"}${where} (${osCode}): ` +
+        `${STORAGE_ADVICE[osCode] ?? error.message}. What was acknowledged before is kept.`,
+      { cause: error },
+    );
+    this.osCode = osCode;
   }
 }
 

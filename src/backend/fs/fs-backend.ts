@@ -20,6 +20,7 @@ import type {
   StorageUsage,
 } from "../types.js";
 import { fsyncDir } from "../../core/atomic-file.js";
+import { withTypedStorageErrors } from "../typed-storage-errors.js";
 import { forEachLimited, mapLimited } from "../../core/bounded-concurrency.js";
 import { listBlobFiles, readBlobFile, storedBlobFileBytes } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
@@ -58,7 +59,7 @@ export const DEFAULT_LOCK_STALE_MS = 5000;
  * proper-lockfile lock folder beside the log.
  */
 export function fsBackend(options: FsBackendOptions): StorageBackend {
-  return new FsBackend(options);
+  return withTypedStorageErrors(new FsBackend(options));
 }
 
 class FsBackend implements StorageBackend {
