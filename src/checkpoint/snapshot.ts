@@ -180,6 +180,7 @@ async function walkDirectory(
   const queue: FileToRead[] = [{ path }];
   const reads: FileToRead[] = [];
   let overBudget: string | undefined;
+  const unlisted: string[] = []; // folders that could not be listed: they and the folders above are partial
   walk: while (queue.length > 0) {
     const dir = queue.shift()!;
     let listed;
@@ -189,10 +190,12 @@ async function walkDirectory(
       const code = (error as NodeJS.ErrnoException).code;
       const detail = code === "ELOOP" ? "became a symlink while being captured" : (code ?? String(error));
       found.push({ path: dir.path, kind: "skipped", reason: "unreadable", detail });
+      unlisted.push(dir.path);
       continue;
     }
     if (listed === OUTSIDE) {
       found.push({ path: dir.path, kind: "skipped", reason: "outside_workspace" });
+      unlisted.push(dir.path);
       continue;
     }
     for (const { name, info, error } of listed) {
@@ -222,6 +225,10 @@ async function walkDirectory(
     }
   }
   if (overBudget) found[0] = { path, kind: "skipped", reason: "over_budget", detail: overBudget };
+  else
+    for (const record of found)
+      if (record.kind === "directory" && !unlisted.some((u) => u === record.path || u.startsWith(`${record.path}/`)))
+        record.complete = true; // everything below it is listed: a rewind to before it removes the rest
   for (const record of found) note(record);
   for (const file of reads) queueRead(file);
 }

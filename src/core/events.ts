@@ -83,7 +83,17 @@ export const FileSnapshot = z.discriminatedUnion("kind", [
   }),
   z.object({ path: z.string(), kind: z.literal("absent") }),
   z.object({ path: z.string(), kind: z.literal("symlink"), target: z.string() }),
-  z.object({ path: z.string(), kind: z.literal("directory"), mode: z.number().int().nonnegative() }),
+  z.object({
+    path: z.string(),
+    kind: z.literal("directory"),
+    mode: z.number().int().nonnegative(),
+    /**
+     * True when the same checkpoint lists everything that was below the folder (a folder captured whole,
+     * within its budget): a rewind to before it removes what it did not list. Absent on other folder
+     * records (and on tapes written before this field), which say nothing about the folder's contents.
+     */
+    complete: z.boolean().optional(),
+  }),
   z.object({
     path: z.string(),
     kind: z.literal("skipped"),

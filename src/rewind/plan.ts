@@ -1,4 +1,6 @@
-import { lstat } from "node:fs/promises";
+import type { Dirent } from "node:fs";
+import { lstat, readdir } from "node:fs/promises";
+import { join } from "node:path";
 import type { StorageBackend } from "../backend/types.js";
 import type { FileChange, FileSnapshot, RewindPayload, StoredEvent } from "../core/events.js";
 import { isAgentTapeError } from "../core/errors.js";
@@ -20,11 +22,38 @@ import { confine, type ParentLooks } from "../checkpoint/confine.js";
  */
 export function closestSnapshotPerPath(events: Iterable<StoredEvent>): Map<string, FileSnapshot> {
   const closest = new Map<string, FileSnapshot>();
+  const takenAt = new Map<string, number>(); // path -> index of the event its closest snapshot is from
+  const listings = new Map<string, number>(); // complete folder listings kept as closest, by event index
+  let index = 0;
   for (const event of events) {
+    index++;
     if (event.type === "session_rewind" && (event.payload as RewindPayload).mode !== "files") continue;
-    for (const file of snapshotsIn(event)) if (!closest.has(file.path)) closest.set(file.path, file);
+    for (const file of snapshotsIn(event)) {
+      if (closest.has(file.path)) continue;
+      closest.set(file.path, file);
+      takenAt.set(file.path, index);
+      if (file.kind === "directory" && file.complete) listings.set(file.path, index);
+    }
   }
+  // A path below a complete listing that the listing did not name did not exist when it was taken; a
+  // snapshot of it from later on (a tool editing what a command had created) is not its state at the target.
+  if (listings.size > 0)
+    for (const [path, at] of takenAt) {
+      const listedAt = listingAbove(path, listings);
+      if (listedAt !== undefined && listedAt < at) closest.set(path, { path, kind: "absent" });
+    }
   return closest;
+}
+
+/** The event index of the nearest complete listing of a folder strictly above `path`, if any. */
+function listingAbove(path: string, listings: ReadonlyMap<string, number>): number | undefined {
+  for (let p = path; p !== "."; ) {
+    const slash = p.lastIndexOf("/");
+    p = slash === -1 ? "." : p.slice(0, slash);
+    const at = listings.get(p);
+    if (at !== undefined) return at;
+  }
+  return undefined;
 }
 
 /** One path's planned change: the change as reported, and the record to make true on disk. */
@@ -55,7 +84,7 @@ export async function planFileChanges(
   sessionId: string,
   realWorkspace: string,
   givenWorkspace: string,
-  wanted: Map<string, FileSnapshot>,
+  wantedAtTarget: Map<string, FileSnapshot>,
   limits: SnapshotLimits,
 ): Promise<FilePlan> {
   const changes: PlannedChange[] = [];
@@ -70,6 +99,7 @@ export async function planFileChanges(
     return read;
   };
   const looks: ParentLooks = new Map();
+  const wanted = await withUnlistedAbsent(realWorkspace, givenWorkspace, wantedAtTarget, limits, looks);
   await forEachLimited([...wanted], limits.concurrency, async ([recordedPath, target]) => {
     const place = await confine(realWorkspace, recordedPath, givenWorkspace, looks);
     if (!place.inside) {
@@ -119,6 +149,47 @@ export async function planFileChanges(
   noteUnrecoverable(changes, kept);
   changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { changes, blobs, current: { files: kept, blobs: keptBlobs } };
+}
+
+/**
+ * For each folder whose wanted state is a complete listing, what is in it now and was not listed did not
+ * exist at the target: it is wanted absent. Only the topmost such entry is added (removing it removes what
+ * is below). Folders are looked into only where confined inside the workspace, and only up to the folder
+ * budget: past it, the rest is kept, as a partial listing would keep it.
+ */
+async function withUnlistedAbsent(
+  realWorkspace: string,
+  givenWorkspace: string,
+  wanted: Map<string, FileSnapshot>,
+  limits: SnapshotLimits,
+  looks: ParentLooks,
+): Promise<Map<string, FileSnapshot>> {
+  const roots = [...wanted.values()].filter((s) => s.kind === "directory" && s.complete).map((s) => s.path);
+  if (roots.length === 0) return wanted;
+  const result = new Map(wanted);
+  let budget = limits.maxDirectoryEntries;
+  const queue = [...roots];
+  while (queue.length > 0 && budget > 0) {
+    const folder = queue.shift()!;
+    const place = await confine(realWorkspace, folder, givenWorkspace, looks);
+    if (!place.inside) continue;
+    let entries: Dirent[];
+    try {
+      entries = await readdir(place.path === "." ? realWorkspace : join(realWorkspace, place.path), {
+        withFileTypes: true,
+      });
+    } catch {
+      continue; // not a folder now (or gone): the folder's own record restores it
+    }
+    for (const entry of entries) {
+      if (--budget < 0) break;
+      const path = folder === "." ? entry.name : `${folder}/${entry.name}`;
+      const listed = wanted.get(path);
+      if (!listed) result.set(path, { path, kind: "absent" });
+      else if (listed.kind === "directory" && entry.isDirectory()) queue.push(path);
+    }
+  }
+  return result;
 }
 
 async function currentState(

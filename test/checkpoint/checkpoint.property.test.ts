@@ -74,9 +74,10 @@ class WorkspaceModel {
     const file = this.files.get(target);
     if (file) return [blobRecord(target, file.content, file.mode)];
     if (!this.folders.has(target)) return [{ path: target, kind: "absent" }];
-    const records: FileSnapshot[] = [{ path: target, kind: "directory", mode: FOLDER_MODE }];
+    // A folder captured whole, and each folder below it, is a complete listing of what is below it.
+    const records: FileSnapshot[] = [{ path: target, kind: "directory", mode: FOLDER_MODE, complete: true }];
     for (const folder of this.folders)
-      if (isBelow(folder, target)) records.push({ path: folder, kind: "directory", mode: FOLDER_MODE });
+      if (isBelow(folder, target)) records.push({ path: folder, kind: "directory", mode: FOLDER_MODE, complete: true });
     for (const [path, f] of this.files) if (isBelow(path, target)) records.push(blobRecord(path, f.content, f.mode));
     return records;
   }

@@ -99,10 +99,12 @@ describe("one record per path, of every kind", () => {
     expect(blobs.size).toBe(0);
   });
 
-  it("records a folder as a directory with its mode", async () => {
+  it("records a folder as a directory with its mode, a complete listing of what is below it", async () => {
     await mkdir(join(workspace, "empty-dir"));
     await chmod(join(workspace, "empty-dir"), 0o750);
-    expect((await snapshot(["empty-dir"])).files).toEqual([{ path: "empty-dir", kind: "directory", mode: 0o750 }]);
+    expect((await snapshot(["empty-dir"])).files).toEqual([
+      { path: "empty-dir", kind: "directory", mode: 0o750, complete: true },
+    ]);
   });
 });
 
