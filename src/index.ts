@@ -89,6 +89,7 @@ export type {
   ReadEventsOptions,
   CorruptLine,
   LockOptions,
+  LockWait,
   Durability,
   SignalOption,
   CreateSessionOptions,

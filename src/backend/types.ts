@@ -133,6 +133,21 @@ export interface CorruptLine {
 export interface LockOptions extends SignalOption {
   /** How long to wait for another holder before LOCKED. */
   waitMs?: number;
+  /** Told when the lock is found held by someone else, then about once a second while waiting. Must not throw. */
+  onWait?: ((wait: LockWait) => void) | undefined;
+}
+
+/** What a process waiting for a session's lock knows about the wait (docs/ARCHITECTURE.md, "Lock lease"). */
+export interface LockWait {
+  sessionId: string;
+  /** The process that took the lock, when it said so (the fs backend's `events.jsonl.holder`). */
+  holderPid?: number;
+  /** Whether that process still runs on this machine: false means it died, and its lock is taken once stale. */
+  holderAlive?: boolean;
+  /** Milliseconds until the lock counts as stale (and is taken over) if its holder stops refreshing it. */
+  staleInMs: number;
+  /** Milliseconds waited so far. */
+  waitedMs: number;
 }
 
 export type Durability = "fsync" | "batch" | "none";

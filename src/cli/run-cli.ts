@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { RewindConflictError, SessionStore, isAgentTapeError } from "../index.js";
+import { RewindConflictError, SessionStore, isAgentTapeError, type LockWait } from "../index.js";
 import {
   UsageError,
   errorSummary,
@@ -105,7 +105,7 @@ export async function runCli(argv: readonly string[], io: CliIO): Promise<number
       root,
       now: io.now ?? (() => new Date()),
       ...(io.ask !== undefined && { ask: io.ask }),
-      store: () => (store ??= new SessionStore({ root: storeRoot })),
+      store: () => (store ??= new SessionStore({ root: storeRoot, onLockWait: tellLockWait(io.stderr) })),
     };
     // Every verb but `list` takes a session id first; let the user type as much of it as is unique.
     const given = args.positionals[0];
@@ -236,4 +236,24 @@ function cliWords(
     };
   }
   return summary;
+}
+
+/**
+ * A wait for another process's lock, said on stderr: once when it starts, and again when its holder is
+ * found dead (the lock is then taken over once stale), so a silent 5 s pause has a reason.
+ */
+function tellLockWait(stderr: CliIO["stderr"]): (wait: LockWait) => void {
+  let said: string | undefined;
+  return (wait) => {
+    const holder =
+      wait.holderPid === undefined
+        ? "held by another process"
+        : `held by process ${wait.holderPid}${wait.holderAlive === false ? " (no longer running)" : ""}`;
+    if (holder === said) return;
+    said = holder;
+    const stale = (wait.staleInMs / 1000).toFixed(1);
+    stderr.write(
+      `waiting for the lock on session ${wait.sessionId}, ${holder}; taken over in ${stale} s if it stops\n`,
+    );
+  };
 }

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { InvalidArgumentError, isAgentTapeError } from "../core/errors.js";
-import type { LockedSession, StorageBackend } from "../backend/types.js";
+import type { LockedSession, LockWait, StorageBackend } from "../backend/types.js";
 import { sleep } from "../core/sleep.js";
 
 export interface LeaseOptions {
@@ -10,6 +10,7 @@ export interface LeaseOptions {
   maxHoldMs: number;
   /** How long to wait for another holder before LOCKED. @default the backend's */
   waitMs?: number | undefined;
+  onWait?: ((wait: LockWait) => void) | undefined;
   /** Runs once each time the lock is taken, before any operation: finishes interrupted work. */
   onAcquired: (locked: LockedSession) => Promise<void>;
   /** Runs just before the lock is given up, while still held (best-effort: its failure is ignored). */
@@ -108,6 +109,7 @@ export class SessionLease {
     if (!this.locked) {
       const locked = await this.backend.lock(this.sessionId, {
         ...(this.options.waitMs !== undefined && { waitMs: this.options.waitMs }),
+        ...(this.options.onWait && { onWait: this.options.onWait }),
         ...(signal && { signal }),
       });
       try {

@@ -6,6 +6,7 @@ import type {
   CorruptLine,
   Durability,
   LockedSession,
+  LockWait,
   SessionRecord,
   SignalOption,
   StorageBackend,
@@ -72,6 +73,12 @@ export interface SessionStoreOptions<E extends EventSchemas = {}> {
   lockMaxHoldMs?: number;
   /** How long an operation waits for another process's lock before LOCKED. @default 3 × lockStaleMs (15 s) */
   lockWaitMs?: number;
+  /**
+   * Told when an operation finds the session locked by another process, then about once a second while it
+   * waits: the holder's pid and whether it still runs, and the time until its lock goes stale (a dead
+   * holder's lock is taken over then). Must not throw. The CLI prints it on stderr.
+   */
+  onLockWait?: (wait: LockWait) => void;
   /** For the default backend: a lock not refreshed for this long (its holder crashed) is taken over. @default 5000 */
   lockStaleMs?: number;
   /**
@@ -241,6 +248,7 @@ export class SessionStore<E extends EventSchemas = {}> {
   private readonly lockIdleMs: number;
   private readonly lockMaxHoldMs: number;
   private readonly lockWaitMs: number | undefined;
+  private readonly onLockWait: ((wait: LockWait) => void) | undefined;
   private closed = false;
   private readonly ownsBackend: boolean;
   /**
@@ -278,6 +286,7 @@ export class SessionStore<E extends EventSchemas = {}> {
     this.lockIdleMs = options.lockIdleMs ?? 50;
     this.lockMaxHoldMs = options.lockMaxHoldMs ?? 1000;
     this.lockWaitMs = options.lockWaitMs;
+    this.onLockWait = options.onLockWait;
     this.retention = options.retention ? this.applyRetentionOnOpen(options.retention) : Promise.resolve(undefined);
     this.retention.catch(() => undefined); // a rejection nobody awaits must not crash the process
   }
@@ -790,6 +799,7 @@ export class SessionStore<E extends EventSchemas = {}> {
         idleMs: this.lockIdleMs,
         maxHoldMs: this.lockMaxHoldMs,
         waitMs: this.lockWaitMs,
+        onWait: this.onLockWait,
         onAcquired: (locked) => recoverInterruptedWork(this.backend, locked),
         beforeRelease: clearBlobsInFlight,
       });

@@ -359,6 +359,7 @@ class FsBackend implements StorageBackend {
     const lock = await acquireFileLock(id, file, {
       staleMs: this.staleMs,
       waitMs: options.waitMs ?? this.staleMs * 3,
+      onWait: options.onWait,
       signal: options.signal,
       // proper-lockfile reports a lost lock from a timer; its default throws, crashing the process.
       onCompromised: (error) => {

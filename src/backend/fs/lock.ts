@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
-import { mkdir, readdir, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { mkdir, readFile, readdir, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import lockfile from "proper-lockfile";
 import { LockedError } from "../../core/errors.js";
+import type { LockWait } from "../types.js";
 import { sleep } from "../../core/sleep.js";
 
 export interface FileLockOptions {
@@ -14,6 +15,8 @@ export interface FileLockOptions {
   signal?: AbortSignal | undefined;
   /** Called (from a timer) if the lock is lost while held. Must not throw. */
   onCompromised: (error: Error) => void;
+  /** Called when the lock is found held, then about once a second while waiting. */
+  onWait?: ((wait: LockWait) => void) | undefined;
 }
 
 /** A held lock folder and what its holder knows about its lease (docs/ARCHITECTURE.md, "Lock lease"). */
@@ -199,6 +202,7 @@ class LeaseWatch {
  */
 export async function acquireFileLock(sessionId: string, file: string, options: FileLockOptions): Promise<FileLock> {
   const started = Date.now();
+  let toldAt = 0;
   let waiting: WaitingMarker | undefined;
   try {
     for (let attempt = 0; ; attempt++) {
@@ -214,8 +218,12 @@ export async function acquireFileLock(sessionId: string, file: string, options: 
           onCompromised: options.onCompromised,
         });
         watch.phase = "held";
+        // Who holds it, for a waiter's onWait; a diagnostic only, never trusted for ownership.
+        await writeFile(holderPath(file), `${process.pid}\n`).catch(() => undefined);
         const letGo = async (phase: Phase) => {
           if (watch.phase !== "held") return;
+          // Still ours while releasing (not when abandoning a lost lock: the note may be the taker's by now).
+          if (phase === "releasing") await rm(holderPath(file), { force: true }).catch(() => undefined);
           watch.phase = phase;
           // ERELEASED: proper-lockfile already dropped it (found compromised); nothing left to remove.
           await release().catch(() => undefined);
@@ -233,6 +241,10 @@ export async function acquireFileLock(sessionId: string, file: string, options: 
         if ((error as NodeJS.ErrnoException).code !== "ELOCKED") throw error;
         const waited = Date.now() - started;
         if (waited >= options.waitMs) throw new LockedError(sessionId, waited, { cause: error });
+        if (options.onWait && Date.now() - toldAt >= 1000) {
+          toldAt = Date.now();
+          options.onWait(await describeWait(sessionId, file, options.staleMs, waited));
+        }
         waiting ??= await WaitingMarker.place(file);
         await waiting?.refresh(options.staleMs);
         const backoff = Math.min(20, 1 + attempt) * (0.5 + Math.random());
@@ -241,6 +253,36 @@ export async function acquireFileLock(sessionId: string, file: string, options: 
     }
   } finally {
     await waiting?.remove();
+  }
+}
+
+const holderPath = (file: string) => `${file.replace(/\.jsonl$/, "")}.holder`;
+
+/** What a waiter can tell about the lock on `file`: its holder's pid (if it wrote one) and its staleness. */
+async function describeWait(sessionId: string, file: string, staleMs: number, waitedMs: number): Promise<LockWait> {
+  const refreshed = await stat(`${file}.lock`).then(
+    (info) => info.mtimeMs,
+    () => Date.now(),
+  );
+  const wait: LockWait = {
+    sessionId,
+    staleInMs: Math.max(0, Math.round(staleMs - (Date.now() - refreshed))),
+    waitedMs,
+  };
+  const pid = Number.parseInt(await readFile(holderPath(file), "utf8").catch(() => ""), 10);
+  if (Number.isSafeInteger(pid) && pid > 0) {
+    wait.holderPid = pid;
+    wait.holderAlive = isRunning(pid);
+  }
+  return wait;
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"; // alive, someone else's
   }
 }
 

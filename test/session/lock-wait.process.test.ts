@@ -1,0 +1,55 @@
+// onLockWait: a wait for another process's lock is not silent (issue 9, "Also").
+import { afterEach, describe, expect, it } from "vitest";
+import { SessionStore, type LockWait } from "../../src/index.js";
+import { Child, childrenKilledAfterEach } from "../helpers/children.js";
+import { TempRoots } from "../helpers/temp-root.js";
+import { cli } from "../cli/harness.js";
+
+const temps = new TempRoots();
+afterEach(() => temps.removeAll());
+const children = childrenKilledAfterEach();
+const say = (content: string) => ({ type: "message" as const, payload: { role: "user" as const, content } });
+
+async function heldByChild(staleMs: number) {
+  const root = await temps.make();
+  const store = new SessionStore({ root, lockStaleMs: staleMs });
+  const { id } = await store.create({ workspace: await temps.make() });
+  await store.close();
+  const holder = new Child("hold-session-lock.ts", [root, id, String(staleMs)]);
+  children.push(holder);
+  expect(await holder.waitForLine(() => true)).toBe("locked");
+  return { root, id, holder };
+}
+
+describe("onLockWait", () => {
+  it("names the live holder and the time until its lock would go stale, then the dead one, until taken over", async () => {
+    const staleMs = 2000;
+    const { root, id, holder } = await heldByChild(staleMs);
+    const waits: LockWait[] = [];
+    const store = new SessionStore({ root, lockStaleMs: staleMs, onLockWait: (wait) => waits.push(wait) });
+    try {
+      setTimeout(() => holder.kill(), 1500);
+      expect((await store.append(id, say("after the holder"))).sequence).toBe(1);
+    } finally {
+      await store.close();
+    }
+    expect(waits.length).toBeGreaterThanOrEqual(2);
+    const first = waits[0]!;
+    expect(first).toMatchObject({ sessionId: id, holderPid: holder.process.pid, holderAlive: true });
+    expect(first.staleInMs).toBeGreaterThan(0);
+    // proper-lockfile stamps a new lock up to a second ahead (the next whole second + 5 ms).
+    expect(first.staleInMs).toBeLessThanOrEqual(staleMs + 1000);
+    const last = waits.at(-1)!;
+    expect(last).toMatchObject({ holderPid: holder.process.pid, holderAlive: false });
+    expect(last.waitedMs).toBeGreaterThan(first.waitedMs);
+  });
+
+  it("the CLI says on stderr whom it waits for", async () => {
+    const { root, id, holder } = await heldByChild(2000);
+    setTimeout(() => holder.kill(), 800);
+    const run = await cli(["--root", root, "rewind", id, "--to", "0", "--dry-run"]);
+    expect(run.stderr).toMatch(
+      new RegExp(`waiting for the lock on session ${id}, held by process ${holder.process.pid}`),
+    );
+  });
+});
