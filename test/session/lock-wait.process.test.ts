@@ -22,7 +22,7 @@ async function heldByChild(staleMs: number) {
 }
 
 describe("onLockWait", () => {
-  it("names the live holder and the time until its lock would go stale, then the dead one, until taken over", async () => {
+  it("names the live holder and the time until its lock goes stale, then the dead one, until taken over", async () => {
     const staleMs = 2000;
     const { root, id, holder } = await heldByChild(staleMs);
     const waits: LockWait[] = [];
