@@ -122,6 +122,12 @@ export interface SessionInfo {
    * rather than hidden, with `lastSequence` 0 and `updatedAt` = `createdAt`.
    */
   unreadable?: { code: string; message: string };
+  /**
+   * Set when a rewind of this session is pending: it failed and could not be rolled back (e.g. a file the
+   * OS will not let it write). Readers see the tape as it is on disk (the log is cut only once the files are
+   * done) and never fail because of it; writers get REWIND_FAILED until the cause is fixed.
+   */
+  pendingRewind?: { reason: string };
 }
 
 export interface CreateOptions extends SignalOption {
@@ -332,19 +338,30 @@ export class SessionStore<E extends EventSchemas = {}> {
     this.assertOpen();
     const record = await this.backend.getSession(id, options);
     if (!record) return undefined;
-    await this.settle(id, options);
-    return toInfo(record, await this.backend.lastEvent(id, options));
+    const pending = await this.settle(id, options);
+    const info = toInfo(record, await this.backend.lastEvent(id, options));
+    if (pending) info.pendingRewind = pending;
+    return info;
   }
 
   /**
    * If an operation readers must not see half done was interrupted (a rewind's intent record is
    * still there), takes the lock once, which finishes it (recovery.ts), so readers never see a
-   * half-rewound session. One directory read when there is nothing to do.
+   * half-rewound session. One directory read when there is nothing to do. A rewind that cannot be
+   * finished (REWIND_FAILED, not rolled back) does not fail the reader: it is returned as pending, and the
+   * reader reads the tape as it is on disk (docs/ARCHITECTURE.md, "Recovery").
    */
-  private async settle(id: string, options: SignalOption): Promise<void> {
+  private async settle(id: string, options: SignalOption): Promise<{ reason: string } | undefined> {
     const records = await this.backend.listRecords(id, options);
-    if (recordsThatBlockReaders().some((name) => records.includes(name)))
+    if (!recordsThatBlockReaders().some((name) => records.includes(name))) return undefined;
+    try {
       await this.lease(id).run(async () => undefined, options.signal);
+      return undefined;
+    } catch (error) {
+      if (!isAgentTapeError(error, "REWIND_FAILED") || (error as { rolledBack?: boolean }).rolledBack) throw error;
+      const cause = error.cause instanceof Error ? error.cause.message : error.message;
+      return { reason: cause };
+    }
   }
 
   /**

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, isAgentTapeError, rewind } from "../../src/index.js";
 import { put } from "../helpers/rewind-workspace.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { cli } from "../cli/harness.js";
 
 const temps = new TempRoots();
 const stores: SessionStore[] = [];
@@ -53,5 +54,19 @@ describe("a rewind pending after a persistent failure (issue 9, case 3)", () => 
       expect(error.rolledBack).toBe(false);
       expect(error.cause?.code).toBe("EPERM");
     }
+
+    // Readers, in this process and a fresh store, never fail because of it: they read the tape as it is on disk
+    // (the log is cut only once the files are done) and report the rewind as pending.
+    for (const reader of [store, new SessionStore({ root })]) {
+      if (reader !== store) stores.push(reader);
+      const info = await reader.get(id);
+      expect(info?.pendingRewind?.reason).toMatch(/EPERM|operation not permitted/i);
+      expect((await reader.readAll(id)).map((e) => e.sequence)).toEqual([1, 2, 3]);
+      expect(await reader.head(id)).toBe(3);
+      expect((await reader.list()).find((s) => s.id === id)?.pendingRewind).toBeDefined();
+    }
+    const shown = await cli(["show", id, "--root", root]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/A rewind of this session is pending: it failed \(.*EPERM/);
   });
 });

@@ -69,6 +69,12 @@ Options:
       const filtered = from !== undefined || to !== undefined || types !== undefined;
       printLine(ctx.stdout, filtered ? "No events match." : `Session ${id} has no events yet.`);
     }
+    if (info.pendingRewind && !ctx.json)
+      printLine(
+        ctx.stdout,
+        ctx.style.red(`A rewind of this session is pending: it failed (${info.pendingRewind.reason}). `) +
+          "The tape above is as it was before it; writes are refused with REWIND_FAILED until the cause is fixed.",
+      );
     return 0;
   },
 };
