@@ -84,6 +84,9 @@ export async function checkIntent(
     throw tampered(`would write in "${intent.workspace}", a folder the tape's snapshots were not taken in`);
   for (const file of intent.files) {
     const own = wanted.get(file.path);
+    // A path the tape never named, below a folder it lists completely, is one the plan found on disk and
+    // wants absent (docs/ARCHITECTURE.md, "Rewind intent", folder listings): what a real rewind does too.
+    if (!own && file.kind === "absent" && belowCompleteListing(file.path, wanted)) continue;
     if (!own || canonical({ ...own, path: file.path }) !== canonical(file))
       throw tampered(`would make "${file.path}" something the tape does not hold for it`);
   }
@@ -125,4 +128,14 @@ function canonical(value: unknown): string {
       ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1)))
       : v,
   );
+}
+
+function belowCompleteListing(path: string, wanted: ReadonlyMap<string, FileSnapshot>): boolean {
+  for (let p = path; p !== "."; ) {
+    const slash = p.lastIndexOf("/");
+    p = slash === -1 ? "." : p.slice(0, slash);
+    const folder = wanted.get(p);
+    if (folder?.kind === "directory" && folder.complete) return true;
+  }
+  return false;
 }

@@ -1,7 +1,8 @@
+import { execFileSync } from "node:child_process";
 import { mkdir, readFile, readdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 // Folder snapshots mean what they say (issue 11, item 5; docs/ARCHITECTURE.md, "Rewind intent"): a folder
@@ -97,5 +98,27 @@ describe("folder snapshots", () => {
     await writeFile(join(s.workspace, "src", "a.txt"), "a2");
     await rewind(s.store, s.id, { toSequence: s.target });
     expect(await tree(join(s.workspace, "src"))).toEqual(["a.txt", "b.txt", "new.txt"]);
+  });
+
+  it("a rewind left pending with unnamed paths to remove is finished by the next writer once fixed", async () => {
+    // Its intent names paths the tape never named (found on disk below a complete listing): the intent check
+    // a writer runs before acting on an intent must accept them, as the plan made them.
+    const s = await session();
+    await s.checkpoints.capture(s.id, { tool: "shell", paths: ["src"] });
+    await writeFile(join(s.workspace, "src", "new.txt"), "made by the command");
+    await writeFile(join(s.workspace, "src", "a.txt"), "a2");
+    const locked = join(s.workspace, "src", "a.txt");
+    execFileSync("chattr", ["+i", locked]); // neither restored nor put back: the rewind stays pending
+    try {
+      const failed = await rewind(s.store, s.id, { toSequence: s.target }).catch((e: unknown) => e);
+      expect(isAgentTapeError(failed, "REWIND_FAILED")).toBe(true);
+    } finally {
+      execFileSync("chattr", ["-i", locked]);
+    }
+    const next = new SessionStore({ root: join(s.workspace, "..", "sessions") });
+    stores.push(next);
+    await next.append(s.id, { type: "message", payload: { role: "user", content: "after the fix" } });
+    expect(await tree(join(s.workspace, "src"))).toEqual(["a.txt", "b.txt"]);
+    expect(await readFile(locked, "utf8")).toBe("a1");
   });
 });
