@@ -1,41 +1,14 @@
 // A scripted Vercel AI SDK agent for the adapter tests: the SDK's own MockLanguageModelV3 replaying fixed steps
 // (as a provider would return them, for generateText or streamText) and real file and shell tools.
-import { execFile } from "node:child_process";
-import { readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import { promisify } from "node:util";
 import { tool } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { z } from "zod";
+import { SCRIPT, type ScriptedCall, type ScriptedTurn, workOn } from "./scripted-work.js";
 
-const run = promisify(execFile);
-
-export interface ScriptedCall {
-  id: string;
-  tool: "write_file" | "edit_file" | "bash";
-  input: Record<string, string>;
-}
-export interface ScriptedStep {
-  text: string;
-  calls: ScriptedCall[];
-}
-
-/** Four steps: write, then edit + a shell command, then another shell command, then the answer. */
-export const STEPS: ScriptedStep[] = [
-  {
-    text: "Writing the notes.",
-    calls: [{ id: "t1", tool: "write_file", input: { path: "notes.md", text: "# Notes\n" } }],
-  },
-  {
-    text: "Editing, and generating the index.",
-    calls: [
-      { id: "t2", tool: "edit_file", input: { path: "notes.md", find: "# Notes", replace: "# Final notes" } },
-      { id: "t3", tool: "bash", input: { command: "mkdir -p gen && ls > gen/index.txt && rm todo.txt" } },
-    ],
-  },
-  { text: "Stamping.", calls: [{ id: "t4", tool: "bash", input: { command: "echo stamped >> notes.md" } }] },
-  { text: "Done.", calls: [] },
-];
+export type { ScriptedCall } from "./scripted-work.js";
+export { TOUCHES } from "./scripted-work.js";
+export type ScriptedStep = ScriptedTurn;
+export const STEPS: ScriptedStep[] = SCRIPT;
 
 const usage = {
   inputTokens: { total: 10, noCache: 10, cacheRead: undefined, cacheWrite: undefined },
@@ -88,40 +61,22 @@ export function scriptedModel(steps: readonly ScriptedStep[]): MockLanguageModel
 
 /** Real tools on `workspace`; `onCall` runs first in each (the tests use it to stop or kill at a given call). */
 export function agentTools(workspace: string, onCall: (id: string) => Promise<void> | void = () => undefined) {
+  const work = workOn(workspace, onCall);
   return {
     write_file: tool({
       description: "Write a file.",
       inputSchema: z.object({ path: z.string(), text: z.string() }),
-      execute: async ({ path, text }, { toolCallId }) => {
-        await onCall(toolCallId);
-        await writeFile(join(workspace, path), text);
-        return `wrote ${path}`;
-      },
+      execute: (input, { toolCallId }) => work.writeFile(input, toolCallId),
     }),
     edit_file: tool({
       description: "Replace text in a file.",
       inputSchema: z.object({ path: z.string(), find: z.string(), replace: z.string() }),
-      execute: async ({ path, find, replace }, { toolCallId }) => {
-        await onCall(toolCallId);
-        const before = await readFile(join(workspace, path), "utf8");
-        await writeFile(join(workspace, path), before.replace(find, replace));
-        return `edited ${path}`;
-      },
+      execute: (input, { toolCallId }) => work.editFile(input, toolCallId),
     }),
     bash: tool({
       description: "Run a shell command in the workspace.",
       inputSchema: z.object({ command: z.string() }),
-      execute: async ({ command }, { toolCallId }) => {
-        await onCall(toolCallId);
-        return (await run("sh", ["-c", command], { cwd: workspace })).stdout;
-      },
+      execute: (input, { toolCallId }) => work.bash(input, toolCallId),
     }),
   };
 }
-
-/** What each tool touches, for the tape's tool wrapper. */
-export const TOUCHES = {
-  write_file: (input: { path: string }) => [input.path],
-  edit_file: (input: { path: string }) => [input.path],
-  bash: "shell",
-} as const;

@@ -1,40 +1,12 @@
 // A scripted OpenAI Agents SDK agent for the adapter tests: a `Model` replaying fixed turns (as the Responses API
 // returns them, for `run` and `run({ stream: true })`) and real file and shell tools made with the SDK's `tool()`.
-import { execFile } from "node:child_process";
-import { readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import { promisify } from "node:util";
 import { Usage, tool, type AgentOutputItem, type Model, type ModelRequest, type StreamEvent } from "@openai/agents";
 import { z } from "zod";
+import { SCRIPT, type ScriptedTurn, workOn } from "./scripted-work.js";
 
-const exec = promisify(execFile);
-
-export interface ScriptedCall {
-  id: string;
-  tool: "write_file" | "edit_file" | "bash";
-  input: Record<string, string>;
-}
-export interface ScriptedTurn {
-  text: string;
-  calls: ScriptedCall[];
-}
-
-/** Four turns: write, then edit + a shell command, then another shell command, then the answer. */
-export const TURNS: ScriptedTurn[] = [
-  {
-    text: "Writing the notes.",
-    calls: [{ id: "t1", tool: "write_file", input: { path: "notes.md", text: "# Notes\n" } }],
-  },
-  {
-    text: "Editing, and generating the index.",
-    calls: [
-      { id: "t2", tool: "edit_file", input: { path: "notes.md", find: "# Notes", replace: "# Final notes" } },
-      { id: "t3", tool: "bash", input: { command: "mkdir -p gen && ls > gen/index.txt && rm todo.txt" } },
-    ],
-  },
-  { text: "Stamping.", calls: [{ id: "t4", tool: "bash", input: { command: "echo stamped >> notes.md" } }] },
-  { text: "Done.", calls: [] },
-];
+export type { ScriptedCall, ScriptedTurn } from "./scripted-work.js";
+export { TOUCHES } from "./scripted-work.js";
+export const TURNS: ScriptedTurn[] = SCRIPT;
 
 function outputOf(turn: ScriptedTurn): AgentOutputItem[] {
   return [
@@ -90,43 +62,25 @@ export function scriptedModel(turns: readonly ScriptedTurn[]): Model & { inputs:
 /** Real tools on `workspace`; `onCall` runs first in each (the tests use it to look at the tape mid-call). */
 export function agentTools(workspace: string, onCall: (id: string) => Promise<void> | void = () => undefined) {
   const callId = (details: { toolCall?: { callId: string } } | undefined) => details?.toolCall?.callId ?? "";
+  const work = workOn(workspace, onCall);
   return [
     tool({
       name: "write_file",
       description: "Write a file.",
       parameters: z.object({ path: z.string(), text: z.string() }),
-      execute: async ({ path, text }, _context, details) => {
-        await onCall(callId(details));
-        await writeFile(join(workspace, path), text);
-        return `wrote ${path}`;
-      },
+      execute: (input, _context, details) => work.writeFile(input, callId(details)),
     }),
     tool({
       name: "edit_file",
       description: "Replace text in a file.",
       parameters: z.object({ path: z.string(), find: z.string(), replace: z.string() }),
-      execute: async ({ path, find, replace }, _context, details) => {
-        await onCall(callId(details));
-        const before = await readFile(join(workspace, path), "utf8");
-        await writeFile(join(workspace, path), before.replace(find, replace));
-        return `edited ${path}`;
-      },
+      execute: (input, _context, details) => work.editFile(input, callId(details)),
     }),
     tool({
       name: "bash",
       description: "Run a shell command in the workspace.",
       parameters: z.object({ command: z.string() }),
-      execute: async ({ command }, _context, details) => {
-        await onCall(callId(details));
-        return (await exec("sh", ["-c", command], { cwd: workspace })).stdout;
-      },
+      execute: (input, _context, details) => work.bash(input, callId(details)),
     }),
   ];
 }
-
-/** What each tool touches, for the tape's tool wrapper. */
-export const TOUCHES = {
-  write_file: (input: { path: string }) => [input.path],
-  edit_file: (input: { path: string }) => [input.path],
-  bash: "shell",
-} as const;
