@@ -17,7 +17,9 @@ const tools = tape.tools(
   agentTools(workspace, async (id) => {
     if (id !== stopAt) return;
     process.stdout.write(`in-tool ${id}\n`);
-    await new Promise(() => undefined); // never returns: the parent kills the process here
+    // Never returns: the parent kills the process here. The timer keeps the event loop alive; a bare pending
+    // promise would not, and the child could exit on its own before the kill.
+    await new Promise(() => setInterval(() => undefined, 60_000));
   }),
   TOUCHES,
 );
