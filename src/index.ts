@@ -42,6 +42,8 @@ export { DIFF_LIMITS } from "./core/file-diff.js";
 export type { DiffLimits, DiffTotals } from "./core/file-diff.js";
 export type { ConfirmedConflict, OnConflict } from "./rewind/conflicts.js";
 export { undoRewind } from "./rewind/undo.js";
+export { forkIntoWorkspace } from "./rewind/fork-into-workspace.js";
+export type { ForkIntoWorkspaceOptions, ForkIntoWorkspaceReport } from "./rewind/fork-into-workspace.js";
 export type { UndoRewindOptions, UndoReport } from "./rewind/undo.js";
 export type { RewindStep } from "./rewind/intent.js";
 
@@ -141,6 +143,8 @@ export {
   StoreTamperedError,
   UnrecoverableChangeError,
   WorkspaceTooLargeError,
+  WorkspaceNotEmptyError,
+  ForkFailedError,
   RewindConflictError,
   BeyondRetentionHorizonError,
   SequenceNotOnTapeError,

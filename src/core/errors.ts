@@ -27,6 +27,8 @@ export type AgentTapeErrorCode =
   | "STORE_TAMPERED"
   | "UNRECOVERABLE_CHANGE"
   | "WORKSPACE_TOO_LARGE"
+  | "WORKSPACE_NOT_EMPTY"
+  | "FORK_FAILED"
   | "REWIND_CONFLICT"
   | "BEYOND_RETENTION_HORIZON"
   | "SEQUENCE_NOT_ON_TAPE"
@@ -253,6 +255,49 @@ export class WorkspaceTooLargeError extends AgentTapeError {
         `Check that it is the project folder, ignore what need not be rewound (.gitignore or ` +
         `workspaceIndex.ignore, e.g. "node_modules/"), or raise workspaceIndex.maxFiles / maxBytes.`,
     );
+  }
+}
+
+/**
+ * A fork into its own folder was given a folder that already holds something: the fork would mix its files
+ * with what is there, and a failed fork could not tell its own files from those. Nothing was written.
+ */
+export class WorkspaceNotEmptyError extends AgentTapeError {
+  readonly code = "WORKSPACE_NOT_EMPTY" as const;
+  constructor(
+    readonly workspace: string,
+    /** A few of the names found in it. */
+    readonly found: readonly string[],
+  ) {
+    const shown = found.slice(0, 3).map((name) => `"${name}"`);
+    if (found.length > 3) shown.push("…");
+    super(
+      `Cannot fork into "${workspace}": it is not empty (it holds ${shown.join(", ")}). ` +
+        `Nothing was written. Name a new folder (it is created) or an empty one.`,
+    );
+  }
+}
+
+/**
+ * A fork into its own folder failed while filling that folder (a full disk, a file it may not write): what it
+ * wrote there was removed and no session was made. `osCode` is the OS's code and `cause` the OS error.
+ */
+export class ForkFailedError extends AgentTapeError {
+  readonly code = "FORK_FAILED" as const;
+  readonly osCode: string;
+  constructor(
+    readonly sessionId: string,
+    readonly workspace: string,
+    error: unknown,
+  ) {
+    const osCode = (error as NodeJS.ErrnoException)?.code ?? "EUNKNOWN";
+    super(
+      `Forking session "${sessionId}" into "${workspace}" failed while writing its files ` +
+        `(${osCode}: ${(error as Error)?.message ?? String(error)}). What the fork wrote there was removed and ` +
+        `no session was made; fix the cause (disk space, permissions) and fork again.`,
+      { cause: error },
+    );
+    this.osCode = osCode;
   }
 }
 

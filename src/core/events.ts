@@ -203,6 +203,11 @@ export type RewindPayload = z.infer<typeof RewindPayload>;
 export const ForkPayload = z.object({
   parentId: z.string(),
   atSequence: z.number().int().nonnegative(),
+  /**
+   * Set on a fork made into its own folder (`forkIntoWorkspace`): that folder's real path. The copied events
+   * that named the parent's workspace name this one instead (docs/ARCHITECTURE.md, "Forks").
+   */
+  workspace: z.string().optional(),
 });
 export type ForkPayload = z.infer<typeof ForkPayload>;
 

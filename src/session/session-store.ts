@@ -26,6 +26,7 @@ import {
   builtinEvents,
   type BuiltinEvents,
   type EventInput,
+  type ForkPayload,
   type EventSchemas,
   type StoredEvent,
   type TypedEvent,
@@ -44,6 +45,7 @@ import { assertOnTape } from "./sequence-on-tape.js";
 import { foldConversation, type Conversation } from "./conversation.js";
 import type { RetentionOutcome, RetentionPolicy } from "../core/retention-policy.js";
 import { retentionOnOpen } from "./retention-on-open.js";
+import { rehomed, type WorkspaceMove } from "./rehome.js";
 
 export interface SessionStoreOptions<E extends EventSchemas = {}> {
   /** Folder holding one sub-folder per session (the filesystem backend). Needed unless `backend` is given. */
@@ -233,6 +235,12 @@ interface LockedAccess {
     fn: (locked: LockedSession) => Promise<T>,
     options: WithLockOptions,
   ): Promise<T>;
+  forkLocked(
+    store: SessionStore<any>,
+    locked: LockedSession,
+    options: ForkOptions,
+    move: WorkspaceMove,
+  ): Promise<SessionInfo>;
 }
 let lockedAccess!: LockedAccess;
 
@@ -631,6 +639,7 @@ export class SessionStore<E extends EventSchemas = {}> {
       toEvent: (store, sessionId, input) => store.#toEvent(sessionId, input, undefined, false),
       appendLocked: (store, locked, events) => store.#appendLocked(locked, events),
       withLockedSession: (store, id, fn, options) => store.#withLockedSession(id, fn, options),
+      forkLocked: (store, locked, options, move) => store.#forkLocked(locked, options, move),
     };
   }
 
@@ -730,58 +739,65 @@ export class SessionStore<E extends EventSchemas = {}> {
     assertSessionId(parentId);
     const id = options.id ?? newId();
     assertSessionId(id);
-    const parent = await this.backend.getSession(parentId, options);
-    if (!parent) throw new SessionNotFoundError(parentId);
+    if (!(await this.backend.getSession(parentId, options))) throw new SessionNotFoundError(parentId);
     // Under the parent's lock, so no rewind can prune a blob between reading and linking it.
-    return this.runInOrder(
-      parentId,
-      async (locked) => {
-        const at = options.atSequence ?? locked.lastSequence;
-        if (!Number.isSafeInteger(at) || at < 0 || at > locked.lastSequence)
-          throw new SequenceOutOfRangeError(parentId, at, locked.lastSequence);
-        await assertOnTape(this.backend, parentId, at, locked.lastSequence, signalOnly(options));
-        // Streamed from the parent's log into the new one: memory does not follow the log's length.
-        // The blobs the copied checkpoints point at are collected on the way, for the backend to link.
-        const hashes = new Set<string>();
-        const forkEvent = this.#toEvent(id, { type: "session_fork", payload: { parentId, atSequence: at } });
-        const backend = this.backend;
-        const horizon = await readHorizon(backend, parentId, options);
-        let last = 0;
-        async function* copied(): AsyncGenerator<StoredEvent> {
-          for await (const event of backend.readEvents(parentId, { toSequence: at, ...signalOnly(options) })) {
-            if (!isDroppedCheckpoint(event, horizon)) addReferences(event, hashes);
-            last = event.sequence;
-            yield { ...event, sessionId: id };
-          }
-          forkEvent.sequence = last + 1;
-          yield forkEvent;
-        }
-        const record: SessionRecord = {
-          id,
-          createdAt: new Date().toISOString(),
-          parent: { id: parentId, atSequence: at },
-        };
-        const title = options.title ?? parent.title;
-        if (title !== undefined) record.title = title;
-        if (parent.workspace !== undefined) record.workspace = parent.workspace;
-        await this.backend.createSession(record, copied(), {
-          ...signalOnly(options),
-          blobsFrom: { sessionId: parentId, hashes },
-        });
-        // The copied checkpoints retention dropped came without blobs: the fork inherits the horizon,
-        // capped at its copied prefix so its own new checkpoints stay whole.
-        if (horizon > 0 && last > 0) {
-          const child = await this.backend.lock(id, signalOnly(options));
-          try {
-            await raiseHorizon(child, 0, Math.min(horizon, last));
-          } finally {
-            await child.release();
-          }
-        }
-        return toInfo(record, forkEvent);
-      },
-      options.signal,
-    );
+    return this.runInOrder(parentId, (locked) => this.#forkLocked(locked, { ...options, id }), options.signal);
+  }
+
+  /** {@link fork} with the parent's lock held; `move` re-homes the copied events into the fork's own folder. */
+  async #forkLocked(locked: LockedSession, options: ForkOptions, move?: WorkspaceMove): Promise<SessionInfo> {
+    const parentId = locked.sessionId;
+    const id = options.id ?? newId();
+    assertSessionId(id);
+    const parent = await this.backend.getSession(parentId, signalOnly(options));
+    if (!parent) throw new SessionNotFoundError(parentId);
+    const at = options.atSequence ?? locked.lastSequence;
+    if (!Number.isSafeInteger(at) || at < 0 || at > locked.lastSequence)
+      throw new SequenceOutOfRangeError(parentId, at, locked.lastSequence);
+    await assertOnTape(this.backend, parentId, at, locked.lastSequence, signalOnly(options));
+    // Streamed from the parent's log into the new one: memory does not follow the log's length.
+    // The blobs the copied checkpoints point at are collected on the way, for the backend to link.
+    const hashes = new Set<string>();
+    const forkPayload: ForkPayload = { parentId, atSequence: at };
+    if (move) forkPayload.workspace = move.to;
+    const forkEvent = this.#toEvent(id, { type: "session_fork", payload: forkPayload });
+    const backend = this.backend;
+    const horizon = await readHorizon(backend, parentId, options);
+    let last = 0;
+    async function* copied(): AsyncGenerator<StoredEvent> {
+      for await (const event of backend.readEvents(parentId, { toSequence: at, ...signalOnly(options) })) {
+        if (!isDroppedCheckpoint(event, horizon)) addReferences(event, hashes);
+        last = event.sequence;
+        const copy = { ...event, sessionId: id };
+        yield move ? rehomed(copy, move) : copy;
+      }
+      forkEvent.sequence = last + 1;
+      yield forkEvent;
+    }
+    const record: SessionRecord = {
+      id,
+      createdAt: new Date().toISOString(),
+      parent: { id: parentId, atSequence: at },
+    };
+    const title = options.title ?? parent.title;
+    if (title !== undefined) record.title = title;
+    const workspace = move ? move.to : parent.workspace;
+    if (workspace !== undefined) record.workspace = workspace;
+    await this.backend.createSession(record, copied(), {
+      ...signalOnly(options),
+      blobsFrom: { sessionId: parentId, hashes },
+    });
+    // The copied checkpoints retention dropped came without blobs: the fork inherits the horizon,
+    // capped at its copied prefix so its own new checkpoints stay whole.
+    if (horizon > 0 && last > 0) {
+      const child = await this.backend.lock(id, signalOnly(options));
+      try {
+        await raiseHorizon(child, 0, Math.min(horizon, last));
+      } finally {
+        await child.release();
+      }
+    }
+    return toInfo(record, forkEvent);
   }
 
   // ---- lifecycle -------------------------------------------------------------------------
@@ -858,6 +874,20 @@ export function withLockedSession<T>(
   options: WithLockOptions = {},
 ): Promise<T> {
   return lockedAccess.withLockedSession(store, id, fn, options);
+}
+
+/**
+ * {@link SessionStore.fork} of the session whose lock `locked` holds, into its own folder: the fork records
+ * `move.to` as its workspace and re-homes the copied events there (src/session/rehome.ts). For the rewind
+ * layer's `forkIntoWorkspace`, which has filled that folder first.
+ */
+export function forkUnderLock(
+  store: SessionStore<any>,
+  locked: LockedSession,
+  options: ForkOptions,
+  move: WorkspaceMove,
+): Promise<SessionInfo> {
+  return lockedAccess.forkLocked(store, locked, options, move);
 }
 
 /** The workspace as an absolute path, or INVALID_ARGUMENT when it is missing or not a folder. */

@@ -1,6 +1,7 @@
-import { readFile, readdir } from "node:fs/promises";
+import { readFile, readdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { CheckpointStore } from "../../src/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { cli, seedSession, withStore } from "./harness.js";
 
@@ -181,6 +182,50 @@ describe("agent-tape fork", () => {
     const { root, id } = await seedSession(temps);
     const run = await cli(["fork", id, "--id", "my-fork", "--root", root]);
     expect(run).toMatchObject({ code: 0, stdout: `Forked ${id} at #5 into my-fork\n` });
+  });
+
+  it("--workspace fills a new folder with the files as they were at --at; the fork rewinds there only", async () => {
+    const { root, workspace, id } = await seedSession(temps);
+    const child = join(await realpath(await temps.make("agent-tape-cli-fork-")), "try-2");
+    const run = await cli(["fork", id, "--at", "2", "--workspace", child, "--id", "try-2", "--root", root]);
+    expect(run.stderr).toBe("");
+    expect(run).toMatchObject({
+      code: 0,
+      stdout: `Forked ${id} at #2 into try-2, its files in ${child}
+  1 file (4 B), 0 symlinks, 0 folders
+`,
+    });
+    // At #2 the tool had not run yet: a.txt said one and b.txt did not exist.
+    expect(await readdir(child)).toEqual(["a.txt"]);
+    expect(await readFile(join(child, "a.txt"), "utf8")).toBe("one\n");
+    expect(await readFile(join(workspace, "a.txt"), "utf8")).toBe("two\n");
+    // The fork's rewind goes to its folder, never the parent's.
+    await withStore(root, (store) =>
+      new CheckpointStore(store).around("try-2", { tool: "edit", paths: ["a.txt"] }, () =>
+        writeFile(join(child, "a.txt"), "three\n"),
+      ),
+    );
+    expect(await readFile(join(child, "a.txt"), "utf8")).toBe("three\n");
+    expect((await cli(["rewind", "try-2", "--to", "2", "--root", root])).code).toBe(0);
+    expect(await readFile(join(child, "a.txt"), "utf8")).toBe("one\n");
+    expect(await readFile(join(workspace, "a.txt"), "utf8")).toBe("two\n");
+    expect(await readdir(workspace)).toEqual(["a.txt", "b.txt"]);
+  });
+
+  it("--workspace --json prints the report; a folder that is not empty is refused (WORKSPACE_NOT_EMPTY)", async () => {
+    const { root, workspace, id } = await seedSession(temps);
+    const child = join(await realpath(await temps.make("agent-tape-cli-fork-")), "ws");
+    const json = await cli(["fork", id, "--workspace", child, "--json", "--root", root]);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      workspace: child,
+      files: 2,
+      skipped: [],
+      session: { workspace: child, parent: { id, atSequence: 5 } },
+    });
+    const busy = await cli(["fork", id, "--workspace", workspace, "--root", root]);
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toContain("(WORKSPACE_NOT_EMPTY)");
   });
 
   it("is a usage error (exit 2) for an unsafe new id", async () => {
