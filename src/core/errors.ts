@@ -385,9 +385,10 @@ export class RewindFailedError extends AgentTapeError {
       rolledBack
         ? `The rewind of session "${sessionId}" failed (${why}) and was rolled back: the files, the log and ` +
             `the blobs are as they were before it. Fix the cause and rewind again.`
-        : `The rewind of session "${sessionId}" failed (${why}) and could not be rolled back: it stays pending, ` +
-            `and the next writer (in any process) meets it when it takes the lock. Fix the cause ` +
-            `(permissions, disk space, what is in the way in the workspace) and retry.`,
+        : `The rewind of session "${sessionId}" failed (${why}) and could not be rolled back: it stays pending. ` +
+            `Readers report it and read the tape as it is on disk; the next writer (in any process) puts it right ` +
+            `when it takes the lock (rolled back, or finished if the log was already cut), and fails like this ` +
+            `until the cause is fixed (permissions, disk space, what is in the way in the workspace).`,
       { cause: options.cause },
     );
   }

@@ -53,7 +53,10 @@ export type VerifyProblem =
   | { kind: "record_unreadable"; message: string; record?: string; error: ErrorSummary }
   /** A side record reads, but is not what its name says (a rewind archive without its events). */
   | { kind: "record_malformed"; message: string; record: string }
-  /** A rewind or undo was interrupted: its intent is there, fits the tape, and the next writer finishes it. */
+  /**
+   * A rewind or undo is not finished: its intent is there and fits the tape. Interrupted, the next writer
+   * finishes it; failed and not rolled back (its caller was told), the next writer rolls it back.
+   */
   | { kind: "intent_pending"; message: string; record: string }
   /** The rewind intent does not fit the tape (planted or edited): no writer will act on it (STORE_TAMPERED). */
   | { kind: "intent_tampered"; message: string; record: string }
@@ -270,11 +273,14 @@ async function intentProblem(
     if (!isAgentTapeError(error, "STORE_TAMPERED")) throw error;
     return { kind: "intent_tampered", record, message: `${error.message}` };
   }
-  const kind = (value as { kind: string }).kind;
+  const { kind, failed } = value as { kind: string; failed?: { reason: string } };
   return {
     kind: "intent_pending",
     record,
-    message: `an interrupted ${kind} is pending (${record}); the next writer to take the lock finishes it`,
+    message: failed
+      ? `a ${kind} that failed is pending (${record}: ${failed.reason}); the next writer to take the lock ` +
+        "rolls it back once the cause is fixed"
+      : `an interrupted ${kind} is pending (${record}); the next writer to take the lock finishes it`,
   };
 }
 

@@ -18,6 +18,8 @@ const IntentShape = z
     archive: z.object({ name: ArchiveName, events: z.array(z.unknown()) }).optional(),
     prune: z.boolean(),
     pruneCandidates: z.array(z.string().regex(/^[0-9a-f]{64}$/)).optional(),
+    before: z.array(FileSnapshot).optional(),
+    failed: z.object({ reason: z.string() }).optional(),
   })
   .loose();
 
@@ -29,6 +31,7 @@ interface Intent {
   files: FileSnapshot[];
   truncateTo: number;
   append: StoredEvent[];
+  before?: FileSnapshot[];
 }
 
 /**
@@ -62,6 +65,11 @@ export async function checkIntent(
   )
     throw tampered("carries events that are not this session's, or out of sequence");
   if (intent.truncateTo >= intent.markerSequence) throw tampered("cuts the log after its own marker");
+  // The before-state is what the workspace held, which the tape does not: it may only touch what the rewind
+  // changes (each path checked below against the tape) and what lies below those paths.
+  const changed = new Set(intent.files.map((f) => f.path));
+  const stray = intent.before?.find((f) => !isAtOrBelowOneOf(f.path, changed));
+  if (stray) throw tampered(`would roll back "${stray.path}", a path the rewind does not change`);
   if (intent.files.length === 0 || filesDone(intent, lastSequence)) return;
   if (intent.workspace === undefined) throw tampered("has files to change but no workspace");
 
@@ -128,6 +136,15 @@ function canonical(value: unknown): string {
       ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1)))
       : v,
   );
+}
+
+function isAtOrBelowOneOf(path: string, paths: ReadonlySet<string>): boolean {
+  for (let p = path; ; ) {
+    if (paths.has(p)) return true;
+    if (p === ".") return false;
+    const slash = p.lastIndexOf("/");
+    p = slash === -1 ? "." : p.slice(0, slash);
+  }
 }
 
 function belowCompleteListing(path: string, wanted: ReadonlyMap<string, FileSnapshot>): boolean {

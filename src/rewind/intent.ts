@@ -3,10 +3,8 @@ import type { FileSnapshot, RewindPayload, StoredEvent } from "../core/events.js
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { applyFileRecords } from "./apply-files.js";
 import type { RewindArchive } from "../blobs/archives.js";
-import { registerRecoveryStep } from "../session/recovery.js";
 import { pruneUnreferencedBlobs } from "../blobs/prune.js";
-import { checkIntent } from "./intent-check.js";
-import { RewindFailedError, isAgentTapeError } from "../core/errors.js";
+import { RewindFailedError } from "../core/errors.js";
 
 /** Name of the side record that makes a rewind (or an undo) crash-safe. */
 export const REWIND_INTENT_RECORD = "rewind-intent";
@@ -49,6 +47,18 @@ export interface RewindIntent {
    * (a conversation-only cut). Absent in intents written before it: prune then looks at every blob.
    */
   pruneCandidates?: string[];
+  /**
+   * What each path the operation changes (and what lies below it) is before it: the undo snapshot, its blobs
+   * stored before the intent. Lets the operation be rolled back while the log is untouched
+   * (src/rewind/roll-back.ts). Absent in intents written before it: those can only be finished.
+   */
+  before?: FileSnapshot[];
+  /**
+   * Set, durably, once the caller was told the operation failed and could not be rolled back (REWIND_FAILED,
+   * `rolledBack: false`), only while the log is untouched: no writer finishes it behind the caller's back; the
+   * next one rolls it back once the cause is fixed. Readers report the reason (`SessionInfo.pendingRewind`).
+   */
+  failed?: { reason: string };
 }
 
 /**
@@ -136,22 +146,6 @@ async function finish(locked: LockedSession, intent: RewindIntent): Promise<void
   await locked.deleteRecord(REWIND_INTENT_RECORD);
 }
 
-/** Finishes a rewind or undo that a crashed holder left half done (called at lock time). */
-export async function recoverInterruptedRewind(backend: StorageBackend, locked: LockedSession): Promise<void> {
-  const found = await backend.readRecord(locked.sessionId, REWIND_INTENT_RECORD);
-  if (found === undefined) return;
-  // Anyone who can write the session folder could have put it there: act on it only if it fits the tape.
-  await checkIntent(backend, locked.sessionId, locked.lastSequence, found);
-  try {
-    await completeIntent(backend, locked, found as RewindIntent);
-  } catch (error) {
-    // A persistent cause (EPERM, EEXIST, ENOSPC) meets every writer until it is fixed: say what is pending
-    // and why, with the OS error as cause, rather than the restore's bare error.
-    if (isAgentTapeError(error)) throw error;
-    throw new RewindFailedError(locked.sessionId, false, { cause: error });
-  }
-}
-
 /** Paths found outside the workspace at the last moment were not touched: say so in the marker. */
 function reportRefused(marker: RewindPayload, refused: readonly string[]): void {
   const set = new Set(refused);
@@ -165,10 +159,6 @@ function reportRefused(marker: RewindPayload, refused: readonly string[]): void 
     marker.skipped.push(change.path);
   }
 }
-
-// Every entry point that can write an intent (rewind, undo) imports this module, and so does the
-// public entry: any store that can meet an intent has this step registered.
-registerRecoveryStep({ record: REWIND_INTENT_RECORD, blocksReaders: true, run: recoverInterruptedRewind });
 
 async function eventAt(backend: StorageBackend, sessionId: string, sequence: number): Promise<StoredEvent | undefined> {
   for await (const event of backend.readEvents(sessionId, { fromSequence: sequence, toSequence: sequence }))

@@ -131,8 +131,10 @@ export const UNDO_LIMITS: SnapshotLimits = {
  * Winds the session back to `toSequence`: files from the closest-to-target before-snapshots,
  * the log truncated, unreferenced blobs pruned, and a `session_rewind` marker appended — four
  * steps under one hold of the session lock, made crash-safe by an intent record (a crash
- * anywhere leaves a session the next opener finishes). The marker takes the sequence after the
- * highest ever written, never a reused one.
+ * anywhere leaves a session the next writer finishes; readers meanwhile report it pending). A
+ * rewind that fails is rolled back (REWIND_FAILED, `rolledBack: true`); one that cannot be is never
+ * applied later: the next writer rolls it back once the cause is fixed (docs/ARCHITECTURE.md,
+ * "Rewind intent"). The marker takes the sequence after the highest ever written, never a reused one.
  * Throws SEQUENCE_OUT_OF_RANGE past the end of the log, SEQUENCE_NOT_ON_TAPE for a sequence no
  * longer on it; a target at the end is a no-op report.
  * Throws BEYOND_RETENTION_HORIZON, changing nothing, when a checkpoint it needs was dropped by
@@ -234,7 +236,7 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
         options.onProgress?.("intent-written");
         done = await completeIntent(store.backend, locked, intent, options.onProgress);
       } catch (error) {
-        done = await settleFailedRewind(store, locked, intent, plan, error);
+        done = await settleFailedRewind(store.backend, locked, intent, error);
       }
       const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
       return {
@@ -305,6 +307,7 @@ async function prepareRewind(
     append: [marker],
     dropArchives: existing.filter((name) => !kept.includes(name)).slice(Math.max(0, keepUndo - kept.length)),
     prune: true,
+    before: plan?.current.files ?? [],
   };
   intent.pruneCandidates = await blobsMaybeOrphaned(store, locked.sessionId, report, after, intent.dropArchives);
   if (input.realWorkspace !== undefined) intent.workspace = input.realWorkspace;

@@ -7,6 +7,7 @@ import { eventFor, withLockedSession, type SessionStore } from "../session/sessi
 import { storeBlobsThenReference } from "../blobs/store-then-reference.js";
 import { readArchive } from "../blobs/archives.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
+import { settleFailedRewind } from "./roll-back.js";
 import { realWorkspaceOf } from "../checkpoint/confine.js";
 import { planFileChanges, type FilePlan } from "./plan.js";
 import { UNDO_LIMITS, emptyReport, summarizePlan, withPatches, type RewindReport } from "./rewind.js";
@@ -135,12 +136,17 @@ export async function undoRewind(
         append: [...reappended, undoMarker],
         dropArchives: undo.archive ? [undo.archive] : [],
         prune: false,
+        before: plan?.current.files ?? [],
       };
       if (realWorkspace !== undefined) intent.workspace = realWorkspace;
       const undoSnapshot = plan ? plan.current : { files: [], blobs: new Map() };
       await storeBlobsThenReference(locked, undoSnapshot, UNDO_LIMITS.concurrency, () => writeIntent(locked, intent));
-      options.onProgress?.("intent-written");
-      await completeIntent(store.backend, locked, intent, options.onProgress);
+      try {
+        options.onProgress?.("intent-written");
+        await completeIntent(store.backend, locked, intent, options.onProgress);
+      } catch (error) {
+        await settleFailedRewind(store.backend, locked, intent, error); // rolled back, or finished after all
+      }
       const done = undoMarker.payload as RewindPayload;
       return {
         ...report,

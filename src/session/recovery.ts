@@ -1,4 +1,4 @@
-import type { LockedSession, StorageBackend } from "../backend/types.js";
+import type { LockedSession, SignalOption, StorageBackend } from "../backend/types.js";
 import { BLOBS_IN_FLIGHT_RECORD, recoverBlobsInFlight } from "../blobs/in-flight.js";
 
 /**
@@ -9,13 +9,30 @@ import { BLOBS_IN_FLIGHT_RECORD, recoverBlobsInFlight } from "../blobs/in-flight
 export interface RecoveryStep {
   /** The side record whose presence means an operation was interrupted. */
   record: string;
-  /**
-   * True when a reader must not see the session until the step ran (a half-done rewind would show
-   * a log that matches neither the state before nor the one after).
-   */
-  blocksReaders: boolean;
   /** Finishes or undoes the interrupted operation. Idempotent: a crash inside it is recovered again. */
   run(backend: StorageBackend, locked: LockedSession): Promise<void>;
+  /**
+   * What a reader reports while the record is there (a rewind: `SessionInfo.pendingRewind`), without taking
+   * the lock or changing anything: readers never finish, undo or fail because of pending work. May throw
+   * when the record cannot be acted on at all (STORE_TAMPERED).
+   */
+  pendingForReaders?(
+    backend: StorageBackend,
+    sessionId: string,
+    options: SignalOption,
+  ): Promise<PendingRewind | undefined>;
+}
+
+/** A rewind (or an undo) that is not finished, as a reader sees it (docs/ARCHITECTURE.md, "Recovery"). */
+export interface PendingRewind {
+  /**
+   * `"interrupted"`: running in another process, or its process died; the next writer finishes it.
+   * `"failed"`: its caller was told it failed and could not be rolled back (REWIND_FAILED, `rolledBack: false`);
+   * the next writer rolls it back once the cause is fixed, and never finishes it.
+   */
+  state: "interrupted" | "failed";
+  /** Why, in words: the failure's cause for a failed one. */
+  reason: string;
 }
 
 const registered: RecoveryStep[] = [];
@@ -25,9 +42,19 @@ export function registerRecoveryStep(step: RecoveryStep): void {
   if (!registered.some((s) => s.record === step.record)) registered.push(step);
 }
 
-/** Names of the records that make a reader wait for recovery. */
-export function recordsThatBlockReaders(): string[] {
-  return registered.filter((s) => s.blocksReaders).map((s) => s.record);
+/** What readers report about the work pending in a session whose side records are `records`; one listing read. */
+export async function pendingForReaders(
+  backend: StorageBackend,
+  sessionId: string,
+  records: readonly string[],
+  options: SignalOption,
+): Promise<PendingRewind | undefined> {
+  for (const step of registered) {
+    if (!step.pendingForReaders || !records.includes(step.record)) continue;
+    const pending = await step.pendingForReaders(backend, sessionId, options);
+    if (pending) return pending;
+  }
+  return undefined;
 }
 
 /**

@@ -32,7 +32,7 @@ import {
   type TypedEvent,
 } from "../core/events.js";
 import { assertSessionId, newId } from "../core/ids.js";
-import { recordsThatBlockReaders, recoverInterruptedWork } from "./recovery.js";
+import { pendingForReaders, recoverInterruptedWork, type PendingRewind } from "./recovery.js";
 import { EventStream, inBatches } from "./event-stream.js";
 import { lineBytesAtMost, rememberPayloadJson } from "../core/envelope.js";
 import { payloadAsStored } from "../core/payload-json.js";
@@ -107,6 +107,8 @@ export interface SessionStoreOptions<E extends EventSchemas = {}> {
 /** `maxEventBytes` unless set: the longest line the backward seek (src/backend/fs/seek.ts) goes through. */
 export const DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024;
 
+export type { PendingRewind } from "./recovery.js";
+
 /** What a session is, derived from its log and its creation record. */
 export interface SessionInfo {
   id: string;
@@ -125,11 +127,13 @@ export interface SessionInfo {
    */
   unreadable?: { code: string; message: string };
   /**
-   * Set when a rewind of this session is pending: it failed and could not be rolled back (e.g. a file the
-   * OS will not let it write). Readers see the tape as it is on disk (the log is cut only once the files are
-   * done) and never fail because of it; writers get REWIND_FAILED until the cause is fixed.
+   * Set while a rewind (or an undo) of this session is not finished: running in another process or
+   * interrupted by a crash (`state: "interrupted"`, the next writer finishes it), or failed and not rolled
+   * back (`"failed"`, e.g. a file the OS will not let it write: the next writer rolls it back once the cause
+   * is fixed, and gets REWIND_FAILED until then). Readers never finish it, roll it back or fail because of
+   * it: they read the tape as it is on disk (docs/ARCHITECTURE.md, "Recovery").
    */
-  pendingRewind?: { reason: string };
+  pendingRewind?: PendingRewind;
 }
 
 export interface CreateOptions extends SignalOption {
@@ -337,7 +341,7 @@ export class SessionStore<E extends EventSchemas = {}> {
     this.assertOpen();
     assertSessionId(id);
     if (!(await this.backend.getSession(id, options))) throw new SessionNotFoundError(id);
-    await this.settle(id, options);
+    await this.pendingWork(id, options); // a tampered intent is STORE_TAMPERED for readers too
     return (await this.backend.lastEvent(id, options))?.sequence ?? 0;
   }
 
@@ -346,30 +350,21 @@ export class SessionStore<E extends EventSchemas = {}> {
     this.assertOpen();
     const record = await this.backend.getSession(id, options);
     if (!record) return undefined;
-    const pending = await this.settle(id, options);
+    const pending = await this.pendingWork(id, options);
     const info = toInfo(record, await this.backend.lastEvent(id, options));
     if (pending) info.pendingRewind = pending;
     return info;
   }
 
   /**
-   * If an operation readers must not see half done was interrupted (a rewind's intent record is
-   * still there), takes the lock once, which finishes it (recovery.ts), so readers never see a
-   * half-rewound session. One directory read when there is nothing to do. A rewind that cannot be
-   * finished (REWIND_FAILED, not rolled back) does not fail the reader: it is returned as pending, and the
-   * reader reads the tape as it is on disk (docs/ARCHITECTURE.md, "Recovery").
+   * Work left pending in the session (a rewind's intent record), as readers report it: read, never acted on.
+   * Readers take no lock for it and change nothing (docs/ARCHITECTURE.md, "Recovery"). One directory read
+   * when there is nothing pending.
    */
-  private async settle(id: string, options: SignalOption): Promise<{ reason: string } | undefined> {
+  private async pendingWork(id: string, options: SignalOption): Promise<PendingRewind | undefined> {
     const records = await this.backend.listRecords(id, options);
-    if (!recordsThatBlockReaders().some((name) => records.includes(name))) return undefined;
-    try {
-      await this.lease(id).run(async () => undefined, options.signal);
-      return undefined;
-    } catch (error) {
-      if (!isAgentTapeError(error, "REWIND_FAILED") || (error as { rolledBack?: boolean }).rolledBack) throw error;
-      const cause = error.cause instanceof Error ? error.cause.message : error.message;
-      return { reason: cause };
-    }
+    if (records.length === 0) return undefined;
+    return pendingForReaders(this.backend, id, records, signalOnly(options));
   }
 
   /**
@@ -681,7 +676,7 @@ export class SessionStore<E extends EventSchemas = {}> {
         assertSessionId(id);
         assertSequenceBound("fromSequence", options.fromSequence);
         assertSequenceBound("toSequence", options.toSequence);
-        await this.settle(id, options);
+        await this.pendingWork(id, options); // a tampered intent is STORE_TAMPERED for readers too
         return this.backend.readEventBatches?.(id, range) ?? inBatches(this.backend.readEvents(id, range));
       },
       types && ((event) => types.has(event.type)),

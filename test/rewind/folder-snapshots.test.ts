@@ -100,9 +100,10 @@ describe("folder snapshots", () => {
     expect(await tree(join(s.workspace, "src"))).toEqual(["a.txt", "b.txt", "new.txt"]);
   });
 
-  it("a rewind left pending with unnamed paths to remove is finished by the next writer once fixed", async () => {
+  it("a failed rewind with unnamed paths to remove is rolled back by the next writer once fixed", async () => {
     // Its intent names paths the tape never named (found on disk below a complete listing): the intent check
-    // a writer runs before acting on an intent must accept them, as the plan made them.
+    // a writer runs before acting on an intent must accept them, as the plan made them. The caller saw the
+    // rewind fail, so the writer puts the files back as they were before it (issue 9, case 3), never forward.
     const s = await session();
     await s.checkpoints.capture(s.id, { tool: "shell", paths: ["src"] });
     await writeFile(join(s.workspace, "src", "new.txt"), "made by the command");
@@ -118,7 +119,9 @@ describe("folder snapshots", () => {
     const next = new SessionStore({ root: join(s.workspace, "..", "sessions") });
     stores.push(next);
     await next.append(s.id, { type: "message", payload: { role: "user", content: "after the fix" } });
-    expect(await tree(join(s.workspace, "src"))).toEqual(["a.txt", "b.txt"]);
-    expect(await readFile(locked, "utf8")).toBe("a1");
+    expect(await tree(join(s.workspace, "src"))).toEqual(["a.txt", "b.txt", "new.txt"]);
+    expect(await readFile(locked, "utf8")).toBe("a2");
+    expect(await readFile(join(s.workspace, "src", "new.txt"), "utf8")).toBe("made by the command");
+    expect(await next.backend.listRecords(s.id)).not.toContain("rewind-intent");
   });
 });

@@ -1,11 +1,13 @@
 // Issue 9, case 3 (first part): a rewind left pending by a persistent failure (a file made immutable, EPERM) must
 // fail the writers that meet it with a typed REWIND_FAILED naming the cause, never the restore's raw EPERM.
 import { execFileSync } from "node:child_process";
-import { realpath } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind } from "../../src/index.js";
-import { put } from "../helpers/rewind-workspace.js";
+import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
+import { blobFile } from "../helpers/rewind-story.js";
+import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { cli } from "../cli/harness.js";
 
@@ -68,5 +70,107 @@ describe("a rewind pending after a persistent failure (issue 9, case 3)", () => 
     const shown = await cli(["show", id, "--root", root]);
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toMatch(/A rewind of this session is pending: it failed \(.*EPERM/);
+  });
+});
+
+/** a.txt and b.txt edited by one tool call after the target, then one more message. */
+async function editedSession() {
+  const workspace = join(await realpath(await temps.make("agent-tape-pending-")), "ws");
+  const root = `${workspace}-sessions`;
+  await put(workspace, "a.txt", "a1\n");
+  await put(workspace, "b.txt", "b1\n");
+  const store = new SessionStore({ root });
+  stores.push(store);
+  const { id } = await store.create({ workspace });
+  const target = (await store.append(id, { type: "message", payload: { role: "user", content: "start" } })).sequence;
+  await new CheckpointStore(store).around(id, { tool: "edit", paths: ["a.txt", "b.txt"] }, async () => {
+    await put(workspace, "a.txt", "a2\n");
+    await put(workspace, "b.txt", "b2\n");
+  });
+  await store.append(id, { type: "message", payload: { role: "assistant", content: "edited" } });
+  return { workspace, root, store, id, target };
+}
+
+describe("a writer that cannot finish an interrupted rewind (issue 9, case 3)", () => {
+  it("rolls it back while the log is untouched, and goes on with its own write", async () => {
+    const s = await editedSession();
+    const treeBefore = await workspaceTree(s.workspace);
+    const logBefore = await s.store.readAll(s.id);
+    // The intent as a crash right after writing it leaves it: copied at that moment, put back afterwards.
+    const intentFile = join(s.root, s.id, "records", "rewind-intent.json");
+    let intent = "";
+    const failed = await failure(
+      rewind(s.store, s.id, {
+        toSequence: s.target,
+        onProgress: (step) => {
+          if (step !== "intent-written") return;
+          intent = readFileSync(intentFile, "utf8");
+          throw new Error("killed here");
+        },
+      }),
+    );
+    expect(failed.rolledBack).toBe(true);
+    await writeFile(intentFile, intent);
+    // Finishing it cannot work: the bytes a.txt must get back are gone.
+    await rm(blobFile(s.root, s.id, sha256("a1\n")));
+
+    const reader = new SessionStore({ root: s.root });
+    stores.push(reader);
+    expect((await reader.get(s.id))?.pendingRewind?.state).toBe("interrupted");
+    const appended = await reader.append(s.id, { type: "message", payload: { role: "user", content: "next" } });
+    expect(await workspaceTree(s.workspace)).toEqual(treeBefore);
+    expect(await reader.readAll(s.id)).toEqual([...logBefore, appended]);
+    expect(await reader.backend.listRecords(s.id)).not.toContain("rewind-intent");
+  });
+
+  it("that cannot roll it back either marks it failed: no later writer finishes it", async () => {
+    const s = await editedSession();
+    const intentFile = join(s.root, s.id, "records", "rewind-intent.json");
+    let intent = "";
+    await failure(
+      rewind(s.store, s.id, {
+        toSequence: s.target,
+        onProgress: (step) => {
+          if (step !== "intent-written") return;
+          intent = readFileSync(intentFile, "utf8");
+          throw new Error("killed here");
+        },
+      }),
+    );
+    await writeFile(intentFile, intent);
+    await rm(blobFile(s.root, s.id, sha256("a1\n")));
+    execFileSync("chattr", ["+i", join(s.workspace, "b.txt")]);
+    immutable.push(join(s.workspace, "b.txt"));
+
+    const writer = new SessionStore({ root: s.root });
+    stores.push(writer);
+    const error = await failure(writer.append(s.id, { type: "message", payload: { role: "user", content: "x" } }));
+    expect(isAgentTapeError(error, "REWIND_FAILED"), String(error)).toBe(true);
+    expect(error.rolledBack).toBe(false);
+    const marked = JSON.parse(await readFile(intentFile, "utf8"));
+    expect(marked.failed.reason).toMatch(/interrupted, then finishing it failed/);
+    expect((await writer.get(s.id))?.pendingRewind?.state).toBe("failed");
+  });
+});
+
+describe("an undo that fails (issue 9, case 2 for undoRewind)", () => {
+  it("is rolled back: REWIND_FAILED, the files and the log as after the rewind, no intent", async () => {
+    const s = await editedSession();
+    await rewind(s.store, s.id, { toSequence: s.target });
+    const treeRewound = await workspaceTree(s.workspace);
+    const logRewound = await s.store.readAll(s.id);
+    const error = await failure(
+      undoRewind(s.store, s.id, {
+        onProgress: (step) => {
+          if (step === "files-restored") throw new Error("progress bar crashed");
+        },
+      }),
+    );
+    expect(isAgentTapeError(error, "REWIND_FAILED"), String(error)).toBe(true);
+    expect(error.rolledBack).toBe(true);
+    expect(await workspaceTree(s.workspace)).toEqual(treeRewound);
+    expect(await s.store.readAll(s.id)).toEqual(logRewound);
+    expect(await s.store.backend.listRecords(s.id)).not.toContain("rewind-intent");
+    await undoRewind(s.store, s.id); // and it can be undone still, once nothing throws
   });
 });

@@ -188,18 +188,42 @@ async function killNow(round: Round, child: Child): Promise<void> {
 }
 
 /**
- * Opens the session the way a user would after the crash — an append (takes the lock) or a plain
- * read — and names the states the files and the log are in. A crash must leave both in the same
- * one of the scenario's states.
+ * Opens the session the way a user would after the crash. First a reader (get, head, readAll, conversation):
+ * it takes no lock, reports the rewind pending exactly when its intent is on disk, and changes nothing — not
+ * the files, not the log's bytes, not the records. Then a writer (an append, which takes the lock and finishes
+ * the rewind) and names the states the files and the log are in. A crash must leave both in the same one of
+ * the scenario's states.
  */
-async function openAfterCrash(s: Scenario, via: "append" | "read"): Promise<{ files: string[]; log: string[] }> {
+async function openAfterCrash(s: Scenario): Promise<{ files: string[]; log: string[] }> {
   const store = new SessionStore({ root: s.root, lockStaleMs: 4000 });
   let events: StoredEvent[];
   try {
-    if (via === "append") await store.append(s.id, { type: "message", payload: { role: "user", content: PROBE } });
+    const onDisk = async () => ({
+      tree: await workspaceTree(s.workspace),
+      log: await readFile(join(s.root, s.id, "events.jsonl"), "utf8"),
+      records: await workspaceTree(join(s.root, s.id, "records")).catch(() => ({})),
+    });
+    const crashed = await onDisk();
+    const info = await store.get(s.id);
+    const logRead = (await store.readAll(s.id)).map(describeEvent);
+    expect(await store.head(s.id)).toBe(info!.lastSequence);
+    await store.conversation(s.id);
+    if ("rewind-intent.json" in crashed.records)
+      expect(info?.pendingRewind).toEqual({ state: "interrupted", reason: expect.stringContaining("crash") });
+    else expect(info?.pendingRewind).toBeUndefined();
+    expect(await onDisk()).toEqual(crashed);
+    expect(logRead).toEqual(
+      crashed.log
+        .split("\n")
+        .filter((line) => line !== "")
+        .map((line) => describeEvent(JSON.parse(line))),
+    );
+
+    await store.append(s.id, { type: "message", payload: { role: "user", content: PROBE } });
     events = (await store.readAll(s.id)).filter(
       (e) => !(e.type === "message" && (e.payload as { content: unknown }).content === PROBE),
     );
+    expect((await store.get(s.id))?.pendingRewind).toBeUndefined();
   } finally {
     await store.close();
   }
@@ -256,41 +280,38 @@ const BOUNDARY_TIMEOUT = 90_000;
 // the dead child's lock to go stale, not on the CPU.
 describe.concurrent("a rewind killed at a step boundary", () => {
   it.for([
-    { step: "planned", expected: "untouched", via: "read" },
-    { step: "intent-written", expected: "rewound", via: "append" },
-    { step: "files-restored", expected: "rewound", via: "read" },
-    { step: "log-truncated", expected: "rewound", via: "append" },
-    { step: "blobs-pruned", expected: "rewound", via: "read" },
-    { step: "marker-appended", expected: "rewound", via: "append" },
+    { step: "planned", expected: "untouched" },
+    { step: "intent-written", expected: "rewound" },
+    { step: "files-restored", expected: "rewound" },
+    { step: "log-truncated", expected: "rewound" },
+    { step: "blobs-pruned", expected: "rewound" },
+    { step: "marker-appended", expected: "rewound" },
   ] as const)(
-    "after $step: opening the session (by $via) finds it $expected, files and log alike",
+    "after $step: a reader changes nothing, the next writer finds it $expected, files and log alike",
     { timeout: BOUNDARY_TIMEOUT },
-    async ({ step, expected, via }, { onTestFinished }) => {
+    async ({ step, expected }, { onTestFinished }) => {
       const round = newRound(onTestFinished);
       const s = await buildSession(round);
       const child = startChild(round, s, "rewind", step);
       await child.waitForLine((line) => line === step);
       await killNow(round, child);
 
-      expect(await openAfterCrash(s, via)).toEqual({ files: [expected], log: [expected] });
+      expect(await openAfterCrash(s)).toEqual({ files: [expected], log: [expected] });
       await expectSettled(s);
     },
   );
 
-  it.for([
-    { step: "log-truncated", via: "read" },
-    { step: "blobs-pruned", via: "append" },
-  ] as const)(
-    "with keepUndo: 0, after $step (restored files' blobs maybe pruned): opening it (by $via) finishes the rewind",
+  it.for([{ step: "log-truncated" }, { step: "blobs-pruned" }] as const)(
+    "with keepUndo: 0, after $step (restored files' blobs maybe pruned): the next writer finishes the rewind",
     { timeout: BOUNDARY_TIMEOUT },
-    async ({ step, via }, { onTestFinished }) => {
+    async ({ step }, { onTestFinished }) => {
       const round = newRound(onTestFinished);
       const s = await buildSession(round);
       const child = startChild(round, s, "rewind", step, 0);
       await child.waitForLine((line) => line === step);
       await killNow(round, child);
 
-      expect(await openAfterCrash(s, via)).toEqual({ files: ["rewound"], log: ["rewound"] });
+      expect(await openAfterCrash(s)).toEqual({ files: ["rewound"], log: ["rewound"] });
       await expectSettled(s);
     },
   );
@@ -298,21 +319,21 @@ describe.concurrent("a rewind killed at a step boundary", () => {
 
 describe.concurrent("an undo killed at a step boundary", () => {
   it.for([
-    { step: "planned", expected: "rewound", via: "append" },
-    { step: "intent-written", expected: "undone", via: "read" },
-    { step: "files-restored", expected: "undone", via: "append" },
-    { step: "marker-appended", expected: "undone", via: "read" },
+    { step: "planned", expected: "rewound" },
+    { step: "intent-written", expected: "undone" },
+    { step: "files-restored", expected: "undone" },
+    { step: "marker-appended", expected: "undone" },
   ] as const)(
-    "after $step: opening the session (by $via) finds it $expected, files and log alike",
+    "after $step: a reader changes nothing, the next writer finds it $expected, files and log alike",
     { timeout: BOUNDARY_TIMEOUT },
-    async ({ step, expected, via }, { onTestFinished }) => {
+    async ({ step, expected }, { onTestFinished }) => {
       const round = newRound(onTestFinished);
       const s = await buildRewoundSession(round);
       const child = startChild(round, s, "undo", step);
       await child.waitForLine((line) => line === step);
       await killNow(round, child);
 
-      expect(await openAfterCrash(s, via)).toEqual({ files: [expected], log: [expected] });
+      expect(await openAfterCrash(s)).toEqual({ files: [expected], log: [expected] });
       await expectSettled(s);
     },
   );
@@ -337,7 +358,7 @@ describe("a rewind killed at a random moment", () => {
         `round ${n}, killed once file ${k}'s current bytes were stored; ` +
         `the child had printed: ${child.stdout.trim().split("\n").join(", ")}`;
 
-      const found = await openAfterCrash(s, n % 2 === 0 ? "read" : "append");
+      const found = await openAfterCrash(s);
       expect(found.files, where).toHaveLength(1);
       expect(found.log, where).toEqual(found.files);
       if (child.stdout.includes("intent-written")) expect(found.files, where).toEqual(["rewound"]);
@@ -347,7 +368,9 @@ describe("a rewind killed at a random moment", () => {
     expect(seen).toContain("untouched"); // at least one kill landed before the intent, as meant
   }, 180_000);
 
-  it("inside step 1, with files half restored: opening the session finishes the rewind", async ({ onTestFinished }) => {
+  it("inside step 1, with files half restored: a reader changes nothing, the next writer finishes the rewind", async ({
+    onTestFinished,
+  }) => {
     const round = newRound(onTestFinished);
     let halfRestored = 0;
     for (let n = 0; n < 4; n++) {
@@ -369,7 +392,7 @@ describe("a rewind killed at a random moment", () => {
         if ((await readFile(join(s.workspace, editedPath(i)), "utf8")) === contentOf(i, "target")) restored++;
       if (restored < EDITED) halfRestored++;
 
-      expect(await openAfterCrash(s, n % 2 === 0 ? "append" : "read"), where).toEqual({
+      expect(await openAfterCrash(s), where).toEqual({
         files: ["rewound"],
         log: ["rewound"],
       });

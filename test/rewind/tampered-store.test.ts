@@ -141,6 +141,31 @@ describe("a planted rewind intent", () => {
     expect(await readFile(join(s.workspace, "src", "main.ts"), "utf8")).toBe("precious");
   });
 
+  it("marked failed, cannot roll back a path the rewind does not change", async () => {
+    const s = await editedSession();
+    await writeFile(join(s.workspace, "other.txt"), "precious");
+    const checkpoint = (await s.store.readAll(s.id)).find((e) => e.type === "session_checkpoint")!;
+    await plantIntent(s, {
+      workspace: s.workspace,
+      files: (checkpoint.payload as { files: unknown[] }).files, // what the tape holds: fits
+      before: [{ path: "other.txt", kind: "absent" }],
+      failed: { reason: "planted" },
+    });
+    const writer = new SessionStore({ root: s.root });
+    stores.push(writer);
+    const error = await writer
+      .append(s.id, { type: "message", payload: { role: "user", content: "x" } })
+      .catch((e) => e);
+    expect(error.code).toBe("STORE_TAMPERED");
+    expect(error.message).toContain('would roll back "other.txt"');
+    expect(await codeOf(writer.readAll(s.id))).toBe("STORE_TAMPERED");
+    expect(await filesBelow(s.workspace)).toEqual({
+      "f.txt": "v2",
+      "new.txt": "made by the tool",
+      "other.txt": "precious",
+    });
+  });
+
   it("that is not an intent at all is STORE_TAMPERED, and verify says the record is malformed", async () => {
     const s = await editedSession();
     await mkdir(join(s.root, s.id, "records"), { recursive: true });

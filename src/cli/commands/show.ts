@@ -69,11 +69,16 @@ Options:
       const filtered = from !== undefined || to !== undefined || types !== undefined;
       printLine(ctx.stdout, filtered ? "No events match." : `Session ${id} has no events yet.`);
     }
-    if (info.pendingRewind && !ctx.json)
+    const pending = info.pendingRewind;
+    if (pending && !ctx.json)
       printLine(
         ctx.stdout,
-        ctx.style.red(`A rewind of this session is pending: it failed (${info.pendingRewind.reason}). `) +
-          "The tape above is as it was before it; writes are refused with REWIND_FAILED until the cause is fixed.",
+        pending.state === "failed"
+          ? ctx.style.red(`A rewind of this session is pending: it failed (${pending.reason}). `) +
+              "The tape above is as it was before it. The next write rolls it back once the cause is fixed, " +
+              "and is refused with REWIND_FAILED until then."
+          : ctx.style.red(`A rewind of this session is pending: ${pending.reason}. `) +
+              "The tape and the files above are as they are on disk, maybe half way; the next write finishes it.",
       );
     return 0;
   },
