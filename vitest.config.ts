@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { configDefaults, defineConfig } from "vitest/config";
 
 // Three tiers, chosen by file name (README, "Tests"): `npm run test:fast` runs "unit", `npm run test:slow` the
@@ -10,6 +11,10 @@ const cliAsProgram = "test/cli/entry.test.ts";
 // Node that runs them, so on Node 20 `npm test` leaves them out instead of failing; CI runs them on 22 and 24.
 const node22Tests = "test/**/*.node22.test.ts";
 const onNode22 = Number(process.versions.node.split(".")[0]) >= 22;
+// Tests of the Claude Agent SDK adapter with the real SDK and Claude Code: a project of their own, defined only
+// where .ci/run installed the SDK into .tools/ (its package brings a 400 MB binary: no devDependency).
+const claudeTests = "test/**/*.claude.test.ts";
+const claudeInstalled = existsSync(".tools/claude-agent-sdk/node_modules/@anthropic-ai/claude-agent-sdk/sdk.mjs");
 
 export default defineConfig({
   test: {
@@ -27,12 +32,13 @@ export default defineConfig({
           // The unit files share no state but modules: importing src/ once per worker instead of once per
           // file halves the tier's CPU time (32 s -> 16 s measured). Each file still has its own temp folders.
           isolate: false,
-          exclude: [...configDefaults.exclude, propertyTests, processTests, cliAsProgram, node22Tests],
+          exclude: [...configDefaults.exclude, propertyTests, processTests, cliAsProgram, node22Tests, claudeTests],
         },
       },
       { extends: true, test: { name: "property", include: [propertyTests] } },
       { extends: true, test: { name: "process", include: [processTests, cliAsProgram] } },
       ...(onNode22 ? [{ extends: true as const, test: { name: "node22", include: [node22Tests] } }] : []),
+      ...(claudeInstalled ? [{ extends: true as const, test: { name: "claude", include: [claudeTests] } }] : []),
     ],
   },
 });

@@ -1,5 +1,6 @@
-// agent-tape/claude-agent-sdk: the SDK's SessionStore contract on the tape. The interface is copied from the SDK's
-// types by hand and not yet checked against the real package; its runtime needs the Claude Code binary, so no loop.
+// agent-tape/claude-agent-sdk: the SDK's SessionStore contract on the tape, and the checkpoint hooks' answers when
+// they cannot checkpoint. The full loop with the real SDK and Claude Code is claude-agent-sdk-crash.claude.test.ts.
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { claudeEvents, claudeSessionStore } from "../../src/adapters/claude-agent-sdk/index.js";
@@ -93,5 +94,69 @@ describe("agent-tape/claude-agent-sdk", () => {
     // The full re-read after a rewind passes over the marker and still knows every uuid on the tape.
     await store.append(key, [entry("u1", "one"), entry("u2", "two again"), entry("u4", "four")]);
     expect((await store.load(key))?.map((e) => e.uuid)).toEqual(["u1", "u2", "u4"]);
+  });
+
+  describe("checkpointHooks", () => {
+    const signal = new AbortController().signal;
+    const pre = (sessionId: string, toolUseId: string, toolInput: unknown, tool = "Write") => ({
+      hook_event_name: "PreToolUse",
+      session_id: sessionId,
+      tool_name: tool,
+      tool_input: toolInput,
+      tool_use_id: toolUseId,
+    });
+    const denied = (output: Record<string, unknown>) =>
+      (output.hookSpecificOutput as { permissionDecision?: string } | undefined)?.permissionDecision;
+    const reason = (output: Record<string, unknown>) =>
+      (output.hookSpecificOutput as { permissionDecisionReason?: string } | undefined)?.permissionDecisionReason;
+
+    it("deny the call (fail-closed) when no transcript of the session is in the store", async () => {
+      const { store } = await open();
+      const hooks = store.checkpointHooks({ entryWaitMs: 10 });
+      const output = await hooks.PreToolUse[0]!.hooks[0]!(
+        pre("never-seen", "toolu_1", { file_path: "/x" }),
+        "toolu_1",
+        {
+          signal,
+        },
+      );
+      expect(denied(output)).toBe("deny");
+      expect(reason(output)).toMatch(/No transcript of Claude session "never-seen"/);
+    });
+
+    it("deny a file call on a tape with no workspace; else call > checkpoint > result", async () => {
+      const base = await temps.make("agent-tape-claude-hooks-");
+      const workspace = join(base, "ws");
+      await mkdir(workspace);
+      const noWorkspace = claudeSessionStore({ root: join(base, "a") });
+      const withWorkspace = claudeSessionStore({ root: join(base, "b"), workspace });
+      closers.push(
+        () => noWorkspace.close(),
+        () => withWorkspace.close(),
+      );
+      const assistant = { type: "assistant", uuid: "a1", message: { content: [{ type: "tool_use", id: "toolu_1" }] } };
+      for (const s of [noWorkspace, withWorkspace]) await s.append(key, [entry("u1", "go"), assistant]);
+      const input = pre(key.sessionId, "toolu_1", { file_path: join(workspace, "notes.md"), content: "x" });
+
+      const refused = await noWorkspace.checkpointHooks().PreToolUse[0]!.hooks[0]!(input, "toolu_1", { signal });
+      expect(denied(refused)).toBe("deny");
+      expect(reason(refused)).toMatch(/has no workspace/);
+
+      const hooks = withWorkspace.checkpointHooks();
+      expect(await hooks.PreToolUse[0]!.hooks[0]!(input, "toolu_1", { signal })).toEqual({});
+      await writeFile(join(workspace, "notes.md"), "x");
+      await hooks.PostToolUse[0]!.hooks[0]!({ ...input, tool_response: { type: "create" } }, "toolu_1", { signal });
+      const tape = new SessionStore({ root: join(base, "b"), events: claudeEvents });
+      closers.push(() => tape.close());
+      const types = (await tape.readAll(withWorkspace.tapeSessionId(key))).map((e) => e.type);
+      expect(types).toEqual([
+        "claude_entry",
+        "claude_entry",
+        "tool_call",
+        "session_checkpoint",
+        "session_file_states",
+        "tool_result",
+      ]);
+    });
   });
 });

@@ -26,6 +26,12 @@ export interface ChildLimits {
   fileSizeKiB?: number;
   /** What a write past `fileSizeKiB` does: fail with EFBIG, as on a full disk, or kill the child. @default "die" */
   pastFileSize?: "fail" | "die";
+  /**
+   * Runs the child in namespaces of its own (needs root, as CI is): a network with only the loopback, so nothing
+   * it starts reaches another machine, and a PID namespace, so a SIGKILL from `kill()` takes down every process it
+   * started too, as a machine's crash would (`unshare --kill-child`: the namespace's first process dies with it).
+   */
+  isolated?: boolean;
 }
 
 /** A child script run with tsx, its output collected as it comes. */
@@ -42,8 +48,10 @@ export class Child {
     const preload =
       limits.pastFileSize === "fail" ? ["--import", childScript("preload/file-size-limit-fails-writes.ts")] : [];
     const node = [process.execPath, "--import", "tsx", ...preload, childScript(script), ...args];
-    const [command, ...argv] =
-      limits.fileSizeKiB === undefined
+    const isolation = ["unshare", "--net", "--pid", "--fork", "--kill-child=SIGKILL", "/bin/sh", "-c"];
+    const [command, ...argv] = limits.isolated
+      ? [...isolation, 'ip link set lo up && exec "$0" "$@"', ...node]
+      : limits.fileSizeKiB === undefined
         ? node
         : ["/bin/sh", "-c", `ulimit -f ${limits.fileSizeKiB} && exec "$0" "$@"`, ...node];
     this.process = spawn(command!, argv, {

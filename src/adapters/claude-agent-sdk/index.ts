@@ -1,8 +1,16 @@
 // `agent-tape/claude-agent-sdk`: the Claude Agent SDK's `SessionStore` on the tape. See docs/ARCHITECTURE.md,
-// "Adapters". Types only: nothing here imports the SDK (which needs the Claude Code binary to run).
+// "Adapters". Types only: nothing here imports the SDK (its package brings the Claude Code binary).
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { InvalidArgumentError, SessionStore, isAgentTapeError } from "../../index.js";
+import { CheckpointStore, InvalidArgumentError, SessionStore, isAgentTapeError } from "../../index.js";
+import { type CheckpointHooksOptions, type ClaudeCheckpointHooks, checkpointHooks } from "./hooks.js";
+
+export {
+  CLAUDE_TOOL_TOUCHES,
+  type CheckpointHooksOptions,
+  type ClaudeCheckpointHooks,
+  type ClaudeHookCallback,
+} from "./hooks.js";
 
 /** The SDK's `SessionKey`: one transcript, the main one when `subpath` is absent (subagents have one each). */
 export interface ClaudeSessionKey {
@@ -20,7 +28,10 @@ export const claudeEvents = {
   claude_subpath_deleted: z.object({ subpath: z.string() }),
 };
 
-/** Structurally the SDK's `SessionStore`, copied by hand from its 0.3.332 types (not checked against it). */
+/**
+ * Structurally the SDK's `SessionStore`, copied by hand from its types; the tests run it as the `sessionStore` of
+ * the real SDK 0.3.333 (test/adapters/claude-agent-sdk-crash.claude.test.ts).
+ */
 export interface ClaudeTapeSessionStore {
   append(key: ClaudeSessionKey, entries: ClaudeSessionEntry[]): Promise<void>;
   load(key: ClaudeSessionKey): Promise<ClaudeSessionEntry[] | null>;
@@ -29,6 +40,14 @@ export interface ClaudeTapeSessionStore {
   listSubkeys(key: { projectKey: string; sessionId: string }): Promise<string[]>;
   /** The agent-tape session holding a Claude session's transcripts, for rewind, fork and the CLI. */
   tapeSessionId(key: { projectKey: string; sessionId: string }): string;
+  /**
+   * Hooks for the SDK's `options.hooks` that checkpoint Claude Code's own tools on this store's tapes, fail-closed
+   * (a call whose snapshot fails is denied): Write, Edit, MultiEdit, NotebookEdit by the file they name, Bash by
+   * the workspace index. Each call's `tool_call` carries the SDK's tool_use id, so
+   * `rewind(store, tapeSessionId(key), { beforeCallId })` takes it. Pass `sessionStoreFlush: "eager"` to `query()`
+   * too, so each call's transcript entry is on the tape before its checkpoint. Needs `workspace`.
+   */
+  checkpointHooks(options?: CheckpointHooksOptions): ClaudeCheckpointHooks;
   /** Closes the store if the adapter opened it. */
   close(): Promise<void>;
 }
@@ -40,6 +59,8 @@ export interface ClaudeSessionStoreOptions {
   store?: SessionStore<typeof claudeEvents>;
   /** Passed to `create` for new sessions: the workspace checkpoints and rewinds use. */
   workspace?: string;
+  /** For {@link ClaudeTapeSessionStore.checkpointHooks}. @default a new CheckpointStore on the store */
+  checkpoints?: CheckpointStore;
 }
 
 /**
@@ -56,6 +77,19 @@ export function claudeSessionStore(options: ClaudeSessionStoreOptions): ClaudeTa
   const owned = options.store === undefined;
   // Per tape: the uuids on it through `seen`, so each append reads only what others wrote since.
   const known = new Map<string, { seen: number; uuids: Set<string> }>();
+  // For the hooks, which are told only the Claude session id: its tape, as the keys of appends and loads name it.
+  const tapes = new Map<string, string>();
+  // The tool_use ids of assistant entries this process appended, and the hooks waiting for one.
+  const calls = new Set<string>();
+  const callWaiters = new Map<string, (() => void)[]>();
+  const noteCalls = (entries: readonly ClaudeSessionEntry[]) => {
+    for (const entry of entries)
+      for (const id of toolUseIds(entry)) {
+        calls.add(id);
+        for (const wake of callWaiters.get(id) ?? []) wake();
+        callWaiters.delete(id);
+      }
+  };
 
   const ensureSession = async (id: string, key: ClaudeSessionKey) => {
     if (await store.get(id)) return;
@@ -77,6 +111,7 @@ export function claudeSessionStore(options: ClaudeSessionStoreOptions): ClaudeTa
       checkKey(key);
       if (entries.length === 0) return;
       const id = tapeIdOf(key);
+      tapes.set(key.sessionId, id);
       await ensureSession(id, key);
       await store.withLock(id, async (session) => {
         let state = known.get(id) ?? { seen: 0, uuids: new Set<string>() };
@@ -116,11 +151,13 @@ export function claudeSessionStore(options: ClaudeSessionStoreOptions): ClaudeTa
         }
         known.set(id, state);
       });
+      noteCalls(entries);
     },
 
     async load(key) {
       checkKey(key);
       const id = tapeIdOf(key);
+      tapes.set(key.sessionId, id);
       if (!(await store.get(id))) return null;
       let entries: ClaudeSessionEntry[] | null = null;
       for await (const event of store.read(id, { types: ["claude_entry", "claude_subpath_deleted"] })) {
@@ -166,10 +203,54 @@ export function claudeSessionStore(options: ClaudeSessionStoreOptions): ClaudeTa
       return [...live];
     },
 
+    checkpointHooks(hookOptions) {
+      const checkpoints = options.checkpoints ?? new CheckpointStore(store);
+      return checkpointHooks(
+        {
+          store,
+          checkpoints,
+          async tapeOf(claudeSessionId) {
+            const known = tapes.get(claudeSessionId);
+            if (known !== undefined) return known;
+            // Another process's appends: the tape whose id ends with the session id.
+            const suffix = `-${safeSessionId(claudeSessionId)}`;
+            const found = (await store.list()).filter((s) => s.id.startsWith("claude-") && s.id.endsWith(suffix));
+            if (found.length === 1) return found[0]!.id;
+            throw new InvalidArgumentError(
+              `No transcript of Claude session "${claudeSessionId}" has reached the store yet, so there is no tape ` +
+                'to checkpoint on: pass this store as `sessionStore` to query(), with `sessionStoreFlush: "eager"`.',
+            );
+          },
+          callEntry(toolUseId, ms) {
+            if (calls.has(toolUseId)) return Promise.resolve();
+            return new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, ms);
+              const list = callWaiters.get(toolUseId) ?? [];
+              list.push(() => {
+                clearTimeout(timer);
+                resolve();
+              });
+              callWaiters.set(toolUseId, list);
+            });
+          },
+        },
+        hookOptions,
+      );
+    },
+
     async close() {
       if (owned) await store.close();
     },
   };
+}
+
+/** The ids of the tool_use blocks of an assistant transcript entry. */
+function toolUseIds(entry: ClaudeSessionEntry): string[] {
+  const content = (entry.message as { content?: unknown } | undefined)?.content;
+  if (entry.type !== "assistant" || !Array.isArray(content)) return [];
+  return content.flatMap((block: { type?: unknown; id?: unknown }) =>
+    block?.type === "tool_use" && typeof block.id === "string" ? [block.id] : [],
+  );
 }
 
 /**
@@ -177,8 +258,11 @@ export function claudeSessionStore(options: ClaudeSessionStoreOptions): ClaudeTa
  * sessions. A session id that is not itself safe (the SDK's are UUIDs) is replaced by its hash.
  */
 function tapeIdOf(key: { projectKey: string; sessionId: string }): string {
-  const safe = /^[A-Za-z0-9._-]{1,80}$/.test(key.sessionId) ? key.sessionId : `h${sha256(key.sessionId).slice(0, 40)}`;
-  return `${projectPrefix(key.projectKey)}-${safe}`;
+  return `${projectPrefix(key.projectKey)}-${safeSessionId(key.sessionId)}`;
+}
+
+function safeSessionId(sessionId: string): string {
+  return /^[A-Za-z0-9._-]{1,80}$/.test(sessionId) ? sessionId : `h${sha256(sessionId).slice(0, 40)}`;
 }
 
 function projectPrefix(projectKey: string): string {

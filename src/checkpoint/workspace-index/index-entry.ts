@@ -27,12 +27,29 @@ export interface IndexEntry {
   racy?: boolean;
 }
 
+/**
+ * What a folder held when it was last listed, with the folder's own stat then: while the stat is
+ * the same (and was not racy), the folder holds the same names (docs/ARCHITECTURE.md, "Workspace
+ * index": git's untracked-cache idea). Kept in memory only.
+ */
+export interface FolderListing {
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  ino: bigint;
+  /** Every name `readdir` gave, ignored ones included (the rules are applied on each walk). */
+  names: string[];
+  /** When the listing was taken (wall clock, ns). */
+  listedAtNs: bigint;
+}
+
 /** The index of one session's workspace. `generation` counts the writes of its record. */
 export interface WorkspaceIndex {
   /** Real absolute path of the workspace the paths are relative to. */
   workspace: string;
   generation: number;
   entries: Map<string, IndexEntry>;
+  /** What each folder held when last listed (walk.ts): in memory only, so a loaded index lists every folder. */
+  folders?: Map<string, FolderListing>;
 }
 
 /** True when the stat says nothing changed (content is then trusted, unless the entry is racy). */

@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
-import { constants } from "node:fs";
-import { open, readlink, type FileHandle } from "node:fs/promises";
+import { closeSync, constants, fstatSync, openSync, read, readSync } from "node:fs";
+import { readlink } from "node:fs/promises";
 import type { LockedSession } from "../../backend/types.js";
 import { forEachLimited } from "../../core/bounded-concurrency.js";
 import { markBlobsInFlight } from "../../blobs/in-flight.js";
-import { entryOf, walkWorkspace, type WalkLimits } from "./walk.js";
-import { sameContent, sameStat, type IndexEntry, type WorkspaceIndex } from "./index-entry.js";
+import { entryOf, RACY_WINDOW_NS, walkWorkspace, type WalkLimits } from "./walk.js";
+import { sameContent, type IndexEntry, type WorkspaceIndex } from "./index-entry.js";
 import type { IgnoreRules } from "./ignore-rules.js";
 
 export interface ScanOptions extends WalkLimits {
@@ -27,15 +27,17 @@ export interface ScanResult {
   written: string[];
 }
 
-// Timestamps within this much of a scan are not trusted to tell a later change (git's racy rule):
-// the coarsest common file-time granularity (FAT's 2 s) also covers the kernel's coarse clock tick.
-const RACY_WINDOW_NS = 2_000_000_000n;
+// Reads of small files are synchronous (a thread-pool round trip per open, stat, read and close
+// costs more than the read); past this size a file is read asynchronously, so the loop keeps turning.
+const SYNC_READ_MAX = 256 * 1024;
+const YIELD_EVERY = 500;
 
 /**
  * Brings the index up to date with the workspace: a stat walk, then every entry that is new,
  * whose stat changed, or that was racy is read and hashed through a descriptor opened without
- * following links, and its bytes stored as a blob. Unchanged entries cost one lstat. Must run
- * under the session lock: the blobs written are referenced only once the caller saves the index.
+ * following links, and its bytes stored as a blob. Unchanged entries cost one lstat, and work
+ * after the walk follows the entries that differ, not the workspace. Must run under the session
+ * lock: the blobs written are referenced only once the caller saves the index.
  */
 export async function scanWorkspace(
   locked: LockedSession,
@@ -44,23 +46,19 @@ export async function scanWorkspace(
   options: ScanOptions,
 ): Promise<ScanResult> {
   const startedNs = BigInt(Date.now()) * 1_000_000n;
-  const walked = await walkWorkspace(previous.workspace, rules, options);
+  const walked = await walkWorkspace(previous.workspace, rules, options, previous);
   const entries = walked.entries;
   // A folder that could not be listed keeps what the index knew below it: not listed is not deleted.
   for (const dir of walked.unlisted)
     for (const [path, entry] of previous.entries) if (isBelow(path, dir)) entries.set(path, entry);
 
-  const toRead: string[] = [];
-  for (const [path, entry] of entries) {
-    const before = previous.entries.get(path);
-    if (before && !before.racy && sameStat(before, entry)) {
-      entries.set(path, before);
-      continue;
-    }
-    if (entry.kind === "file" || entry.kind === "symlink") toRead.push(path);
-  }
-
+  const toRead = walked.differing.filter((path) => {
+    const kind = entries.get(path)?.kind;
+    return kind === "file" || kind === "symlink";
+  });
   const written: string[] = [];
+  const vanished: string[] = [];
+  let sinceYield = 0;
   const reading = forEachLimited(toRead, options.concurrency, async (path) => {
     const entry = entries.get(path)!;
     const absolute = `${previous.workspace}/${path}`;
@@ -73,8 +71,15 @@ export async function scanWorkspace(
     } else {
       const read = await readAndStore(locked, absolute, entry, previous.entries.get(path), options);
       if (read.written) written.push(read.written);
-      if (read.entry === undefined) entries.delete(path);
-      else entries.set(path, read.entry);
+      if (read.entry === undefined) {
+        entries.delete(path);
+        vanished.push(path);
+      } else entries.set(path, read.entry);
+      // Reads of small files are synchronous: when nothing is written, no await yields to the event loop.
+      if (++sinceYield >= YIELD_EVERY) {
+        sinceYield = 0;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     }
     const now = entries.get(path);
     if (now && (now.mtimeNs >= startedNs - RACY_WINDOW_NS || now.ctimeNs >= startedNs - RACY_WINDOW_NS))
@@ -90,15 +95,20 @@ export async function scanWorkspace(
 
   const set: string[] = [];
   const changed: string[] = [];
-  for (const [path, entry] of entries) {
+  for (const path of walked.differing) {
+    const entry = entries.get(path);
+    if (entry === undefined) continue; // vanished while being read: removed below, if it was there
     const before = previous.entries.get(path);
-    if (before === entry) continue;
     set.push(path);
     if (!before || !sameContent(before, entry)) changed.push(path);
   }
-  const removed = [...previous.entries.keys()].filter((path) => !entries.has(path));
+  // Every previous path found again by the walk: only those that vanished while being read are gone.
+  const removed =
+    walked.foundAgain === previous.entries.size
+      ? vanished.filter((path) => previous.entries.has(path))
+      : [...previous.entries.keys()].filter((path) => !entries.has(path));
   changed.push(...removed);
-  return { index: { ...previous, entries }, set, removed, changed, written };
+  return { index: { ...previous, entries, folders: walked.folders }, set, removed, changed, written };
 }
 
 /**
@@ -113,9 +123,9 @@ async function readAndStore(
   before: IndexEntry | undefined,
   options: ScanOptions,
 ): Promise<{ entry?: IndexEntry; written?: string }> {
-  let fh;
+  let fd: number;
   try {
-    fh = await open(absolute, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    fd = openSync(absolute, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return {};
@@ -124,14 +134,14 @@ async function readAndStore(
   let entry: IndexEntry;
   let bytes: Buffer;
   try {
-    entry = entryOf(await fh.stat({ bigint: true }));
+    entry = entryOf(fstatSync(fd, { bigint: true }));
     if (entry.kind !== "file") return { entry: { ...walked, kind: "other" } };
     if (entry.size > options.maxFileBytes) return { entry: { ...entry, skipped: "too_large" } };
-    bytes = await readWhole(fh, entry.size);
+    bytes = entry.size <= SYNC_READ_MAX ? readWholeSync(fd, entry.size) : await readWhole(fd, entry.size);
   } catch {
     return { entry: { ...walked, skipped: "unreadable" } };
   } finally {
-    await fh.close();
+    closeSync(fd);
   }
   entry.size = bytes.length;
   entry.hash = createHash("sha256").update(bytes).digest("hex");
@@ -144,15 +154,32 @@ async function readAndStore(
   return wrote ? { entry, written: entry.hash } : { entry };
 }
 
-async function readWhole(fh: FileHandle, size: number): Promise<Buffer> {
+function readWholeSync(fd: number, size: number): Buffer {
   const buffer = Buffer.allocUnsafe(size);
   let total = 0;
   while (total < size) {
-    const { bytesRead } = await fh.read(buffer, total, size - total, total);
-    if (bytesRead === 0) break;
-    total += bytesRead;
+    const n = readSync(fd, buffer, total, size - total, total);
+    if (n === 0) break;
+    total += n;
   }
   return total === size ? buffer : buffer.subarray(0, total);
+}
+
+async function readWhole(fd: number, size: number): Promise<Buffer> {
+  const buffer = Buffer.allocUnsafe(size);
+  let total = 0;
+  while (total < size) {
+    const n = await readAsync(fd, buffer, total, size - total, total);
+    if (n === 0) break;
+    total += n;
+  }
+  return total === size ? buffer : buffer.subarray(0, total);
+}
+
+function readAsync(fd: number, buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
+  return new Promise((resolve, reject) =>
+    read(fd, buffer, offset, length, position, (error, n) => (error ? reject(error) : resolve(n))),
+  );
 }
 
 function isBelow(path: string, dir: string): boolean {

@@ -1,9 +1,10 @@
 // Git's racy rule: a file written twice within one timestamp tick keeps size, mtime and ctime, so
 // a stat cannot tell the second write. Which writes share a tick depends on the clock, so this
 // builds the case directly: an index whose entry has exactly the file's stat but older content.
-import { lstat, mkdir, realpath, writeFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { lstat, mkdir, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SessionStore, memoryBackend } from "../../../src/index.js";
 import type { LockedSession } from "../../../src/backend/types.js";
 import { IgnoreRules } from "../../../src/checkpoint/workspace-index/ignore-rules.js";
@@ -59,4 +60,66 @@ it("a file just written is marked racy, so the next scan reads it again", async 
     options,
   );
   expect(scan.index.entries.get("a.txt")!.racy).toBe(true);
+});
+
+// The same rule for folders (walk.ts): a folder whose stat is what it was when listed is not listed
+// again. Built directly too: an index whose listing of `d` has exactly d's stat but names only a.txt.
+describe("a folder's listing is trusted only outside the racy window and while its stat holds", () => {
+  async function indexWithListing(listedAfterNs: bigint): Promise<WorkspaceIndex> {
+    const scan = await scanWorkspace(
+      locked,
+      { workspace, generation: 0, entries: new Map() },
+      new IgnoreRules(),
+      options,
+    );
+    const d = await lstat(join(workspace, "d"), { bigint: true });
+    const listing = { mtimeNs: d.mtimeNs, ctimeNs: d.ctimeNs, ino: d.ino, names: ["a.txt"] };
+    const folders = new Map([["d", { ...listing, listedAtNs: d.mtimeNs + listedAfterNs }]]);
+    // Every entry trusted on its stat: only the folder rule decides whether d/b.txt is seen.
+    for (const entry of scan.index.entries.values()) entry.racy = false;
+    return { ...scan.index, entries: new Map([...scan.index.entries].filter(([p]) => p !== "d/b.txt")), folders };
+  }
+
+  beforeEach(async () => {
+    await mkdir(join(workspace, "d"));
+    await writeFile(join(workspace, "d/a.txt"), "a\n");
+    await writeFile(join(workspace, "d/b.txt"), "b\n"); // there, but not in the listing below
+  });
+
+  it("a listing taken outside the racy window of the folder's stat is used (the folder is not read)", async () => {
+    const scan = await scanWorkspace(locked, await indexWithListing(3_000_000_000n), new IgnoreRules(), options);
+    expect(scan.changed).toEqual([]);
+    expect(scan.index.entries.has("d/b.txt")).toBe(false);
+  });
+
+  it("a listing taken within the racy window (a name added in the same tick) is not trusted", async () => {
+    const scan = await scanWorkspace(locked, await indexWithListing(1_000_000n), new IgnoreRules(), options);
+    expect(scan.changed).toEqual(["d/b.txt"]);
+  });
+
+  it("a file added to a folder whose mtime was put back (touch -r) is found: ctime moved", async () => {
+    const index = await indexWithListing(3_000_000_000n);
+    execFileSync("touch", ["-r", "d", "d-times"], { cwd: workspace }); // to the nanosecond, as utimensat takes it
+    await writeFile(join(workspace, "d/c.txt"), "c\n");
+    execFileSync("touch", ["-r", "d-times", "d"], { cwd: workspace });
+    await rm(join(workspace, "d-times"));
+    expect((await lstat(join(workspace, "d"), { bigint: true })).mtimeNs).toBe(index.folders!.get("d")!.mtimeNs);
+    const scan = await scanWorkspace(locked, index, new IgnoreRules(), options);
+    expect(scan.changed).toEqual(["d/b.txt", "d/c.txt"]);
+  });
+
+  it("a folder listed by a real scan right after it changed is listed again by the next", async () => {
+    const fresh = await scanWorkspace(
+      locked,
+      { workspace, generation: 0, entries: new Map() },
+      new IgnoreRules(),
+      options,
+    );
+    // As if d/b.txt had been made after the listing, within the same tick: the stat of d would not show it.
+    const listing = fresh.index.folders!.get("d")!;
+    fresh.index.folders!.set("d", { ...listing, names: ["a.txt"] });
+    fresh.index.entries.delete("d/b.txt");
+    const again = await scanWorkspace(locked, fresh.index, new IgnoreRules(), options);
+    expect(again.changed).toEqual(["d/b.txt"]);
+  });
 });
