@@ -4,8 +4,9 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { SessionStore, rewind } from "../src/index.js";
-import { interleavedRounds, median, seconds, timeIt, type Row, type Suite } from "./harness.js";
+import { interleavedRounds, median, seconds, settleDisk, timeIt, type Row, type Suite } from "./harness.js";
 import type { ListRun } from "./list.child.js";
+import type { RewindRun } from "./rewind.child.js";
 import { writeLog } from "./workload.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -16,7 +17,8 @@ const run = promisify(execFile);
  * - `list()` of 100 and of 5,000 sessions in a process limited to 256 open files: none unreadable,
  *   and the cost per session flat (within 1.5x);
  * - a rewind cutting the last 10 events (conversation only) of a 1M-event tape against the same cut
- *   of a 1k-event tape: within 3x.
+ *   of a 1k-event tape: within 3x;
+ * - a rewind cutting 999,999 of 1M events, in a child process of its own: peak RSS under 256 MB.
  */
 export const scaleSuite: Suite = {
   name: "scale",
@@ -24,6 +26,7 @@ export const scaleSuite: Suite = {
     const rows: Row[] = [];
     rows.push(await listRow(quick, tempDir, log));
     rows.push(await rewindRow(quick, tempDir, log));
+    rows.push(await bigCutRow(quick, tempDir, log));
     return rows;
   },
 };
@@ -86,14 +89,14 @@ async function rewindRow(quick: boolean, tempDir: () => Promise<string>, log: (m
   const cut = 10;
   const samples: Record<string, number[]> = {};
   // One session per size, grown back by `cut` events after each rewind so every round cuts the same.
-  const sessions: { store: SessionStore; id: string; events: number }[] = [];
+  const sessions: { store: SessionStore; id: string; events: number; root: string }[] = [];
   for (const events of sizes) {
     const root = await tempDir();
     const store = new SessionStore({ root, durability: "none" });
     const { id } = await store.create({ title: "rewind scale" });
     await store.close();
     await writeLog(join(root, id, "events.jsonl"), id, events);
-    sessions.push({ store: new SessionStore({ root, durability: "none" }), id, events });
+    sessions.push({ store: new SessionStore({ root, durability: "none" }), id, events, root });
     log(`  rewind cutting ${cut} of ${events} events`);
   }
   try {
@@ -105,6 +108,7 @@ async function rewindRow(quick: boolean, tempDir: () => Promise<string>, log: (m
           `e${s.events}`,
           async () => {
             const { lastSequence } = (await s.store.get(s.id))!;
+            await settleDisk(s.root); // the log as an agent's fsynced appends leave it: on disk, not dirty
             const ms = await timeIt(async () => {
               await rewind(s.store, s.id, { toSequence: lastSequence - cut, mode: "conversation", keepUndo: 0 });
             });
@@ -135,5 +139,42 @@ async function rewindRow(quick: boolean, tempDir: () => Promise<string>, log: (m
     ratio: ours.value / baseline.value,
     target: { op: "<=", value: 3, on: "ratio" },
     notes: "conversation mode, keepUndo 0",
+  };
+}
+
+const PEAK_RSS_LIMIT_MB = 256;
+
+/**
+ * A rewind that cuts all but the first event of a long tape (conversation, keepUndo 0), in a child process
+ * of its own (bench/rewind.child.ts): its peak memory must not follow the cut (under 256 MB at 1M events).
+ */
+async function bigCutRow(quick: boolean, tempDir: () => Promise<string>, log: (m: string) => void): Promise<Row> {
+  const events = quick ? 100_000 : 1_000_000;
+  const root = await tempDir();
+  const store = new SessionStore({ root, durability: "none" });
+  const { id } = await store.create({ title: "rewind big cut" });
+  await store.close();
+  await writeLog(join(root, id, "events.jsonl"), id, events);
+  log(`  rewind cutting ${events - 1} of ${events} events, in a child process`);
+  const { stdout } = await run(
+    process.execPath,
+    ["--import", "tsx", join(here, "rewind.child.ts"), root, id, "1", "0"],
+    {
+      cwd: dirname(here),
+      maxBuffer: 1 << 20,
+    },
+  );
+  const result = JSON.parse(stdout.trim().split("\n").pop()!) as RewindRun;
+  if (result.eventsRemoved !== events - 1) throw new Error(`the rewind cut ${result.eventsRemoved} events`);
+  return {
+    suite: `rewind: cut ${(events - 1).toLocaleString("en")} of ${events.toLocaleString("en")} events, peak RSS`,
+    ours: { label: "rewind() in a child, keepUndo 0", value: result.peakRssMB, unit: "MB" },
+    baseline: undefined,
+    ratio: undefined,
+    target: { op: "<", value: PEAK_RSS_LIMIT_MB, on: "ours" },
+    notes:
+      `${(result.ms / 1000).toFixed(1)} s; RSS ${result.rssBeforeMB.toFixed(0)} MB before, ` +
+      `peak ${result.peakRssMB.toFixed(0)} MB; conversation mode`,
+    details: { ms: result.ms, rssBeforeMB: result.rssBeforeMB, peakRssMB: result.peakRssMB },
   };
 }

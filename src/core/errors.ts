@@ -35,7 +35,8 @@ export type AgentTapeErrorCode =
   | "REWIND_FAILED"
   | "SEQUENCE_CONFLICT"
   | "STORAGE_FAILED"
-  | "EVENT_TOO_LARGE";
+  | "EVENT_TOO_LARGE"
+  | "TAPE_REWOUND";
 
 export abstract class AgentTapeError extends Error {
   abstract readonly code: AgentTapeErrorCode;
@@ -368,6 +369,20 @@ export class SequenceNotOnTapeError extends AgentTapeError {
       `Event #${sequence} is no longer on the tape of session "${sessionId}" (cut by a rewind, or put back ` +
         `under a new number by an undo). The nearest events on it are #${before}` +
         `${after === undefined ? "" : ` and #${after}`}; see \`agent-tape show ${sessionId}\`. Nothing was changed.`,
+    );
+  }
+}
+
+/**
+ * A read of the log met a rewind that cut, in place, events this read had already handed out: going on
+ * would mix the tape before the rewind with the tape after it. Reading again gives the tape as it is now.
+ */
+export class TapeRewoundError extends AgentTapeError {
+  readonly code = "TAPE_REWOUND" as const;
+  constructor(readonly sessionId: string) {
+    super(
+      `Session "${sessionId}" was rewound while it was being read, cutting events this read had already ` +
+        `handed out. Read it again for the tape as it is now.`,
     );
   }
 }

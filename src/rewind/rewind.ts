@@ -13,7 +13,7 @@ import { eventFor, withLockedSession, type SessionStore } from "../session/sessi
 import type { SnapshotLimits } from "../checkpoint/snapshot.js";
 import { storeBlobsThenReference } from "../blobs/store-then-reference.js";
 import { archiveName, listArchives, readArchive } from "../blobs/archives.js";
-import { referencedBlobs } from "../blobs/references.js";
+import { addReferences, referencedBlobs } from "../blobs/references.js";
 import { isDroppedCheckpoint, readHorizon } from "../blobs/retention-horizon.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { settleFailedRewind } from "./roll-back.js";
@@ -175,14 +175,21 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
 
       // A rewind of files reads the whole tape: what it last wrote to each path decides the conflicts.
       const written = touchesFiles ? new LastWritten() : undefined;
+      // The cut events are held only for what needs them (the file plan, the archive for undo); otherwise
+      // counted and their blobs noted as they stream by, so a cut of any length costs no memory.
+      const keepAfter = touchesFiles || (keepUndo > 0 && !(options.dryRun ?? false));
       const after: StoredEvent[] = [];
+      const cut = { events: 0, blobs: new Set<string>() };
       const fromSequence = written ? 1 : target + 1;
       for await (const event of store.backend.readEvents(id, { fromSequence, ...signalOf(options) })) {
         assertPayloadActedOn(event); // a malformed checkpoint is refused here, before anything is planned
         written?.add(event);
-        if (event.sequence > target) after.push(event);
+        if (event.sequence <= target) continue;
+        cut.events++;
+        addReferences(event, cut.blobs);
+        if (keepAfter) after.push(event);
       }
-      if (mode.data !== "files") report.eventsRemoved = after.length;
+      if (mode.data !== "files") report.eventsRemoved = cut.events;
       // A checkpoint retention dropped cannot put its files back: refuse rather than restore some paths only.
       if (touchesFiles) {
         const horizon = await readHorizon(store.backend, id, signalOf(options));
@@ -228,6 +235,7 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
         plan,
         realWorkspace,
         after,
+        cutBlobs: cut.blobs,
         markerSequence,
         keepUndo,
       });
@@ -265,7 +273,10 @@ async function prepareRewind(
     report: RewindReport;
     plan: FilePlan | undefined;
     realWorkspace: string | undefined;
+    /** The cut events: all of them when kept for undo. */
     after: StoredEvent[];
+    /** The blobs the cut events reference. */
+    cutBlobs: ReadonlySet<string>;
     markerSequence: number;
     keepUndo: number;
   },
@@ -309,7 +320,13 @@ async function prepareRewind(
     prune: true,
     before: plan?.current.files ?? [],
   };
-  intent.pruneCandidates = await blobsMaybeOrphaned(store, locked.sessionId, report, after, intent.dropArchives);
+  intent.pruneCandidates = await blobsMaybeOrphaned(
+    store,
+    locked.sessionId,
+    report,
+    input.cutBlobs,
+    intent.dropArchives,
+  );
   if (input.realWorkspace !== undefined) intent.workspace = input.realWorkspace;
   if (archive) intent.archive = archive;
   // Stored even with keepUndo 0: a rewind that fails part way puts these back (roll-back.ts). Unreferenced
@@ -334,10 +351,10 @@ async function blobsMaybeOrphaned(
   store: SessionStore<any>,
   id: string,
   report: RewindReport,
-  after: readonly StoredEvent[],
+  cutBlobs: ReadonlySet<string>,
   dropped: readonly string[],
 ): Promise<string[]> {
-  const hashes = report.mode === "files" ? new Set<string>() : referencedBlobs(after);
+  const hashes = new Set<string>(report.mode === "files" ? [] : cutBlobs);
   for (const name of dropped) {
     const archive = await readArchive(store.backend, id, name);
     if (archive) referencedBlobs(archive.events, hashes);

@@ -72,8 +72,10 @@ describe("temp files a killed process left behind (issue 9, case 7)", () => {
   }
 
   it("are swept by the next writer when it takes the lock (3 rounds)", async () => {
-    const { root, id } = await longSession();
     for (let round = 0; round < 3; round++) {
+      // A fresh session each round: the cut falls inside a batch only once (then the kept part ends one),
+      // and only such a cut copies the log; any other is made in place.
+      const { root, id } = await longSession();
       await killedMidRewrite(root, id);
       const store = new SessionStore({ root, lockStaleMs: 1000 });
       stores.push(store);

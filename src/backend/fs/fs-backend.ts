@@ -234,7 +234,8 @@ class FsBackend implements StorageBackend {
     // A batch's events come out once its last line is read: never part of an appendMany (whole-batches.ts).
     const wholeBatches = new WholeBatches();
     const released: StoredEvent[] = [];
-    for await (const lines of readLines(file, { ...(options.signal && { signal: options.signal }), startAt })) {
+    const reading = { ...(options.signal && { signal: options.signal }), startAt, cutsFile: this.layout.cuts(id) };
+    for await (const lines of readLines(file, reading)) {
       const batch: StoredEvent[] = [];
       for (const line of lines) {
         let event = parseEventLine(line.text);

@@ -13,6 +13,10 @@ export class SessionLayout {
   log(id: string): string {
     return join(this.root, id, "events.jsonl");
   }
+  /** Where each in-place cut of the log is recorded, for readers reading meanwhile (log-cuts.ts). */
+  cuts(id: string): string {
+    return join(this.root, id, "events.cuts");
+  }
   meta(id: string): string {
     return join(this.root, id, "session.json");
   }

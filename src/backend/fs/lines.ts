@@ -1,6 +1,8 @@
 import type { FileHandle } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { openStoreFile, READ } from "./store-files.js";
+import { cutMark, firstChangedSince } from "./log-cuts.js";
+import { TapeRewoundError } from "../../core/errors.js";
 
 /** One complete line of a JSONL file. `end` is the byte offset just past its newline. */
 export interface Line {
@@ -25,27 +27,49 @@ export async function* readLines(
     signal?: AbortSignal;
     /** Where to start, found on the opened file (so a rename meanwhile cannot split the two): a line's start. */
     startAt?: ((fh: FileHandle) => Promise<number>) | undefined;
+    /**
+     * The log's cut record (log-cuts.ts): checked after every read, so a cut in place meanwhile never
+     * glues bytes from before it to bytes from after it. Lines handed out before the cut point are still
+     * the log's: reading goes on from there. A cut below them is TAPE_REWOUND.
+     */
+    cutsFile?: string;
   } = {},
 ): AsyncGenerator<Line[]> {
-  const { signal } = options;
+  const { signal, cutsFile } = options;
+  const sessionId = basename(dirname(path));
   const chunk = Buffer.allocUnsafe(options.chunkBytes ?? 64 * 1024);
   let fh: FileHandle;
   try {
     // A log is always a session folder's own file: its folder's name is the session's id.
-    fh = await openStoreFile(basename(dirname(path)), path, READ);
+    fh = await openStoreFile(sessionId, path, READ);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
     throw error;
   }
   try {
+    // Looked at before the first byte is read (the start is found by reading too).
+    let mark = cutsFile === undefined ? 0 : cutMark(cutsFile);
     let position = options.startAt ? await options.startAt(fh) : 0;
     let lineNumber = position === 0 ? 0 : Number.NaN;
+    let handedOut: number | undefined; // end of the last line handed out
     // Bytes of a line that started in an earlier chunk, joined once, when its newline comes: joining
     // them chunk by chunk copied a long line over and over (a 50 MB line took seconds to read).
     let carry: Buffer[] = [];
     for (;;) {
       signal?.throwIfAborted();
       const { bytesRead } = await fh.read(chunk, 0, chunk.length, position);
+      if (cutsFile !== undefined && cutMark(cutsFile) !== mark) {
+        // Cut in place since the last look: what was just read (and any carried part line) may be from after it.
+        let changedFrom: number;
+        ({ changedFrom, mark } = await firstChangedSince(sessionId, cutsFile, mark));
+        carry = [];
+        if (handedOut === undefined) {
+          position = options.startAt ? await options.startAt(fh) : 0; // nothing handed out: start again
+          lineNumber = position === 0 ? 0 : Number.NaN;
+        } else if (handedOut <= changedFrom) position = handedOut;
+        else throw new TapeRewoundError(sessionId);
+        continue;
+      }
       if (bytesRead === 0) return;
       const chunkStart = position;
       position += bytesRead;
@@ -66,7 +90,10 @@ export async function* readLines(
         start = nl + 1;
       }
       if (start < bytesRead) carry.push(Buffer.from(chunk.subarray(start, bytesRead))); // copy: `chunk` is reused
-      if (lines.length > 0) yield lines;
+      if (lines.length > 0) {
+        handedOut = lines[lines.length - 1]!.end;
+        yield lines;
+      }
     }
   } finally {
     await fh.close();

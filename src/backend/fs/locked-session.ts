@@ -12,6 +12,7 @@ import type { SessionLayout } from "./layout.js";
 import { checkStoreFolder, openStoreFile, READ_APPEND } from "./store-files.js";
 import { findLeftovers } from "./leftovers.js";
 import { keptEndFor, keptEndForwards } from "./seek.js";
+import { recordCut } from "./log-cuts.js";
 import { unfinishedBatchStart } from "./unfinished-batch.js";
 import { lineNumberAt, readTail } from "./lines.js";
 import type { FileLock } from "./lock.js";
@@ -178,9 +179,14 @@ export class FsLockedSession implements LockedSession {
       closingLine = Buffer.from(serializeEvent(lastEvent as StoredEvent, closed) + "\n", "utf8");
       keepBytes = lastLine.start;
     }
-    // Copy the kept prefix to a temp file and rename it over the log: readers holding the old
-    // file keep a consistent view, and a crash leaves the old log or the new one, never a mix.
-    // A failure on the way (ENOSPC, EFBIG, a lost lock) removes the temp: nothing is left beside the log.
+    if (!closingLine) {
+      await this.cutInPlace(keepBytes, lastKept);
+      return;
+    }
+    // A cut inside a batch rewrites a line, which no single call can do across a crash: copy the kept
+    // prefix to a temp file and rename it over the log, so a crash leaves the old log or the new one.
+    // Readers holding the old file keep a consistent view. A failure on the way (ENOSPC, EFBIG, a lost
+    // lock) removes the temp: nothing is left beside the log. This copy follows the log's length.
     const temp = tempPathFor(file);
     try {
       const out = await open(temp, "wx", 0o644);
@@ -214,6 +220,25 @@ export class FsLockedSession implements LockedSession {
     this.inode = (await this.fh.stat()).ino;
     this.size = keepBytes;
     this.last = lastKept;
+  }
+
+  /**
+   * Cuts the log at a line's end with one ftruncate, so the cost follows nothing, neither the cut nor
+   * the log; a crash leaves the old size or the new one, and the rewind intent runs it again. The cut
+   * is recorded beside the log before anything is appended after it, so a reader reading meanwhile
+   * never glues bytes from before the cut to bytes from after it (log-cuts.ts). Recorded before the
+   * ftruncate too, so a crash between the two still leaves a record for a reader that read on meanwhile.
+   */
+  private async cutInPlace(keepBytes: number, lastKept: number): Promise<void> {
+    // The last moment to find the lock lost before changing the log.
+    this.assertHeld();
+    await this.assertLogIsOurs(this.size);
+    await recordCut(this.sessionId, this.layout.cuts(this.sessionId), keepBytes);
+    await this.fh.truncate(keepBytes);
+    await this.fh.datasync();
+    this.size = keepBytes;
+    this.last = lastKept;
+    await recordCut(this.sessionId, this.layout.cuts(this.sessionId), keepBytes);
   }
 
   /** The O_DSYNC descriptor, opened on first use: by path, so checked to be the log this lock opened. */
