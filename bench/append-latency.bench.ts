@@ -53,7 +53,8 @@ export const appendLatencySuite: Suite = {
     const o = tail(ours);
     const r = tail(raw);
     const describe = (t: Tail) =>
-      `p50 ${t.p50.toFixed(2)} ms, p99 ${t.p99.toFixed(2)} ms, p99.9 ${t.p999.toFixed(2)} ms, max ${t.max.toFixed(1)} ms`;
+      `p50 ${t.p50.toFixed(2)} ms, p99 ${t.p99.toFixed(2)} ms, ` +
+      `p99.9 ${t.p999.toFixed(2)} ms, max ${t.max.toFixed(1)} ms`;
     const rows: Row[] = [
       {
         suite: "append latency: p99.9 vs p50, one writer, fsync",
