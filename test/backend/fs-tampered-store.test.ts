@@ -100,6 +100,17 @@ describe("store parts replaced by symlinks", () => {
     expect(code).toBe("STORE_TAMPERED");
   });
 
+  it("blobs/.incoming as a link outside: a shell command's scan (blobs written without fsync) writes nothing there", async () => {
+    const s = await scene();
+    await rm(join(s.dir, "blobs", ".incoming"), { recursive: true, force: true });
+    await symlink(join(s.outside, ".incoming"), join(s.dir, "blobs", ".incoming"));
+    const before = await filesBelow(s.outside);
+    const store = reopen(s.root);
+    const code = await codeOf(new CheckpointStore(store).aroundCommand(s.id, { tool: "bash" }, () => undefined));
+    expect(await filesBelow(s.outside)).toEqual(before);
+    expect(code).toBe("STORE_TAMPERED");
+  });
+
   it("records/ as a link outside: a rewind deletes and writes nothing there", async () => {
     const s = await scene();
     await rm(join(s.dir, "records"), { recursive: true, force: true });

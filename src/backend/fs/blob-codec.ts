@@ -27,13 +27,23 @@ const inflateAsync = promisify(inflateRaw);
 
 /** The bytes to write for a blob: compressed when that saves at least MIN_SAVING, else as they are. */
 export async function encodeBlob(bytes: Uint8Array): Promise<Uint8Array> {
+  if (bytes.length <= SYNC_LIMIT) return encodeBlobSync(bytes);
+  const body = await deflateAsync(bytes, { level: LEVEL });
+  if (HEADER_BYTES + body.length <= bytes.length * (1 - MIN_SAVING))
+    return Buffer.concat([header(DEFLATE_RAW, bytes.length), body]);
+  // Raw bytes that look like a marker get one, so they are never mistaken for a compressed blob.
+  if (startsWithMagic(bytes)) return Buffer.concat([header(STORED, bytes.length), bytes]);
+  return bytes;
+}
+
+/** {@link encodeBlob} of a blob of at most SYNC_LIMIT bytes, for the synchronous write of small blobs. */
+export function encodeBlobSync(bytes: Uint8Array): Uint8Array {
+  if (bytes.length > SYNC_LIMIT) throw new RangeError(`encodeBlobSync takes at most ${SYNC_LIMIT} bytes`);
   if (bytes.length >= MIN_COMPRESS_BYTES) {
-    const body =
-      bytes.length > SYNC_LIMIT ? await deflateAsync(bytes, { level: LEVEL }) : deflateRawSync(bytes, { level: LEVEL });
+    const body = deflateRawSync(bytes, { level: LEVEL });
     if (HEADER_BYTES + body.length <= bytes.length * (1 - MIN_SAVING))
       return Buffer.concat([header(DEFLATE_RAW, bytes.length), body]);
   }
-  // Raw bytes that look like a marker get one, so they are never mistaken for a compressed blob.
   if (startsWithMagic(bytes)) return Buffer.concat([header(STORED, bytes.length), bytes]);
   return bytes;
 }

@@ -1,4 +1,4 @@
-import { constants } from "node:fs";
+import { constants, lstatSync } from "node:fs";
 import { lstat, open, type FileHandle } from "node:fs/promises";
 import { StoreTamperedError } from "../../core/errors.js";
 
@@ -77,6 +77,15 @@ export async function checkStoreFolder(sessionId: string, path: string): Promise
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
     throw error;
   }
+  if (info.isSymbolicLink()) throw new StoreTamperedError(sessionId, `${path} is a symlink, not a folder`);
+  if (!info.isDirectory()) throw new StoreTamperedError(sessionId, `${path} is not a folder`);
+  return true;
+}
+
+/** {@link checkStoreFolder} without a thread-pool round trip, for the synchronous blob write. */
+export function checkStoreFolderSync(sessionId: string, path: string): boolean {
+  const info = lstatSync(path, { throwIfNoEntry: false });
+  if (info === undefined) return false;
   if (info.isSymbolicLink()) throw new StoreTamperedError(sessionId, `${path} is a symlink, not a folder`);
   if (!info.isDirectory()) throw new StoreTamperedError(sessionId, `${path} is not a folder`);
   return true;
