@@ -100,7 +100,7 @@ describe("store parts replaced by symlinks", () => {
     expect(code).toBe("STORE_TAMPERED");
   });
 
-  it("blobs/.incoming as a link outside: a shell command's scan (blobs written without fsync) writes nothing there", async () => {
+  it("blobs/.incoming as a link outside: a shell command's scan (blobs not fsynced) writes nothing there", async () => {
     const s = await scene();
     await rm(join(s.dir, "blobs", ".incoming"), { recursive: true, force: true });
     await symlink(join(s.outside, ".incoming"), join(s.dir, "blobs", ".incoming"));
