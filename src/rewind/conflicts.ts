@@ -1,6 +1,7 @@
 import { RewindConflictError, type RewindConflict } from "../core/errors.js";
 import type { CheckpointPayload, FileState, FileStatesPayload, RewindPayload, StoredEvent } from "../core/events.js";
 import { fileStateOf } from "../checkpoint/after-state.js";
+import { assertPayloadActedOn } from "../core/payload-check.js";
 import { isAtOrBelowAny, type FilePlan } from "./plan.js";
 
 /** A conflict as a dry run reported it and a person agreed to overwrite: its path and the state it had then. */
@@ -47,6 +48,33 @@ export class LastWritten {
     if (!states) this.workspaces.set(workspace, (states = new WorkspaceStates()));
     return states;
   }
+}
+
+/**
+ * What the tape last recorded leaving each of `paths` in, reading as little of it as it can: the events it
+ * ends with (`tail`, read already) decide every path they name, exactly as the whole tape would (a later event
+ * overrides an earlier one, and what a tail event marks below a folder it also named). Only when some path is
+ * not named there is the whole tape folded, from `before` (the events ahead of the tail) on. So a rewind whose
+ * cut names every path it changes costs what it cuts (docs/ARCHITECTURE.md, "Conflicts").
+ */
+export async function lastWrittenStates(
+  before: () => AsyncIterable<StoredEvent>,
+  tail: readonly StoredEvent[],
+  workspace: string,
+  paths: Iterable<string>,
+): Promise<WorkspaceStates> {
+  const fromTail = new LastWritten();
+  for (const event of tail) fromTail.add(event);
+  const states = fromTail.in(workspace);
+  const unnamed = [...paths].some((path) => states.get(path) === undefined);
+  if (!unnamed) return states;
+  const whole = new LastWritten();
+  for await (const event of before()) {
+    assertPayloadActedOn(event);
+    whole.add(event);
+  }
+  for (const event of tail) whole.add(event);
+  return whole.in(workspace);
 }
 
 export class WorkspaceStates {

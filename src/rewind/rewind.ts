@@ -24,7 +24,7 @@ import { diffPlannedChanges } from "./plan-diffs.js";
 import { totalDiffs, type DiffTotals } from "../core/file-diff.js";
 import { checkTargetForm, resolveTarget } from "./target.js";
 import {
-  LastWritten,
+  lastWrittenStates,
   ON_CONFLICT,
   settleConflicts,
   statesWrittenBy,
@@ -173,18 +173,15 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
       const report = emptyReport(target, mode.data, options.dryRun ?? false);
       if (target === last) return report;
 
-      // A rewind of files reads the whole tape: what it last wrote to each path decides the conflicts.
-      const written = touchesFiles ? new LastWritten() : undefined;
+      // Only the events after the target are read here; what the tape last wrote to each path (the conflicts)
+      // is decided by them when they name every path the plan changes, else by the whole tape (conflicts.ts).
       // The cut events are held only for what needs them (the file plan, the archive for undo); otherwise
       // counted and their blobs noted as they stream by, so a cut of any length costs no memory.
       const keepAfter = touchesFiles || (keepUndo > 0 && !(options.dryRun ?? false));
       const after: StoredEvent[] = [];
       const cut = { events: 0, blobs: new Set<string>() };
-      const fromSequence = written ? 1 : target + 1;
-      for await (const event of store.backend.readEvents(id, { fromSequence, ...signalOf(options) })) {
+      for await (const event of store.backend.readEvents(id, { fromSequence: target + 1, ...signalOf(options) })) {
         assertPayloadActedOn(event); // a malformed checkpoint is refused here, before anything is planned
-        written?.add(event);
-        if (event.sequence <= target) continue;
         cut.events++;
         addReferences(event, cut.blobs);
         if (keepAfter) after.push(event);
@@ -212,14 +209,13 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
           closestSnapshotPerPath(after),
           limits,
         );
-        const conflicts = settleConflicts(
-          id,
-          plan,
-          written!.in(realWorkspace),
-          onConflict,
-          report.dryRun,
-          options.overwriteOnly,
+        const written = await lastWrittenStates(
+          () => store.backend.readEvents(id, { toSequence: target, ...signalOf(options) }),
+          after,
+          realWorkspace,
+          plan.current.files.map((record) => record.path),
         );
+        const conflicts = settleConflicts(id, plan, written, onConflict, report.dryRun, options.overwriteOnly);
         if (conflicts.length > 0) report.conflicts = conflicts;
         await diffPlannedChanges(plan, realWorkspace, { patches: options.diffs ?? false });
         Object.assign(report, summarizePlan(plan));

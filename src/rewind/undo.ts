@@ -12,7 +12,7 @@ import { realWorkspaceOf } from "../checkpoint/confine.js";
 import { planFileChanges, type FilePlan } from "./plan.js";
 import { UNDO_LIMITS, emptyReport, summarizePlan, withPatches, type RewindReport } from "./rewind.js";
 import { diffPlannedChanges } from "./plan-diffs.js";
-import { LastWritten, ON_CONFLICT, settleConflicts, statesWrittenBy, type OnConflict } from "./conflicts.js";
+import { lastWrittenStates, ON_CONFLICT, settleConflicts, statesWrittenBy, type OnConflict } from "./conflicts.js";
 
 export interface UndoRewindOptions extends SignalOption {
   /** @default the workspace the rewind restored into */
@@ -93,12 +93,14 @@ export async function undoRewind(
         realWorkspace = await realWorkspaceOf(givenWorkspace);
         const wanted = new Map(undo.files.map((f) => [f.path, f]));
         plan = await planFileChanges(store.backend, id, realWorkspace, resolve(givenWorkspace), wanted, UNDO_LIMITS);
-        const written = new LastWritten();
-        for await (const event of store.backend.readEvents(id, signalOf(options))) {
-          assertPayloadActedOn(event);
-          written.add(event);
-        }
-        const conflicts = settleConflicts(id, plan, written.in(realWorkspace), onConflict, report.dryRun);
+        // The rewind's own marker, the last event, names what it wrote: usually every path the undo changes.
+        const written = await lastWrittenStates(
+          () => store.backend.readEvents(id, { toSequence: last.sequence - 1, ...signalOf(options) }),
+          [last],
+          realWorkspace,
+          plan.current.files.map((record) => record.path),
+        );
+        const conflicts = settleConflicts(id, plan, written, onConflict, report.dryRun);
         if (conflicts.length > 0) report.conflicts = conflicts;
         await diffPlannedChanges(plan, realWorkspace, { patches: options.diffs ?? false });
         Object.assign(report, summarizePlan(plan));
