@@ -1,6 +1,6 @@
 import type { LockedSession, StorageBackend } from "../backend/types.js";
 import type { StoredEvent } from "../core/events.js";
-import { forEachLimited } from "../core/bounded-concurrency.js";
+import { forEachLimited, mapLimited } from "../core/bounded-concurrency.js";
 import { referencedBlobs } from "./references.js";
 import { listArchives, readArchive } from "./archives.js";
 import { addRootReferences } from "./reference-roots.js";
@@ -15,6 +15,11 @@ export interface UnreferencedOptions {
   horizon?: number;
   /** Look only at these blobs (the ones an operation may have orphaned); none to look at reads nothing. */
   candidates?: readonly string[];
+  /**
+   * With `candidates`: tells whether a blob is there, so that only the candidates are looked up instead
+   * of listing every blob (a workspace index keeps one per tracked file: 10k files, a 10k-entry listing).
+   */
+  exists?: (hash: string) => Promise<boolean>;
 }
 
 /**
@@ -44,6 +49,11 @@ export async function findUnreferencedBlobs(
         keep,
       );
   }
+  if (options.candidates && options.exists) {
+    const unreferenced = [...new Set(options.candidates)].filter((hash) => !keep.has(hash));
+    const there = await mapLimited(unreferenced, 8, options.exists);
+    return unreferenced.filter((_, i) => there[i]);
+  }
   const looked = options.candidates ? new Set(options.candidates) : undefined;
   return (await backend.listBlobs(sessionId)).filter((hash) => !keep.has(hash) && (looked?.has(hash) ?? true));
 }
@@ -57,7 +67,7 @@ export async function pruneUnreferencedBlobs(
 ): Promise<number> {
   const unreferenced = await findUnreferencedBlobs(backend, locked.sessionId, {
     alsoKeep,
-    ...(candidates && { candidates }),
+    ...(candidates && { candidates, exists: (hash: string) => locked.hasBlob(hash) }),
   });
   await forEachLimited(unreferenced, 8, (hash) => locked.deleteBlob(hash));
   return unreferenced.length;
