@@ -1,7 +1,8 @@
-// A scripted Vercel AI SDK agent for the adapter tests: the SDK's own MockLanguageModelV3 replaying fixed steps
-// (as a provider would return them, for generateText or streamText) and real file and shell tools.
+// A scripted Vercel AI SDK agent for the adapter tests: the SDK's own mock model replaying fixed steps (as a
+// provider would return them, for generateText or streamText) and real file and shell tools. The mock is of the
+// newest model interface the installed `ai` has: V3 with `ai` 6, V4 with `ai` 7 (CI runs these tests with both).
 import { tool } from "ai";
-import { MockLanguageModelV3 } from "ai/test";
+import * as aiTest from "ai/test";
 import { z } from "zod";
 import { SCRIPT, type ScriptedCall, type ScriptedTurn, workOn } from "./scripted-work.js";
 
@@ -20,14 +21,18 @@ const callPart = (call: ScriptedCall) =>
   ({ type: "tool-call", toolCallId: call.id, toolName: call.tool, input: JSON.stringify(call.input) }) as const;
 
 /** The model for `steps`, answering generateText (doGenerate) and streamText (doStream) alike. */
-export function scriptedModel(steps: readonly ScriptedStep[]): MockLanguageModelV3 {
+// `ai` 7's MockLanguageModelV4 takes the same results for what the script returns; `ai` 6 has no V4 (hence `any`).
+const MockModel: typeof aiTest.MockLanguageModelV3 =
+  (aiTest as Record<string, any>).MockLanguageModelV4 ?? aiTest.MockLanguageModelV3;
+
+export function scriptedModel(steps: readonly ScriptedStep[]): InstanceType<typeof MockModel> {
   let next = 0;
   const take = () => {
     const step = steps[next++];
     if (!step) throw new Error(`the script has ${steps.length} steps; step ${next} was asked for`);
     return step;
   };
-  return new MockLanguageModelV3({
+  return new MockModel({
     doGenerate: async () => {
       const step = take();
       return {
