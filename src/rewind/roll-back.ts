@@ -57,7 +57,15 @@ export async function recoverInterruptedRewind(backend: StorageBackend, locked: 
   // Anyone who can write the session folder could have put it there: act on it only if it fits the tape.
   await checkIntent(backend, locked.sessionId, locked.lastSequence, found);
   const intent = found as RewindIntent;
-  if (intent.failed === undefined || !(await canRollBack(locked, intent))) {
+  if (intent.failed !== undefined && !(await canRollBack(locked, intent)))
+    // Marked only while it could be rolled back: its before-state blobs were removed by hand since. Finishing
+    // it would apply what its caller saw fail, so it is left to a person.
+    throw new RewindFailedError(locked.sessionId, false, {
+      reason:
+        `${intent.failed.reason}; it cannot be rolled back any more (blobs of its before-state are gone): ` +
+        "put the files back by hand, then delete records/rewind-intent.json",
+    });
+  if (intent.failed === undefined) {
     try {
       await completeIntent(backend, locked, intent);
       return;

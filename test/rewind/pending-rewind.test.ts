@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
+import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind, verify } from "../../src/index.js";
 import { blobFile } from "../helpers/rewind-story.js";
 import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 import { TempRoots } from "../helpers/temp-root.js";
@@ -150,6 +150,20 @@ describe("a writer that cannot finish an interrupted rewind (issue 9, case 3)", 
     const marked = JSON.parse(await readFile(intentFile, "utf8"));
     expect(marked.failed.reason).toMatch(/interrupted, then finishing it failed/);
     expect((await writer.get(s.id))?.pendingRewind?.state).toBe("failed");
+    const health = await verify(writer, s.id);
+    expect(health.problems).toContainEqual(
+      expect.objectContaining({ kind: "intent_pending", message: expect.stringContaining("rolls it back") }),
+    );
+
+    // Its before-state bytes removed by hand: it can no longer be rolled back, and is not finished instead.
+    execFileSync("chattr", ["-i", join(s.workspace, "b.txt")]);
+    immutable.splice(0);
+    await rm(blobFile(s.root, s.id, sha256("b2\n")));
+    const tree = await workspaceTree(s.workspace);
+    const stuck = await failure(writer.append(s.id, { type: "message", payload: { role: "user", content: "x" } }));
+    expect(isAgentTapeError(stuck, "REWIND_FAILED"), String(stuck)).toBe(true);
+    expect(stuck.message).toContain("put the files back by hand");
+    expect(await workspaceTree(s.workspace)).toEqual(tree);
   });
 });
 
