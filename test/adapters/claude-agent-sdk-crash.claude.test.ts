@@ -38,13 +38,13 @@ async function files(dir: string): Promise<Record<string, string>> {
 }
 
 async function until(done: () => Promise<boolean>, what: string, child: Child): Promise<void> {
-  for (let tries = 0; tries < 1200; tries++) {
+  for (let tries = 0; tries < 2400; tries++) {
     if (await done()) return;
     if (child.process.exitCode !== null || child.process.signalCode !== null)
       throw new Error(`the child ended before ${what}:\n${child.stdout}\n${child.stderr}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  throw new Error(`no ${what} in 60 s:\n${child.stdout}\n${child.stderr}`);
+  throw new Error(`no ${what} in 120 s:\n${child.stdout}\n${child.stderr}`);
 }
 
 /** The tool_use and tool_result ids of a transcript, in order, as `use:id` and `result:id`. */

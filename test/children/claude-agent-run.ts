@@ -51,7 +51,8 @@ const options = {
   settingSources: [],
   sessionStore,
   sessionStoreFlush: "eager",
-  hooks: sessionStore.checkpointHooks(),
+  // Under a loaded CI the mirrored entry may take longer than the default 2 s; it ends the wait once it is in.
+  hooks: sessionStore.checkpointHooks({ entryWaitMs: 20_000 }),
   ...(mode === "start" ? { sessionId } : { resume: sessionId }),
   env: {
     ...process.env,

@@ -50,7 +50,7 @@ export class Child {
     const node = [process.execPath, "--import", "tsx", ...preload, childScript(script), ...args];
     const isolation = ["unshare", "--net", "--pid", "--fork", "--kill-child=SIGKILL", "/bin/sh", "-c"];
     const [command, ...argv] = limits.isolated
-      ? [...isolation, 'ip link set lo up && exec "$0" "$@"', ...node]
+      ? [...isolation, 'PATH="$PATH:/usr/sbin:/sbin" ip link set lo up && exec "$0" "$@"', ...node]
       : limits.fileSizeKiB === undefined
         ? node
         : ["/bin/sh", "-c", `ulimit -f ${limits.fileSizeKiB} && exec "$0" "$@"`, ...node];
