@@ -133,7 +133,11 @@ export async function withTempDirs<T>(prefix: string, fn: (tempDir: () => Promis
   try {
     return await fn(tempDir);
   } finally {
-    await Promise.all(made.map((dir) => rm(dir, { recursive: true, force: true })));
+    // Retried: a git a suite ran may still be writing below (a detached auto-gc), and a failed cleanup
+    // must not hide the suite's own error.
+    await Promise.all(
+      made.map((dir) => rm(dir, { recursive: true, force: true, maxRetries: 5 }).catch(() => undefined)),
+    );
   }
 }
 

@@ -210,7 +210,8 @@ async function firstCommit(gitDir: string, workTree: string): Promise<void> {
   const git = (args: string[]) => run("git", args, { cwd: workTree, env, maxBuffer: 64 * 1024 * 1024 });
   await git(["init", "-q"]);
   await git(["add", "-A"]);
-  await git(["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "first"]);
+  // No auto-gc: after 50k loose objects it packs them in the background, taking CPU from the rounds that follow.
+  await git(["-c", "user.name=b", "-c", "user.email=b@b", "-c", "gc.auto=0", "commit", "-q", "-m", "first"]);
 }
 
 interface DiskFigures {
