@@ -14,6 +14,7 @@ import { conflictsSuite } from "./conflicts.bench.js";
 import { conversationSuite } from "./conversation.bench.js";
 import { diffSuite } from "./diff.bench.js";
 import { forkSuite } from "./fork.bench.js";
+import { forkWorkspaceSuite } from "./fork-workspace.bench.js";
 import { markdownTable, score, withTempDirs, type ScoredRow, type Suite } from "./harness.js";
 import { lockSuite } from "./lock.bench.js";
 import { replaySuite } from "./replay.bench.js";
@@ -35,6 +36,7 @@ const suites: Suite[] = [
   conversationSuite,
   diffSuite,
   forkSuite,
+  forkWorkspaceSuite,
   scaleSuite,
   shellSuite,
   diskSuite,

@@ -1,4 +1,5 @@
-import { lstat, mkdir, readdir } from "node:fs/promises";
+import { lstatSync, readdirSync } from "node:fs";
+import { mkdir, readdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { SignalOption, StorageBackend } from "../backend/types.js";
 import {
@@ -140,7 +141,7 @@ export async function forkIntoWorkspace(
           },
           { from, to: folder.real },
         );
-        return { session, workspace: folder.real, ...(await countTree(folder.real)), skipped: copied.skipped };
+        return { session, workspace: folder.real, ...countTree(folder.real), skipped: copied.skipped };
       },
       { ...signal, detectReentry: false }, // runs no user code while locked
     );
@@ -311,13 +312,13 @@ async function claimEmptyFolder(workspace: string): Promise<ClaimedFolder> {
   };
 }
 
-/** Counts what the new folder holds, without following links. */
-async function countTree(root: string): Promise<{ files: number; symlinks: number; folders: number; bytes: number }> {
+/** Counts what the new folder holds, without following links (synchronous calls: a new, small-file-heavy tree). */
+function countTree(root: string): { files: number; symlinks: number; folders: number; bytes: number } {
   const counts = { files: 0, symlinks: 0, folders: 0, bytes: 0 };
   const queue = [root];
   while (queue.length > 0) {
     const dir = queue.pop()!;
-    for (const entry of await readdir(dir, { withFileTypes: true })) {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);
       if (entry.isDirectory()) {
         counts.folders++;
@@ -325,7 +326,7 @@ async function countTree(root: string): Promise<{ files: number; symlinks: numbe
       } else if (entry.isSymbolicLink()) counts.symlinks++;
       else if (entry.isFile()) {
         counts.files++;
-        counts.bytes += (await lstat(path)).size;
+        counts.bytes += lstatSync(path).size;
       }
     }
   }

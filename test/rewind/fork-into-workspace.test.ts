@@ -10,6 +10,7 @@ import {
   isAgentTapeError,
   rewind,
   undoRewind,
+  verify,
   type ForkPayload,
 } from "../../src/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
@@ -119,9 +120,11 @@ describe("forkIntoWorkspace without a workspace index (the files the tape names)
     const checkpoints = events.filter((e) => e.type === "session_checkpoint" || e.type === "session_file_states");
     expect(checkpoints.length).toBeGreaterThan(0);
     for (const event of checkpoints) expect((event.payload as { workspace: string }).workspace).toBe(child);
-    // The parent's tape is as it was.
+    // The parent's tape is as it was, and both verify clean (the fork's copied checkpoints have their blobs).
     for (const event of await s.store.readAll(s.id, { types: ["session_checkpoint"] }))
       expect(event.payload.workspace).toBe(s.workspace);
+    expect((await verify(s.store, session.id)).ok).toBe(true);
+    expect((await verify(s.store, s.id)).ok).toBe(true);
   });
 
   it("a rewind of the fork to before the fork point writes in the fork's folder only", async () => {
