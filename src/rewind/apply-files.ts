@@ -4,7 +4,7 @@ import { fsyncDir } from "../core/atomic-file.js";
 import { SYNC_FILESYSTEM_FROM, syncFilesystem } from "../core/sync-filesystem.js";
 import type { FileSnapshot } from "../core/events.js";
 import { forEachLimited } from "../core/bounded-concurrency.js";
-import { confine, type ParentLooks } from "../checkpoint/confine.js";
+import { confine, placeLexically, type ParentLooks } from "../checkpoint/confine.js";
 import { HeldWorkspace, OUTSIDE } from "../checkpoint/held-workspace.js";
 import { removeEntry } from "../checkpoint/remove-entry.js";
 
@@ -18,9 +18,10 @@ export interface ApplyResult {
  * folder, or nothing. Restores run parents first, deletions deepest first, so a folder that must
  * go takes with it whatever a restore put inside it. Files are written temp + rename, so a crash
  * leaves each file old or new, never torn; every step is idempotent (recovery re-runs it). All is
- * durable when it returns: a few files are fsynced each and their folders once; from
- * SYNC_FILESYSTEM_FROM files on, one syncfs of the workspace's filesystem replaces those fsyncs
- * (docs/ARCHITECTURE.md, "Rewind intent": until the log is cut, recovery re-runs this step).
+ * durable when it returns, made so once at the end rather than file by file: a few files are fsynced
+ * together with their folders (each once, all at the same time); from SYNC_FILESYSTEM_FROM files on, one
+ * syncfs of the workspace's filesystem replaces those fsyncs (docs/ARCHITECTURE.md, "Rewind intent":
+ * until the log is cut, recovery re-runs this step, so a power loss before then loses nothing).
  * Each path is reached through its folder held open and checked inside the workspace right when
  * it is touched (docs/ARCHITECTURE.md, "Confinement"), so a symlink swapped in after the plan, or
  * while the write happens, still cannot lead a write or a delete outside.
@@ -55,17 +56,34 @@ async function applyHeld(
   const parentOf = (path: string) => (path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "");
 
   // A record's path as the workspace-relative name to act on; undefined (and refused) when it leads outside.
-  const looks: ParentLooks = new Map(); // each use is checked again by `held` (docs/ARCHITECTURE.md, "Confinement")
+  // With folders held, the folder opened is checked at the moment of use anyway (docs/ARCHITECTURE.md,
+  // "Confinement"): the parents need a look only when reaching it fails, to tell "outside" from an OS error.
+  const holding = HeldWorkspace.holdsFolders;
+  const looks: ParentLooks = new Map();
   const place = async (path: string): Promise<string | undefined> => {
-    const where = await confine(held.realWorkspace, path, held.realWorkspace, looks);
+    const where = holding
+      ? placeLexically(held.realWorkspace, path, held.realWorkspace)
+      : await confine(held.realWorkspace, path, held.realWorkspace, looks);
     if (!where.inside) {
       refused.push(path);
       return undefined;
     }
     return where.path;
   };
+  /** True (and refused) when reaching `path` failed because a parent leads outside, e.g. a dangling link. */
+  const leadsOutside = async (path: string): Promise<boolean> => {
+    if (!holding || (await confine(held.realWorkspace, path, held.realWorkspace, looks)).inside) return false;
+    refused.push(path);
+    return true;
+  };
   const act = async (path: string, action: (where: string) => Promise<void>) => {
-    const done = await held.at(path, action, { create: true });
+    let done;
+    try {
+      done = await held.at(path, action, { create: true });
+    } catch (error) {
+      if (await leadsOutside(path)) return;
+      throw error;
+    }
     if (done === OUTSIDE) refused.push(path);
     else touchedDirs.add(parentOf(path));
   };
@@ -79,7 +97,7 @@ async function applyHeld(
     else await act(path, (where) => restoreDirectory(held, path, where, record.mode));
   }
   const files = restores.filter((r) => r.kind !== "directory");
-  // Many files: written without their own fsync, all made durable by one syncfs at the end.
+  // Many files: made durable by one syncfs at the end instead of an fsync each.
   const batched = files.length >= SYNC_FILESYSTEM_FROM;
   const written: string[] = [];
   await forEachLimited(files, concurrency, async (record) => {
@@ -87,7 +105,7 @@ async function applyHeld(
     if (path === undefined || path === ".") return; // the workspace itself stays a folder
     if (record.kind === "blob") {
       const bytes = await blobBytes(record.blob);
-      await act(path, (where) => restoreFile(held, path, where, bytes, record.mode, !batched));
+      await act(path, (where) => restoreFile(held, path, where, bytes, record.mode));
       written.push(path);
     } else if (record.kind === "symlink") {
       await act(path, (where) => restoreSymlink(held, path, where, record.target));
@@ -101,6 +119,7 @@ async function applyHeld(
     try {
       done = await held.at(path, removeEntry); // removes a link itself, never what it points at
     } catch (error) {
+      if (await leadsOutside(path)) continue;
       const code = (error as NodeJS.ErrnoException).code;
       if (code === "ENOENT" || code === "ENOTDIR") continue; // no folder to hold it: nothing to delete
       throw error;
@@ -108,11 +127,14 @@ async function applyHeld(
     if (done === OUTSIDE) refused.push(path);
     else touchedDirs.add(parentOf(path));
   }
-  // Make the files, renames and unlinks durable before the log says the rewind happened.
+  // Make the files, renames and unlinks durable before the log says the rewind happened: no file waited for
+  // the disk on its own, so the waits overlap here (files and folders at once: until this returns nothing
+  // relies on their order, recovery re-runs the whole step).
   if (batched && (await syncFilesystem(held.realWorkspace))) return { refused };
-  if (batched)
-    await forEachLimited(written, concurrency, (path) => held.at(path, fsyncFile).then(() => undefined, ignoreGone));
-  await Promise.all([...touchedDirs].map((dir) => held.folder(dir, fsyncDir).catch(() => undefined)));
+  await Promise.all([
+    forEachLimited(written, concurrency, (path) => held.at(path, fsyncFile).then(() => undefined, ignoreGone)),
+    ...[...touchedDirs].map((dir) => held.folder(dir, fsyncDir).catch(() => undefined)),
+  ]);
   return { refused };
 }
 
@@ -132,14 +154,8 @@ async function clearFor(held: HeldWorkspace, path: string, where: string, keepDi
   if (!info.isDirectory() && keepDirectory) await unlink(where).catch(ignoreMissing);
 }
 
-async function restoreFile(
-  held: HeldWorkspace,
-  path: string,
-  where: string,
-  bytes: Buffer,
-  mode: number,
-  durable: boolean,
-) {
+/** Writes the bytes to a temp beside the file and renames it over; durable only once applyHeld syncs at the end. */
+async function restoreFile(held: HeldWorkspace, path: string, where: string, bytes: Buffer, mode: number) {
   const temp = tempFor(where);
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
   const fh = await clearedFirst(temp, () => open(temp, flags, 0o600));
@@ -147,7 +163,6 @@ async function restoreFile(
     try {
       await fh.writeFile(bytes);
       await fh.chmod(mode); // after writing, and explicitly: open()'s mode is cut by the umask
-      if (durable) await fh.sync();
     } finally {
       await fh.close();
     }
@@ -223,7 +238,7 @@ async function restoreMode(where: string, mode: number): Promise<void> {
   }
 }
 
-/** The fallback when no syncfs could be had: fsyncs a restored file, never through a link (gone: nothing to do). */
+/** Fsyncs a restored file, never through a link (gone: nothing to do). */
 async function fsyncFile(where: string): Promise<void> {
   let fh;
   try {

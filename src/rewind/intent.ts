@@ -5,6 +5,7 @@ import { applyFileRecords } from "./apply-files.js";
 import type { RewindArchive } from "../blobs/archives.js";
 import { pruneUnreferencedBlobs } from "../blobs/prune.js";
 import { RewindFailedError } from "../core/errors.js";
+import { storeUndoBlobs, undoBlobsOf, type UndoBlobInIntent } from "./undo-in-intent.js";
 
 /** Name of the side record that makes a rewind (or an undo) crash-safe. */
 export const REWIND_INTENT_RECORD = "rewind-intent";
@@ -34,6 +35,12 @@ export interface RewindIntent {
    * fsync: a power loss can cost the undo, never consistency.
    */
   archive?: { name: string; events: StoredEvent[] };
+  /**
+   * The undo snapshot's bytes when they are few and small (undo-in-intent.ts): fsynced with the intent
+   * instead of stored as blobs before it, and stored as blobs during step 1, durable before the log is cut.
+   * Absent: the undo blobs were stored (durably) before the intent was written.
+   */
+  undoBlobs?: UndoBlobInIntent[];
   /** Prune unreferenced blobs (a rewind does; an undo removes nothing, so need not). */
   prune: boolean;
   /**
@@ -80,12 +87,15 @@ export type RewindStep = "files-restored" | "log-truncated" | "blobs-pruned" | "
  * Runs steps 1-4 of a rewind (or an undo) whose intent is durable, under the one held lock:
  * (1) make the files what the intent says, (2) truncate the log, (3) drop expired archives and
  * prune blobs nothing references, (4) append the events and the marker. Then the intent goes.
+ * `verified`: blob bytes the caller read and checked against their hash already (its plan), used
+ * instead of reading them again; recovery passes none and reads every blob from the store.
  */
 export async function completeIntent(
   backend: StorageBackend,
   locked: LockedSession,
   intent: RewindIntent,
   onStep: (step: RewindStep) => void = () => {},
+  verified?: ReadonlyMap<string, Buffer>,
 ): Promise<{ blobsPruned: number; refused: string[] }> {
   if (locked.lastSequence >= intent.markerSequence) {
     // Done before a crash that came between appending the marker and dropping the intent — if the
@@ -109,10 +119,19 @@ export async function completeIntent(
     intent.kind === "rewind" &&
     locked.lastSequence <= intent.truncateTo &&
     intent.truncateTo < intent.markerSequence - 1;
-  if (intent.workspace !== undefined && intent.files.length > 0 && !filesDone) {
-    ({ refused } = await applyFileRecords(intent.workspace, intent.files, (hash) =>
-      readVerifiedBlob(backend, locked.sessionId, hash),
-    ));
+  if (!filesDone) {
+    // The undo blobs the intent carries and the files are written, and waited for, at the same time.
+    const undoBlobs = undoBlobsOf(locked.sessionId, intent.undoBlobs ?? []);
+    const steps = await Promise.allSettled([
+      intent.workspace !== undefined && intent.files.length > 0
+        ? applyFileRecords(intent.workspace, intent.files, async (hash) => {
+            return verified?.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash);
+          })
+        : { refused },
+      storeUndoBlobs(backend, locked, undoBlobs, verified !== undefined),
+    ]);
+    for (const step of steps) if (step.status === "rejected") throw step.reason;
+    ({ refused } = (steps[0] as PromiseFulfilledResult<{ refused: string[] }>).value);
   }
   onStep("files-restored");
   await locked.truncateAfter(intent.truncateTo); // also drops a partial append from a crashed attempt

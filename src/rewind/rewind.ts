@@ -11,12 +11,12 @@ import {
 import { RewindMode, type FileChange, type RewindPayload, type StoredEvent } from "../core/events.js";
 import { eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import type { SnapshotLimits } from "../checkpoint/snapshot.js";
-import { storeBlobsThenReference } from "../blobs/store-then-reference.js";
 import { archiveName, listArchives, readArchive } from "../blobs/archives.js";
 import { addReferences, referencedBlobs } from "../blobs/references.js";
 import { isDroppedCheckpoint, readHorizon } from "../blobs/retention-horizon.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { settleFailedRewind } from "./roll-back.js";
+import { writeIntentWithUndo } from "./undo-in-intent.js";
 import { realWorkspaceOf } from "../checkpoint/confine.js";
 import { recordedWorkspace } from "./recorded-workspace.js";
 import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.js";
@@ -238,7 +238,7 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
       let done: { blobsPruned: number };
       try {
         options.onProgress?.("intent-written");
-        done = await completeIntent(store.backend, locked, intent, options.onProgress);
+        done = await completeIntent(store.backend, locked, intent, options.onProgress, plan?.blobs);
       } catch (error) {
         done = await settleFailedRewind(store.backend, locked, intent, error);
       }
@@ -258,9 +258,9 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
 }
 
 /**
- * Saves what an undo needs — the before-bytes of every path about to change, the events about
- * to be cut — then writes the intent (fsynced). Until the intent exists nothing has been
- * touched; from then on the rewind will complete, even across a crash.
+ * Saves what an undo needs — the before-bytes of every path about to change (as blobs, or a few small
+ * ones inside the intent), the events about to be cut — then writes the intent (fsynced). Until the
+ * intent exists nothing has been touched; from then on the rewind will complete, even across a crash.
  */
 async function prepareRewind(
   store: SessionStore<any>,
@@ -335,7 +335,7 @@ async function prepareRewind(
     // Nothing will reference them once the rewind is done: prune must look at them too.
     intent.pruneCandidates = [...new Set([...intent.pruneCandidates!, ...beforeState.blobs.keys()])];
   }
-  await storeBlobsThenReference(locked, beforeState, UNDO_LIMITS.concurrency, () => writeIntent(locked, intent));
+  await writeIntentWithUndo(locked, beforeState, intent, UNDO_LIMITS.concurrency, () => writeIntent(locked, intent));
   return intent;
 }
 

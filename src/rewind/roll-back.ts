@@ -5,6 +5,7 @@ import { registerRecoveryStep, type PendingRewind } from "../session/recovery.js
 import { applyFileRecords } from "./apply-files.js";
 import { checkIntent } from "./intent-check.js";
 import { completeIntent, REWIND_INTENT_RECORD, type RewindIntent } from "./intent.js";
+import { undoBlobsOf } from "./undo-in-intent.js";
 
 // A rewind (or an undo) that did not finish (docs/ARCHITECTURE.md, "Rewind intent" and "Recovery"): its own
 // caller's failure, the next writer's recovery, and what readers report meanwhile.
@@ -122,7 +123,9 @@ async function canRollBack(locked: LockedSession, intent: RewindIntent): Promise
   if (intent.before === undefined) return false;
   const untouched = intent.kind === "undo" ? intent.truncateTo : intent.markerSequence - 1;
   if (locked.lastSequence !== untouched) return false;
-  for (const record of intent.before) if (record.kind === "blob" && !(await locked.hasBlob(record.blob))) return false;
+  const carried = new Set((intent.undoBlobs ?? []).map((b) => b.hash)); // its bytes are in the intent itself
+  for (const record of intent.before)
+    if (record.kind === "blob" && !carried.has(record.blob) && !(await locked.hasBlob(record.blob))) return false;
   return true;
 }
 
@@ -131,10 +134,12 @@ async function canRollBack(locked: LockedSession, intent: RewindIntent): Promise
  * blobs stay for the next prune (or gc): deleting them here could take one an earlier checkpoint also uses.
  */
 async function rollBack(backend: StorageBackend, locked: LockedSession, intent: RewindIntent): Promise<void> {
+  // A few before-blobs ride in the intent (undo-in-intent.ts), and may not be stored yet: their bytes come from it.
+  const carried = undoBlobsOf(locked.sessionId, intent.undoBlobs ?? []);
   if (intent.workspace !== undefined && intent.before!.length > 0)
-    await applyFileRecords(intent.workspace, intent.before!, (hash) =>
-      readVerifiedBlob(backend, locked.sessionId, hash),
-    );
+    await applyFileRecords(intent.workspace, intent.before!, async (hash) => {
+      return carried.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash);
+    });
   await locked.deleteRecord(REWIND_INTENT_RECORD);
 }
 

@@ -4,11 +4,11 @@ import { InvalidArgumentError, NothingToUndoError, SessionNotFoundError } from "
 import type { RewindPayload, StoredEvent } from "../core/events.js";
 import { assertPayloadActedOn } from "../core/payload-check.js";
 import { eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
-import { storeBlobsThenReference } from "../blobs/store-then-reference.js";
 import { readArchive } from "../blobs/archives.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { settleFailedRewind } from "./roll-back.js";
 import { realWorkspaceOf } from "../checkpoint/confine.js";
+import { writeIntentWithUndo } from "./undo-in-intent.js";
 import { planFileChanges, type FilePlan } from "./plan.js";
 import { UNDO_LIMITS, emptyReport, summarizePlan, withPatches, type RewindReport } from "./rewind.js";
 import { diffPlannedChanges } from "./plan-diffs.js";
@@ -142,10 +142,12 @@ export async function undoRewind(
       };
       if (realWorkspace !== undefined) intent.workspace = realWorkspace;
       const undoSnapshot = plan ? plan.current : { files: [], blobs: new Map() };
-      await storeBlobsThenReference(locked, undoSnapshot, UNDO_LIMITS.concurrency, () => writeIntent(locked, intent));
+      await writeIntentWithUndo(locked, undoSnapshot, intent, UNDO_LIMITS.concurrency, () =>
+        writeIntent(locked, intent),
+      );
       try {
         options.onProgress?.("intent-written");
-        await completeIntent(store.backend, locked, intent, options.onProgress);
+        await completeIntent(store.backend, locked, intent, options.onProgress, plan?.blobs);
       } catch (error) {
         await settleFailedRewind(store.backend, locked, intent, error); // rolled back, or finished after all
       }

@@ -1,29 +1,31 @@
 // Issue 9, case 2: a rewind that fails part way (after files were restored, before the log was cut) must leave
 // the session exactly as before it — files, log, no intent — and throw REWIND_FAILED with the cause; an append
 // the caller makes at once on the same store must not take the marker's number or make the rewind look done.
-import { rmSync } from "node:fs";
-import { realpath, mkdir } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { realpath, mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
-import { blobFile } from "../helpers/rewind-story.js";
-import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
+import { put, workspaceTree } from "../helpers/rewind-workspace.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
 const stores: SessionStore[] = [];
+const immutable: string[] = [];
 afterEach(async () => {
+  for (const folder of immutable.splice(0)) execFileSync("chattr", ["-i", folder]);
   await Promise.all(stores.splice(0).map((s) => s.close()));
   await temps.removeAll();
 });
 
-/** a.txt and b.txt edited by one tool call after the target; the rewind would put both back. */
+/** a.txt and b.txt edited and sub/c.txt deleted by one tool call after the target; the rewind would put all back. */
 async function editedWorkspace() {
   const base = await realpath(await temps.make("agent-tape-failed-rewind-"));
   const workspace = join(base, "ws");
   await mkdir(workspace);
   await put(workspace, "a.txt", "a1\n");
   await put(workspace, "b.txt", "b1\n");
+  await put(workspace, "sub/c.txt", "c1\n");
   const root = join(base, "sessions");
   const store = new SessionStore({ root });
   stores.push(store);
@@ -32,9 +34,10 @@ async function editedWorkspace() {
   const say = async (content: string) =>
     (await store.append(id, { type: "message", payload: { role: "user", content } })).sequence;
   const target = await say("start");
-  await checkpoints.around(id, { tool: "edit", paths: ["a.txt", "b.txt"] }, async () => {
+  await checkpoints.around(id, { tool: "edit", paths: ["a.txt", "b.txt", "sub/c.txt"] }, async () => {
     await put(workspace, "a.txt", "a2\n");
     await put(workspace, "b.txt", "b2\n");
+    await rm(join(workspace, "sub/c.txt"));
   });
   await say("later");
   return { root, workspace, store, id, target, say };
@@ -57,14 +60,19 @@ const attacks = {
         },
       }),
     ),
-  "a blob goes missing half way through restoring the files": async (s: Awaited<ReturnType<typeof editedWorkspace>>) =>
+  "a folder cannot be written half way through restoring the files": async (
+    s: Awaited<ReturnType<typeof editedWorkspace>>,
+  ) =>
     failure(
       rewind(s.store, s.id, {
         toSequence: s.target,
         onProgress: (step) => {
-          // b.txt's before-bytes are gone before the files are restored: removed at once (rmSync), not in a
-          // race with the restore's own reads, which a faster blob read won (issue 13).
-          if (step === "intent-written") rmSync(blobFile(s.root, s.id, sha256("b1\n")));
+          // sub/c.txt cannot be put back (EPERM, even for root), while a.txt and b.txt can. Undoing the
+          // rewind needs nothing written in sub/: c.txt was absent before it. (A blob removed here no longer
+          // fails the restore: it writes the bytes its plan read and verified, issue 13.)
+          if (step !== "intent-written") return;
+          execFileSync("chattr", ["+i", join(s.workspace, "sub")]);
+          immutable.push(join(s.workspace, "sub"));
         },
       }),
     ),
