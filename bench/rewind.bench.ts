@@ -1,6 +1,6 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { CheckpointStore, SessionStore, rewind, type RewindReport } from "../src/index.js";
+import { CheckpointStore, SessionStore, rewind, undoRewind, type RewindReport } from "../src/index.js";
 import { interleavedRounds, timeIt, type Figure, type Row, type Suite } from "./harness.js";
 import { formatMs, medianMs, perOperation } from "./per-operation.js";
 import {
@@ -26,6 +26,8 @@ const GIT_PARITY = 1;
  * (`git restore --source=<commit> .` + `git clean -fd`) in the same workspace. Every round
  * starts from the same edited state, re-made untimed: a fresh session, k captures + edits for
  * ours; the same k edits for git; then the disk is settled (syncfs). Only the rewind itself is timed.
+ * The undo of such a rewind (`undoRewind`, putting the k edits back) is timed the same way, against the
+ * same git restore: what a user pays to change their mind, either way.
  */
 export const rewindSuite: Suite = {
   name: "rewind",
@@ -54,6 +56,7 @@ interface KFigures {
   files: number;
   ours: Figure;
   oursNoUndo: Figure;
+  oursUndo: Figure;
   git: Figure;
 }
 
@@ -105,9 +108,25 @@ async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBe
           return ms;
         };
 
+        const undo = async () => {
+          const { id, target } = await editedSession();
+          await rewind(store, id, { toSequence: target });
+          await settleDisk(dir);
+          let report: RewindReport | undefined;
+          const ms = await timeIt(async () => {
+            report = await undoRewind(store, id);
+          });
+          if (report?.filesRestored !== k)
+            throw new Error(`undo restored ${report?.filesRestored} files, expected ${k}`);
+          await expectOriginals(workspace, paths, edited);
+          await Promise.all(paths.map((path, i) => writeFile(join(workspace.root, path), originals[i]!)));
+          return ms;
+        };
+
         const samples = await interleavedRounds(rounds, {
           ours: ours(1),
           oursNoUndo: ours(0),
+          oursUndo: undo,
           git: async () => {
             await editAll();
             await settleDisk(dir);
@@ -123,6 +142,7 @@ async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBe
           files: k,
           ours: perOperation("files/s, rewind() keepUndo 1 (default)", samples.ours, k),
           oursNoUndo: perOperation("files/s, rewind() keepUndo 0", samples.oursNoUndo, k),
+          oursUndo: perOperation("files/s, undoRewind()", samples.oursUndo, k),
           git: perOperation("files/s, git restore --source + clean -fd", samples.git, k),
         };
       },
@@ -163,7 +183,23 @@ function rowsFor(
       notes:
         `${formatMs(f.ours, k)} vs ${formatMs(f.git, k)} per rewind${perFile}; ` +
         `keepUndo 0: ${formatMs(f.oursNoUndo, k)}; ${roundsFor(k)} rounds`,
-      details: { oursMs: medianMs(f.ours, k), oursNoUndoMs: medianMs(f.oursNoUndo, k), gitMs: medianMs(f.git, k) },
+      details: {
+        oursMs: medianMs(f.ours, k),
+        oursNoUndoMs: medianMs(f.oursNoUndo, k),
+        undoMs: medianMs(f.oursUndo, k),
+        gitMs: medianMs(f.git, k),
+      },
+    });
+  }
+  for (const k of ks) {
+    const f = main.get(k)!;
+    rows.push({
+      suite: `undo of a ${k}-file rewind @${sizeLabel(mainSize)} files vs shadow git`,
+      ours: f.oursUndo,
+      baseline: f.git,
+      ratio: f.oursUndo.value / f.git.value,
+      target: { op: ">=", value: k === 1 ? GIT_SPEEDUP : GIT_PARITY, on: "ratio" },
+      notes: `${formatMs(f.oursUndo, k)} vs ${formatMs(f.git, k)} (git restore of the same edit); ${roundsFor(k)} rounds`,
     });
   }
   const [smallest, largest] = [flatSizes[0]!, flatSizes[flatSizes.length - 1]!];

@@ -115,8 +115,8 @@ export async function writeBlobFile(
     throw error;
   }
   if (!durable) return true;
-  await fsyncDir(dirname(file));
-  if (newShard) await fsyncDir(layout.blobs(id));
+  // The blob's name in its shard and a new shard's name in blobs/: independent, so waited for together.
+  await Promise.all([fsyncDir(dirname(file)), newShard ? fsyncDir(layout.blobs(id)) : undefined]);
   return true;
 }
 
