@@ -199,7 +199,9 @@ function rowsFor(
       baseline: f.git,
       ratio: f.oursUndo.value / f.git.value,
       target: { op: ">=", value: k === 1 ? GIT_SPEEDUP : GIT_PARITY, on: "ratio" },
-      notes: `${formatMs(f.oursUndo, k)} vs ${formatMs(f.git, k)} (git restore of the same edit); ${roundsFor(k)} rounds`,
+      notes:
+        `${formatMs(f.oursUndo, k)} vs ${formatMs(f.git, k)} (git restore of the same edit); ` +
+        `${roundsFor(k)} rounds`,
     });
   }
   const [smallest, largest] = [flatSizes[0]!, flatSizes[flatSizes.length - 1]!];
