@@ -159,6 +159,10 @@ describe("a writer that cannot finish an interrupted rewind (issue 9, case 3)", 
     execFileSync("chattr", ["-i", join(s.workspace, "b.txt")]);
     immutable.splice(0);
     await rm(blobFile(s.root, s.id, sha256("b2\n")));
+    // A few small before-blobs also ride in the intent (src/rewind/undo-in-intent.ts): removed from there too.
+    const carried = JSON.parse(await readFile(intentFile, "utf8"));
+    carried.undoBlobs = carried.undoBlobs?.filter((b: { hash: string }) => b.hash !== sha256("b2\n"));
+    await writeFile(intentFile, JSON.stringify(carried));
     const tree = await workspaceTree(s.workspace);
     const stuck = await failure(writer.append(s.id, { type: "message", payload: { role: "user", content: "x" } }));
     expect(isAgentTapeError(stuck, "REWIND_FAILED"), String(stuck)).toBe(true);
