@@ -3,13 +3,14 @@
 // runs. A new store then resumes from the tape: the conversation comes back as model messages (the killed call
 // answered as interrupted), a rewind to before the 2nd tool call restores the files byte for byte, and undo
 // puts back what the run had done. One round per loop mode (generateText, streamText).
-import { mkdir, readFile, readdir, realpath, writeFile } from "node:fs/promises";
+import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { INTERRUPTED, aiSdkTape } from "../../src/adapters/ai-sdk/index.js";
 import { SessionStore, rewind, undoRewind } from "../../src/index.js";
 import { Child } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { textFilesOf } from "../helpers/workspace-tree.js";
 
 const temps = new TempRoots();
 const stores: SessionStore[] = [];
@@ -17,17 +18,6 @@ afterEach(async () => {
   await Promise.all(stores.splice(0).map((s) => s.close()));
   await temps.removeAll();
 });
-
-/** Every file below `dir` with its bytes, as text (the tools write text). */
-async function files(dir: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true }))
-    if (entry.isFile()) {
-      const path = join(entry.parentPath, entry.name);
-      out[path.slice(dir.length + 1)] = await readFile(path, "utf8");
-    }
-  return out;
-}
 
 describe("agent-tape/ai-sdk, killed mid-tool", () => {
   for (const mode of ["generateText", "streamText"] as const) {
@@ -43,7 +33,7 @@ describe("agent-tape/ai-sdk, killed mid-tool", () => {
 
       const child = new Child("ai-sdk-agent-run.ts", [root, id, workspace, mode, "t4"]);
       await child.waitForLine((line) => line === "in-tool t4");
-      const atKill = await files(workspace);
+      const atKill = await textFilesOf(workspace);
       child.kill("SIGKILL");
       const ended = await child.done();
       expect(ended.signal).toBe("SIGKILL");
@@ -67,7 +57,7 @@ describe("agent-tape/ai-sdk, killed mid-tool", () => {
       });
 
       await rewind(store, id, { beforeCallId: "t2" });
-      expect(await files(workspace)).toEqual({ "notes.md": "# Notes\n", "todo.txt": "- write the notes\n" });
+      expect(await textFilesOf(workspace)).toEqual({ "notes.md": "# Notes\n", "todo.txt": "- write the notes\n" });
       expect((await aiSdkTape({ store, sessionId: id }).messages()).map((m) => m.role)).toEqual([
         "user",
         "assistant",
@@ -75,7 +65,7 @@ describe("agent-tape/ai-sdk, killed mid-tool", () => {
         "assistant",
       ]);
       await undoRewind(store, id);
-      expect(await files(workspace)).toEqual(atKill);
+      expect(await textFilesOf(workspace)).toEqual(atKill);
       expect(atKill["notes.md"]).toBe("# Final notes\n");
       expect(atKill["todo.txt"]).toBeUndefined();
     });

@@ -8,14 +8,14 @@
 // CLAUDE_CONFIG_DIR, so only the tape has it) and runs one more command; a rewind to before the 2nd call restores
 // the files byte for byte and cuts the transcript; undo puts back the runs' tree. One round.
 import { randomUUID } from "node:crypto";
-import { mkdir, readFile, readdir, realpath, stat, writeFile } from "node:fs/promises";
+import { mkdir, readFile, realpath, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { claudeEvents } from "../../src/adapters/claude-agent-sdk/index.js";
 import { SessionStore, rewind, undoRewind } from "../../src/index.js";
 import { Child, childrenKilledAfterEach, runChild } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
-import { treeOf } from "../helpers/workspace-tree.js";
+import { textFilesOf, treeOf } from "../helpers/workspace-tree.js";
 import { CLAUDE_SDK_ENTRY } from "./claude-sdk-entry.js";
 
 const temps = new TempRoots();
@@ -25,17 +25,6 @@ afterEach(async () => {
   await temps.removeAll();
 });
 const children = childrenKilledAfterEach();
-
-/** Every file below `dir` with its bytes, as text (the tools write text). */
-async function files(dir: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true }))
-    if (entry.isFile()) {
-      const path = join(entry.parentPath, entry.name);
-      out[path.slice(dir.length + 1)] = await readFile(path, "utf8");
-    }
-  return out;
-}
 
 async function until(done: () => Promise<boolean>, what: string, child: Child): Promise<void> {
   for (let tries = 0; tries < 2400; tries++) {
@@ -84,7 +73,7 @@ describe("agent-tape/claude-agent-sdk, Claude Code killed mid-tool", () => {
       "sign that the 4th call runs",
       child,
     );
-    const atKill = await files(workspace);
+    const atKill = await textFilesOf(workspace);
     child.kill("SIGKILL");
     const ended = await child.done();
     expect(ended.signal).toBe("SIGKILL");
@@ -137,7 +126,7 @@ describe("agent-tape/claude-agent-sdk, Claude Code killed mid-tool", () => {
     // Back to before the 2nd call, by Claude's tool_use id: the files as the 1st call left them, the shell's work
     // undone, and the transcript cut before the call.
     await rewind(store, tapeId, { beforeCallId: "t2" });
-    expect(await files(workspace)).toEqual({ "notes.md": "# Notes\n", "todo.txt": "- write the notes\n" });
+    expect(await textFilesOf(workspace)).toEqual({ "notes.md": "# Notes\n", "todo.txt": "- write the notes\n" });
     expect(Object.keys(await treeOf(workspace))).toEqual(["notes.md", "todo.txt"]);
     // The message that made the call stays (Claude Code writes each tool_use block as an entry of its own: t3's
     // may have reached the tape before t2's checkpoint or after it); no result of the 2nd turn does.

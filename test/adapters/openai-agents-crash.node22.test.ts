@@ -4,7 +4,7 @@
 // Session's getItems gives the history with the killed call answered as interrupted, and a new run goes on from
 // it. A rewind to before the 2nd tool call restores the files byte for byte and the conversation; undo puts back
 // what the runs had done. One round per run mode (run, run with stream).
-import { mkdir, readFile, readdir, realpath, writeFile } from "node:fs/promises";
+import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Agent, type AgentInputItem, run, setTracingDisabled } from "@openai/agents";
 import { afterEach, describe, expect, it } from "vitest";
@@ -12,7 +12,7 @@ import { INTERRUPTED, openaiAgentsEvents, openaiAgentsTape } from "../../src/ada
 import { SessionStore, rewind, undoRewind } from "../../src/index.js";
 import { Child } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
-import { treeOf } from "../helpers/workspace-tree.js";
+import { textFilesOf, treeOf } from "../helpers/workspace-tree.js";
 import { TOUCHES, agentTools, scriptedModel } from "./openai-agents-agent.js";
 
 setTracingDisabled(true);
@@ -22,17 +22,6 @@ afterEach(async () => {
   await Promise.all(stores.splice(0).map((s) => s.close()));
   await temps.removeAll();
 });
-
-/** Every file below `dir` with its bytes, as text (the tools write text). */
-async function files(dir: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true }))
-    if (entry.isFile()) {
-      const path = join(entry.parentPath, entry.name);
-      out[path.slice(dir.length + 1)] = await readFile(path, "utf8");
-    }
-  return out;
-}
 
 /** An item as `type:detail`, to compare lists of them. */
 function short(item: AgentInputItem): string {
@@ -55,7 +44,7 @@ describe("agent-tape/openai-agents, killed mid-tool", () => {
 
       const child = new Child("openai-agents-run.ts", [root, id, workspace, mode, "t4"]);
       await child.waitForLine((line) => line === "in-tool t4");
-      const atKill = await files(workspace);
+      const atKill = await textFilesOf(workspace);
       child.kill("SIGKILL");
       const ended = await child.done();
       expect(ended.signal).toBe("SIGKILL");
@@ -105,7 +94,7 @@ describe("agent-tape/openai-agents, killed mid-tool", () => {
       const beforeRewind = await treeOf(workspace);
 
       await rewind(store, id, { beforeCallId: "t2" });
-      expect(await files(workspace)).toEqual({ "notes.md": "# Notes\n", "todo.txt": "- write the notes\n" });
+      expect(await textFilesOf(workspace)).toEqual({ "notes.md": "# Notes\n", "todo.txt": "- write the notes\n" });
       expect(Object.keys(await treeOf(workspace))).toEqual(["notes.md", "todo.txt"]); // gen/ is gone too
       expect((await tape.session.getItems()).map(short)).toEqual([
         "message:user",

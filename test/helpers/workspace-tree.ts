@@ -29,3 +29,14 @@ export async function treeOf(root: string, leaveOut: readonly string[] = [".git"
   await visit(root, "");
   return tree;
 }
+
+/** Every regular file below `dir` (recursively) with its bytes as text: for workspaces whose tools write text. */
+export async function textFilesOf(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true }))
+    if (entry.isFile()) {
+      const path = join(entry.parentPath, entry.name);
+      out[path.slice(dir.length + 1)] = await readFile(path, "utf8");
+    }
+  return out;
+}
