@@ -8,6 +8,7 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, isAgentTapeError, rewind, type StoredEvent } from "../../src/index.js";
 import { LastWritten, lastWrittenStates } from "../../src/rewind/conflicts.js";
+import { bytesRead } from "../helpers/bytes-read.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { put } from "../helpers/rewind-workspace.js";
 
@@ -17,11 +18,6 @@ afterEach(async () => {
   await Promise.all(stores.splice(0).map((s) => s.close()));
   await temps.removeAll();
 });
-
-/** Bytes this process has read through read() calls so far (Linux /proc/self/io, page cache included). */
-async function bytesRead(): Promise<number> {
-  return Number(/^rchar: (\d+)$/m.exec(await readFile("/proc/self/io", "utf8"))![1]);
-}
 
 describe("a files rewind's conflict check reads what it cuts", () => {
   it("a long tape, the last edit rewound: a few KB read, and a hand edit is still refused", async () => {
@@ -55,7 +51,8 @@ describe("a files rewind's conflict check reads what it cuts", () => {
     const before = await bytesRead();
     const refused = await rewind(store, id, { toSequence: target, mode: "files" }).catch((error: unknown) => error);
     expect(isAgentTapeError(refused, "REWIND_CONFLICT"), String(refused)).toBe(true);
-    expect(((await bytesRead()) - before) / logBytes).toBeLessThan(0.02);
+    // a whole-log read is >= 1; the rest is headroom (bytes-read.ts)
+    expect(((await bytesRead()) - before) / logBytes).toBeLessThan(0.1);
 
     await writeFile(join(workspace, "notes.md"), "v2\n");
     const report = await rewind(store, id, { toSequence: target, mode: "files" });

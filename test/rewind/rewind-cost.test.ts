@@ -1,16 +1,12 @@
-import { readFile, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore, rewind } from "../../src/index.js";
+import { bytesRead } from "../helpers/bytes-read.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
-
-/** Bytes this process has read through read() calls so far (Linux /proc/self/io, page cache included). */
-async function bytesRead(): Promise<number> {
-  return Number(/^rchar: (\d+)$/m.exec(await readFile("/proc/self/io", "utf8"))![1]);
-}
 
 describe("a rewind's reading follows what it cuts", () => {
   it("cutting the last 10 of 40,000 events (conversation) reads a few KB of the log, not all of it", async () => {
@@ -36,7 +32,8 @@ describe("a rewind's reading follows what it cuts", () => {
       expect(report.eventsRemoved).toBe(10);
       // Planning, truncating and pruning each read the whole log once: more than 3x its size; then the
       // truncation still copied the kept part. Now the cut is found backwards and made in place.
-      expect(read / logBytes).toBeLessThan(0.02);
+      // a whole-log read is >= 1; the rest is headroom (bytes-read.ts)
+      expect(read / logBytes).toBeLessThan(0.1);
     } finally {
       await store.close();
     }
