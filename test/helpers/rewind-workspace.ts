@@ -1,8 +1,9 @@
 import { BLOBS_IN_FLIGHT_RECORD } from "../../src/blobs/in-flight.js";
-import type { SessionStore } from "../../src/index.js";
+import { CheckpointStore, SessionStore } from "../../src/index.js";
 import { createHash } from "node:crypto";
-import { chmod, lstat, mkdir, readdir, readFile, readlink, writeFile } from "node:fs/promises";
+import { chmod, lstat, mkdir, readdir, readFile, readlink, realpath, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import type { TempRoots } from "./temp-root.js";
 
 /**
  * What a folder holds, byte for byte, as one comparable object: every entry below it by
@@ -57,4 +58,25 @@ export async function put(workspace: string, path: string, content: string | Uin
  */
 export async function recordsLeft(store: SessionStore, id: string): Promise<string[]> {
   return (await store.backend.listRecords(id)).filter((name) => name !== BLOBS_IN_FLIGHT_RECORD);
+}
+
+/**
+ * A session whose one tool call edited a.txt and b.txt (a1/b1 -> a2/b2) after `target`, then one more message:
+ * the story of the pending-rewind tests. The store is pushed on `stores` for the caller's afterEach to close.
+ */
+export async function editedTwoFiles(temps: TempRoots, stores: SessionStore[], prefix: string) {
+  const workspace = join(await realpath(await temps.make(prefix)), "ws");
+  const root = `${workspace}-sessions`;
+  await put(workspace, "a.txt", "a1\n");
+  await put(workspace, "b.txt", "b1\n");
+  const store = new SessionStore({ root });
+  stores.push(store);
+  const { id } = await store.create({ workspace });
+  const target = (await store.append(id, { type: "message", payload: { role: "user", content: "start" } })).sequence;
+  await new CheckpointStore(store).around(id, { tool: "edit", paths: ["a.txt", "b.txt"] }, async () => {
+    await put(workspace, "a.txt", "a2\n");
+    await put(workspace, "b.txt", "b2\n");
+  });
+  await store.append(id, { type: "message", payload: { role: "assistant", content: "edited" } });
+  return { workspace, root, store, id, target };
 }

@@ -3,12 +3,12 @@
 // any process read the tape as it is on disk, report the rewind as pending and change nothing, before and
 // after the cause is fixed; once it is fixed, the next writer rolls the failed rewind back, never forward.
 import { execFileSync } from "node:child_process";
-import { readFile, realpath } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind } from "../../src/index.js";
+import { SessionStore, isAgentTapeError, rewind } from "../../src/index.js";
 import { runChild } from "../helpers/children.js";
-import { put, workspaceTree } from "../helpers/rewind-workspace.js";
+import { editedTwoFiles, workspaceTree } from "../helpers/rewind-workspace.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -28,19 +28,7 @@ function setImmutable(path: string, on: boolean): void {
 
 /** a.txt and b.txt edited by one tool call after the target, then one more message; b.txt made immutable. */
 async function failedRewind(keepUndo: number) {
-  const workspace = join(await realpath(await temps.make("agent-tape-pending-process-")), "ws");
-  const root = `${workspace}-sessions`;
-  await put(workspace, "a.txt", "a1\n");
-  await put(workspace, "b.txt", "b1\n");
-  const store = new SessionStore({ root });
-  stores.push(store);
-  const { id } = await store.create({ workspace });
-  const target = (await store.append(id, { type: "message", payload: { role: "user", content: "start" } })).sequence;
-  await new CheckpointStore(store).around(id, { tool: "edit", paths: ["a.txt", "b.txt"] }, async () => {
-    await put(workspace, "a.txt", "a2\n");
-    await put(workspace, "b.txt", "b2\n");
-  });
-  await store.append(id, { type: "message", payload: { role: "assistant", content: "edited" } });
+  const { workspace, root, store, id, target } = await editedTwoFiles(temps, stores, "agent-tape-pending-process-");
   const treeBefore = await workspaceTree(workspace);
   const logBefore = await store.readAll(id);
   // b.txt can be neither restored nor put back: the rewind fails and cannot be rolled back.

@@ -2,12 +2,12 @@
 // fail the writers that meet it with a typed REWIND_FAILED naming the cause, never the restore's raw EPERM.
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { readFile, realpath, rm, writeFile } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind, verify } from "../../src/index.js";
+import { SessionStore, isAgentTapeError, rewind, undoRewind, verify } from "../../src/index.js";
 import { blobFile } from "../helpers/rewind-story.js";
-import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
+import { editedTwoFiles, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { cli } from "../cli/harness.js";
 
@@ -29,18 +29,7 @@ async function failure(promise: Promise<unknown>): Promise<any> {
 
 describe("a rewind pending after a persistent failure (issue 9, case 3)", () => {
   it("writers that meet it get REWIND_FAILED with the EPERM as cause, not a raw EPERM", async () => {
-    const workspace = join(await realpath(await temps.make("agent-tape-pending-")), "ws");
-    const root = `${workspace}-sessions`;
-    await put(workspace, "a.txt", "a1\n");
-    await put(workspace, "b.txt", "b1\n");
-    const store = new SessionStore({ root });
-    stores.push(store);
-    const { id } = await store.create({ workspace });
-    const target = (await store.append(id, { type: "message", payload: { role: "user", content: "start" } })).sequence;
-    await new CheckpointStore(store).around(id, { tool: "edit", paths: ["a.txt", "b.txt"] }, async () => {
-      await put(workspace, "a.txt", "a2\n");
-      await put(workspace, "b.txt", "b2\n");
-    });
+    const { workspace, root, store, id, target } = await editedTwoFiles(temps, stores, "agent-tape-pending-");
     // b.txt can be neither restored nor put back: the rewind stays pending.
     execFileSync("chattr", ["+i", join(workspace, "b.txt")]);
     immutable.push(join(workspace, "b.txt"));
@@ -63,8 +52,8 @@ describe("a rewind pending after a persistent failure (issue 9, case 3)", () => 
       if (reader !== store) stores.push(reader);
       const info = await reader.get(id);
       expect(info?.pendingRewind?.reason).toMatch(/EPERM|operation not permitted/i);
-      expect((await reader.readAll(id)).map((e) => e.sequence)).toEqual([1, 2, 3]);
-      expect(await reader.head(id)).toBe(3);
+      expect((await reader.readAll(id)).map((e) => e.sequence)).toEqual([1, 2, 3, 4]);
+      expect(await reader.head(id)).toBe(4);
       expect((await reader.list()).find((s) => s.id === id)?.pendingRewind).toBeDefined();
     }
     const shown = await cli(["show", id, "--root", root]);
@@ -73,27 +62,9 @@ describe("a rewind pending after a persistent failure (issue 9, case 3)", () => 
   });
 });
 
-/** a.txt and b.txt edited by one tool call after the target, then one more message. */
-async function editedSession() {
-  const workspace = join(await realpath(await temps.make("agent-tape-pending-")), "ws");
-  const root = `${workspace}-sessions`;
-  await put(workspace, "a.txt", "a1\n");
-  await put(workspace, "b.txt", "b1\n");
-  const store = new SessionStore({ root });
-  stores.push(store);
-  const { id } = await store.create({ workspace });
-  const target = (await store.append(id, { type: "message", payload: { role: "user", content: "start" } })).sequence;
-  await new CheckpointStore(store).around(id, { tool: "edit", paths: ["a.txt", "b.txt"] }, async () => {
-    await put(workspace, "a.txt", "a2\n");
-    await put(workspace, "b.txt", "b2\n");
-  });
-  await store.append(id, { type: "message", payload: { role: "assistant", content: "edited" } });
-  return { workspace, root, store, id, target };
-}
-
 describe("a writer that cannot finish an interrupted rewind (issue 9, case 3)", () => {
   it("rolls it back while the log is untouched, and goes on with its own write", async () => {
-    const s = await editedSession();
+    const s = await editedTwoFiles(temps, stores, "agent-tape-pending-");
     const treeBefore = await workspaceTree(s.workspace);
     const logBefore = await s.store.readAll(s.id);
     // The intent as a crash right after writing it leaves it: copied at that moment, put back afterwards.
@@ -124,7 +95,7 @@ describe("a writer that cannot finish an interrupted rewind (issue 9, case 3)", 
   });
 
   it("that cannot roll it back either marks it failed: no later writer finishes it", async () => {
-    const s = await editedSession();
+    const s = await editedTwoFiles(temps, stores, "agent-tape-pending-");
     const intentFile = join(s.root, s.id, "records", "rewind-intent.json");
     let intent = "";
     await failure(
@@ -173,7 +144,7 @@ describe("a writer that cannot finish an interrupted rewind (issue 9, case 3)", 
 
 describe("an undo that fails (issue 9, case 2 for undoRewind)", () => {
   it("is rolled back: REWIND_FAILED, the files and the log as after the rewind, no intent", async () => {
-    const s = await editedSession();
+    const s = await editedTwoFiles(temps, stores, "agent-tape-pending-");
     await rewind(s.store, s.id, { toSequence: s.target });
     const treeRewound = await workspaceTree(s.workspace);
     const logRewound = await s.store.readAll(s.id);
