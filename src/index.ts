@@ -32,6 +32,7 @@ export type {
 } from "./checkpoint/tool-wrapper.js";
 export type {
   WorkspaceIndexOptions,
+  ScanReport,
   CommandInput,
   CommandInProgress,
   CommandCheckpoint,

@@ -109,6 +109,14 @@ export class CheckpointStore {
   }
 
   /**
+   * Stops the workspace watchers (`workspaceIndex.watch`); they hold no event loop open, so a program
+   * need not call this to exit. A later command scan walks the whole tree and watches again.
+   */
+  close(): void {
+    this.commands.close();
+  }
+
+  /**
    * Runs a shell command between {@link beforeCommand} and {@link afterCommand} and returns what
    * `run` returns. The after-scan is recorded whatever happens: if `run` throws, or `signal`
    * fires, `run` is awaited to its end (it gets the signal: stop the command there) so the scan

@@ -8,7 +8,8 @@ import { isInside, realWorkspaceOf } from "../confine.js";
 import { IgnoreRules } from "./ignore-rules.js";
 import { snapshotOf, stateOf, type WorkspaceIndex } from "./index-entry.js";
 import { loadIndex, rememberIndex, saveIndex, storedGeneration } from "./index-record.js";
-import { scanWorkspace, type ScanOptions, type ScanResult } from "./scan.js";
+import { scanWorkspace, type ScanOptions, type ScanResult, type Watching } from "./scan.js";
+import { FolderWatcher } from "./folder-watcher.js";
 
 export interface WorkspaceIndexOptions {
   /**
@@ -25,6 +26,36 @@ export interface WorkspaceIndexOptions {
   maxFiles?: number;
   /** Likewise for the bytes of the tracked files (each at most `maxFileBytes`). @default 1 GiB */
   maxBytes?: number;
+  /**
+   * Linux only, opt-in: watch the tracked folders (inotify, one watch per folder) so a scan lists only the
+   * folders something changed in, instead of walking the whole tree: a command's cost then follows what
+   * it changed. Any doubt (a burst of events that may have overflowed the kernel's queue, a `.gitignore`
+   * changed, another process's scan, a watch that failed) falls back to the whole walk. What inotify does
+   * not see is missed until such a walk: a file written through a hard link outside the workspace, writes
+   * through a shared `mmap`, changes made on another machine to a network filesystem (README, "Watching").
+   * @default false
+   */
+  watch?: boolean;
+  /** Told of every scan, with what it cost and, when the whole tree was walked while watching, why. */
+  onScan?: (report: ScanReport) => void;
+}
+
+/** What one scan of the workspace did (see {@link WorkspaceIndexOptions.onScan}). */
+export interface ScanReport {
+  sessionId: string;
+  /** The scan before the command, or the one after it. */
+  phase: "before" | "after";
+  /** "changed folders" when a watcher named the folders to list; else "whole". */
+  walked: "whole" | "changed folders";
+  /** With `watch`: why the whole tree was walked (the first scan, a burst of events, ...). */
+  reason?: string;
+  /** Folders listed and paths lstat'ed. */
+  listed: number;
+  statted: number;
+  /** Tracked paths the scan found created, changed or removed. */
+  changed: number;
+  /** Wall time of the scan, in milliseconds. */
+  ms: number;
 }
 
 export interface CommandInput extends SignalOption {
@@ -61,6 +92,8 @@ export class CommandCapture {
   // The index of each session's workspace as this process last saw it; checked against the
   // record's generation under the lock, so another process's scan is never missed.
   private readonly cached = new Map<string, WorkspaceIndex>();
+  // With `watch`: each session's watcher, and the index its last scan left (the state its events follow).
+  private readonly watchers = new Map<string, { watcher: FolderWatcher; since?: WorkspaceIndex | undefined }>();
 
   constructor(
     private readonly store: SessionStore<any>,
@@ -92,7 +125,7 @@ export class CommandCapture {
       this.store,
       id,
       async (locked) => {
-        const scan = await this.scan(locked, workspace);
+        const scan = await this.scan(locked, workspace, "before");
         await this.commit(locked, scan, async () => undefined);
       },
       { ...(input.signal ? { signal: input.signal } : {}), detectReentry: false },
@@ -110,7 +143,7 @@ export class CommandCapture {
       this.store,
       handle.sessionId,
       async (locked) => {
-        const scan = await this.scan(locked, handle.workspace);
+        const scan = await this.scan(locked, handle.workspace, "after");
         const previous = scan.previous;
         const files: FileSnapshot[] = scan.changed.sort().map((path) => {
           const entry = previous?.entries.get(path);
@@ -142,8 +175,15 @@ export class CommandCapture {
     );
   }
 
+  /** Stops every watcher (with `watch`). Scans after this walk the whole tree again, and watch anew. */
+  close(): void {
+    for (const { watcher } of this.watchers.values()) watcher.close();
+    this.watchers.clear();
+  }
+
   /** Brings the index up to date; also returns the index it started from (the before-state). */
-  private async scan(locked: LockedSession, workspace: string): Promise<Scanned> {
+  private async scan(locked: LockedSession, workspace: string, phase: ScanReport["phase"]): Promise<Scanned> {
+    const startedAt = performance.now();
     const id = locked.sessionId;
     let index = this.cached.get(id);
     const stored = await storedGeneration(this.store.backend, id);
@@ -161,7 +201,53 @@ export class CommandCapture {
       maxFileBytes: this.options.maxFileBytes,
       concurrency: this.options.concurrency,
     };
-    return { ...(await scanWorkspace(locked, index, rules, scanOptions)), whole, previous: index };
+    const watching = await this.watching(id, workspace, index, whole);
+    const scan = await scanWorkspace(locked, index, rules, scanOptions, watching);
+    this.options.onScan?.({
+      sessionId: id,
+      phase,
+      walked: scan.walked,
+      ...(watching?.reason !== undefined && scan.walked === "whole" ? { reason: watching.reason } : {}),
+      listed: scan.listed,
+      statted: scan.statted,
+      changed: scan.changed.length,
+      ms: performance.now() - startedAt,
+    });
+    return { ...scan, whole, previous: index };
+  }
+
+  /**
+   * With `watch`: the folders changed since the index this process's last scan left, or why the
+   * whole tree must be walked (docs/ARCHITECTURE.md, "Watched scans"). The events follow that index
+   * only: one loaded from the record (another process scanned since) is walked whole.
+   */
+  private async watching(
+    id: string,
+    workspace: string,
+    index: WorkspaceIndex,
+    whole: boolean,
+  ): Promise<(Watching & { reason?: string }) | undefined> {
+    if (this.options.watch !== true || process.platform !== "linux") return undefined;
+    let state = this.watchers.get(id);
+    if (state !== undefined && (state.watcher.workspace !== workspace || state.watcher.failure !== undefined)) {
+      if (state.watcher.workspace === workspace) {
+        // Given up (e.g. the system's watch limit): walk, as without `watch`, and say why.
+        return { changed: undefined, hooks: { beforeListing: () => false }, reason: state.watcher.failure ?? "closed" };
+      }
+      state.watcher.close();
+      state = undefined;
+    }
+    if (state === undefined) {
+      state = { watcher: new FolderWatcher(workspace) };
+      this.watchers.set(id, state);
+    }
+    const { watcher } = state;
+    const changes = await watcher.settle();
+    const hooks = { beforeListing: (path: string, ino: bigint) => watcher.watch(path, ino) };
+    if ("walk" in changes) return { changed: undefined, hooks, reason: changes.walk };
+    if (whole || state.since !== index)
+      return { changed: undefined, hooks, reason: "the index was not this watcher's" };
+    return { changed: changes.folders, hooks };
   }
 
   /**
@@ -177,9 +263,20 @@ export class CommandCapture {
       if (scan.whole || scan.set.length > 0 || scan.removed.length > 0) await saveIndex(locked, scan.index, scan);
       this.cached.set(id, scan.index);
       rememberIndex(this.store.backend, id, scan.index);
+      const watching = this.watchers.get(id);
+      if (watching !== undefined) {
+        watching.since = scan.index;
+        // Folders no longer tracked (removed, now a file or a link, ignored) are no longer watched.
+        watching.watcher.forget(scan.changed.filter((path) => scan.index.entries.get(path)?.kind !== "directory"));
+      }
       return result;
     } catch (error) {
       this.cached.delete(id);
+      const watching = this.watchers.get(id);
+      if (watching !== undefined) {
+        watching.since = undefined;
+        watching.watcher.distrust("the last scan was not recorded");
+      }
       for (const hash of scan.written) await locked.deleteBlob(hash).catch(() => undefined);
       throw error;
     }

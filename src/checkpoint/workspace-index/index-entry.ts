@@ -1,4 +1,5 @@
 import type { FileSnapshot, FileState } from "../../core/events.js";
+import type { Scope } from "./ignore-rules.js";
 
 /**
  * What the index knows of one tracked path: what a stat gives (to tell cheaply whether it may
@@ -50,6 +51,8 @@ export interface WorkspaceIndex {
   entries: Map<string, IndexEntry>;
   /** What each folder held when last listed (walk.ts): in memory only, so a loaded index lists every folder. */
   folders?: Map<string, FolderListing>;
+  /** The ignore rules in force inside each folder (walk.ts): in memory only, like `folders`. */
+  scopes?: Map<string, Scope>;
 }
 
 /** True when the stat says nothing changed (content is then trusted, unless the entry is racy). */

@@ -4,7 +4,15 @@ import { readlink } from "node:fs/promises";
 import type { LockedSession } from "../../backend/types.js";
 import { forEachLimited } from "../../core/bounded-concurrency.js";
 import { markBlobsInFlight } from "../../blobs/in-flight.js";
-import { entryOf, RACY_WINDOW_NS, walkWorkspace, type WalkLimits } from "./walk.js";
+import {
+  entryOf,
+  RACY_WINDOW_NS,
+  walkChangedFolders,
+  walkWorkspace,
+  type WalkHooks,
+  type WalkLimits,
+  type Walked,
+} from "./walk.js";
 import { sameContent, type IndexEntry, type WorkspaceIndex } from "./index-entry.js";
 import type { IgnoreRules } from "./ignore-rules.js";
 
@@ -25,6 +33,17 @@ export interface ScanResult {
   changed: string[];
   /** Blobs this scan wrote (to delete if what should reference them is never written). */
   written: string[];
+  /** "changed folders": only the folders a watcher named were listed; "whole": the whole tree was walked. */
+  walked: "whole" | "changed folders";
+  /** Folders listed and paths lstat'ed by the walk. */
+  listed: number;
+  statted: number;
+}
+
+/** A watcher's help: which folders changed (undefined: walk everything) and the hooks that watch new ones. */
+export interface Watching {
+  changed: ReadonlySet<string> | undefined;
+  hooks: WalkHooks;
 }
 
 // Reads of small files are synchronous (a thread-pool round trip per open, stat, read and close
@@ -44,9 +63,10 @@ export async function scanWorkspace(
   previous: WorkspaceIndex,
   rules: IgnoreRules,
   options: ScanOptions,
+  watching?: Watching,
 ): Promise<ScanResult> {
   const startedNs = BigInt(Date.now()) * 1_000_000n;
-  const walked = await walkWorkspace(previous.workspace, rules, options, previous);
+  const walked = await walkOf(previous, rules, options, watching);
   const entries = walked.entries;
   // A folder that could not be listed keeps what the index knew below it: not listed is not deleted.
   for (const dir of walked.unlisted)
@@ -108,7 +128,42 @@ export async function scanWorkspace(
       ? vanished.filter((path) => previous.entries.has(path))
       : [...previous.entries.keys()].filter((path) => !entries.has(path));
   changed.push(...removed);
-  return { index: { ...previous, entries, folders: walked.folders }, set, removed, changed, written };
+  return {
+    index: { ...previous, entries, folders: walked.folders, scopes: walked.scopes },
+    set,
+    removed,
+    changed,
+    written,
+    walked: walked.changedOnly ? "changed folders" : "whole",
+    listed: walked.listed,
+    statted: walked.statted,
+  };
+}
+
+/** The changed folders only, when a watcher named them and the index knows their listings; else everything. */
+async function walkOf(
+  previous: WorkspaceIndex,
+  rules: IgnoreRules,
+  options: ScanOptions,
+  watching: Watching | undefined,
+): Promise<Walked & { changedOnly: boolean }> {
+  const { folders, scopes } = previous;
+  if (watching?.changed !== undefined && folders !== undefined && scopes !== undefined) {
+    const known = { entries: previous.entries, folders, scopes };
+    const walked = await walkChangedFolders(
+      previous.workspace,
+      rules,
+      options,
+      known,
+      watching.changed,
+      watching.hooks,
+    );
+    if (walked !== undefined) return { ...walked, changedOnly: true };
+  }
+  return {
+    ...(await walkWorkspace(previous.workspace, rules, options, previous, watching?.hooks)),
+    changedOnly: false,
+  };
 }
 
 /**

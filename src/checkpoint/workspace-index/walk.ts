@@ -12,10 +12,21 @@ export interface WalkLimits {
   maxFileBytes: number;
 }
 
-/** What the walk starts from: the entries and folder listings of the previous scan. */
+/** What the walk starts from: the entries, folder listings and ignore scopes of the previous scan. */
 export interface Known {
   entries: ReadonlyMap<string, IndexEntry>;
   folders?: ReadonlyMap<string, FolderListing>;
+  scopes?: ReadonlyMap<string, Scope>;
+}
+
+/** Told of every folder the walk is about to list, so it can be watched first (folder-watcher.ts). */
+export interface WalkHooks {
+  /**
+   * `path` (workspace-relative, "" for the workspace) with its inode. Returns true when the folder
+   * was not watched before: its names are then listed afresh, after the watch, never taken from
+   * a listing held over (a name added before the watch would be seen by neither).
+   */
+  beforeListing(path: string, ino: bigint): boolean;
 }
 
 export interface Walked {
@@ -32,6 +43,11 @@ export interface Walked {
   unlisted: string[];
   /** The listings to trust on the next walk (folders listed now, or whose listing still held). */
   folders: Map<string, FolderListing>;
+  /** The ignore rules in force inside each folder (its own `.gitignore` included). */
+  scopes: Map<string, Scope>;
+  /** Folders listed (`readdir`) and paths `lstat`ed: what the walk cost. */
+  listed: number;
+  statted: number;
 }
 
 // The walk's stats are synchronous: on these machines an async lstat per file costs ~5x a sync
@@ -59,88 +75,288 @@ export async function walkWorkspace(
   rules: IgnoreRules,
   limits: WalkLimits,
   known: Known = { entries: new Map() },
+  hooks?: WalkHooks,
 ): Promise<Walked> {
-  const nowNs = BigInt(Date.now()) * 1_000_000n;
-  const entries = new Map<string, IndexEntry>();
-  const differing: string[] = [];
-  const folders = new Map<string, FolderListing>();
-  const unlisted: string[] = [];
-  let foundAgain = 0;
-  let bytes = 0;
-  let sinceYield = 0;
+  const walk = new Walk(realWorkspace, limits, known, hooks, new Map(), new Map(), new Map());
   let root: BigIntStats | undefined;
   try {
     root = lstatSync(realWorkspace, { bigint: true, throwIfNoEntry: false });
   } catch {
     root = undefined;
   }
-  const queue: { path: string; absolute: string; scope: Scope; stat: BigIntStats | undefined }[] = [
-    { path: "", absolute: realWorkspace, scope: rules.root(), stat: root },
-  ];
-  while (queue.length > 0) {
-    const dir = queue.pop()!;
-    let names: string[];
-    const listing = known.folders?.get(dir.path);
-    if (listing !== undefined && dir.stat !== undefined && stillHolds(listing, dir.stat)) {
-      names = listing.names;
-      folders.set(dir.path, listing);
-    } else {
-      try {
-        names = readdirSync(dir.absolute);
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code !== "ENOENT" && code !== "ENOTDIR") unlisted.push(dir.path);
-        continue;
+  await walk.below({ path: "", absolute: realWorkspace, scope: rules.root(), stat: root }, rules);
+  return walk.result(walk.foundAgain);
+}
+
+/**
+ * Like {@link walkWorkspace}, for a workspace whose every change since `known` was taken lies in
+ * `changed` folders (a watcher said so): those folders are listed again and what they hold
+ * lstat'ed; a folder new to the index is walked whole; everything else is taken from `known`.
+ * Returns undefined when `known` lacks the listing or ignore scope of a changed folder (an index
+ * loaded from its record has neither): only a whole walk can tell then.
+ */
+export async function walkChangedFolders(
+  realWorkspace: string,
+  rules: IgnoreRules,
+  limits: WalkLimits,
+  known: Required<Known>,
+  changed: ReadonlySet<string>,
+  hooks: WalkHooks,
+): Promise<Walked | undefined> {
+  const walk = new Walk(
+    realWorkspace,
+    limits,
+    known,
+    hooks,
+    new Map(known.entries),
+    new Map(known.folders),
+    new Map(known.scopes),
+  );
+  for (const entry of walk.entries.values()) walk.count(undefined, entry);
+  // Shallowest first: a folder a parent's listing finds replaced is walked whole, and not again.
+  const order = [...changed].sort((a, b) => depthOf(a) - depthOf(b));
+  for (const folder of order) if (!(await walk.relist(folder, rules))) return undefined;
+  let stillThere = known.entries.size;
+  for (const path of walk.gone) if (!walk.entries.has(path)) stillThere--;
+  return walk.result(stillThere);
+}
+
+interface Queued {
+  path: string;
+  absolute: string;
+  /** The rules in force in the folder's parent. */
+  scope: Scope;
+  stat: BigIntStats | undefined;
+}
+
+/** One walk's state: what it found so far, and its two ways of finding more. */
+class Walk {
+  readonly differing: string[] = [];
+  readonly unlisted: string[] = [];
+  /** Paths of `known` taken out of `entries` (a later walk below may bring some back). */
+  readonly gone = new Set<string>();
+  /** Folders walked whole in this walk: nothing below them needs listing again. */
+  private readonly whole: string[] = [];
+  foundAgain = 0;
+  private bytes = 0;
+  private sinceYield = 0;
+  private listed = 0;
+  private statted = 0;
+  private readonly nowNs = BigInt(Date.now()) * 1_000_000n;
+
+  constructor(
+    private readonly workspace: string,
+    private readonly limits: WalkLimits,
+    private readonly known: Known,
+    private readonly hooks: WalkHooks | undefined,
+    readonly entries: Map<string, IndexEntry>,
+    private readonly folders: Map<string, FolderListing>,
+    private readonly scopes: Map<string, Scope>,
+  ) {}
+
+  result(foundAgain: number): Walked {
+    const { entries, unlisted, folders, scopes, listed, statted } = this;
+    // A folder relisted after its parent's listing already took its new stat would be here twice.
+    const differing = this.differing.length > 1 ? [...new Set(this.differing)] : this.differing;
+    return { entries, differing, foundAgain, unlisted, folders, scopes, listed, statted };
+  }
+
+  /** Walks `start` and everything below it. */
+  async below(start: Queued, rules: IgnoreRules): Promise<void> {
+    this.whole.push(start.path);
+    const queue: Queued[] = [start];
+    while (queue.length > 0) {
+      const dir = queue.pop()!;
+      const fresh =
+        dir.stat !== undefined && this.hooks !== undefined && this.hooks.beforeListing(dir.path, dir.stat.ino);
+      let names: string[];
+      const listing = this.known.folders?.get(dir.path);
+      if (!fresh && listing !== undefined && dir.stat !== undefined && stillHolds(listing, dir.stat)) {
+        names = listing.names;
+        this.folders.set(dir.path, listing);
+      } else {
+        const listed = this.list(dir);
+        if (listed === undefined) continue;
+        names = listed;
       }
-      if (dir.stat?.isDirectory())
-        folders.set(dir.path, {
-          mtimeNs: dir.stat.mtimeNs,
-          ctimeNs: dir.stat.ctimeNs,
-          ino: dir.stat.ino,
-          names,
-          listedAtNs: nowNs,
-        });
-    }
-    const scope = names.includes(".gitignore")
-      ? rules.inside(dir.scope, dir.path, readGitignore(`${dir.absolute}/.gitignore`))
-      : dir.scope;
-    for (const name of names) {
-      const path = dir.path === "" ? name : `${dir.path}/${name}`;
-      const absolute = `${dir.absolute}/${name}`;
-      let info: BigIntStats | undefined;
-      try {
-        info = lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
-      } catch {
-        continue; // vanished or unreachable between the listing and the stat: not there
-      }
-      if (info === undefined) continue;
-      const mode = Number(info.mode); // once: BigIntStats' isDirectory() and friends make BigInts per call
-      const kind = kindOfMode(mode);
-      const isDirectory = kind === "directory";
-      if (rules.ignores(scope, path, name, isDirectory)) continue;
-      const before = known.entries.get(path);
-      if (before !== undefined) foundAgain++;
-      let entry: IndexEntry;
-      if (before !== undefined && !before.racy && sameStatAs(before, info, kind, mode)) entry = before;
-      else {
-        entry = entryOf(info);
-        differing.push(path);
-      }
-      entries.set(path, entry);
-      if (entry.kind === "file" && entry.size <= limits.maxFileBytes) bytes += entry.size;
-      if (entries.size > limits.maxFiles || bytes > limits.maxBytes)
-        throw new WorkspaceTooLargeError(realWorkspace, entries.size, bytes, {
-          maxFiles: limits.maxFiles,
-          maxBytes: limits.maxBytes,
-        });
-      if (isDirectory) queue.push({ path, absolute, scope, stat: info });
-      if (++sinceYield >= YIELD_EVERY) {
-        sinceYield = 0;
-        await new Promise((resolve) => setImmediate(resolve));
+      const scope = this.scopeInside(dir, names, rules);
+      for (const name of names) {
+        const found = this.visit(dir.path, dir.absolute, name, scope, rules);
+        if (found?.kind === "directory")
+          queue.push({ path: found.path, absolute: found.absolute, scope, stat: found.info });
+        await this.pace();
       }
     }
   }
-  return { entries, differing, foundAgain, unlisted, folders };
+
+  /**
+   * Lists `folder` again and lstats what it holds; a name gone takes what was below it, a folder
+   * new (or replaced) is walked whole. False when the listing or scope to start from is missing.
+   */
+  async relist(folder: string, rules: IgnoreRules): Promise<boolean> {
+    if (this.whole.some((top) => isBelow(folder, top))) return true;
+    const before = this.entries.get(folder);
+    if (folder !== "" && before?.kind !== "directory") return true; // gone or untracked: its parent is listed
+    const listing = this.folders.get(folder);
+    const scope = this.scopes.get(folder);
+    if (listing === undefined || scope === undefined) return false;
+    const absolute = folder === "" ? this.workspace : `${this.workspace}/${folder}`;
+    let info: BigIntStats | undefined;
+    try {
+      info = lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
+    } catch {
+      info = undefined;
+    }
+    // Gone, or another folder now: its parent's listing tells (a workspace replaced: walk it).
+    if (info === undefined || !info.isDirectory() || info.ino !== listing.ino) return folder !== "";
+    if (before !== undefined) this.restat(folder, before, info);
+    const dir: Queued = { path: folder, absolute, scope, stat: info };
+    this.hooks?.beforeListing(folder, info.ino);
+    const names = this.list(dir);
+    if (names === undefined) return true;
+    const now = new Set(names);
+    for (const name of listing.names) if (!now.has(name)) this.takeOut(joined(folder, name));
+    for (const name of names) {
+      const path = joined(folder, name);
+      const previous = this.entries.get(path);
+      const found = this.visit(folder, absolute, name, scope, rules);
+      if (found === undefined) {
+        if (previous !== undefined && !this.entries.has(path)) this.takeOut(path); // ignored or vanished now
+      } else if (found.entry !== previous) {
+        const sameFolder =
+          previous?.kind === "directory" && found.kind === "directory" && previous.ino === found.info.ino;
+        if (previous?.kind === "directory" && !sameFolder) this.takeOutBelow(path);
+        // The same folder with a new stat: its own watch tells what changed in it. A new one is walked whole.
+        if (found.kind === "directory" && !sameFolder)
+          await this.below({ path, absolute: found.absolute, scope, stat: found.info }, rules);
+      }
+      await this.pace();
+    }
+    return true;
+  }
+
+  /** Adds the entry of `dir/name`, unless ignored or gone; the stat is returned for a folder to enter. */
+  private visit(
+    dirPath: string,
+    dirAbsolute: string,
+    name: string,
+    scope: Scope,
+    rules: IgnoreRules,
+  ): { path: string; absolute: string; kind: IndexEntry["kind"]; info: BigIntStats; entry: IndexEntry } | undefined {
+    const path = joined(dirPath, name);
+    const absolute = `${dirAbsolute}/${name}`;
+    let info: BigIntStats | undefined;
+    try {
+      info = lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
+    } catch {
+      return undefined; // vanished or unreachable between the listing and the stat: not there
+    }
+    this.statted++;
+    if (info === undefined) return undefined;
+    const mode = Number(info.mode); // once: BigIntStats' isDirectory() and friends make BigInts per call
+    const kind = kindOfMode(mode);
+    if (rules.ignores(scope, path, name, kind === "directory")) return undefined;
+    const before = this.known.entries.get(path);
+    if (before !== undefined) this.foundAgain++;
+    let entry: IndexEntry;
+    if (before !== undefined && !before.racy && sameStatAs(before, info, kind, mode)) entry = before;
+    else {
+      entry = entryOf(info);
+      this.differing.push(path);
+    }
+    this.count(this.entries.get(path), entry);
+    this.entries.set(path, entry);
+    this.gone.delete(path);
+    return { path, absolute, kind, info, entry };
+  }
+
+  /** A relisted folder's own entry, when its stat moved (a name added or removed changes its times). */
+  private restat(folder: string, before: IndexEntry, info: BigIntStats): void {
+    const mode = Number(info.mode);
+    if (sameStatAs(before, info, kindOfMode(mode), mode)) return;
+    const entry = entryOf(info);
+    this.differing.push(folder);
+    this.entries.set(folder, entry);
+  }
+
+  /** Keeps the running totals as `entry` takes the place of `replaced`; throws past a limit. */
+  count(replaced: IndexEntry | undefined, entry: IndexEntry): void {
+    if (replaced?.kind === "file" && replaced.size <= this.limits.maxFileBytes) this.bytes -= replaced.size;
+    if (entry.kind === "file" && entry.size <= this.limits.maxFileBytes) this.bytes += entry.size;
+    if (this.entries.size > this.limits.maxFiles || this.bytes > this.limits.maxBytes)
+      throw new WorkspaceTooLargeError(this.workspace, this.entries.size, this.bytes, {
+        maxFiles: this.limits.maxFiles,
+        maxBytes: this.limits.maxBytes,
+      });
+  }
+
+  private list(dir: Queued): string[] | undefined {
+    let names: string[];
+    try {
+      names = readdirSync(dir.absolute);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== "ENOENT" && code !== "ENOTDIR") this.unlisted.push(dir.path);
+      return undefined;
+    }
+    this.listed++;
+    if (dir.stat?.isDirectory())
+      this.folders.set(dir.path, {
+        mtimeNs: dir.stat.mtimeNs,
+        ctimeNs: dir.stat.ctimeNs,
+        ino: dir.stat.ino,
+        names,
+        listedAtNs: this.nowNs,
+      });
+    return names;
+  }
+
+  private scopeInside(dir: Queued, names: readonly string[], rules: IgnoreRules): Scope {
+    const scope = names.includes(".gitignore")
+      ? rules.inside(dir.scope, dir.path, readGitignore(`${dir.absolute}/.gitignore`))
+      : dir.scope;
+    this.scopes.set(dir.path, scope);
+    return scope;
+  }
+
+  /** Takes `path` out of the walk's entries, with everything below it. */
+  private takeOut(path: string): void {
+    const entry = this.entries.get(path);
+    if (entry === undefined) return;
+    if (entry.kind === "directory") this.takeOutBelow(path);
+    if (entry.kind === "file" && entry.size <= this.limits.maxFileBytes) this.bytes -= entry.size;
+    this.entries.delete(path);
+    if (this.known.entries.has(path)) this.gone.add(path);
+  }
+
+  private takeOutBelow(folder: string): void {
+    const listing = this.folders.get(folder);
+    if (listing !== undefined) for (const name of listing.names) this.takeOut(joined(folder, name));
+    else for (const path of [...this.entries.keys()]) if (isBelow(path, folder) && path !== folder) this.takeOut(path);
+    this.folders.delete(folder);
+    this.scopes.delete(folder);
+  }
+
+  private async pace(): Promise<void> {
+    if (++this.sinceYield < YIELD_EVERY) return;
+    this.sinceYield = 0;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+function joined(folder: string, name: string): string {
+  return folder === "" ? name : `${folder}/${name}`;
+}
+
+function isBelow(path: string, folder: string): boolean {
+  return folder === "" || path === folder || path.startsWith(`${folder}/`);
+}
+
+function depthOf(folder: string): number {
+  if (folder === "") return 0;
+  let depth = 1;
+  for (let i = folder.indexOf("/"); i !== -1; i = folder.indexOf("/", i + 1)) depth++;
+  return depth;
 }
 
 /**

@@ -1,0 +1,216 @@
+import { type FSWatcher, lstatSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
+
+/**
+ * What changed in the workspace since the last {@link FolderWatcher.settle}: the folders whose
+ * entries may differ from the index (relist them, lstat what they hold), or a reason why only a
+ * whole walk can tell.
+ */
+export type WatchedChanges = { folders: ReadonlySet<string> } | { walk: string };
+
+/** How long a barrier may take to come back before the watcher is given up as broken. */
+const BARRIER_TIMEOUT_MS = 2000;
+/** The kernel's queue length when /proc does not say (Linux's default). */
+const DEFAULT_MAX_QUEUED_EVENTS = 16384;
+
+const live = new Set<FolderWatcher>();
+let exitHooked = false;
+
+interface Watched {
+  handle: FSWatcher;
+  ino: bigint;
+}
+
+/**
+ * Tells which folders of a workspace changed, from inotify (through `fs.watch`, one watch per
+ * tracked folder), so a scan can relist those folders and leave the rest alone
+ * (docs/ARCHITECTURE.md, "Watched scans"). It never decides alone that nothing changed: every
+ * doubt (a burst that may have overflowed the kernel's queue, a `.gitignore` changed, an error,
+ * the workspace folder itself renamed) answers "walk everything".
+ *
+ * A watch is added before its folder is listed, so a name added after the listing raises an event.
+ * Events are delivered in order through one inotify descriptor per event loop (libuv's), so a file
+ * written to a folder of our own after the command, and seen back, proves every earlier event has
+ * been delivered: that is {@link settle}'s barrier.
+ */
+export class FolderWatcher {
+  private readonly watched = new Map<string, Watched>();
+  private dirty = new Set<string>();
+  private walkReason: string | undefined = "the watcher has just started";
+  private count = 0;
+  private rootInQuestion = false;
+  private previousCount = 0;
+  private broken: string | undefined;
+  private readonly barrierFolder: string;
+  private readonly barrierHandle: FSWatcher;
+  private barrierSeen: (() => void) | undefined;
+  private barriers = 0;
+
+  /**
+   * @param burst events within two settles past which the kernel's queue may have overflowed
+   * (libuv drops the overflow notice itself): half the queue's length by default.
+   */
+  constructor(
+    readonly workspace: string,
+    private readonly burst = Math.floor(maxQueuedEvents() / 2),
+  ) {
+    this.barrierFolder = mkdtempSync(join(tmpdir(), "agent-tape-watch-"));
+    this.barrierHandle = watch(this.barrierFolder, { persistent: false }, (_type, name) => {
+      if (name === `barrier-${this.barriers}`) this.barrierSeen?.();
+    });
+    this.barrierHandle.on("error", (error) => this.breakDown(`the barrier watch failed (${error.message})`));
+    live.add(this);
+    if (live.size === 1 && !exitHooked) {
+      exitHooked = true;
+      // The barrier folders are ours, in the system's temp folder: none is left behind by a process that never closed.
+      process.once("exit", () => {
+        for (const watcher of live) watcher.close();
+      });
+    }
+  }
+
+  /** Folders watched now (workspace-relative; "" is the workspace). */
+  get size(): number {
+    return this.watched.size;
+  }
+
+  /** Why the watcher no longer watches, if it gave up. */
+  get failure(): string | undefined {
+    return this.broken;
+  }
+
+  /**
+   * Watches `folder` (workspace-relative), whose inode is `ino`, before it is listed. A folder
+   * watched under another inode (replaced, or the watch follows a folder moved away) is watched
+   * afresh. Returns false once the watcher has given up (e.g. the system's watch limit).
+   */
+  watch(folder: string, ino: bigint): boolean {
+    if (this.broken !== undefined) return false;
+    const known = this.watched.get(folder);
+    if (known !== undefined && known.ino === ino) return true;
+    known?.handle.close();
+    try {
+      const absolute = folder === "" ? this.workspace : join(this.workspace, folder);
+      const name = basename(absolute);
+      const handle = watch(absolute, { persistent: false }, (type, changed) => {
+        this.count++;
+        this.dirty.add(folder);
+        if (changed === ".gitignore") this.walkReason ??= "a .gitignore changed";
+        // An event about the watched folder itself names it by its own name: it may have been
+        // renamed or removed, which its parent's listing shows (the root has none: walk).
+        if (type === "rename" && changed === name) {
+          if (folder === "") this.rootInQuestion = true;
+          else this.dirty.add(parentOf(folder));
+        }
+      });
+      handle.on("error", (error) => this.breakDown(`a folder watch failed (${error.message})`));
+      this.watched.set(folder, { handle, ino });
+      return true;
+    } catch (error) {
+      this.watched.delete(folder);
+      this.breakDown(`a folder could not be watched (${(error as Error).message})`);
+      return false;
+    }
+  }
+
+  /** Stops watching folders that are no longer tracked. */
+  forget(folders: Iterable<string>): void {
+    for (const folder of folders) {
+      const known = this.watched.get(folder);
+      if (known === undefined) continue;
+      known.handle.close();
+      this.watched.delete(folder);
+    }
+  }
+
+  /**
+   * Waits until every event raised before this call has been delivered, then hands over what
+   * changed since the last settle and starts a new round. Must not run twice at once.
+   */
+  async settle(): Promise<WatchedChanges> {
+    if (this.broken === undefined) await this.barrier();
+    if (this.rootInQuestion) {
+      this.rootInQuestion = false;
+      // Or a name in it that is the workspace's own name: the same folder still there says which.
+      const root = this.watched.get("");
+      const now = lstatSync(this.workspace, { bigint: true, throwIfNoEntry: false });
+      if (root === undefined || now === undefined || !now.isDirectory() || now.ino !== root.ino)
+        this.walkReason ??= "the workspace folder itself was renamed or removed";
+    }
+    const folders = this.dirty;
+    const overflowed = this.previousCount + this.count >= this.burst;
+    const reason =
+      this.broken ??
+      this.walkReason ??
+      (overflowed
+        ? `${this.previousCount + this.count} events in a burst: the kernel's queue may have overflowed`
+        : undefined);
+    this.dirty = new Set();
+    this.walkReason = undefined;
+    this.previousCount = this.count;
+    this.count = 0;
+    return reason === undefined ? { folders } : { walk: reason };
+  }
+
+  /** Makes the next settle answer "walk everything" (its scan failed: the round's changes are not in the index). */
+  distrust(reason: string): void {
+    this.walkReason ??= reason;
+  }
+
+  close(): void {
+    live.delete(this);
+    for (const { handle } of this.watched.values()) handle.close();
+    this.watched.clear();
+    this.barrierHandle.close();
+    rmSync(this.barrierFolder, { recursive: true, force: true });
+    this.broken ??= "closed";
+  }
+
+  // Each barrier is a new file: a late event of the previous one (its write raises several) must
+  // not pass for this one's.
+  private async barrier(): Promise<void> {
+    const previous = join(this.barrierFolder, `barrier-${this.barriers}`);
+    const name = `barrier-${++this.barriers}`;
+    let timer: NodeJS.Timeout | undefined;
+    const seen = new Promise<boolean>((resolve) => {
+      this.barrierSeen = () => resolve(true);
+      // Also keeps the event loop alive: the watches themselves do not (they are not persistent).
+      timer = setTimeout(() => resolve(false), BARRIER_TIMEOUT_MS);
+    });
+    try {
+      rmSync(previous, { force: true });
+      writeFileSync(join(this.barrierFolder, name), "", { flag: "wx" });
+    } catch (error) {
+      this.barrierSeen = undefined;
+      clearTimeout(timer);
+      this.breakDown(`the barrier could not be written (${(error as Error).message})`);
+      return;
+    }
+    const arrived = await seen;
+    clearTimeout(timer);
+    this.barrierSeen = undefined;
+    if (!arrived) this.breakDown(`no event came back within ${BARRIER_TIMEOUT_MS} ms`);
+  }
+
+  private breakDown(reason: string): void {
+    if (this.broken !== undefined) return;
+    this.broken = reason;
+    for (const { handle } of this.watched.values()) handle.close();
+    this.watched.clear();
+  }
+}
+
+function parentOf(folder: string): string {
+  const slash = folder.lastIndexOf("/");
+  return slash === -1 ? "" : folder.slice(0, slash);
+}
+
+function maxQueuedEvents(): number {
+  try {
+    const value = Number.parseInt(readFileSync("/proc/sys/fs/inotify/max_queued_events", "utf8"), 10);
+    return Number.isFinite(value) && value > 0 ? value : DEFAULT_MAX_QUEUED_EVENTS;
+  } catch {
+    return DEFAULT_MAX_QUEUED_EVENTS;
+  }
+}

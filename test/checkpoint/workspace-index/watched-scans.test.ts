@@ -1,0 +1,184 @@
+// Watched scans (workspaceIndex.watch) against the whole walk: two copies of one workspace, one
+// session each, the same commands and hand edits in both; the watched session must record exactly
+// the checkpoints the walking one records, while listing only the folders that changed.
+import { execFileSync } from "node:child_process";
+import { mkdir, realpath, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  CheckpointStore,
+  SessionStore,
+  rewind,
+  undoRewind,
+  type CheckpointPayload,
+  type ScanReport,
+} from "../../../src/index.js";
+import { TempRoots } from "../../helpers/temp-root.js";
+import { treeOf } from "../../helpers/workspace-tree.js";
+
+const temps = new TempRoots();
+
+interface World {
+  workspace: string;
+  store: SessionStore;
+  checkpoints: CheckpointStore;
+  id: string;
+  scans: ScanReport[];
+}
+
+let base: string;
+let watched: World;
+let walking: World;
+
+async function world(name: string, watch: boolean): Promise<World> {
+  const workspace = join(base, name);
+  const store = new SessionStore({ root: join(base, `${name}-sessions`) });
+  const scans: ScanReport[] = [];
+  const checkpoints = new CheckpointStore(store, { workspaceIndex: { watch, onScan: (scan) => scans.push(scan) } });
+  const id = (await store.create({ workspace })).id;
+  return { workspace, store, checkpoints, id, scans };
+}
+
+const sh = (w: World, command: string) =>
+  execFileSync("bash", ["-c", command], { cwd: w.workspace, stdio: "ignore", env: { ...process.env, LC_ALL: "C" } });
+
+/** Runs `command` in both worlds inside aroundCommand; returns the watched world's checkpoint files. */
+async function both(command: string) {
+  const outcomes = [];
+  for (const w of [watched, walking])
+    outcomes.push(await w.checkpoints.aroundCommand(w.id, { tool: "bash" }, () => sh(w, command)).then(() => last(w)));
+  expect(outcomes[0], command).toEqual(outcomes[1]);
+  expect(await treeOf(watched.workspace), command).toEqual(await treeOf(walking.workspace));
+  return outcomes[0];
+}
+
+async function last(w: World) {
+  const event = (await w.store.readAll(w.id)).filter((e) => e.type === "session_checkpoint").at(-1);
+  return (event?.payload as CheckpointPayload | undefined)?.files ?? [];
+}
+
+beforeEach(async () => {
+  base = await realpath(await temps.make("agent-tape-watched-"));
+  const seed = join(base, "seed");
+  await mkdir(join(seed, "src/deep/er"), { recursive: true });
+  await mkdir(join(seed, "docs"), { recursive: true });
+  for (let i = 0; i < 40; i++) await writeFile(join(seed, `src/f${i}.txt`), `line ${i}\n`);
+  await writeFile(join(seed, "src/deep/er/x.txt"), "x\n");
+  await writeFile(join(seed, "docs/readme.md"), "# docs\n");
+  await writeFile(join(seed, ".gitignore"), "*.log\nbuild/\n");
+  execFileSync("cp", ["-a", seed, join(base, "a")]);
+  execFileSync("cp", ["-a", seed, join(base, "b")]);
+  watched = await world("a", true);
+  walking = await world("b", false);
+});
+afterEach(async () => {
+  watched.checkpoints.close();
+  await watched.store.close();
+  await walking.store.close();
+  await temps.removeAll();
+});
+
+const COMMANDS = [
+  "sed -i 's/line 3/LINE 3/' src/f3.txt",
+  "rm -rf src/deep",
+  "mkdir -p a/b && echo x > a/b/c",
+  "mv docs manual",
+  "chmod +x src/f1.txt && chmod 700 src",
+  "ln -s f1.txt src/link && ln -s ../docs src/dirlink",
+  "for i in $(seq 1 500); do echo $i > src/gen$i.txt; done",
+  "mkdir -p n1/n2/n3 && echo deep > n1/n2/n3/f && echo also > n1/top",
+  "mv src/deep/er src/er2 && mkdir src/deep/er && echo new > src/deep/er/y.txt",
+  "rm src/f5.txt && mkdir src/f5.txt && echo in > src/f5.txt/inside",
+  "rm -rf docs && echo now-a-file > docs",
+  "mkdir t && mv src t/ && mv docs src && mv t/src docs && rmdir t",
+  "echo ignored > src/out.log && mkdir -p build && echo b > build/o && echo tracked > src/f20.txt",
+  "mv src ../outside-$$ && sleep 0 && mv ../outside-$$ src2",
+  "echo a > src/f7.txt && echo b >> src/f7.txt && truncate -s 1 src/f8.txt",
+];
+
+describe("watched scans record what whole walks record", () => {
+  for (const command of COMMANDS)
+    it(command, async () => {
+      await both("true"); // both indexes exist, and the watcher watches
+      const files = await both(command);
+      expect(files.length, "the command changed something tracked").toBeGreaterThan(0);
+      // The watched session listed only what changed: never the whole tree, once it watched.
+      const afterScans = watched.scans.filter((s) => s.phase === "after").slice(1);
+      expect(afterScans.map((s) => s.walked)).toEqual(afterScans.map(() => "changed folders"));
+      expect(walking.scans.at(-1)!.walked).toBe("whole");
+    });
+
+  it("a hand edit between commands is found by the next command's first scan", async () => {
+    await both("true");
+    for (const w of [watched, walking]) await writeFile(join(w.workspace, "src/f9.txt"), "edited by hand\n");
+    await both("echo more > src/f10.txt");
+    const before = watched.scans.filter((s) => s.phase === "before").at(-1)!;
+    expect(before).toMatchObject({ walked: "changed folders", changed: 1 });
+  });
+
+  it("a file written twice in one mtime tick, and one with its mtime put back (touch -r), are both seen", async () => {
+    await both("true");
+    await both(
+      "echo one > src/f11.txt; echo two > src/f11.txt; cp -p src/f12.txt /tmp/keep-$$; " +
+        "echo changed > src/f12.txt; touch -r /tmp/keep-$$ src/f12.txt; rm /tmp/keep-$$",
+    );
+    const files = await last(watched);
+    expect(files.map((f) => f.path).sort()).toEqual(["src/f11.txt", "src/f12.txt"]);
+  });
+
+  it("a .gitignore edit walks the whole tree, and says why", async () => {
+    await both("true");
+    await both("printf 'build/\\n' > .gitignore && echo now-tracked > keep.log");
+    const scan = watched.scans.at(-1)!;
+    expect(scan).toMatchObject({ walked: "whole", reason: "a .gitignore changed" });
+  });
+
+  it("unchanged folders cost nothing: a 1-file command lists one folder and lstats what it holds", async () => {
+    await both("true");
+    await both("echo changed > docs/readme.md");
+    const after = watched.scans.at(-1)!;
+    expect(after).toMatchObject({ walked: "changed folders", listed: 1, statted: 1, changed: 1 });
+    const before = watched.scans.at(-2)!;
+    expect(before).toMatchObject({ walked: "changed folders", listed: 0, statted: 0 });
+  });
+
+  it("rewinds and undos of watched commands restore the tree, and later commands still match", async () => {
+    await both("true");
+    const seed = await treeOf(watched.workspace);
+    const start = (await watched.store.get(watched.id))!.lastSequence;
+    await both("rm -rf src/deep && echo x > src/f0.txt && mkdir -p q/r && echo q > q/r/s");
+    const done = await treeOf(watched.workspace);
+    for (const w of [watched, walking]) await rewind(w.store, w.id, { toSequence: start });
+    expect(await treeOf(watched.workspace)).toEqual(seed);
+    // The rewind's writes raise events too: the next command sees the tree as the rewind left it.
+    await both("echo after-rewind > src/f2.txt");
+    await both("rm -rf q src/f1.txt");
+    for (const w of [watched, walking]) await rewind(w.store, w.id, { toSequence: start });
+    for (const w of [watched, walking]) await undoRewind(w.store, w.id);
+    expect(await treeOf(watched.workspace)).toEqual(await treeOf(walking.workspace));
+    expect(await treeOf(watched.workspace)).not.toEqual(done);
+    await both("echo again > src/f3.txt && rm -rf src/deep");
+  });
+});
+
+describe("what the watcher cannot vouch for is walked", () => {
+  it("another process's scan: the index on record is not the watcher's", async () => {
+    await both("true");
+    const other = new CheckpointStore(watched.store);
+    await other.aroundCommand(watched.id, { tool: "bash" }, () => sh(watched, "echo other > src/f13.txt"));
+    await watched.checkpoints.aroundCommand(watched.id, { tool: "bash" }, () => sh(watched, "echo mine > src/f14.txt"));
+    const [before, after] = watched.scans.slice(-2);
+    expect(before).toMatchObject({ walked: "whole", reason: "the index was not this watcher's" });
+    expect(after).toMatchObject({ walked: "changed folders" });
+    expect((await last(watched)).map((f) => f.path)).toEqual(["src/f14.txt"]);
+  });
+
+  it("a closed watcher's store walks, then watches again", async () => {
+    await both("true");
+    watched.checkpoints.close();
+    await both("echo z > src/f15.txt");
+    expect(watched.scans.filter((s) => s.phase === "before").at(-1)!.walked).toBe("whole");
+    await both("echo z > src/f16.txt");
+    expect(watched.scans.at(-1)!.walked).toBe("changed folders");
+  });
+});
