@@ -167,8 +167,7 @@ class Walk {
     const queue: Queued[] = [start];
     while (queue.length > 0) {
       const dir = queue.pop()!;
-      const fresh =
-        dir.stat !== undefined && this.hooks !== undefined && this.hooks.beforeListing(dir.path, dir.stat.ino);
+      const fresh = dir.stat !== undefined && this.hooks?.beforeListing(dir.path, dir.stat.ino) === true;
       let names: string[];
       const listing = this.known.folders?.get(dir.path);
       if (!fresh && listing !== undefined && dir.stat !== undefined && stillHolds(listing, dir.stat)) {
