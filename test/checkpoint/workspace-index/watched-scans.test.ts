@@ -101,7 +101,7 @@ describe("watched scans record what whole walks record", () => {
     it(command, async () => {
       await both("true"); // both indexes exist, and the watcher watches
       const files = await both(command);
-      expect(files.length, "the command changed something tracked").toBeGreaterThan(0);
+      expect(files!.length, "the command changed something tracked").toBeGreaterThan(0);
       // The watched session listed only what changed: never the whole tree, once it watched.
       const afterScans = watched.scans.filter((s) => s.phase === "after").slice(1);
       expect(afterScans.map((s) => s.walked)).toEqual(afterScans.map(() => "changed folders"));
