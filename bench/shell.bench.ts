@@ -95,6 +95,8 @@ interface SizeFigures {
   rewind: Figure;
   gitRewind: Figure;
   indexMb: number;
+  watched: Figure;
+  coldWatchedMs: number;
 }
 
 async function measureSize(shared: GitWorkspace, dir: string, rounds: number, log: (m: string) => void) {
@@ -115,6 +117,14 @@ async function measureSize(shared: GitWorkspace, dir: string, rounds: number, lo
     await settleDisk(dir);
     const gitColdMs = await timeIt(() => firstCommit(join(dir, "cold-git"), workspace.root));
     log(`  cold @${sizeLabel(workspace.files.length)}: ours ${coldMs.toFixed(0)} ms, git ${gitColdMs.toFixed(0)} ms`);
+    // The same with `watch: true` (a session of its own on the same tree): inotify names the changed folders.
+    const watching = new CheckpointStore(store, { workspaceIndex: { maxFiles: 1_000_000, watch: true } });
+    const watchedSession = await store.create({ workspace: workspace.root });
+    await settleDisk(dir);
+    const coldWatchedMs = await timeIt(async () => {
+      await watching.afterCommand(await watching.beforeCommand(watchedSession.id, { tool: "bash" }));
+    });
+    log(`  cold, watched: ${coldWatchedMs.toFixed(0)} ms`);
 
     const samples = await interleavedRounds(rounds, {
       command: async () => {
@@ -129,10 +139,17 @@ async function measureSize(shared: GitWorkspace, dir: string, rounds: number, lo
         });
       },
       walks: async () => timeIt(async () => void (statWalk(workspace.root) + statWalk(workspace.root))),
+      watched: async () => {
+        await settleDisk(dir);
+        return timeIt(() => watching.aroundCommand(watchedSession.id, { tool: "bash" }, edit));
+      },
     });
-    const last = (await store.readAll(session.id)).at(-1)!;
-    const files = (last.payload as { files: { path: string }[] }).files.map((f) => f.path);
-    if (files.join() !== workspace.hotFile) throw new Error(`a 1-file command recorded ${files.join(", ")}`);
+    for (const id of [session.id, watchedSession.id]) {
+      const last = (await store.readAll(id)).filter((e) => e.type === "session_checkpoint").at(-1)!;
+      const files = (last.payload as { files: { path: string }[] }).files.map((f) => f.path);
+      if (files.join() !== workspace.hotFile) throw new Error(`a 1-file command recorded ${files.join(", ")}`);
+    }
+    watching.close();
 
     // Rewind of one 1-file command, against git restore + clean to the commit before the edit.
     const rewindSamples = await interleavedRounds(rounds, {
@@ -171,6 +188,8 @@ async function measureSize(shared: GitWorkspace, dir: string, rounds: number, lo
       command: perOperation("before + after scan + checkpoint", samples.command),
       git: perOperation("shadow git add -A + commit", samples.git),
       walks: perOperation("2 bare stat walks (readdir + lstat)", samples.walks),
+      watched: perOperation("the same, watch: true", samples.watched),
+      coldWatchedMs,
       coldMs,
       gitColdMs,
       rewind: perOperation("rewind 1-file command", rewindSamples.rewind),
@@ -291,6 +310,15 @@ function rowsFor(sizes: number[], at: Map<number, SizeFigures>, rounds: number):
       details: { oursMs: medianMs(f.command), gitMs: medianMs(f.git) },
     });
     rows.push({
+      suite: `shell command changing 1 file @${sizeLabel(size)}, watched (watch: true), vs shadow git`,
+      ours: f.watched,
+      baseline: f.git,
+      ratio: f.watched.value / f.git.value,
+      target: { op: ">=", value: GIT_SPEEDUP, on: "ratio" },
+      notes: `${vs(f.watched, f.git)}; inotify names the changed folders, the scans list only those`,
+      details: { oursMs: medianMs(f.watched), gitMs: medianMs(f.git) },
+    });
+    rows.push({
       suite: `shell command changing 1 file @${sizeLabel(size)} vs 2 bare stat walks`,
       ours: f.command,
       baseline: f.walks,
@@ -322,6 +350,16 @@ function rowsFor(sizes: number[], at: Map<number, SizeFigures>, rounds: number):
     ratio: main.gitColdMs / main.coldMs,
     target: { op: ">=", value: COLD_SPEEDUP, on: "ratio" },
     notes: `${main.coldMs.toFixed(0)} ms vs ${main.gitColdMs.toFixed(0)} ms, one run each (every file read and stored)`,
+  });
+  rows.push({
+    suite: `first (cold) scan @${sizeLabel(sizes[0]!)}, watched, vs shadow git's first commit`,
+    ours: perOperation("first beforeCommand + afterCommand, watch: true", [main.coldWatchedMs]),
+    baseline: perOperation("git init + add -A + commit", [main.gitColdMs]),
+    ratio: main.gitColdMs / main.coldWatchedMs,
+    target: undefined,
+    notes:
+      `${main.coldWatchedMs.toFixed(0)} ms vs ${main.gitColdMs.toFixed(0)} ms: ` +
+      "the cold scan plus one watch per folder",
   });
   rows.push({
     suite: `rewind a 1-file shell command @${sizeLabel(sizes[0]!)} vs git restore + clean`,
