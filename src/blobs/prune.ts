@@ -3,7 +3,7 @@ import type { StoredEvent } from "../core/events.js";
 import { forEachLimited, mapLimited } from "../core/bounded-concurrency.js";
 import { referencedBlobs } from "./references.js";
 import { listArchives, readArchive } from "./archives.js";
-import { addRootReferences } from "./reference-roots.js";
+import { addRootReferences, dropRootReferences } from "./reference-roots.js";
 import { isDroppedCheckpoint, readHorizon } from "./retention-horizon.js";
 
 export interface UnreferencedOptions {
@@ -35,6 +35,8 @@ export async function findUnreferencedBlobs(
 ): Promise<string[]> {
   if (options.candidates?.length === 0) return [];
   const keep = referencedBlobs(options.alsoKeep ?? []);
+  const { candidates, exists } = options;
+  if (candidates && exists) return unreferencedCandidates(backend, sessionId, { ...options, candidates, exists }, keep);
   // Checkpoints retention dropped keep nothing alive (docs/ARCHITECTURE.md, "Retention").
   const horizon = Math.max(options.horizon ?? 0, await readHorizon(backend, sessionId));
   for await (const event of backend.readEvents(sessionId))
@@ -49,13 +51,41 @@ export async function findUnreferencedBlobs(
         keep,
       );
   }
-  if (options.candidates && options.exists) {
-    const unreferenced = [...new Set(options.candidates)].filter((hash) => !keep.has(hash));
-    const there = await mapLimited(unreferenced, 8, options.exists);
-    return unreferenced.filter((_, i) => there[i]);
-  }
   const looked = options.candidates ? new Set(options.candidates) : undefined;
   return (await backend.listBlobs(sessionId)).filter((hash) => !keep.has(hash) && (looked?.has(hash) ?? true));
+}
+
+/**
+ * {@link findUnreferencedBlobs} for a few candidates: each holder of references is asked in turn, cheapest
+ * first — the events about to be appended, the reference roots (the workspace index, held in memory), the
+ * log, the kept archives — and the look stops as soon as every candidate is known to be kept. A rewind of
+ * a shell command's file then reads no log at all: the index points at the bytes it put back. Only a
+ * candidate that every holder was read in full without naming is unreferenced (docs/ARCHITECTURE.md, "Blobs").
+ */
+async function unreferencedCandidates(
+  backend: StorageBackend,
+  sessionId: string,
+  options: UnreferencedOptions & { candidates: readonly string[]; exists: (hash: string) => Promise<boolean> },
+  keep: ReadonlySet<string>,
+): Promise<string[]> {
+  const left = new Set(options.candidates.filter((hash) => !keep.has(hash)));
+  if (left.size > 0) await dropRootReferences(backend, sessionId, left);
+  if (left.size > 0) {
+    const horizon = Math.max(options.horizon ?? 0, await readHorizon(backend, sessionId));
+    for await (const event of backend.readEvents(sessionId)) {
+      if (!isDroppedCheckpoint(event, horizon)) for (const hash of referencedBlobs([event])) left.delete(hash);
+      if (left.size === 0) break;
+    }
+    for (const name of left.size > 0 ? await listArchives(backend, sessionId) : []) {
+      if (options.ignoreArchives?.includes(name)) continue;
+      const archive = await readArchive(backend, sessionId, name);
+      for (const event of archive?.events ?? [])
+        if (!isDroppedCheckpoint(event, horizon)) for (const hash of referencedBlobs([event])) left.delete(hash);
+    }
+  }
+  const unreferenced = [...left];
+  const there = await mapLimited(unreferenced, 8, options.exists);
+  return unreferenced.filter((_, i) => there[i]);
 }
 
 /** Deletes the blobs nothing references any more (see {@link findUnreferencedBlobs}). Returns how many. */

@@ -18,3 +18,18 @@ export function registerReferenceRoot(root: ReferenceRoot): void {
 export async function addRootReferences(backend: StorageBackend, sessionId: string, into: Set<string>): Promise<void> {
   for (const root of roots) for (const hash of await root(backend, sessionId)) into.add(hash);
 }
+
+/**
+ * Removes from `candidates` every blob a registered root references, stopping once none is left: a prune
+ * looking at a few blobs need not gather the tens of thousands a root holds (docs/ARCHITECTURE.md, "Blobs").
+ */
+export async function dropRootReferences(
+  backend: StorageBackend,
+  sessionId: string,
+  candidates: Set<string>,
+): Promise<void> {
+  for (const root of roots) {
+    if (candidates.size === 0) return;
+    for (const hash of await root(backend, sessionId)) if (candidates.delete(hash) && candidates.size === 0) return;
+  }
+}

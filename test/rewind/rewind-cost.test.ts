@@ -1,7 +1,7 @@
-import { stat } from "node:fs/promises";
+import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, rewind } from "../../src/index.js";
+import { CheckpointStore, SessionStore, rewind } from "../../src/index.js";
 import { bytesRead } from "../helpers/bytes-read.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
@@ -33,6 +33,39 @@ describe("a rewind's reading follows what it cuts", () => {
       // Planning, truncating and pruning each read the whole log once: more than 3x its size; then the
       // truncation still copied the kept part. Now the cut is found backwards and made in place.
       // a whole-log read is >= 1; the rest is headroom (bytes-read.ts)
+      expect(read / logBytes).toBeLessThan(0.1);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+
+  it("undoing a 1-file shell command (files, keepUndo 0) after 40,000 events reads a few KB, not the log", async () => {
+    const root = await temps.make();
+    const workspace = join(root, "ws");
+    await mkdir(workspace);
+    for (let k = 0; k < 20; k++) await writeFile(join(workspace, `f${k}.txt`), `file ${k}\n`);
+    const store = new SessionStore({ root: join(root, "store"), durability: "none" });
+    try {
+      const { id } = await store.create({ workspace });
+      for (let start = 0; start < 40_000; start += 2000)
+        await store.appendMany(
+          id,
+          Array.from({ length: 2000 }, (_, k) => ({
+            type: "message" as const,
+            payload: { role: "user" as const, content: `event ${start + k} `.padEnd(400, "z") },
+          })),
+        );
+      const checkpoints = new CheckpointStore(store);
+      await checkpoints.aroundCommand(id, { tool: "bash" }, () => undefined); // the index: every file stored
+      const target = (await store.get(id))!.lastSequence;
+      await checkpoints.aroundCommand(id, { tool: "bash" }, () => writeFile(join(workspace, "f7.txt"), "edited\n"));
+      const logBytes = (await stat(join(root, "store", id, "events.jsonl"))).size;
+      const before = await bytesRead();
+      const report = await rewind(store, id, { toSequence: target, mode: "files", keepUndo: 0 });
+      const read = (await bytesRead()) - before;
+      expect(report.filesRestored).toBe(1);
+      expect(await readFile(join(workspace, "f7.txt"), "utf8")).toBe("file 7\n");
+      // The prune read the whole log to learn that the index still points at the bytes the rewind replaced.
       expect(read / logBytes).toBeLessThan(0.1);
     } finally {
       await store.close();

@@ -144,18 +144,23 @@ export function rememberIndex(backend: StorageBackend, sessionId: string, index:
   sessions.set(sessionId, index);
 }
 
-/** Every blob the recorded index points at: a reference root, never pruned while the index lives. */
-export async function blobsOfIndex(backend: StorageBackend, sessionId: string): Promise<Set<string>> {
-  const hashes = new Set<string>();
+/**
+ * Every blob the recorded index points at: a reference root, never pruned while the index lives. Handed
+ * out one by one from the entries, never gathered: a prune looking for one blob stops at it.
+ */
+export async function blobsOfIndex(backend: StorageBackend, sessionId: string): Promise<Iterable<string>> {
   const generation = await storedGeneration(backend, sessionId);
-  if (generation === 0) return hashes;
+  if (generation === 0) return [];
   let index = known.get(backend)?.get(sessionId);
   if (index?.generation !== generation) {
     index = await loadIndex(backend, sessionId);
     if (index) rememberIndex(backend, sessionId, index);
   }
-  for (const entry of index?.entries.values() ?? []) if (entry.hash !== undefined) hashes.add(entry.hash);
-  return hashes;
+  return index ? hashesOf(index) : [];
+}
+
+function* hashesOf(index: WorkspaceIndex): Iterable<string> {
+  for (const entry of index.entries.values()) if (entry.hash !== undefined) yield entry.hash;
 }
 
 // Loaded with every module that writes an index, so any prune in such a process keeps its blobs.
