@@ -1,5 +1,6 @@
 import { formatPatch, structuredPatch } from "diff";
 import type { FileDiff } from "./events.js";
+import { countLineChanges } from "./line-changes.js";
 
 /**
  * How much a line diff may cost (docs/ARCHITECTURE.md, "Diffs"). A file over either size bound, or
@@ -82,6 +83,11 @@ export function diffFile(
     options.budget.bytesLeft -= beforeSize + afterSize;
   }
 
+  if (!options.patch) {
+    // Counts only: the same search without the patch's bookkeeping (line-changes.ts).
+    const counted = countLineChanges(oldText, newText, limits.maxEditLength);
+    return counted ? { diff: { unit: "lines", ...counted } } : bytes("too_many_changes");
+  }
   const structured = structuredPatch(
     before === undefined ? "/dev/null" : `a/${path}`,
     after === undefined ? "/dev/null" : `b/${path}`,
@@ -100,7 +106,7 @@ export function diffFile(
       else if (line.startsWith("-")) deletions++;
     }
   const result: FileDiffResult = { diff: { unit: "lines", insertions, deletions } };
-  if (options.patch && structured.hunks.length > 0)
+  if (structured.hunks.length > 0)
     result.patch = formatPatch(structured, { includeIndex: false, includeUnderline: false, includeFileHeaders: true });
   return result;
 }

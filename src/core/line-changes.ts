@@ -1,0 +1,88 @@
+/**
+ * How many lines a line diff of two texts inserts and deletes, without the diff itself: what a report
+ * counts when it shows no patch (docs/ARCHITECTURE.md, "Diffs"). The search is jsdiff's (`diffLines`, then
+ * its Myers search with the same diagonal bounds and the same `maxEditLength`), so the counts are the ones
+ * its patch would show; only the bookkeeping differs: lines are numbered once and each diagonal keeps one
+ * integer, where jsdiff builds an object per step and joins the lines back into strings. That made counting
+ * one rewound 4 KB file cost 2-36 ms (the JIT cold, as it is in a process that rewinds now and then), more
+ * than the rest of the rewind (`npm run bench -- shell`).
+ */
+export interface LineChanges {
+  insertions: number;
+  deletions: number;
+}
+
+/** The counts, or undefined when more than `maxEditLength` lines change (jsdiff gives up there too). */
+export function countLineChanges(oldText: string, newText: string, maxEditLength: number): LineChanges | undefined {
+  const ids = new Map<string, number>();
+  const oldLines = lineIds(oldText, ids);
+  const newLines = lineIds(newText, ids);
+  const edits = editLength(oldLines, newLines, Math.min(maxEditLength, oldLines.length + newLines.length));
+  if (edits === undefined) return undefined;
+  // Each edit inserts or deletes one line; the lines kept are kept on both sides.
+  const grown = newLines.length - oldLines.length;
+  return { insertions: (edits + grown) / 2, deletions: (edits - grown) / 2 };
+}
+
+/** jsdiff's line tokens (each line with its `\n` or `\r\n`; the last may have none), as numbers. */
+function lineIds(text: string, ids: Map<string, number>): Int32Array {
+  const lines: number[] = [];
+  for (let start = 0; start < text.length; ) {
+    const newline = text.indexOf("\n", start);
+    const end = newline === -1 ? text.length : newline + 1;
+    const line = text.slice(start, end);
+    let id = ids.get(line);
+    if (id === undefined) ids.set(line, (id = ids.size));
+    lines.push(id);
+    start = end;
+  }
+  return Int32Array.from(lines);
+}
+
+const NONE = -2; // no path on this diagonal (a real one has oldPos >= -1)
+
+/**
+ * The shortest edit's length (insertions + deletions), found as jsdiff's `Diff.diffWithOptionsObj` finds
+ * it: per edit length, every diagonal in the bounds, extended along equal lines; undefined past `max`.
+ */
+function editLength(oldLines: Int32Array, newLines: Int32Array, max: number): number | undefined {
+  const oldLen = oldLines.length;
+  const newLen = newLines.length;
+  const common = (oldPos: number, diagonal: number): number => {
+    let newPos = oldPos - diagonal;
+    while (newPos + 1 < newLen && oldPos + 1 < oldLen && oldLines[oldPos + 1] === newLines[newPos + 1]) {
+      newPos++;
+      oldPos++;
+    }
+    return oldPos;
+  };
+  const start = common(-1, 0);
+  if (start + 1 >= oldLen && start + 1 >= newLen) return 0;
+  // best[offset + diagonal]: how far along the old text the furthest path on that diagonal reached.
+  const offset = max + 1;
+  const best = new Int32Array(2 * max + 3).fill(NONE);
+  best[offset] = start;
+  let minDiagonal = Number.NEGATIVE_INFINITY;
+  let maxDiagonal = Number.POSITIVE_INFINITY;
+  for (let edits = 1; edits <= max; edits++) {
+    for (let d = Math.max(minDiagonal, -edits); d <= Math.min(maxDiagonal, edits); d += 2) {
+      const removeFrom = best[offset + d - 1]!;
+      const addFrom = best[offset + d + 1]!;
+      if (removeFrom !== NONE) best[offset + d - 1] = NONE;
+      const canAdd = addFrom !== NONE && addFrom - d >= 0 && addFrom - d < newLen;
+      const canRemove = removeFrom !== NONE && removeFrom + 1 < oldLen;
+      if (!canAdd && !canRemove) {
+        best[offset + d] = NONE;
+        continue;
+      }
+      const from = !canRemove || (canAdd && removeFrom < addFrom) ? addFrom : removeFrom + 1;
+      const oldPos = common(from, d);
+      const newPos = oldPos - d;
+      if (oldPos + 1 >= oldLen && newPos + 1 >= newLen) return edits;
+      best[offset + d] = oldPos;
+      if (oldPos + 1 >= oldLen) maxDiagonal = Math.min(maxDiagonal, d - 1);
+      if (newPos + 1 >= newLen) minDiagonal = Math.max(minDiagonal, d + 1);
+    }
+  }
+  return undefined;
+}
