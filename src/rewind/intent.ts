@@ -4,6 +4,7 @@ import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { applyFileRecords } from "./apply-files.js";
 import type { RewindArchive } from "../blobs/archives.js";
 import { pruneUnreferencedBlobs } from "../blobs/prune.js";
+import { referencedBlobs } from "../blobs/references.js";
 import { RewindFailedError } from "../core/errors.js";
 import { storeUndoBlobs, undoBlobsOf, type UndoBlobInIntent } from "./undo-in-intent.js";
 
@@ -120,8 +121,12 @@ export async function completeIntent(
     locked.lastSequence <= intent.truncateTo &&
     intent.truncateTo < intent.markerSequence - 1;
   if (!filesDone) {
-    // The undo blobs the intent carries and the files are written, and waited for, at the same time.
-    const undoBlobs = undoBlobsOf(locked.sessionId, intent.undoBlobs ?? []);
+    // The undo blobs the intent carries and the files are written, and waited for, at the same time: those the
+    // marker names (its undo snapshot). With keepUndo 0 it names none; a roll-back takes them from the intent.
+    const named = referencedBlobs(intent.append);
+    const undoBlobs = new Map(
+      [...undoBlobsOf(locked.sessionId, intent.undoBlobs ?? [])].filter(([hash]) => named.has(hash)),
+    );
     const steps = await Promise.allSettled([
       intent.workspace !== undefined && intent.files.length > 0
         ? applyFileRecords(intent.workspace, intent.files, async (hash) => {

@@ -16,13 +16,13 @@ import { addReferences, referencedBlobs } from "../blobs/references.js";
 import { isDroppedCheckpoint, readHorizon } from "../blobs/retention-horizon.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { settleFailedRewind } from "./roll-back.js";
-import { writeIntentWithUndo } from "./undo-in-intent.js";
+import { carriesUndo, writeIntentWithUndo } from "./undo-in-intent.js";
 import { realWorkspaceOf } from "../checkpoint/confine.js";
 import { recordedWorkspace } from "./recorded-workspace.js";
 import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.js";
 import { diffPlannedChanges } from "./plan-diffs.js";
 import { totalDiffs, type DiffTotals } from "../core/file-diff.js";
-import { checkTargetForm, resolveTarget } from "./target.js";
+import { assertTargetRead, checkTargetForm, resolveTarget } from "./target.js";
 import {
   lastWrittenStates,
   ON_CONFLICT,
@@ -169,7 +169,10 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
     id,
     async (locked) => {
       const last = locked.lastSequence;
-      const target = await resolveTarget(store.backend, id, options, last, signalOf(options));
+      const target = await resolveTarget(store.backend, id, options, last, {
+        ...signalOf(options),
+        callerReadsFromTarget: true,
+      });
       const report = emptyReport(target, mode.data, options.dryRun ?? false);
       if (target === last) return report;
 
@@ -180,12 +183,21 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
       const keepAfter = touchesFiles || (keepUndo > 0 && !(options.dryRun ?? false));
       const after: StoredEvent[] = [];
       const cut = { events: 0, blobs: new Set<string>() };
-      for await (const event of store.backend.readEvents(id, { fromSequence: target + 1, ...signalOf(options) })) {
+      // Read from the target itself: finding it first is what shows it is on the tape (target.ts).
+      let first: StoredEvent | undefined;
+      for await (const event of store.backend.readEvents(id, {
+        fromSequence: Math.max(target, 1),
+        ...signalOf(options),
+      })) {
+        first ??= event;
+        if (target > 0 && first.sequence !== target) break; // not on the tape: refused below
+        if (event.sequence === target) continue;
         assertPayloadActedOn(event); // a malformed checkpoint is refused here, before anything is planned
         cut.events++;
         addReferences(event, cut.blobs);
         if (keepAfter) after.push(event);
       }
+      await assertTargetRead(store.backend, id, target, first, last, signalOf(options));
       if (mode.data !== "files") report.eventsRemoved = cut.events;
       // A checkpoint retention dropped cannot put its files back: refuse rather than restore some paths only.
       if (touchesFiles) {
@@ -325,15 +337,17 @@ async function prepareRewind(
   );
   if (input.realWorkspace !== undefined) intent.workspace = input.realWorkspace;
   if (archive) intent.archive = archive;
-  // Stored even with keepUndo 0: a rewind that fails part way puts these back (roll-back.ts). Unreferenced
-  // by the marker then, they go in the rewind's own prune.
+  // Kept even with keepUndo 0: a rewind that fails part way puts these back (roll-back.ts). Few and small,
+  // they ride in the intent and are never stored (undo-in-intent.ts); otherwise they are stored, unreferenced
+  // by the marker, and those this rewind adds go in its own prune. One already there keeps whatever referenced
+  // it before (a shell command's file: the workspace index), so it is not this rewind's to prune.
   const beforeState = plan ? plan.current : { files: [], blobs: new Map() };
   if (keepUndo === 0) {
-    let scratch = 0;
-    for (const hash of beforeState.blobs.keys()) if (!(await locked.hasBlob(hash))) scratch++;
-    if (scratch > 0) intent.scratchBlobs = scratch;
-    // Nothing will reference them once the rewind is done: prune must look at them too.
-    intent.pruneCandidates = [...new Set([...intent.pruneCandidates!, ...beforeState.blobs.keys()])];
+    const scratch: string[] = [];
+    const stored = carriesUndo(beforeState.blobs) ? [] : beforeState.blobs.keys();
+    for (const hash of stored) if (!(await locked.hasBlob(hash))) scratch.push(hash);
+    if (scratch.length > 0) intent.scratchBlobs = scratch.length;
+    intent.pruneCandidates = [...new Set([...intent.pruneCandidates!, ...scratch])];
   }
   await writeIntentWithUndo(locked, beforeState, intent, UNDO_LIMITS.concurrency, () => writeIntent(locked, intent));
   return intent;

@@ -1,5 +1,6 @@
 import type { SignalOption, StorageBackend } from "../backend/types.js";
 import { InvalidArgumentError, SequenceOutOfRangeError } from "../core/errors.js";
+import type { StoredEvent } from "../core/events.js";
 import { assertOnTape } from "../session/sequence-on-tape.js";
 
 /** Where a rewind goes: an event by its sequence, or just before a tool call by its id. */
@@ -20,18 +21,20 @@ export function checkTargetForm(target: RewindTarget): void {
  * The sequence to rewind to, with the lock held: `toSequence` if it is on the tape (else
  * SEQUENCE_OUT_OF_RANGE past the end, SEQUENCE_NOT_ON_TAPE for a number cut or re-appended), or
  * the event just before the first one that names `beforeCallId` (its tool_call, or its checkpoint
- * when the agent logs no tool_call events).
+ * when the agent logs no tool_call events). `callerReadsFromTarget`: the caller reads the log from
+ * the target on and checks it there with {@link assertTargetRead} (one read instead of two).
  */
 export async function resolveTarget(
   backend: StorageBackend,
   sessionId: string,
   target: RewindTarget,
   lastSequence: number,
-  options: SignalOption,
+  options: SignalOption & { callerReadsFromTarget?: boolean },
 ): Promise<number> {
   if (target.toSequence !== undefined) {
     if (target.toSequence > lastSequence) throw new SequenceOutOfRangeError(sessionId, target.toSequence, lastSequence);
-    await assertOnTape(backend, sessionId, target.toSequence, lastSequence, options);
+    if (!options.callerReadsFromTarget)
+      await assertOnTape(backend, sessionId, target.toSequence, lastSequence, signalOnly(options));
     return target.toSequence;
   }
   let previous = 0;
@@ -45,4 +48,24 @@ export async function resolveTarget(
     `No tool call "${target.beforeCallId}" on the tape of session "${sessionId}" ` +
       `(no tool_call or checkpoint names it): check the id, or rewind with toSequence.`,
   );
+}
+
+/**
+ * For a caller that reads the log from `target` on (`fromSequence: max(target, 1)`): throws
+ * SEQUENCE_NOT_ON_TAPE, naming the target's neighbours, unless the first event it read is the target.
+ * Target 0 (the start) is always on the tape.
+ */
+export async function assertTargetRead(
+  backend: StorageBackend,
+  sessionId: string,
+  target: number,
+  first: StoredEvent | undefined,
+  lastSequence: number,
+  options: SignalOption,
+): Promise<void> {
+  if (target !== 0 && first?.sequence !== target) await assertOnTape(backend, sessionId, target, lastSequence, options);
+}
+
+function signalOnly(options: SignalOption): SignalOption {
+  return options.signal ? { signal: options.signal } : {};
 }

@@ -14,6 +14,13 @@ import { readVerifiedBlob, storeBlobsThenReference } from "../blobs/store-then-r
  */
 export const UNDO_IN_INTENT_MAX_BYTES = 256 * 1024;
 
+/** Whether {@link writeIntentWithUndo} puts these bytes in the intent rather than storing them first. */
+export function carriesUndo(blobs: ReadonlyMap<string, Buffer>): boolean {
+  let total = 0;
+  for (const bytes of blobs.values()) total += bytes.length;
+  return blobs.size > 0 && blobs.size < SYNC_FILESYSTEM_FROM && total <= UNDO_IN_INTENT_MAX_BYTES;
+}
+
 /** One undo blob carried by the intent: its name and its bytes, base64. */
 export interface UndoBlobInIntent {
   hash: string;
@@ -32,11 +39,7 @@ export async function writeIntentWithUndo(
   concurrency: number,
   writeIntent: () => Promise<void>,
 ): Promise<void> {
-  let total = 0;
-  for (const bytes of snapshot.blobs.values()) total += bytes.length;
-  const carried =
-    snapshot.blobs.size > 0 && snapshot.blobs.size < SYNC_FILESYSTEM_FROM && total <= UNDO_IN_INTENT_MAX_BYTES;
-  if (!carried) return storeBlobsThenReference(locked, snapshot, concurrency, writeIntent);
+  if (!carriesUndo(snapshot.blobs)) return storeBlobsThenReference(locked, snapshot, concurrency, writeIntent);
   intent.undoBlobs = [...snapshot.blobs].map(([hash, bytes]) => ({ hash, base64: bytes.toString("base64") }));
   await writeIntent();
 }

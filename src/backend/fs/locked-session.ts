@@ -1,5 +1,5 @@
 import type { FileHandle } from "node:fs/promises";
-import { open, rename, rm } from "node:fs/promises";
+import { open, rename, rm, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { lineBatch, serializeEvent, parseEventLine } from "../../core/envelope.js";
 import { InvalidArgumentError, LockCompromisedError, LogCorruptError } from "../../core/errors.js";
@@ -325,8 +325,9 @@ export class FsLockedSession implements LockedSession {
   async writeRecord(name: string, value: unknown, options: { durable?: boolean } = {}): Promise<void> {
     this.assertHeld();
     assertRecordName(name);
-    await checkStoreFolder(this.sessionId, this.layout.records(this.sessionId));
-    await mkdir(this.layout.records(this.sessionId), { recursive: true });
+    // records/ is made on first use; once there (checked: no symlink in its place), not asked for again.
+    if (!(await checkStoreFolder(this.sessionId, this.layout.records(this.sessionId))))
+      await mkdir(this.layout.records(this.sessionId), { recursive: true });
     await writeFileAtomic(this.layout.record(this.sessionId, name), JSON.stringify(value), options);
   }
 
@@ -334,7 +335,11 @@ export class FsLockedSession implements LockedSession {
     this.assertHeld();
     assertRecordName(name);
     await checkStoreFolder(this.sessionId, this.layout.records(this.sessionId));
-    await rm(this.layout.record(this.sessionId, name), { force: true });
+    try {
+      await unlink(this.layout.record(this.sessionId, name)); // one call: rm() looks twice first
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    }
   }
 
   async release(): Promise<void> {
