@@ -1,4 +1,4 @@
-import { type FSWatcher, lstatSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs";
+import { type FSWatcher, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 
@@ -20,6 +20,8 @@ let exitHooked = false;
 interface Watched {
   handle: FSWatcher;
   ino: bigint;
+  /** An event said the folder itself went away: the kernel drops a watch whose folder is removed. */
+  dead: boolean;
 }
 
 /**
@@ -39,7 +41,6 @@ export class FolderWatcher {
   private dirty = new Set<string>();
   private walkReason: string | undefined = "the watcher has just started";
   private count = 0;
-  private rootInQuestion = false;
   private previousCount = 0;
   private broken: string | undefined;
   private readonly barrierFolder: string;
@@ -82,33 +83,36 @@ export class FolderWatcher {
 
   /**
    * Watches `folder` (workspace-relative), whose inode is `ino`, before it is listed. A folder
-   * watched under another inode (replaced, or the watch follows a folder moved away) is watched
-   * afresh. Returns false once the watcher has given up (e.g. the system's watch limit).
+   * watched under another inode, or whose watch died with the folder it watched (removed, then made
+   * again under the same name, possibly with the same inode number), is watched afresh. Returns true
+   * when the watch is new: the folder must then be listed, not taken from a listing held over.
    */
   watch(folder: string, ino: bigint): boolean {
     if (this.broken !== undefined) return false;
     const known = this.watched.get(folder);
-    if (known !== undefined && known.ino === ino) return true;
+    if (known !== undefined && known.ino === ino && !known.dead) return false;
     known?.handle.close();
+    this.watched.delete(folder);
     try {
       const absolute = folder === "" ? this.workspace : join(this.workspace, folder);
       const name = basename(absolute);
-      const handle = watch(absolute, { persistent: false }, (type, changed) => {
+      const watched: Watched = { handle: undefined as unknown as FSWatcher, ino, dead: false };
+      watched.handle = watch(absolute, { persistent: false }, (type, changed) => {
         this.count++;
         this.dirty.add(folder);
         if (changed === ".gitignore") this.walkReason ??= "a .gitignore changed";
-        // An event about the watched folder itself names it by its own name: it may have been
-        // renamed or removed, which its parent's listing shows (the root has none: walk).
+        // An event about the watched folder itself names it by its own name: it was renamed or
+        // removed (its watch then dies), which its parent's listing shows. A name inside it that
+        // happens to be the same only costs a new watch.
         if (type === "rename" && changed === name) {
-          if (folder === "") this.rootInQuestion = true;
-          else this.dirty.add(parentOf(folder));
+          watched.dead = true;
+          if (folder !== "") this.dirty.add(parentOf(folder));
         }
       });
-      handle.on("error", (error) => this.breakDown(`a folder watch failed (${error.message})`));
-      this.watched.set(folder, { handle, ino });
+      watched.handle.on("error", (error) => this.breakDown(`a folder watch failed (${error.message})`));
+      this.watched.set(folder, watched);
       return true;
     } catch (error) {
-      this.watched.delete(folder);
       this.breakDown(`a folder could not be watched (${(error as Error).message})`);
       return false;
     }
@@ -130,14 +134,6 @@ export class FolderWatcher {
    */
   async settle(): Promise<WatchedChanges> {
     if (this.broken === undefined) await this.barrier();
-    if (this.rootInQuestion) {
-      this.rootInQuestion = false;
-      // Or a name in it that is the workspace's own name: the same folder still there says which.
-      const root = this.watched.get("");
-      const now = lstatSync(this.workspace, { bigint: true, throwIfNoEntry: false });
-      if (root === undefined || now === undefined || !now.isDirectory() || now.ino !== root.ino)
-        this.walkReason ??= "the workspace folder itself was renamed or removed";
-    }
     const folders = this.dirty;
     const overflowed = this.previousCount + this.count >= this.burst;
     const reason =

@@ -1,7 +1,9 @@
 // A fast-check model of shell commands: random shell-like operations (write, delete, rm -r of a
 // folder, mkdir -p, mv, chmod, ln -s) grouped into commands run inside aroundCommand, with rewinds
 // ("files" or "all") to random earlier points. The model is the tree copied at every sequence;
-// after each rewind the workspace must equal the copy taken at its target. 40 runs.
+// after each rewind the workspace must equal the copy taken at its target. 40 runs walking the
+// tree, 30 more with `watch: true` (docs/ARCHITECTURE.md, "Watched scans"), whose scans list only
+// the folders inotify named.
 import { chmod, mkdir, realpath, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import fc from "fast-check";
@@ -120,15 +122,24 @@ async function apply(workspace: string, op: Operation): Promise<void> {
   }
 }
 
-it("random shell-like commands, captured by the workspace index, rewind to the tree of any earlier point", async () => {
+const RUNS = { walked: 40, watched: 30 } as const;
+
+for (const scans of ["walked", "watched"] as const)
+  it(
+    `random shell-like commands, captured by the workspace index (${scans}), rewind to the tree of any earlier point`,
+    () => modelHolds(scans === "watched"),
+    240_000,
+  );
+
+async function modelHolds(watch: boolean): Promise<void> {
   await fc.assert(
     fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 8 }), async (steps) => {
       const base = await realpath(await temps.make("agent-tape-shell-model-"));
       const workspace = join(base, "ws");
       for (const file of FILES) await apply(workspace, { kind: "write", path: file, content: 2, mode: 0o644 });
       const store = new SessionStore({ root: join(base, "sessions") });
+      const checkpoints = new CheckpointStore(store, { workspaceIndex: { watch } });
       try {
-        const checkpoints = new CheckpointStore(store);
         const { id } = await store.create({ workspace });
         await store.append(id, { type: "message", payload: { role: "user", content: "start" } });
         const model = new Map<number, Record<string, string>>([[1, await treeOf(workspace)]]);
@@ -149,9 +160,10 @@ it("random shell-like commands, captured by the workspace index, rewind to the t
           model.set(await last(), await treeOf(workspace));
         }
       } finally {
+        checkpoints.close();
         await store.close();
       }
     }),
-    { numRuns: 40 },
+    { numRuns: watch ? RUNS.watched : RUNS.walked },
   );
-}, 240_000);
+}

@@ -126,6 +126,16 @@ describe("watched scans record what whole walks record", () => {
     expect(files.map((f) => f.path).sort()).toEqual(["src/f11.txt", "src/f12.txt"]);
   });
 
+  it("a folder removed and made again (its inode number reused, its watch dead) is watched anew", async () => {
+    await both("true");
+    await both("rm -rf src/deep/er && mkdir src/deep/er");
+    await both("echo late > src/deep/er/late.txt");
+    expect((await last(watched)).map((f) => f.path)).toEqual(["src/deep/er/late.txt"]);
+    await both("rm -rf src && mkdir src && echo back > src/f0.txt");
+    await both("echo later > src/f1.txt");
+    expect((await last(watched)).map((f) => f.path)).toEqual(["src/f1.txt"]);
+  });
+
   it("a .gitignore edit walks the whole tree, and says why", async () => {
     await both("true");
     await both("printf 'build/\\n' > .gitignore && echo now-tracked > keep.log");
