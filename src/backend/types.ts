@@ -55,6 +55,12 @@ export interface StorageBackend {
   /** Names of the side records a session holds. */
   listRecords(id: string, options?: SignalOption): Promise<string[]>;
   /**
+   * Optional (with {@link LockedSession.archiveLogAfter}): the bytes a record's archived log range holds, in
+   * chunks, as they were copied; nothing when there are none. Unverified: callers check them against the
+   * {@link ArchivedLog} they were given. Memory stays flat however long the range.
+   */
+  readArchivedLog?(id: string, name: string, options?: SignalOption): AsyncIterable<Buffer>;
+  /**
    * Optional: the local folder the backend keeps its sessions in. A workspace scan leaves it out
    * when it lies inside the workspace, so the store never snapshots itself.
    */
@@ -75,6 +81,16 @@ export interface StorageBackend {
   lock(id: string, options?: LockOptions): Promise<LockedSession>;
   /** Releases every lock this backend holds. Idempotent. */
   close(): Promise<void>;
+}
+
+/** A byte range of the log copied beside it, as {@link LockedSession.archiveLogAfter} made it. */
+export interface ArchivedLog {
+  /** Its length in bytes. */
+  bytes: number;
+  /** The sha256 of those bytes, lowercase hex. */
+  sha256: string;
+  /** How many lines (events) it holds. */
+  events: number;
 }
 
 /** Where a session's bytes are, as {@link StorageBackend.usage} counts them. */
@@ -179,6 +195,22 @@ export interface LockedSession {
   append(events: readonly StoredEvent[], options?: AppendOptions): Promise<void>;
   /** Atomically cuts the log back to the events with `sequence <= sequence`. */
   truncateAfter(sequence: number): Promise<void>;
+  /**
+   * Optional (with {@link StorageBackend.readArchivedLog} and {@link appendStream}): copies the log's bytes
+   * after the event `sequence` (the lines of every later event, as they are) beside the record `name`,
+   * durably, replacing any copy there; `deleteRecord(name, { archivedLog: true })` removes it. The copy streams:
+   * its memory does not follow the range (a rewind's archive; docs/ARCHITECTURE.md, "Blobs").
+   */
+  archiveLogAfter?(sequence: number, name: string): Promise<ArchivedLog>;
+  /**
+   * Optional: appends events that come as a stream, all or nothing like one {@link append} of them (every
+   * line marked with `batch`, whose first and last sequences they must be), holding only a chunk at a time.
+   */
+  appendStream?(
+    events: AsyncIterable<StoredEvent>,
+    batch: { first: number; last: number },
+    options?: AppendOptions,
+  ): Promise<void>;
 
   /**
    * Stores bytes under their sha256; an existing blob costs no write. Returns true if written.
@@ -217,7 +249,8 @@ export interface LockedSession {
    * process crash but not power loss, and costs no fsync.
    */
   writeRecord(name: string, value: unknown, options?: { durable?: boolean }): Promise<void>;
-  deleteRecord(name: string): Promise<void>;
+  /** Removes the record; with `archivedLog`, the log range archived beside it too (see {@link archiveLogAfter}). */
+  deleteRecord(name: string, options?: { archivedLog?: boolean }): Promise<void>;
 
   /** Throws LOCK_COMPROMISED if the lock was lost. */
   assertHeld(): void;

@@ -2,13 +2,15 @@ import type { LockedSession, StorageBackend } from "../backend/types.js";
 import type { StoredEvent } from "../core/events.js";
 import { forEachLimited, mapLimited } from "../core/bounded-concurrency.js";
 import { referencedBlobs } from "./references.js";
-import { listArchives, readArchive } from "./archives.js";
+import { archivedEvents, listArchives, readArchive } from "./archives.js";
 import { addRootReferences, dropRootReferences } from "./reference-roots.js";
 import { isDroppedCheckpoint, readHorizon } from "./retention-horizon.js";
 
 export interface UnreferencedOptions {
   /** Events about to be appended: what they reference is kept. */
   alsoKeep?: readonly StoredEvent[];
+  /** Blobs kept whatever references them (those of an archive being made). */
+  alsoKeepBlobs?: readonly string[];
   /** Archives about to be dropped: what only they reference counts as unreferenced. */
   ignoreArchives?: readonly string[];
   /** A horizon about to be recorded, when above the stored one: checkpoints through it keep nothing. */
@@ -35,6 +37,7 @@ export async function findUnreferencedBlobs(
 ): Promise<string[]> {
   if (options.candidates?.length === 0) return [];
   const keep = referencedBlobs(options.alsoKeep ?? []);
+  for (const hash of options.alsoKeepBlobs ?? []) keep.add(hash);
   const { candidates, exists } = options;
   if (candidates && exists) return unreferencedCandidates(backend, sessionId, { ...options, candidates, exists }, keep);
   // Checkpoints retention dropped keep nothing alive (docs/ARCHITECTURE.md, "Retention").
@@ -46,10 +49,8 @@ export async function findUnreferencedBlobs(
     if (options.ignoreArchives?.includes(name)) continue;
     const archive = await readArchive(backend, sessionId, name);
     if (archive)
-      referencedBlobs(
-        archive.events.filter((event) => !isDroppedCheckpoint(event, horizon)),
-        keep,
-      );
+      for await (const event of archivedEvents(backend, sessionId, name, archive))
+        if (!isDroppedCheckpoint(event, horizon)) referencedBlobs([event], keep);
   }
   const looked = options.candidates ? new Set(options.candidates) : undefined;
   return (await backend.listBlobs(sessionId)).filter((hash) => !keep.has(hash) && (looked?.has(hash) ?? true));
@@ -79,8 +80,11 @@ async function unreferencedCandidates(
     for (const name of left.size > 0 ? await listArchives(backend, sessionId) : []) {
       if (options.ignoreArchives?.includes(name)) continue;
       const archive = await readArchive(backend, sessionId, name);
-      for (const event of archive?.events ?? [])
+      if (!archive) continue;
+      for await (const event of archivedEvents(backend, sessionId, name, archive)) {
         if (!isDroppedCheckpoint(event, horizon)) for (const hash of referencedBlobs([event])) left.delete(hash);
+        if (left.size === 0) break;
+      }
     }
   }
   const unreferenced = [...left];
@@ -94,9 +98,11 @@ export async function pruneUnreferencedBlobs(
   locked: LockedSession,
   alsoKeep: readonly StoredEvent[] = [],
   candidates?: readonly string[],
+  alsoKeepBlobs: readonly string[] = [],
 ): Promise<number> {
   const unreferenced = await findUnreferencedBlobs(backend, locked.sessionId, {
     alsoKeep,
+    alsoKeepBlobs,
     ...(candidates && { candidates, exists: (hash: string) => locked.hasBlob(hash) }),
   });
   await forEachLimited(unreferenced, 8, (hash) => locked.deleteBlob(hash));

@@ -193,7 +193,18 @@ export const RewindPayload = z
     /** On an undo marker: the sequences the re-appended events had before the rewind removed them. */
     reappendedFrom: z.array(z.number().int().positive()).optional(),
     /** Before-snapshot of every path the rewind changed, so `undoRewind` can put it back. */
-    undo: z.object({ workspace: z.string(), files: z.array(FileSnapshot), archive: z.string().optional() }).optional(),
+    undo: z
+      .object({
+        workspace: z.string(),
+        files: z.array(FileSnapshot),
+        /** The archive record keeping the events the rewind cut (absent with keepUndo 0 or none cut). */
+        archive: z.string().optional(),
+        /** What that archive's copy of the cut log bytes must be: their length, sha256 and line count. */
+        archiveLog: z
+          .object({ bytes: z.number().int().nonnegative(), sha256: z.string(), events: z.number().int().nonnegative() })
+          .optional(),
+      })
+      .optional(),
     /** What the rewind left each path it changed as: the next rewind checks the workspace against it. */
     wrote: z.object({ workspace: z.string(), files: z.array(FileState) }).optional(),
   })

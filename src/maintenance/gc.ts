@@ -163,23 +163,30 @@ type Found = Pick<GcSessionReport, "sessionId" | "orphanBlobs" | "expiredArchive
 
 /** The archives first: a crash in between leaves blobs a later gc finds, never an archive without its blobs. */
 async function remove(
-  locked: { deleteRecord(name: string): Promise<void>; deleteBlob(hash: string): Promise<void> },
+  locked: {
+    deleteRecord(name: string, options?: { archivedLog?: boolean }): Promise<void>;
+    deleteBlob(hash: string): Promise<void>;
+  },
   found: Found,
 ): Promise<void> {
-  for (const name of found.expiredArchives) await locked.deleteRecord(name);
+  for (const name of found.expiredArchives) await locked.deleteRecord(name, { archivedLog: true });
   await forEachLimited(found.orphanBlobs, 8, (hash) => locked.deleteBlob(hash));
 }
 
 /**
  * What a dry run would free, counted as the backends count `sizeOf`: blob bytes as stored (compressed on the
- * fs backend, docs/ARCHITECTURE.md, "Blobs"), and record JSON.
+ * fs backend, docs/ARCHITECTURE.md, "Blobs"), and record JSON (with the log bytes a rewind archive copied).
  */
 async function bytesOf(backend: StorageBackend, found: Found): Promise<number> {
   let bytes = 0;
   for (const hash of found.orphanBlobs) bytes += await storedBlobBytes(backend, found.sessionId, hash);
   for (const name of found.expiredArchives) {
     const archive = await backend.readRecord(found.sessionId, name);
-    if (archive !== undefined) bytes += Buffer.byteLength(JSON.stringify(archive));
+    if (archive === undefined) continue;
+    bytes += Buffer.byteLength(JSON.stringify(archive));
+    // A byte-range archive's copy of the cut log goes with it (src/blobs/archives.ts).
+    const log = (archive as { log?: { bytes?: unknown } } | null)?.log;
+    if (typeof log?.bytes === "number") bytes += log.bytes;
   }
   return bytes;
 }

@@ -1,10 +1,15 @@
 // Maintenance, verify: reads a whole session and says what is damaged, changing nothing.
 import type { SignalOption } from "../backend/types.js";
 import { forEachLimited } from "../core/bounded-concurrency.js";
-import { isAgentTapeError, SessionNotFoundError, type BlobCorruptError } from "../core/errors.js";
+import {
+  isAgentTapeError,
+  SessionNotFoundError,
+  type BlobCorruptError,
+  type StoreTamperedError,
+} from "../core/errors.js";
 import type { StoredEvent } from "../core/events.js";
 import { builtinPayloadProblem } from "../core/payload-check.js";
-import { isArchiveName } from "../blobs/archives.js";
+import { archivedEvents, isArchiveName, isArchiveShape } from "../blobs/archives.js";
 import { referencedBlobs, snapshotsIn } from "../blobs/references.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { HORIZON_RECORD, isDroppedCheckpoint, readHorizon } from "../blobs/retention-horizon.js";
@@ -243,6 +248,13 @@ async function checkRecords(
       continue;
     }
     if (!isArchiveName(name) || value === undefined) continue;
+    const log = (value as { log?: unknown } | null)?.log;
+    if (log !== undefined) {
+      // The cut part copied as bytes: streamed, checked against its length and sha256 as it goes.
+      const problem = await archivedLogProblem(store, sessionId, name, value, note, signal);
+      if (problem) problems.push(problem);
+      continue;
+    }
     const events = (value as { events?: unknown } | null)?.events;
     if (!Array.isArray(events) || !events.every(isEventLike)) {
       problems.push({
@@ -254,6 +266,31 @@ async function checkRecords(
     }
     for (const event of events) note(event, name);
   }
+}
+
+/** A byte-range archive whose bytes, read through, are not what its record names: why, else undefined. */
+async function archivedLogProblem(
+  store: SessionStore<any>,
+  sessionId: string,
+  name: string,
+  value: unknown,
+  note: (event: StoredEvent, archive: string) => void,
+  signal: AbortSignal | undefined,
+): Promise<VerifyProblem | undefined> {
+  const malformed = (why: string): VerifyProblem => ({
+    kind: "record_malformed",
+    record: name,
+    message: `rewind archive ${name} is malformed: ${why}`,
+  });
+  if (!isArchiveShape(value)) return malformed("its record does not name the log bytes the rewind cut");
+  try {
+    for await (const event of archivedEvents(store.backend, sessionId, name, value, signalOf(signal)))
+      note(event, name);
+  } catch (error) {
+    if (signal?.aborted || !isAgentTapeError(error, "STORE_TAMPERED")) throw error;
+    return malformed(`its copy of the cut log is not what the rewind kept (${(error as StoreTamperedError).what})`);
+  }
+  return undefined;
 }
 
 /** A rewind intent on disk is always worth a word: malformed, not fitting the tape, or an interrupted rewind. */

@@ -2,10 +2,11 @@ import { z } from "zod";
 import type { StorageBackend } from "../backend/types.js";
 import { StoreTamperedError } from "../core/errors.js";
 import { FileSnapshot, RewindPayload, type StoredEvent } from "../core/events.js";
-import { isArchiveName } from "../blobs/archives.js";
+import { archiveName, isArchiveName } from "../blobs/archives.js";
 import { closestSnapshotPerPath } from "./plan.js";
 
 const ArchiveName = z.string().refine(isArchiveName, "not a rewind archive's name");
+const Sha256 = z.string().regex(/^[0-9a-f]{64}$/);
 const IntentShape = z
   .object({
     kind: z.enum(["rewind", "undo"]),
@@ -15,7 +16,22 @@ const IntentShape = z
     truncateTo: z.number().int().nonnegative(),
     append: z.array(z.looseObject({ sessionId: z.string(), sequence: z.number().int(), type: z.string() })).min(1),
     dropArchives: z.array(ArchiveName),
-    archive: z.object({ name: ArchiveName, events: z.array(z.unknown()) }).optional(),
+    archive: z
+      .object({
+        name: ArchiveName,
+        events: z.array(z.unknown()).optional(),
+        copyAfter: z.number().int().nonnegative().optional(),
+        blobs: z.array(z.string().regex(/^[0-9a-f]{64}$/)).optional(),
+      })
+      .refine((a) => (a.events === undefined) !== (a.copyAfter === undefined), "events or copyAfter, not both")
+      .optional(),
+    reappend: z
+      .object({
+        archive: ArchiveName,
+        log: z.object({ bytes: z.number().int().nonnegative(), sha256: Sha256, events: z.number().int().positive() }),
+        first: z.number().int().positive(),
+      })
+      .optional(),
     prune: z.boolean(),
     pruneCandidates: z.array(z.string().regex(/^[0-9a-f]{64}$/)).optional(),
     before: z.array(FileSnapshot).optional(),
@@ -33,6 +49,8 @@ interface Intent {
   truncateTo: number;
   append: StoredEvent[];
   before?: FileSnapshot[];
+  archive?: { name: string; copyAfter?: number };
+  reappend?: { archive: string; log: { bytes: number; sha256: string; events: number }; first: number };
 }
 
 /**
@@ -66,6 +84,15 @@ export async function checkIntent(
   )
     throw tampered("carries events that are not this session's, or out of sequence");
   if (intent.truncateTo >= intent.markerSequence) throw tampered("cuts the log after its own marker");
+  // A byte-range archive is made of the very part the rewind cuts, under the name of its own marker.
+  if (
+    intent.archive !== undefined &&
+    (intent.kind !== "rewind" ||
+      intent.archive.name !== archiveName(intent.markerSequence) ||
+      (intent.archive.copyAfter !== undefined && intent.archive.copyAfter !== intent.truncateTo))
+  )
+    throw tampered("archives something other than the part of the log it cuts");
+  if (intent.reappend !== undefined) await checkReappend(backend, sessionId, intent, tampered);
   // The before-state is what the workspace held, which the tape does not: it may only touch what the rewind
   // changes (each path checked below against the tape) and what lies below those paths.
   const changed = new Set(intent.files.map((f) => f.path));
@@ -99,6 +126,30 @@ export async function checkIntent(
     if (!own || canonical({ ...own, path: file.path }) !== canonical(file))
       throw tampered(`would make "${file.path}" something the tape does not hold for it`);
   }
+}
+
+/**
+ * An undo that streams events back from a byte-range archive puts back exactly the archive of the rewind it
+ * undoes (the marker at `truncateTo`), as that marker names it, numbered on from it, its own marker last.
+ */
+async function checkReappend(
+  backend: StorageBackend,
+  sessionId: string,
+  intent: Intent,
+  tampered: (what: string) => StoreTamperedError,
+): Promise<void> {
+  const { archive, log, first } = intent.reappend!;
+  const undone = await eventAt(backend, sessionId, intent.truncateTo);
+  const undo = undone?.type === "session_rewind" ? (undone.payload as RewindPayload).undo : undefined;
+  if (
+    intent.kind !== "undo" ||
+    undo?.archive !== archive ||
+    canonical(undo.archiveLog) !== canonical(log) ||
+    first !== intent.truncateTo + 1 ||
+    intent.markerSequence !== first + log.events ||
+    intent.append.length !== 1
+  )
+    throw tampered("puts back events that are not the archive of the rewind it undoes");
 }
 
 /** Why `value` is not shaped like a rewind intent at all, or undefined when it is. */

@@ -1,8 +1,9 @@
-import type { LockedSession, StorageBackend } from "../backend/types.js";
+import { createHash } from "node:crypto";
+import type { ArchivedLog, LockedSession, StorageBackend } from "../backend/types.js";
 import type { FileSnapshot, RewindPayload, StoredEvent } from "../core/events.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { applyFileRecords } from "./apply-files.js";
-import type { RewindArchive } from "../blobs/archives.js";
+import { archivedEvents, type RewindArchive } from "../blobs/archives.js";
 import { pruneUnreferencedBlobs } from "../blobs/prune.js";
 import { referencedBlobs } from "../blobs/references.js";
 import { RewindFailedError } from "../core/errors.js";
@@ -31,11 +32,20 @@ export interface RewindIntent {
   /** Archives to delete (expired, or put back by an undo). */
   dropArchives: string[];
   /**
-   * The events a rewind cuts, kept for its undo. They ride in the intent (one fsynced write) and
-   * become the archive record once the marker is in the log; that record is written without
-   * fsync: a power loss can cost the undo, never consistency.
+   * The events a rewind cuts, kept for its undo (docs/ARCHITECTURE.md, "Rewind intent"). `copyAfter`: the
+   * log's bytes after that sequence are copied beside the records as they are (fsynced, before the log is
+   * cut: step "log-archived"), the marker names their length and sha256, and the archive record (written
+   * without fsync once the marker is in the log: a power loss can cost the undo, never consistency) says
+   * the same; `blobs`, what the cut events reference, stays unpruned. `events`: intents written before
+   * byte-range archives (and by backends that cannot copy a range) carry the events themselves instead.
    */
-  archive?: { name: string; events: StoredEvent[] };
+  archive?: { name: string; copyAfter?: number; blobs?: string[]; events?: StoredEvent[] };
+  /**
+   * An undo of a byte-range archive: its events, renumbered from `first`, are appended as one batch with
+   * `append` (the undo marker) at its end, streamed from the archive and checked against `log` on the way.
+   * Absent (older intents, older archives): `append` holds them.
+   */
+  reappend?: { archive: string; log: ArchivedLog; first: number };
   /**
    * The undo snapshot's bytes when they are few and small (undo-in-intent.ts): fsynced with the intent
    * instead of stored as blobs before it, and stored as blobs during step 1, durable before the log is cut.
@@ -82,7 +92,7 @@ export async function writeIntent(locked: LockedSession, intent: RewindIntent): 
   }
 }
 
-export type RewindStep = "files-restored" | "log-truncated" | "blobs-pruned" | "marker-appended";
+export type RewindStep = "files-restored" | "log-archived" | "log-truncated" | "blobs-pruned" | "marker-appended";
 
 /**
  * Runs steps 1-4 of a rewind (or an undo) whose intent is durable, under the one held lock:
@@ -110,7 +120,7 @@ export async function completeIntent(
           `event ${intent.markerSequence} is not its marker ${marker.id}; ` +
           "restore the files by hand, then delete the rewind-intent record",
       });
-    await finish(locked, intent);
+    await finish(locked, intent, atMarker.payload as RewindPayload);
     return { blobsPruned: 0, refused: [] };
   }
   let refused: string[] = [];
@@ -139,34 +149,113 @@ export async function completeIntent(
     ({ refused } = (steps[0] as PromiseFulfilledResult<{ refused: string[] }>).value);
   }
   onStep("files-restored");
+  const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
+  if (intent.archive?.copyAfter !== undefined) {
+    await archiveCutPart(backend, locked, intent, marker);
+    onStep("log-archived");
+  }
   await locked.truncateAfter(intent.truncateTo); // also drops a partial append from a crashed attempt
   onStep("log-truncated");
-  for (const name of intent.dropArchives) await locked.deleteRecord(name);
+  // An undo's own archive goes only once its events are back in the log (finish).
+  for (const name of intent.dropArchives)
+    if (name !== intent.reappend?.archive) await locked.deleteRecord(name, { archivedLog: true });
   const pruned = intent.prune
     ? await pruneUnreferencedBlobs(
         backend,
         locked,
         [...intent.append, ...(intent.archive?.events ?? [])],
         intent.pruneCandidates,
+        intent.archive?.blobs,
       )
     : 0;
   const blobsPruned = Math.max(0, pruned - (intent.scratchBlobs ?? 0));
   onStep("blobs-pruned");
-  const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
   marker.blobsPruned = blobsPruned;
   if (refused.length > 0) reportRefused(marker, refused);
-  await locked.append(intent.append, { sync: true });
+  if (intent.reappend) await appendArchived(backend, locked, intent, intent.reappend);
+  else await locked.append(intent.append, { sync: true });
   onStep("marker-appended");
-  await finish(locked, intent);
+  await finish(locked, intent, marker);
   return { blobsPruned, refused };
 }
 
-/** After the marker: the cut events become the archive, then the intent goes. Idempotent. */
-async function finish(locked: LockedSession, intent: RewindIntent): Promise<void> {
-  if (intent.archive) {
-    const archive: RewindArchive = { markerSequence: intent.markerSequence, events: intent.archive.events };
+/**
+ * Copies the part of the log the rewind cuts beside the records, before the log is cut, and names it in the
+ * marker (`undo.archiveLog`). Run again after a crash: while the log is not cut yet, the copy is made again
+ * (replacing any earlier one); once it is, the copy was finished (fsynced) before, and is measured again. If
+ * it is gone by then, the rewind completes without its undo of the events: consistency before the undo.
+ */
+async function archiveCutPart(
+  backend: StorageBackend,
+  locked: LockedSession,
+  intent: RewindIntent,
+  marker: RewindPayload,
+): Promise<void> {
+  const { name, copyAfter } = intent.archive!;
+  let log: ArchivedLog | undefined;
+  if (locked.lastSequence > intent.truncateTo) log = await locked.archiveLogAfter!(copyAfter!, name);
+  else log = await measureArchivedLog(backend, locked.sessionId, name);
+  if (!marker.undo) return;
+  if (log) marker.undo.archiveLog = log;
+  else delete marker.undo.archive;
+}
+
+async function measureArchivedLog(
+  backend: StorageBackend,
+  sessionId: string,
+  name: string,
+): Promise<ArchivedLog | undefined> {
+  const hash = createHash("sha256");
+  let bytes = 0;
+  let events = 0;
+  for await (const chunk of backend.readArchivedLog?.(sessionId, name) ?? []) {
+    hash.update(chunk);
+    bytes += chunk.length;
+    for (let nl = chunk.indexOf(0x0a); nl !== -1; nl = chunk.indexOf(0x0a, nl + 1)) events++;
+  }
+  return bytes === 0 ? undefined : { bytes, sha256: hash.digest("hex"), events };
+}
+
+/**
+ * Step 4 of an undo of a byte-range archive: the archived events, renumbered, then the undo marker, as one
+ * batch streamed from the archive; an archive that is not what its marker says (STORE_TAMPERED, found by the
+ * last line at the latest) takes the batch back. A backend without `appendStream` gets them in one array.
+ */
+async function appendArchived(
+  backend: StorageBackend,
+  locked: LockedSession,
+  intent: RewindIntent,
+  reappend: NonNullable<RewindIntent["reappend"]>,
+): Promise<void> {
+  const archive: RewindArchive = { markerSequence: intent.truncateTo, log: reappend.log };
+  async function* batch(): AsyncGenerator<StoredEvent> {
+    let next = reappend.first;
+    for await (const event of archivedEvents(backend, locked.sessionId, reappend.archive, archive))
+      yield { ...event, sequence: next++ };
+    yield* intent.append;
+  }
+  if (locked.appendStream) {
+    await locked.appendStream(batch(), { first: reappend.first, last: intent.markerSequence }, { sync: true });
+    return;
+  }
+  const events: StoredEvent[] = [];
+  for await (const event of batch()) events.push(event);
+  await locked.append(events, { sync: true });
+}
+
+/**
+ * After the marker: the cut events become the archive (its copied bytes named by the marker, or the events
+ * the intent carries), the archive an undo streamed its events from goes (only now: they are back in the
+ * log), then the intent goes. Idempotent. `marker`: the marker as it is in the log.
+ */
+async function finish(locked: LockedSession, intent: RewindIntent, marker: RewindPayload): Promise<void> {
+  const events = intent.archive?.events;
+  const log = marker.undo?.archiveLog;
+  if (intent.archive && (events !== undefined || log !== undefined)) {
+    const archive: RewindArchive = { markerSequence: intent.markerSequence, ...(log ? { log } : { events: events! }) };
     await locked.writeRecord(intent.archive.name, archive, { durable: false });
   }
+  if (intent.reappend) await locked.deleteRecord(intent.reappend.archive, { archivedLog: true });
   await locked.deleteRecord(REWIND_INTENT_RECORD);
 }
 

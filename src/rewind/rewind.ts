@@ -11,8 +11,8 @@ import {
 import { RewindMode, type FileChange, type RewindPayload, type StoredEvent } from "../core/events.js";
 import { eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import type { SnapshotLimits } from "../checkpoint/snapshot.js";
-import { archiveName, listArchives, readArchive } from "../blobs/archives.js";
-import { addReferences, referencedBlobs } from "../blobs/references.js";
+import { archiveName, archivedEvents, listArchives, readArchive } from "../blobs/archives.js";
+import { addReferences } from "../blobs/references.js";
 import { isDroppedCheckpoint, readHorizon } from "../blobs/retention-horizon.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { settleFailedRewind } from "./roll-back.js";
@@ -180,7 +180,9 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
       // is decided by them when they name every path the plan changes, else by the whole tape (conflicts.ts).
       // The cut events are held only for what needs them (the file plan, the archive for undo); otherwise
       // counted and their blobs noted as they stream by, so a cut of any length costs no memory.
-      const keepAfter = touchesFiles || (keepUndo > 0 && !(options.dryRun ?? false));
+      // A backend that can copy a byte range keeps the cut part that way for undo (see prepareRewind).
+      const byteRange = locked.archiveLogAfter !== undefined && store.backend.readArchivedLog !== undefined;
+      const keepAfter = touchesFiles || (keepUndo > 0 && !(options.dryRun ?? false) && !byteRange);
       const after: StoredEvent[] = [];
       const cut = { events: 0, blobs: new Set<string>() };
       // Read from the target itself: finding it first is what shows it is on the tape (target.ts).
@@ -246,6 +248,7 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
         cutBlobs: cut.blobs,
         markerSequence,
         keepUndo,
+        byteRange,
       });
       let done: { blobsPruned: number };
       try {
@@ -287,6 +290,8 @@ async function prepareRewind(
     cutBlobs: ReadonlySet<string>;
     markerSequence: number;
     keepUndo: number;
+    /** Keep the cut part as a copy of its log bytes (locked.archiveLogAfter), not as the events. */
+    byteRange: boolean;
   },
 ): Promise<RewindIntent> {
   const { report, plan, after, markerSequence, keepUndo } = input;
@@ -307,7 +312,12 @@ async function prepareRewind(
       files: plan?.current.files ?? [],
     };
     if (report.eventsRemoved > 0) {
-      archive = { name: archiveName(markerSequence), events: after };
+      // Copied as bytes in step "log-archived" (never parsed, held or serialised: a cut of 999k events costs
+      // the memory of a chunk), the cut events' blobs kept meanwhile; or, without a byte-range copy, the events.
+      const name = archiveName(markerSequence);
+      archive = input.byteRange
+        ? { name, copyAfter: report.targetSequence, blobs: [...input.cutBlobs] }
+        : { name, events: after };
       undo.archive = archive.name;
     }
     payload.undo = undo;
@@ -367,7 +377,8 @@ async function blobsMaybeOrphaned(
   const hashes = new Set<string>(report.mode === "files" ? [] : cutBlobs);
   for (const name of dropped) {
     const archive = await readArchive(store.backend, id, name);
-    if (archive) referencedBlobs(archive.events, hashes);
+    if (archive)
+      for await (const event of archivedEvents(store.backend, id, name, archive)) addReferences(event, hashes);
   }
   return [...hashes];
 }

@@ -140,6 +140,8 @@ async function rollBack(backend: StorageBackend, locked: LockedSession, intent: 
     await applyFileRecords(intent.workspace, intent.before!, async (hash) => {
       return carried.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash);
     });
+  // A copy of the part the log was to lose may be there already (step "log-archived"): nothing names it now.
+  if (intent.archive?.copyAfter !== undefined) await locked.deleteRecord(intent.archive.name, { archivedLog: true });
   await locked.deleteRecord(REWIND_INTENT_RECORD);
 }
 

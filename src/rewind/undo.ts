@@ -1,10 +1,11 @@
 import { resolve } from "node:path";
 import type { SignalOption } from "../backend/types.js";
-import { InvalidArgumentError, NothingToUndoError, SessionNotFoundError } from "../core/errors.js";
+import { InvalidArgumentError, NothingToUndoError, SessionNotFoundError, StoreTamperedError } from "../core/errors.js";
+import type { ArchivedLog } from "../backend/types.js";
 import type { RewindPayload, StoredEvent } from "../core/events.js";
 import { assertPayloadActedOn } from "../core/payload-check.js";
 import { eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
-import { readArchive } from "../blobs/archives.js";
+import { archivedEvents, isArchivedLog, readArchive, type RewindArchive } from "../blobs/archives.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { settleFailedRewind } from "./roll-back.js";
 import { realWorkspaceOf } from "../checkpoint/confine.js";
@@ -71,18 +72,32 @@ export async function undoRewind(
       const undo = marker.undo;
       if (!undo) throw new NothingToUndoError(id, `rewind #${last.sequence} was made with keepUndo: 0`);
 
+      // The events come back from the archive: all of them in the intent when it holds them (an older archive),
+      // else streamed from its copied log bytes in step 4, and only their former sequences held here.
       let restoredEvents: StoredEvent[] = [];
+      let reappendedFrom: number[] = [];
+      let byteRange: { archive: string; log: ArchivedLog } | undefined;
       if (marker.eventsRemoved > 0) {
         const archive = undo.archive ? await readArchive(store.backend, id, undo.archive) : undefined;
         if (!archive)
           throw new NothingToUndoError(id, `the events rewind #${last.sequence} removed are no longer kept (keepUndo)`);
-        restoredEvents = archive.events;
+        if (archive.log !== undefined || undo.archiveLog !== undefined) {
+          byteRange = { archive: undo.archive!, log: checkedArchivedLog(id, undo.archive!, archive, undo, marker) };
+          for await (const event of archivedEvents(store.backend, id, byteRange.archive, archive, signalOf(options))) {
+            if (event.sequence <= marker.targetSequence || event.sequence >= last.sequence)
+              throw new StoreTamperedError(id, `records/${byteRange.archive}.jsonl holds #${event.sequence}, not cut`);
+            reappendedFrom.push(event.sequence);
+          }
+        } else {
+          restoredEvents = archive.events ?? [];
+          reappendedFrom = restoredEvents.map((e) => e.sequence);
+        }
       }
 
       const report: UndoReport = {
         ...emptyReport(marker.targetSequence, marker.mode, options.dryRun ?? false),
         undoneMarker: last.sequence,
-        eventsRestored: restoredEvents.length,
+        eventsRestored: reappendedFrom.length,
       };
       let plan: FilePlan | undefined;
       let realWorkspace: string | undefined;
@@ -111,6 +126,7 @@ export async function undoRewind(
       // The events come back after the marker, renumbered; the undo marker closes the batch.
       let next = last.sequence;
       const reappended = restoredEvents.map((event) => ({ ...event, sequence: ++next }));
+      if (byteRange) next += reappendedFrom.length;
       const payload: RewindPayload = {
         targetSequence: marker.targetSequence,
         mode: marker.mode,
@@ -121,7 +137,7 @@ export async function undoRewind(
         changes: report.changes.map(({ patch: _patch, ...change }) => change),
         eventsRemoved: 0,
         blobsPruned: 0,
-        reappendedFrom: restoredEvents.map((e) => e.sequence),
+        reappendedFrom,
       };
       if (plan) {
         // An undo changes files too: keep their before-state, so a later rewind past it is exact.
@@ -140,6 +156,7 @@ export async function undoRewind(
         prune: false,
         before: plan?.current.files ?? [],
       };
+      if (byteRange) intent.reappend = { ...byteRange, first: last.sequence + 1 };
       if (realWorkspace !== undefined) intent.workspace = realWorkspace;
       const undoSnapshot = plan ? plan.current : { files: [], blobs: new Map() };
       await writeIntentWithUndo(locked, undoSnapshot, intent, UNDO_LIMITS.concurrency, () =>
@@ -163,6 +180,31 @@ export async function undoRewind(
     },
     { ...signalOf(options), detectReentry: false }, // runs no user code while locked
   );
+}
+
+/**
+ * The archive's copied bytes must be what the rewind's marker (in the log) says they are, and its record must
+ * say the same: an archive planted, edited or swapped for another is STORE_TAMPERED, before anything is planned.
+ * The bytes themselves are checked against it as they are read.
+ */
+function checkedArchivedLog(
+  id: string,
+  name: string,
+  archive: RewindArchive,
+  undo: NonNullable<RewindPayload["undo"]>,
+  marker: RewindPayload,
+): ArchivedLog {
+  const named = undo.archiveLog;
+  if (
+    !isArchivedLog(named) ||
+    !isArchivedLog(archive.log) ||
+    named.bytes !== archive.log.bytes ||
+    named.sha256 !== archive.log.sha256 ||
+    named.events !== archive.log.events ||
+    named.events !== marker.eventsRemoved
+  )
+    throw new StoreTamperedError(id, `records/${name}.json is not the archive its rewind marker names`);
+  return named;
 }
 
 function signalOf(options: SignalOption): SignalOption {

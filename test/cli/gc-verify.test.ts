@@ -69,21 +69,25 @@ describe("agent-tape gc", () => {
       await rewind(store, s.id, { toSequence: 6, keepUndo: 2 });
     });
     const records = join(s.root, s.id, "records");
-    expect((await readdir(records)).sort()).toEqual(["rewind-archive-6.json", "rewind-archive-8.json"]);
-    const archiveBytes = (await stat(join(records, "rewind-archive-6.json"))).size;
+    // Each archive is its record and the copy of the log bytes its rewind cut (docs/ARCHITECTURE.md, "Blobs").
+    const both = ["rewind-archive-6.json", "rewind-archive-6.jsonl", "rewind-archive-8.json", "rewind-archive-8.jsonl"];
+    expect((await readdir(records)).sort()).toEqual(both);
+    const archiveBytes =
+      (await stat(join(records, "rewind-archive-6.json"))).size +
+      (await stat(join(records, "rewind-archive-6.jsonl"))).size;
 
     const dry = JSON.parse((await cli(["gc", s.id, "--dry-run", "--json", "--root", s.root])).stdout);
     expect(dry.sessions).toEqual([
       { id: s.id, blobsPruned: 1, archivesDropped: ["rewind-archive-6"], bytesFreed: archiveBytes + 4 },
     ]);
-    expect((await readdir(records)).sort()).toEqual(["rewind-archive-6.json", "rewind-archive-8.json"]);
+    expect((await readdir(records)).sort()).toEqual(both);
 
     const run = await cli(["gc", s.id, "--root", s.root]);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(
       `Freed ${formatBytes(archiveBytes + 4)}: 1 blob and 1 rewind archive from session ${s.id}.`,
     );
-    expect(await readdir(records)).toEqual(["rewind-archive-8.json"]);
+    expect((await readdir(records)).sort()).toEqual(["rewind-archive-8.json", "rewind-archive-8.jsonl"]);
     expect(await exists(blobPath(s, sha256("one\n")))).toBe(false);
     expect((await cli(["verify", s.id, "--root", s.root])).code).toBe(0);
     expect((await cli(["undo", s.id, "--root", s.root])).code).toBe(0);

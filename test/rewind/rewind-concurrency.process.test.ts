@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, rewind, type StoredEvent } from "../../src/index.js";
 import { childrenKilledAfterEach, Child } from "../helpers/children.js";
 import { put, workspaceTree } from "../helpers/rewind-workspace.js";
+import { archivedEventsOf } from "../helpers/stored-events.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -60,7 +61,7 @@ describe("a rewind while another process appends", () => {
         .map((line) => line.split(" ").map(Number) as [number, number]);
       const marker = report.markerSequence!;
       const events = await store.readAll(id);
-      const archive = (await store.backend.readRecord(id, `rewind-archive-${marker}`)) as { events: StoredEvent[] };
+      const archive = { events: await archivedEventsOf(store.backend, id, `rewind-archive-${marker}`) };
 
       // The log: the target's prefix, the marker, then only ticks, numbered on from the marker.
       const markerAt = events.findIndex((e) => e.sequence === marker);

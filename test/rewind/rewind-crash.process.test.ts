@@ -15,6 +15,7 @@ import {
 import { Child } from "../helpers/children.js";
 import { blobFile } from "../helpers/rewind-story.js";
 import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
+import { archivedEventsOf } from "../helpers/stored-events.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { referencedBlobs } from "../../src/blobs/references.js";
 
@@ -248,8 +249,7 @@ async function expectSettled(s: Scenario): Promise<void> {
     expect(records).not.toContain("blobs-in-flight");
     const referenced = referencedBlobs(await store.readAll(s.id));
     for (const name of records.filter((n) => n.startsWith("rewind-archive-"))) {
-      const archive = (await store.backend.readRecord(s.id, name)) as { events: StoredEvent[] };
-      referencedBlobs(archive.events, referenced);
+      referencedBlobs(await archivedEventsOf(store.backend, s.id, name), referenced);
     }
     expect(new Set(await store.backend.listBlobs(s.id))).toEqual(referenced);
     const checkpoints = new CheckpointStore(store);
@@ -284,6 +284,7 @@ describe.concurrent("a rewind killed at a step boundary", () => {
     { step: "planned", expected: "untouched" },
     { step: "intent-written", expected: "rewound" },
     { step: "files-restored", expected: "rewound" },
+    { step: "log-archived", expected: "rewound" },
     { step: "log-truncated", expected: "rewound" },
     { step: "blobs-pruned", expected: "rewound" },
     { step: "marker-appended", expected: "rewound" },

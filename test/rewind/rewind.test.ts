@@ -21,6 +21,7 @@ import {
   storyFixture,
 } from "../helpers/rewind-story.js";
 import { put, recordsLeft, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
+import { archivedEventsOf } from "../helpers/stored-events.js";
 import { referencedBlobs } from "../../src/blobs/references.js";
 
 const { temps, stores, story } = storyFixture();
@@ -473,10 +474,8 @@ describe("blobs", () => {
     // The archive holds the removed checkpoints, so every blob they reference stays.
     for (const hash of s.blobsBefore) expect(onDisk.has(hash), hash).toBe(true);
     const events = await s.store.readAll(s.id);
-    const archive = (await s.store.backend.readRecord(s.id, `rewind-archive-${report.markerSequence}`)) as {
-      events: typeof events;
-    };
-    expect(onDisk).toEqual(referencedBlobs([...events, ...archive.events]));
+    const archived = await archivedEventsOf(s.store.backend, s.id, `rewind-archive-${report.markerSequence}`);
+    expect(onDisk).toEqual(referencedBlobs([...events, ...archived]));
     // Among them the blobs of the marker's undo snapshot: main.ts at v5 and the created file.
     expect(onDisk.has(sha256("v5\n"))).toBe(true);
     expect(onDisk.has(sha256("export {};\n"))).toBe(true);

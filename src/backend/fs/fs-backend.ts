@@ -31,6 +31,7 @@ import { acquireFileLock, othersWaiting } from "./lock.js";
 import { moveLogToNewInode } from "./move-log.js";
 import { FsLockedSession } from "./locked-session.js";
 import { checkStoreFolder, openStoreFile, READ, readStoreFile } from "./store-files.js";
+import { readArchivedLogFile } from "./archive-log.js";
 
 export interface FsBackendOptions {
   /** Folder that holds one sub-folder per session. Created on first use. */
@@ -311,6 +312,14 @@ class FsBackend implements StorageBackend {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw error;
     }
+  }
+
+  async *readArchivedLog(id: string, name: string, options: SignalOption = {}): AsyncIterable<Buffer> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    if (!isRecordName(name)) return;
+    await checkStoreFolder(id, this.layout.records(id));
+    yield* readArchivedLogFile(this.layout.archivedLog(id, name), options.signal);
   }
 
   async listRecords(id: string, options: SignalOption = {}): Promise<string[]> {

@@ -37,4 +37,8 @@ export class SessionLayout {
   record(id: string, name: string): string {
     return join(this.root, id, "records", `${name}.json`);
   }
+  /** A record's bytes kept beside it: a rewind archive's copy of the log's cut part (see archive-log.ts). */
+  archivedLog(id: string, name: string): string {
+    return join(this.root, id, "records", `${name}.jsonl`);
+  }
 }

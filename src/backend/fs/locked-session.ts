@@ -4,7 +4,8 @@ import { dirname, join } from "node:path";
 import { lineBatch, serializeEvent, parseEventLine } from "../../core/envelope.js";
 import { InvalidArgumentError, LockCompromisedError, LogCorruptError } from "../../core/errors.js";
 import type { StoredEvent } from "../../core/events.js";
-import type { AppendOptions, LockedSession } from "../types.js";
+import type { AppendOptions, ArchivedLog, LockedSession } from "../types.js";
+import { copyLogRange } from "./archive-log.js";
 import { fsyncDir, tempPathFor, writeFileAtomic } from "../../core/atomic-file.js";
 import { blobExists, deleteBlobFile, discardIncomingBlobs, syncBlobFiles, writeBlobFile } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
@@ -157,6 +158,70 @@ export class FsLockedSession implements LockedSession {
     await this.assertLogIsOurs(this.size + bytes.length);
     this.size += bytes.length;
     this.last = events[events.length - 1]!.sequence;
+  }
+
+  /**
+   * Appends a stream of events as one batch, a chunk of lines per write, so its memory follows a chunk, not
+   * the batch (an undo putting back 999k events). A crash mid-way leaves an unfinished batch, which the
+   * next lock holder cuts (see `open`); a failure here takes back what was written: all or nothing.
+   */
+  async appendStream(
+    events: AsyncIterable<StoredEvent>,
+    batch: { first: number; last: number },
+    options: AppendOptions = {},
+  ): Promise<void> {
+    this.assertHeld();
+    const start = this.size;
+    let previous = this.last;
+    let written = 0;
+    let pending: string[] = [];
+    let pendingLength = 0;
+    const flush = async () => {
+      const bytes = Buffer.from(pending.join(""), "utf8");
+      pending = [];
+      pendingLength = 0;
+      for (let done = 0; done < bytes.length; )
+        done += (await this.fh.write(bytes, done, bytes.length - done)).bytesWritten;
+      written += bytes.length;
+    };
+    try {
+      for await (const event of events) {
+        const expected = previous === this.last ? batch.first : previous + 1;
+        if (event.sequence !== expected || event.sequence > batch.last)
+          throw new InvalidArgumentError(
+            `Event sequence ${event.sequence} is not ${expected} of batch ${batch.first}-${batch.last} ` +
+              `in session "${this.sessionId}".`,
+          );
+        previous = event.sequence;
+        const line = serializeEvent(event, batch) + "\n";
+        pending.push(line);
+        pendingLength += line.length;
+        if (pendingLength >= 1024 * 1024) await flush();
+      }
+      if (previous !== batch.last)
+        throw new InvalidArgumentError(`A batch ${batch.first}-${batch.last} ended at ${previous}.`);
+      await flush();
+      if (options.sync ?? true) await this.fh.datasync();
+    } catch (error) {
+      await this.fh.truncate(start).catch(() => undefined);
+      throw error;
+    }
+    await this.assertLogIsOurs(start + written);
+    this.size = start + written;
+    this.last = batch.last;
+  }
+
+  async archiveLogAfter(sequence: number, name: string): Promise<ArchivedLog> {
+    this.assertHeld();
+    assertRecordName(name);
+    const file = this.layout.log(this.sessionId);
+    const from =
+      sequence >= this.last
+        ? this.size
+        : ((await keptEndFor(this.fh, this.size, sequence)) ?? (await keptEndForwards(file, sequence))).offset;
+    await checkStoreFolder(this.sessionId, this.layout.records(this.sessionId));
+    await mkdir(this.layout.records(this.sessionId), { recursive: true });
+    return copyLogRange(this.fh, from, this.size, this.layout.archivedLog(this.sessionId, name));
   }
 
   async truncateAfter(sequence: number): Promise<void> {
@@ -331,7 +396,7 @@ export class FsLockedSession implements LockedSession {
     await writeFileAtomic(this.layout.record(this.sessionId, name), JSON.stringify(value), options);
   }
 
-  async deleteRecord(name: string): Promise<void> {
+  async deleteRecord(name: string, options: { archivedLog?: boolean } = {}): Promise<void> {
     this.assertHeld();
     assertRecordName(name);
     await checkStoreFolder(this.sessionId, this.layout.records(this.sessionId));
@@ -340,6 +405,7 @@ export class FsLockedSession implements LockedSession {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
     }
+    if (options.archivedLog) await rm(this.layout.archivedLog(this.sessionId, name), { force: true });
   }
 
   async release(): Promise<void> {

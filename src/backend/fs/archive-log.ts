@@ -1,0 +1,75 @@
+import { createHash } from "node:crypto";
+import type { FileHandle } from "node:fs/promises";
+import { open, rename, rm } from "node:fs/promises";
+import { basename, dirname } from "node:path";
+import { fsyncDir, tempPathFor } from "../../core/atomic-file.js";
+import type { ArchivedLog } from "../types.js";
+import { openStoreFile, READ } from "./store-files.js";
+
+// A rewind keeps the part of the log it cuts, for its undo, as a copy of those bytes beside the records
+// (`records/rewind-archive-<marker>.jsonl`): copied in fixed-size chunks, never parsed or held whole, so a
+// cut of 999k events costs the memory of one chunk (docs/ARCHITECTURE.md, "Blobs", archives).
+
+const CHUNK = 1024 * 1024;
+const NEWLINE = 0x0a;
+
+/**
+ * Copies bytes [from, to) of the open log to `target`: a temp file beside it, fsynced, renamed over, the
+ * folder fsynced, so a crash leaves no copy or a whole one (a temp a killed copy left is swept as a
+ * leftover, leftovers.ts). Returns the copy's length, sha256 and line count.
+ */
+export async function copyLogRange(log: FileHandle, from: number, to: number, target: string): Promise<ArchivedLog> {
+  const temp = tempPathFor(target);
+  const hash = createHash("sha256");
+  let events = 0;
+  try {
+    const out = await open(temp, "wx", 0o644);
+    try {
+      const buf = Buffer.allocUnsafe(CHUNK);
+      for (let pos = from; pos < to; ) {
+        const { bytesRead } = await log.read(buf, 0, Math.min(buf.length, to - pos), pos);
+        if (bytesRead === 0) throw new Error(`the log ended at byte ${pos} while copying it up to ${to}`);
+        const piece = buf.subarray(0, bytesRead);
+        hash.update(piece);
+        for (let nl = piece.indexOf(NEWLINE); nl !== -1; nl = piece.indexOf(NEWLINE, nl + 1)) events++;
+        for (let written = 0; written < bytesRead; )
+          written += (await out.write(piece, written, bytesRead - written)).bytesWritten;
+        pos += bytesRead;
+      }
+      await out.sync();
+    } finally {
+      await out.close();
+    }
+    await rename(temp, target);
+  } catch (error) {
+    await rm(temp, { force: true }).catch(() => undefined);
+    throw error;
+  }
+  await fsyncDir(dirname(target));
+  return { bytes: to - from, sha256: hash.digest("hex"), events };
+}
+
+/** The bytes of an archived log range, chunk by chunk (fresh buffers); nothing when there is no such file. */
+export async function* readArchivedLogFile(path: string, signal?: AbortSignal): AsyncGenerator<Buffer> {
+  // The file lies in a session's records/ folder: the folder above is the session's, named by its id.
+  const sessionId = basename(dirname(dirname(path)));
+  let fh: FileHandle;
+  try {
+    fh = await openStoreFile(sessionId, path, READ);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw error;
+  }
+  try {
+    for (let pos = 0; ; ) {
+      signal?.throwIfAborted();
+      const buf = Buffer.allocUnsafe(CHUNK);
+      const { bytesRead } = await fh.read(buf, 0, buf.length, pos);
+      if (bytesRead === 0) return;
+      pos += bytesRead;
+      yield buf.subarray(0, bytesRead);
+    }
+  } finally {
+    await fh.close();
+  }
+}
