@@ -1,7 +1,8 @@
 // One rewind, timed and with its peak memory, in a process of its own: the peak (maxRSS) is the
 // process's, so nothing an earlier suite held can hide in it or inflate it.
-// Usage: node --import tsx bench/rewind.child.ts <root> <sessionId> <toSequence> <keepUndo>
-import { SessionStore, rewind } from "../src/index.js";
+// Usage: node --import tsx bench/rewind.child.ts <root> <sessionId> <toSequence> <keepUndo | "undo">
+// ("undo": the undo of the session's last rewind instead, `eventsRemoved` then the events it put back).
+import { SessionStore, rewind, undoRewind } from "../src/index.js";
 
 export interface RewindRun {
   eventsRemoved: number;
@@ -22,14 +23,19 @@ try {
   for await (const _ of store.read(sessionId, { toSequence: 1 })) break;
   const rssBeforeMB = process.memoryUsage().rss / MB;
   const started = performance.now();
-  const report = await rewind(store, sessionId, {
-    toSequence: Number(toSequence),
-    mode: "conversation",
-    keepUndo: Number(keepUndo),
-  });
+  const eventsRemoved =
+    keepUndo === "undo"
+      ? (await undoRewind(store, sessionId)).eventsRestored
+      : (
+          await rewind(store, sessionId, {
+            toSequence: Number(toSequence),
+            mode: "conversation",
+            keepUndo: Number(keepUndo),
+          })
+        ).eventsRemoved;
   const ms = performance.now() - started;
   const peakRssMB = (process.resourceUsage().maxRSS * 1024) / MB;
-  const run: RewindRun = { eventsRemoved: report.eventsRemoved, ms, rssBeforeMB, peakRssMB };
+  const run: RewindRun = { eventsRemoved, ms, rssBeforeMB, peakRssMB };
   process.stdout.write(JSON.stringify(run) + "\n");
 } finally {
   await store.close();

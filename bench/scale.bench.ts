@@ -18,7 +18,8 @@ const run = promisify(execFile);
  *   and the cost per session flat (within 1.5x);
  * - a rewind cutting the last 10 events (conversation only) of a 1M-event tape against the same cut
  *   of a 1k-event tape: within 3x;
- * - a rewind cutting 999,999 of 1M events, in a child process of its own: peak RSS under 256 MB.
+ * - a rewind cutting 999,999 of 1M events, in a child process of its own: peak RSS under 256 MB, with the
+ *   default keepUndo 1 and with 0; the undo of the first, putting the 999,999 back, under 256 MB too.
  */
 export const scaleSuite: Suite = {
   name: "scale",
@@ -26,7 +27,7 @@ export const scaleSuite: Suite = {
     const rows: Row[] = [];
     rows.push(await listRow(quick, tempDir, log));
     rows.push(await rewindRow(quick, tempDir, log));
-    rows.push(await bigCutRow(quick, tempDir, log));
+    rows.push(...(await bigCutRows(quick, tempDir, log)));
     return rows;
   },
 };
@@ -145,30 +146,49 @@ async function rewindRow(quick: boolean, tempDir: () => Promise<string>, log: (m
 const PEAK_RSS_LIMIT_MB = 256;
 
 /**
- * A rewind that cuts all but the first event of a long tape (conversation, keepUndo 0), in a child process
- * of its own (bench/rewind.child.ts): its peak memory must not follow the cut (under 256 MB at 1M events).
+ * A rewind that cuts all but the first event of a long tape (conversation), in a child process of its own
+ * (bench/rewind.child.ts): its peak memory must not follow the cut (under 256 MB at 1M events), with the
+ * default keepUndo 1 (the cut part copied as bytes into its archive) and with keepUndo 0; then the undo of
+ * the keepUndo 1 rewind, which streams the 999,999 events back from that copy.
  */
-async function bigCutRow(quick: boolean, tempDir: () => Promise<string>, log: (m: string) => void): Promise<Row> {
+async function bigCutRows(quick: boolean, tempDir: () => Promise<string>, log: (m: string) => void): Promise<Row[]> {
   const events = quick ? 100_000 : 1_000_000;
-  const root = await tempDir();
-  const store = new SessionStore({ root, durability: "none" });
-  const { id } = await store.create({ title: "rewind big cut" });
-  await store.close();
-  await writeLog(join(root, id, "events.jsonl"), id, events);
-  log(`  rewind cutting ${events - 1} of ${events} events, in a child process`);
+  const rows: Row[] = [];
+  for (const keepUndo of [1, 0]) {
+    const root = await tempDir();
+    const store = new SessionStore({ root, durability: "none" });
+    const { id } = await store.create({ title: "rewind big cut" });
+    await store.close();
+    await writeLog(join(root, id, "events.jsonl"), id, events);
+    log(`  rewind cutting ${events - 1} of ${events} events, keepUndo ${keepUndo}, in a child process`);
+    const cut = await inChild(root, id, String(keepUndo));
+    if (cut.eventsRemoved !== events - 1) throw new Error(`the rewind cut ${cut.eventsRemoved} events`);
+    const what = `cut ${(events - 1).toLocaleString("en")} of ${events.toLocaleString("en")} events`;
+    rows.push(
+      rssRow(`rewind: ${what}, keepUndo ${keepUndo}, peak RSS`, `rewind() in a child, keepUndo ${keepUndo}`, cut),
+    );
+    if (keepUndo === 0) continue;
+    log(`  undo of that rewind: ${events - 1} events put back, in a child process`);
+    const undo = await inChild(root, id, "undo");
+    if (undo.eventsRemoved !== events - 1) throw new Error(`the undo put back ${undo.eventsRemoved} events`);
+    rows.push(rssRow(`undoRewind: ${what} put back, peak RSS`, "undoRewind() in a child", undo));
+  }
+  return rows;
+}
+
+async function inChild(root: string, id: string, keepUndoOrUndo: string): Promise<RewindRun> {
   const { stdout } = await run(
     process.execPath,
-    ["--import", "tsx", join(here, "rewind.child.ts"), root, id, "1", "0"],
-    {
-      cwd: dirname(here),
-      maxBuffer: 1 << 20,
-    },
+    ["--import", "tsx", join(here, "rewind.child.ts"), root, id, "1", keepUndoOrUndo],
+    { cwd: dirname(here), maxBuffer: 1 << 20 },
   );
-  const result = JSON.parse(stdout.trim().split("\n").pop()!) as RewindRun;
-  if (result.eventsRemoved !== events - 1) throw new Error(`the rewind cut ${result.eventsRemoved} events`);
+  return JSON.parse(stdout.trim().split("\n").pop()!) as RewindRun;
+}
+
+function rssRow(suite: string, label: string, result: RewindRun): Row {
   return {
-    suite: `rewind: cut ${(events - 1).toLocaleString("en")} of ${events.toLocaleString("en")} events, peak RSS`,
-    ours: { label: "rewind() in a child, keepUndo 0", value: result.peakRssMB, unit: "MB" },
+    suite,
+    ours: { label, value: result.peakRssMB, unit: "MB" },
     baseline: undefined,
     ratio: undefined,
     target: { op: "<", value: PEAK_RSS_LIMIT_MB, on: "ours" },

@@ -56,7 +56,8 @@ export interface StorageBackend {
   listRecords(id: string, options?: SignalOption): Promise<string[]>;
   /**
    * Optional (with {@link LockedSession.archiveLogAfter}): the bytes a record's archived log range holds, in
-   * chunks, as they were copied; nothing when there are none. Unverified: callers check them against the
+   * chunks, as they were copied; nothing when there are none. A chunk may be read into again once the next is
+   * asked for: keep a copy of what must outlive it. Unverified: callers check them against the
    * {@link ArchivedLog} they were given. Memory stays flat however long the range.
    */
   readArchivedLog?(id: string, name: string, options?: SignalOption): AsyncIterable<Buffer>;

@@ -95,9 +95,13 @@ export async function* archivedEvents(
     if (bytes > expected.bytes) throw tampered(`holds more than the ${expected.bytes} bytes archived`);
     let start = 0;
     for (let nl = chunk.indexOf(0x0a); nl !== -1; nl = chunk.indexOf(0x0a, start)) {
-      carry.push(chunk.subarray(start, nl));
-      const text = Buffer.concat(carry).toString("utf8");
-      carry = [];
+      let text: string;
+      if (carry.length === 0) text = chunk.toString("utf8", start, nl);
+      else {
+        carry.push(chunk.subarray(start, nl));
+        text = Buffer.concat(carry).toString("utf8");
+        carry = []; // only here: a new array per line would be garbage on every line
+      }
       start = nl + 1;
       const event = parseEventLine(text);
       events++;
@@ -107,7 +111,7 @@ export async function* archivedEvents(
       previous = event.sequence;
       yield event;
     }
-    if (start < chunk.length) carry.push(chunk.subarray(start));
+    if (start < chunk.length) carry.push(Buffer.from(chunk.subarray(start))); // a copy: the chunk is read into again
   }
   if (carry.length > 0 || bytes !== expected.bytes || events !== expected.events)
     throw tampered(

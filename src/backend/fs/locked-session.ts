@@ -196,7 +196,7 @@ export class FsLockedSession implements LockedSession {
         const line = serializeEvent(event, batch) + "\n";
         pending.push(line);
         pendingLength += line.length;
-        if (pendingLength >= 1024 * 1024) await flush();
+        if (pendingLength >= 64 * 1024) await flush();
       }
       if (previous !== batch.last)
         throw new InvalidArgumentError(`A batch ${batch.first}-${batch.last} ended at ${previous}.`);
