@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { ArchivedLog, SignalOption, StorageBackend } from "../backend/types.js";
-import { parseEventLine } from "../core/envelope.js";
+import { parseEventLine, rememberPayloadJson } from "../core/envelope.js";
 import { StoreTamperedError } from "../core/errors.js";
 import type { StoredEvent } from "../core/events.js";
 
@@ -75,7 +75,14 @@ export async function* archivedEvents(
   sessionId: string,
   name: string,
   archive: RewindArchive,
-  options: SignalOption = {},
+  options: SignalOption & {
+    /**
+     * Leave each payload as the JSON text the line holds (remembered for serializeEvent; `payload` is null):
+     * for a caller that only writes the events again (undo's append), which then builds no payload objects
+     * and stringifies none. A line whose envelope is not in the written order is parsed whole.
+     */
+    payloadAsText?: boolean;
+  } = {},
 ): AsyncGenerator<StoredEvent> {
   if (archive.log === undefined) {
     yield* archive.events ?? [];
@@ -89,7 +96,9 @@ export async function* archivedEvents(
   let events = 0;
   let previous = 0;
   let carry: Buffer[] = [];
-  for await (const chunk of backend.readArchivedLog(sessionId, name, options)) {
+  const parse = options.payloadAsText ? parseKeepingPayloadText : parseEventLine;
+  const signal = options.signal ? { signal: options.signal } : {};
+  for await (const chunk of backend.readArchivedLog(sessionId, name, signal)) {
     hash.update(chunk);
     bytes += chunk.length;
     if (bytes > expected.bytes) throw tampered(`holds more than the ${expected.bytes} bytes archived`);
@@ -103,7 +112,7 @@ export async function* archivedEvents(
         carry = []; // only here: a new array per line would be garbage on every line
       }
       start = nl + 1;
-      const event = parseEventLine(text);
+      const event = parse(text);
       events++;
       if (typeof event === "string") throw tampered(`line ${events} is not an event (${event})`);
       if (event.sessionId !== sessionId || event.sequence <= previous)
@@ -118,4 +127,20 @@ export async function* archivedEvents(
       `holds ${bytes} bytes in ${events} lines where ${expected.bytes} in ${expected.events} were archived`,
     );
   if (hash.digest("hex") !== expected.sha256) throw tampered("does not hold the bytes archived (sha256)");
+}
+
+const PAYLOAD_KEY = ',"payload":';
+
+/**
+ * A line parsed but for its payload, which stays the text it is (see `payloadAsText`). The envelope is always
+ * written in one order with the payload last (src/core/envelope.ts), and `,"payload":` cannot occur inside a
+ * JSON string before it (its quotes would be escaped), so the first one is the key. The bytes are checked
+ * against the archive's sha256 by the end of the read, so a payload text is never written unchecked.
+ */
+function parseKeepingPayloadText(text: string): StoredEvent | string {
+  const at = text.indexOf(PAYLOAD_KEY);
+  if (at === -1 || !text.endsWith("}")) return parseEventLine(text);
+  const event = parseEventLine(`${text.slice(0, at)}${PAYLOAD_KEY}null}`);
+  if (typeof event !== "string") rememberPayloadJson(event, text.slice(at + PAYLOAD_KEY.length, -1));
+  return event;
 }

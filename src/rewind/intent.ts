@@ -230,8 +230,12 @@ async function appendArchived(
   const archive: RewindArchive = { markerSequence: intent.truncateTo, log: reappend.log };
   async function* batch(): AsyncGenerator<StoredEvent> {
     let next = reappend.first;
-    for await (const event of archivedEvents(backend, locked.sessionId, reappend.archive, archive))
-      yield { ...event, sequence: next++ };
+    // Renumbered in place: the event keeps its payload's text, written again as it was (payloadAsText).
+    const source = archivedEvents(backend, locked.sessionId, reappend.archive, archive, { payloadAsText: true });
+    for await (const event of source) {
+      event.sequence = next++;
+      yield event;
+    }
     yield* intent.append;
   }
   if (locked.appendStream) {

@@ -137,7 +137,6 @@ export async function undoRewind(
         changes: report.changes.map(({ patch: _patch, ...change }) => change),
         eventsRemoved: 0,
         blobsPruned: 0,
-        reappendedFrom,
       };
       if (plan) {
         // An undo changes files too: keep their before-state, so a later rewind past it is exact.
@@ -145,6 +144,9 @@ export async function undoRewind(
         if (plan.changes.length > 0) payload.wrote = { workspace: realWorkspace!, files: statesWrittenBy(plan) };
       }
       const undoMarker = eventFor(store, id, { type: "session_rewind", payload });
+      // Set once the marker is built: numbers this function counted itself, one per event, which the schema
+      // check would walk one by one (a transient ~100 MB for 999k of them). The marker's JSON is made when written.
+      (undoMarker.payload as RewindPayload).reappendedFrom = reappendedFrom;
       undoMarker.sequence = next + 1;
       const intent: RewindIntent = {
         kind: "undo",
