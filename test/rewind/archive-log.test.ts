@@ -156,9 +156,16 @@ describe("an altered byte-range archive is refused", () => {
 
   it("a planted copy with a record to match: the marker in the log names other bytes, STORE_TAMPERED", async () => {
     const t = await rewound();
-    const planted = Buffer.from(
-      `${JSON.stringify({ v: 1, id: "x", sessionId: t.id, sequence: t.batchStart, type: "message", createdAt: "2025-01-01T00:00:00.000Z", payload: { role: "user", content: "planted" } })}\n`,
-    );
+    const line = {
+      v: 1,
+      id: "x",
+      sessionId: t.id,
+      sequence: t.batchStart,
+      type: "message",
+      createdAt: "2025-01-01T00:00:00.000Z",
+      payload: { role: "user", content: "planted" },
+    };
+    const planted = Buffer.from(`${JSON.stringify(line)}\n`);
     await writeFile(t.copy, planted);
     const log = { bytes: planted.length, sha256: createHash("sha256").update(planted).digest("hex"), events: 1 };
     const record = (await t.store.backend.readRecord(t.id, t.name)) as { markerSequence: number };
@@ -169,7 +176,7 @@ describe("an altered byte-range archive is refused", () => {
     expect(await verify(t.store, t.id)).toMatchObject({ ok: true }); // the pair agrees: only the marker knows
   });
 
-  it("altered after the undo's intent was written: rolled back (REWIND_FAILED, rolledBack), the log as before", async () => {
+  it("altered after the undo's intent was written: rolled back (REWIND_FAILED), the log as before", async () => {
     const t = await rewound();
     const error = await undoRewind(t.store, t.id, {
       onProgress: (step) => {
