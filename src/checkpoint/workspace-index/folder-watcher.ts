@@ -43,8 +43,8 @@ export class FolderWatcher {
   private count = 0;
   private previousCount = 0;
   private broken: string | undefined;
-  private readonly barrierFolder: string;
-  private readonly barrierHandle: FSWatcher;
+  private barrierFolder: string | undefined;
+  private barrierHandle: FSWatcher | undefined;
   private barrierSeen: (() => void) | undefined;
   private barriers = 0;
 
@@ -56,11 +56,16 @@ export class FolderWatcher {
     readonly workspace: string,
     private readonly burst = Math.floor(maxQueuedEvents() / 2),
   ) {
-    this.barrierFolder = mkdtempSync(join(tmpdir(), "agent-tape-watch-"));
-    this.barrierHandle = watch(this.barrierFolder, { persistent: false }, (_type, name) => {
-      if (name === `barrier-${this.barriers}`) this.barrierSeen?.();
-    });
-    this.barrierHandle.on("error", (error) => this.breakDown(`the barrier watch failed (${error.message})`));
+    try {
+      this.barrierFolder = mkdtempSync(join(tmpdir(), "agent-tape-watch-"));
+      this.barrierHandle = watch(this.barrierFolder, { persistent: false }, (_type, name) => {
+        if (name === `barrier-${this.barriers}`) this.barrierSeen?.();
+      });
+      this.barrierHandle.on("error", (error) => this.breakDown(`the barrier watch failed (${error.message})`));
+    } catch (error) {
+      // No temp folder to write in, or no watch to be had: every scan walks, as without `watch`.
+      this.breakDown(`the watcher could not start (${(error as Error).message})`);
+    }
     live.add(this);
     if (live.size === 1 && !exitHooked) {
       exitHooked = true;
@@ -158,15 +163,16 @@ export class FolderWatcher {
     live.delete(this);
     for (const { handle } of this.watched.values()) handle.close();
     this.watched.clear();
-    this.barrierHandle.close();
-    rmSync(this.barrierFolder, { recursive: true, force: true });
+    this.barrierHandle?.close();
+    if (this.barrierFolder !== undefined) rmSync(this.barrierFolder, { recursive: true, force: true });
     this.broken ??= "closed";
   }
 
   // Each barrier is a new file: a late event of the previous one (its write raises several) must
   // not pass for this one's.
   private async barrier(): Promise<void> {
-    const previous = join(this.barrierFolder, `barrier-${this.barriers}`);
+    const folder = this.barrierFolder!;
+    const previous = join(folder, `barrier-${this.barriers}`);
     const name = `barrier-${++this.barriers}`;
     let timer: NodeJS.Timeout | undefined;
     const seen = new Promise<boolean>((resolve) => {
@@ -176,7 +182,7 @@ export class FolderWatcher {
     });
     try {
       rmSync(previous, { force: true });
-      writeFileSync(join(this.barrierFolder, name), "", { flag: "wx" });
+      writeFileSync(join(folder, name), "", { flag: "wx" });
     } catch (error) {
       this.barrierSeen = undefined;
       clearTimeout(timer);

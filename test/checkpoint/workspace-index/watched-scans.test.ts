@@ -183,6 +183,20 @@ describe("what the watcher cannot vouch for is walked", () => {
     expect((await last(watched)).map((f) => f.path)).toEqual(["src/f14.txt"]);
   });
 
+  it("a watcher that cannot start (no temp folder to write its barrier in) walks, and says why", async () => {
+    const temp = process.env.TMPDIR;
+    process.env.TMPDIR = join(base, "no-such-folder");
+    try {
+      await both("echo x > src/f17.txt");
+      await both("echo y > src/f18.txt");
+    } finally {
+      if (temp === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = temp;
+    }
+    expect(watched.scans.map((s) => s.walked)).toEqual(["whole", "whole", "whole", "whole"]);
+    expect(watched.scans.at(-1)!.reason).toMatch(/^the watcher could not start \(ENOENT/);
+  });
+
   it("a closed watcher's store walks, then watches again", async () => {
     await both("true");
     watched.checkpoints.close();
