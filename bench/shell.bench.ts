@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { CheckpointStore, SessionStore, fsBackend, rewind } from "../src/index.js";
 import { loadIndex } from "../src/checkpoint/workspace-index/index-record.js";
 import { ShadowGit } from "./git.js";
+import { durableRewindFloor } from "./rewind-floor.js";
 import { collectGarbage, interleavedRounds, timeIt, type Figure, type Row, type Suite } from "./harness.js";
 import { formatMs, medianMs, perOperation } from "./per-operation.js";
 import {
@@ -31,9 +32,9 @@ const run = promisify(execFile);
  * file — before-scan, the command, after-scan, checkpoint — against the peers' shadow git, which
  * commits the whole tree (`git add -A && git commit`, a separate GIT_DIR) once per command. Both
  * make the same 4 KB edit of the hot file; rounds alternate. Also: the first (cold) scan against
- * shadow git's first commit, a rewind of a 1-file command against `git restore` + `git clean`,
- * two bare stat walks (what any stat-based scan must pay), and the memory of a 50k-file index. The
- * disk after 100 commands is the "disk" suite below.
+ * shadow git's first commit, a rewind of a 1-file command against `git restore` + `git clean` and
+ * against its durable steps done raw (rewind-floor.ts), two bare stat walks (what any stat-based scan
+ * must pay), and the memory of a 50k-file index. The disk after 100 commands is the "disk" suite below.
  */
 export const shellSuite: Suite = {
   name: "shell",
@@ -94,6 +95,7 @@ interface SizeFigures {
   gitColdMs: number;
   rewind: Figure;
   gitRewind: Figure;
+  rewindFloor: Figure;
   indexMb: number;
   watched: Figure;
   coldWatchedMs: number;
@@ -164,6 +166,12 @@ async function measureSize(shared: GitWorkspace, dir: string, rounds: number, lo
         if ((await readFile(hot, "utf8")) !== expected) throw new Error("rewind did not restore");
         return ms;
       },
+      // The same file put back by the durable steps alone, raw (rewind-floor.ts): what the rewind's fsyncs cost.
+      floor: async () => {
+        await edit();
+        await settleDisk(dir);
+        return durableRewindFloor(join(dir, "floor-records"), hot, hotFileText(0));
+      },
       gitRewind: async () => {
         await git.checkpoint();
         const commit = await git.head();
@@ -194,6 +202,7 @@ async function measureSize(shared: GitWorkspace, dir: string, rounds: number, lo
       gitColdMs,
       rewind: perOperation("rewind 1-file command", rewindSamples.rewind),
       gitRewind: perOperation("git restore + git clean", rewindSamples.gitRewind),
+      rewindFloor: perOperation("its durable steps alone, raw", rewindSamples.floor),
       indexMb,
     };
   } finally {
@@ -368,6 +377,16 @@ function rowsFor(sizes: number[], at: Map<number, SizeFigures>, rounds: number):
     ratio: main.rewind.value / main.gitRewind.value,
     target: { op: ">=", value: REWIND_SPEEDUP, on: "ratio" },
     notes: `${formatMs(main.rewind)} vs ${formatMs(main.gitRewind)}; mode "files", keepUndo 0 (git keeps none)`,
+  });
+  rows.push({
+    suite: `rewind a 1-file shell command @${sizeLabel(sizes[0]!)} vs its durable steps alone`,
+    ours: main.rewind,
+    baseline: main.rewindFloor,
+    ratio: main.rewind.value / main.rewindFloor.value,
+    target: undefined,
+    notes:
+      `${formatMs(main.rewind)} vs ${formatMs(main.rewindFloor)}: 4 fsyncs in 3 rounds and an O_DSYNC append, ` +
+      "done raw; the rest is the plan, confinement checks and reading the log's tail",
   });
   const big = at.get(sizes[1]!)!;
   rows.push({
