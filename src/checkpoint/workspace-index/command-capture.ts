@@ -144,9 +144,8 @@ export class CommandCapture {
       handle.sessionId,
       async (locked) => {
         const scan = await this.scan(locked, handle.workspace, "after");
-        const previous = scan.previous;
         const files: FileSnapshot[] = scan.changed.sort().map((path) => {
-          const entry = previous?.entries.get(path);
+          const entry = scan.before(path);
           return entry ? snapshotOf(path, entry) : { path, kind: "absent" };
         });
         return this.commit(locked, scan, async () => {
@@ -202,7 +201,14 @@ export class CommandCapture {
       concurrency: this.options.concurrency,
     };
     const watching = await this.watching(id, workspace, index, whole);
-    const scan = await scanWorkspace(locked, index, rules, scanOptions, watching);
+    let scan: ScanResult;
+    try {
+      scan = await scanWorkspace(locked, index, rules, scanOptions, watching);
+    } catch (error) {
+      // The folders the watcher named this round are spent: the next scan walks the whole tree.
+      this.untrustWatcher(id, "the last scan failed");
+      throw error;
+    }
     this.options.onScan?.({
       sessionId: id,
       phase,
@@ -213,7 +219,7 @@ export class CommandCapture {
       changed: scan.changed.length,
       ms: performance.now() - startedAt,
     });
-    return { ...scan, whole, previous: index };
+    return { ...scan, whole };
   }
 
   /**
@@ -271,15 +277,19 @@ export class CommandCapture {
       }
       return result;
     } catch (error) {
+      scan.revert();
       this.cached.delete(id);
-      const watching = this.watchers.get(id);
-      if (watching !== undefined) {
-        watching.since = undefined;
-        watching.watcher.distrust("the last scan was not recorded");
-      }
+      this.untrustWatcher(id, "the last scan was not recorded");
       for (const hash of scan.written) await locked.deleteBlob(hash).catch(() => undefined);
       throw error;
     }
+  }
+
+  private untrustWatcher(id: string, reason: string): void {
+    const watching = this.watchers.get(id);
+    if (watching === undefined) return;
+    watching.since = undefined;
+    watching.watcher.distrust(reason);
   }
 
   // The store's own folder is never scanned when it lies inside the workspace (it would snapshot itself).
@@ -292,4 +302,4 @@ export class CommandCapture {
   }
 }
 
-type Scanned = ScanResult & { whole: boolean; previous: WorkspaceIndex };
+type Scanned = ScanResult & { whole: boolean };

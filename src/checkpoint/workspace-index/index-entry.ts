@@ -53,6 +53,8 @@ export interface WorkspaceIndex {
   folders?: Map<string, FolderListing>;
   /** The ignore rules in force inside each folder (walk.ts): in memory only, like `folders`. */
   scopes?: Map<string, Scope>;
+  /** Bytes of the tracked files (each up to `maxFileBytes`), as the last walk counted them: in memory only. */
+  bytes?: number;
 }
 
 /** True when the stat says nothing changed (content is then trusted, unless the entry is racy). */

@@ -7,6 +7,7 @@ import { markBlobsInFlight } from "../../blobs/in-flight.js";
 import {
   entryOf,
   RACY_WINDOW_NS,
+  revertWalk,
   walkChangedFolders,
   walkWorkspace,
   type WalkHooks,
@@ -33,6 +34,13 @@ export interface ScanResult {
   changed: string[];
   /** Blobs this scan wrote (to delete if what should reference them is never written). */
   written: string[];
+  /** What a path held before the scan (its previous entry), undefined when it is new. */
+  before(path: string): IndexEntry | undefined;
+  /**
+   * Puts the index the scan started from back as it was: a scan of the changed folders changes it in
+   * place. For the caller to call when what the scan found is not recorded after all.
+   */
+  revert(): void;
   /** "changed folders": only the folders a watcher named were listed; "whole": the whole tree was walked. */
   walked: "whole" | "changed folders";
   /** Folders listed and paths lstat'ed by the walk. */
@@ -68,9 +76,17 @@ export async function scanWorkspace(
   const startedNs = BigInt(Date.now()) * 1_000_000n;
   const walked = await walkOf(previous, rules, options, watching);
   const entries = walked.entries;
+  const { prior } = walked;
+  // What each path held before the scan (an in-place walk changed `previous.entries` itself).
+  const before = (path: string): IndexEntry | undefined =>
+    prior === undefined ? previous.entries.get(path) : prior.has(path) ? prior.get(path) : entries.get(path);
+  const revert = () => {
+    if (prior !== undefined) revertWalk(entries, prior);
+  };
   // A folder that could not be listed keeps what the index knew below it: not listed is not deleted.
-  for (const dir of walked.unlisted)
-    for (const [path, entry] of previous.entries) if (isBelow(path, dir)) entries.set(path, entry);
+  if (prior === undefined)
+    for (const dir of walked.unlisted)
+      for (const [path, entry] of previous.entries) if (isBelow(path, dir)) entries.set(path, entry);
 
   const toRead = walked.differing.filter((path) => {
     const kind = entries.get(path)?.kind;
@@ -89,7 +105,7 @@ export async function scanWorkspace(
         // Left without a target: recorded `skipped: unreadable` if a command changes it.
       }
     } else {
-      const read = await readAndStore(locked, absolute, entry, previous.entries.get(path), options);
+      const read = await readAndStore(locked, absolute, entry, before(path), options);
       if (read.written) written.push(read.written);
       if (read.entry === undefined) {
         entries.delete(path);
@@ -110,6 +126,7 @@ export async function scanWorkspace(
   } catch (error) {
     // Nothing will reference what this scan stored so far: leave no orphan.
     for (const hash of written) await locked.deleteBlob(hash).catch(() => undefined);
+    revert();
     throw error;
   }
 
@@ -118,18 +135,22 @@ export async function scanWorkspace(
   for (const path of walked.differing) {
     const entry = entries.get(path);
     if (entry === undefined) continue; // vanished while being read: removed below, if it was there
-    const before = previous.entries.get(path);
+    const was = before(path);
     set.push(path);
-    if (!before || !sameContent(before, entry)) changed.push(path);
+    if (!was || !sameContent(was, entry)) changed.push(path);
   }
   // Every previous path found again by the walk: only those that vanished while being read are gone.
   const removed =
-    walked.foundAgain === previous.entries.size
-      ? vanished.filter((path) => previous.entries.has(path))
-      : [...previous.entries.keys()].filter((path) => !entries.has(path));
+    prior !== undefined
+      ? [...prior].flatMap(([path, was]) => (was !== undefined && !entries.has(path) ? [path] : []))
+      : walked.foundAgain === previous.entries.size
+        ? vanished.filter((path) => previous.entries.has(path))
+        : [...previous.entries.keys()].filter((path) => !entries.has(path));
   changed.push(...removed);
   return {
-    index: { ...previous, entries, folders: walked.folders, scopes: walked.scopes },
+    index: { ...previous, entries, folders: walked.folders, scopes: walked.scopes, bytes: walked.bytes },
+    before,
+    revert,
     set,
     removed,
     changed,
@@ -149,7 +170,12 @@ async function walkOf(
 ): Promise<Walked & { changedOnly: boolean }> {
   const { folders, scopes } = previous;
   if (watching?.changed !== undefined && folders !== undefined && scopes !== undefined) {
-    const known = { entries: previous.entries, folders, scopes };
+    const known = {
+      entries: previous.entries,
+      folders,
+      scopes,
+      ...(previous.bytes === undefined ? {} : { bytes: previous.bytes }),
+    };
     const walked = await walkChangedFolders(
       previous.workspace,
       rules,

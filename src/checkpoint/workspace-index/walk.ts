@@ -17,6 +17,8 @@ export interface Known {
   entries: ReadonlyMap<string, IndexEntry>;
   folders?: ReadonlyMap<string, FolderListing>;
   scopes?: ReadonlyMap<string, Scope>;
+  /** Bytes of the tracked files (each up to `maxFileBytes`), when known. */
+  bytes?: number;
 }
 
 /** Told of every folder the walk is about to list, so it can be watched first (folder-watcher.ts). */
@@ -48,6 +50,13 @@ export interface Walked {
   /** Folders listed (`readdir`) and paths `lstat`ed: what the walk cost. */
   listed: number;
   statted: number;
+  /** Bytes of the tracked files (each up to `maxFileBytes`). */
+  bytes: number;
+  /**
+   * From {@link walkChangedFolders}, which changes the maps of `known` in place (copying 50k entries per
+   * scan cost more than the scan): what each path it changed held before, undefined for a path it added.
+   */
+  prior?: Map<string, IndexEntry | undefined>;
 }
 
 // The walk's stats are synchronous: on these machines an async lstat per file costs ~5x a sync
@@ -99,26 +108,42 @@ export async function walkChangedFolders(
   realWorkspace: string,
   rules: IgnoreRules,
   limits: WalkLimits,
-  known: Required<Known>,
+  known: InPlace,
   changed: ReadonlySet<string>,
   hooks: WalkHooks,
 ): Promise<Walked | undefined> {
-  const walk = new Walk(
-    realWorkspace,
-    limits,
-    known,
-    hooks,
-    new Map(known.entries),
-    new Map(known.folders),
-    new Map(known.scopes),
-  );
-  for (const entry of walk.entries.values()) walk.count(undefined, entry);
-  // Shallowest first: a folder a parent's listing finds replaced is walked whole, and not again.
-  const order = [...changed].sort((a, b) => depthOf(a) - depthOf(b));
-  for (const folder of order) if (!(await walk.relist(folder, rules))) return undefined;
-  let stillThere = known.entries.size;
-  for (const path of walk.gone) if (!walk.entries.has(path)) stillThere--;
-  return walk.result(stillThere);
+  const walk = new Walk(realWorkspace, limits, known, hooks, known.entries, known.folders, known.scopes, new Map());
+  try {
+    if (known.bytes !== undefined) walk.bytes = known.bytes;
+    else for (const entry of walk.entries.values()) walk.count(undefined, entry);
+    // Shallowest first: a folder a parent's listing finds replaced is walked whole, and not again.
+    const order = [...changed].sort((a, b) => depthOf(a) - depthOf(b));
+    for (const folder of order)
+      if (!(await walk.relist(folder, rules))) {
+        walk.revert();
+        return undefined;
+      }
+  } catch (error) {
+    walk.revert();
+    throw error;
+  }
+  return walk.result(-1);
+}
+
+/** What {@link walkChangedFolders} starts from, and changes in place. */
+export interface InPlace {
+  entries: Map<string, IndexEntry>;
+  folders: Map<string, FolderListing>;
+  scopes: Map<string, Scope>;
+  bytes?: number;
+}
+
+/** Puts back what an in-place walk changed (`Walked.prior`), so the index is again the one it started from. */
+export function revertWalk(entries: Map<string, IndexEntry>, prior: ReadonlyMap<string, IndexEntry | undefined>): void {
+  for (const [path, entry] of prior) {
+    if (entry === undefined) entries.delete(path);
+    else entries.set(path, entry);
+  }
 }
 
 interface Queued {
@@ -133,12 +158,10 @@ interface Queued {
 class Walk {
   readonly differing: string[] = [];
   readonly unlisted: string[] = [];
-  /** Paths of `known` taken out of `entries` (a later walk below may bring some back). */
-  readonly gone = new Set<string>();
   /** Folders walked whole in this walk: nothing below them needs listing again. */
   private readonly whole: string[] = [];
   foundAgain = 0;
-  private bytes = 0;
+  bytes = 0;
   private sinceYield = 0;
   private listed = 0;
   private statted = 0;
@@ -152,13 +175,37 @@ class Walk {
     readonly entries: Map<string, IndexEntry>,
     private readonly folders: Map<string, FolderListing>,
     private readonly scopes: Map<string, Scope>,
+    /** With an in-place walk: what each changed path held before it (undefined: added). */
+    private readonly prior?: Map<string, IndexEntry | undefined>,
   ) {}
 
+  /** What `path` held before this walk. */
+  private priorOf(path: string): IndexEntry | undefined {
+    if (this.prior === undefined) return this.known.entries.get(path);
+    return this.prior.has(path) ? this.prior.get(path) : this.entries.get(path);
+  }
+
+  private setEntry(path: string, entry: IndexEntry): void {
+    if (this.prior !== undefined && !this.prior.has(path)) this.prior.set(path, this.entries.get(path));
+    this.entries.set(path, entry);
+  }
+
+  private deleteEntry(path: string): void {
+    if (this.prior !== undefined && !this.prior.has(path)) this.prior.set(path, this.entries.get(path));
+    this.entries.delete(path);
+  }
+
+  revert(): void {
+    if (this.prior !== undefined) revertWalk(this.entries, this.prior);
+  }
+
   result(foundAgain: number): Walked {
-    const { entries, unlisted, folders, scopes, listed, statted } = this;
+    const { entries, unlisted, folders, scopes, listed, statted, bytes, prior } = this;
     // A folder relisted after its parent's listing already took its new stat would be here twice.
     const differing = this.differing.length > 1 ? [...new Set(this.differing)] : this.differing;
-    return { entries, differing, foundAgain, unlisted, folders, scopes, listed, statted };
+    const walked: Walked = { entries, differing, foundAgain, unlisted, folders, scopes, listed, statted, bytes };
+    if (prior !== undefined) walked.prior = prior;
+    return walked;
   }
 
   /** Walks `start` and everything below it. */
@@ -255,7 +302,7 @@ class Walk {
     const mode = Number(info.mode); // once: BigIntStats' isDirectory() and friends make BigInts per call
     const kind = kindOfMode(mode);
     if (rules.ignores(scope, path, name, kind === "directory")) return undefined;
-    const before = this.known.entries.get(path);
+    const before = this.priorOf(path);
     if (before !== undefined) this.foundAgain++;
     let entry: IndexEntry;
     if (before !== undefined && !before.racy && sameStatAs(before, info, kind, mode)) entry = before;
@@ -264,8 +311,7 @@ class Walk {
       this.differing.push(path);
     }
     this.count(this.entries.get(path), entry);
-    this.entries.set(path, entry);
-    this.gone.delete(path);
+    this.setEntry(path, entry);
     return { path, absolute, kind, info, entry };
   }
 
@@ -275,7 +321,7 @@ class Walk {
     if (sameStatAs(before, info, kindOfMode(mode), mode)) return;
     const entry = entryOf(info);
     this.differing.push(folder);
-    this.entries.set(folder, entry);
+    this.setEntry(folder, entry);
   }
 
   /** Keeps the running totals as `entry` takes the place of `replaced`; throws past a limit. */
@@ -324,8 +370,7 @@ class Walk {
     if (entry === undefined) return;
     if (entry.kind === "directory") this.takeOutBelow(path);
     if (entry.kind === "file" && entry.size <= this.limits.maxFileBytes) this.bytes -= entry.size;
-    this.entries.delete(path);
-    if (this.known.entries.has(path)) this.gone.add(path);
+    this.deleteEntry(path);
   }
 
   private takeOutBelow(folder: string): void {

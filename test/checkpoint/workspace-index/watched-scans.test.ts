@@ -30,11 +30,14 @@ let base: string;
 let watched: World;
 let walking: World;
 
-async function world(name: string, watch: boolean): Promise<World> {
+async function world(name: string, watch: boolean, maxFiles?: number): Promise<World> {
   const workspace = join(base, name);
   const store = new SessionStore({ root: join(base, `${name}-sessions`) });
   const scans: ScanReport[] = [];
-  const checkpoints = new CheckpointStore(store, { workspaceIndex: { watch, onScan: (scan) => scans.push(scan) } });
+  const limits = maxFiles === undefined ? {} : { maxFiles };
+  const checkpoints = new CheckpointStore(store, {
+    workspaceIndex: { watch, onScan: (scan) => scans.push(scan), ...limits },
+  });
   const id = (await store.create({ workspace })).id;
   return { workspace, store, checkpoints, id, scans };
 }
@@ -195,6 +198,25 @@ describe("what the watcher cannot vouch for is walked", () => {
     }
     expect(watched.scans.map((s) => s.walked)).toEqual(["whole", "whole", "whole", "whole"]);
     expect(watched.scans.at(-1)!.reason).toMatch(/^the watcher could not start \(ENOENT/);
+  });
+
+  it("a scan that fails (over maxFiles) spends none of the changes the watcher named", async () => {
+    watched.checkpoints.close();
+    for (const w of [watched, walking]) await w.store.close();
+    watched = await world("a", true, 60);
+    walking = await world("b", false, 60);
+    await both("true");
+    for (const w of [watched, walking]) {
+      const command = w.checkpoints.aroundCommand(w.id, { tool: "bash" }, () =>
+        sh(w, "echo changed > src/f1.txt && mkdir many && for i in $(seq 1 30); do echo $i > many/$i; done"),
+      );
+      await expect(command).rejects.toMatchObject({ code: "WORKSPACE_TOO_LARGE" });
+      sh(w, "rm -rf many");
+    }
+    // src/f1.txt changed in the failed round: a later command that deletes it records the bytes it had.
+    await both("rm src/f1.txt");
+    const [snapshot] = await last(watched);
+    expect(snapshot).toMatchObject({ path: "src/f1.txt", kind: "blob", bytes: "changed\n".length });
   });
 
   it("a closed watcher's store walks, then watches again", async () => {
