@@ -3,10 +3,10 @@
 // at random moments, in real child processes. The next writer must find the rewind (or the undo) done, every
 // event exactly once, and the archive whole: what the undo puts back is what the rewind cut.
 import { randomInt } from "node:crypto";
-import { readdir, realpath } from "node:fs/promises";
+import { mkdir, readdir, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, undoRewind, type RewindPayload, type StoredEvent } from "../../src/index.js";
+import { SessionStore, type RewindPayload, type StoredEvent } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { archivedEventsOf } from "../helpers/stored-events.js";
 import { TempRoots } from "../helpers/temp-root.js";
@@ -24,6 +24,7 @@ async function tape(): Promise<{ root: string; workspace: string; id: string; ev
   const base = await realpath(await temps.make("agent-tape-archive-crash-"));
   const root = join(base, "sessions");
   const workspace = join(base, "ws");
+  await mkdir(workspace);
   const store = new SessionStore({ root, durability: "none" });
   try {
     const { id } = await store.create({ workspace });
@@ -95,7 +96,6 @@ describe("byte-range archives across kill -9", () => {
         expect((await archivedEventsOf(store.backend, t.id, name)).map(without)).toEqual(
           t.events.slice(1).map(without),
         );
-        expect((await undoRewind(store, t.id)).eventsRestored).toBe(EVENTS - 1);
       } finally {
         await store.close();
       }
