@@ -199,8 +199,9 @@ export interface LockedSession {
   /**
    * Optional (with {@link StorageBackend.readArchivedLog} and {@link appendStream}): copies the log's bytes
    * after the event `sequence` (the lines of every later event, as they are) beside the record `name`,
-   * durably, replacing any copy there; `deleteRecord(name, { archivedLog: true })` removes it. The copy streams:
-   * its memory does not follow the range (a rewind's archive; docs/ARCHITECTURE.md, "Blobs").
+   * replacing any copy there, whole or not at all across a process crash (a power loss may lose it);
+   * `deleteRecord(name, { archivedLog: true })` removes it. The copy streams: its memory does not follow the
+   * range (a rewind's archive; docs/ARCHITECTURE.md, "Blobs").
    */
   archiveLogAfter?(sequence: number, name: string): Promise<ArchivedLog>;
   /**

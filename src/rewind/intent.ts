@@ -182,8 +182,9 @@ export async function completeIntent(
 /**
  * Copies the part of the log the rewind cuts beside the records, before the log is cut, and names it in the
  * marker (`undo.archiveLog`). Run again after a crash: while the log is not cut yet, the copy is made again
- * (replacing any earlier one); once it is, the copy was finished (fsynced) before, and is measured again. If
- * it is gone by then, the rewind completes without its undo of the events: consistency before the undo.
+ * (replacing any earlier one); once it is, the copy was finished before, and is measured again. If a power
+ * loss took it (it is not fsynced, as the archive record never was), the rewind completes without its undo
+ * of the events: consistency before the undo.
  */
 async function archiveCutPart(
   backend: StorageBackend,
@@ -194,10 +195,20 @@ async function archiveCutPart(
   const { name, copyAfter } = intent.archive!;
   let log: ArchivedLog | undefined;
   if (locked.lastSequence > intent.truncateTo) log = await locked.archiveLogAfter!(copyAfter!, name);
-  else log = await measureArchivedLog(backend, locked.sessionId, name);
-  if (!marker.undo) return;
-  if (log) marker.undo.archiveLog = log;
-  else delete marker.undo.archive;
+  else {
+    // The copy is not fsynced (a power loss may have cut it short): kept only if it holds as many lines as
+    // the rewind cut, which undo checks again with its sha256.
+    log = await measureArchivedLog(backend, locked.sessionId, name);
+    if (log?.events !== marker.eventsRemoved) log = undefined;
+  }
+  if (log && marker.undo) marker.undo.archiveLog = log;
+  else {
+    if (marker.undo) {
+      delete marker.undo.archive;
+      delete marker.undo.archiveLog; // set by an attempt before, in this process
+    }
+    await locked.deleteRecord(name, { archivedLog: true }); // what is left of it, if anything
+  }
 }
 
 async function measureArchivedLog(

@@ -245,6 +245,32 @@ describe("byte-range archives and the rest of the store", () => {
     expect(await recordFiles(t.root, t.id)).toEqual([]);
   });
 
+  it("a copy found cut short once the log is cut (a power loss): the rewind completes, without its undo", async () => {
+    const t = await awkwardTape();
+    const copyOf = (marker: number) => join(t.root, t.id, "records", `rewind-archive-${marker}.jsonl`);
+    const lastBefore = (await t.store.head(t.id))!;
+    let once = true;
+    const report = await rewind(t.store, t.id, {
+      toSequence: 2,
+      mode: "conversation",
+      onProgress: (step) => {
+        if (step !== "log-truncated" || !once) return;
+        once = false;
+        // What a power loss can leave of a copy that was never fsynced: its first lines only.
+        const bytes = readFileSync(copyOf(lastBefore + 1));
+        writeFileSync(copyOf(lastBefore + 1), bytes.subarray(0, bytes.indexOf(0x0a) + 1));
+        throw new Error("interrupted once the log is cut"); // finished, not rolled back: the log is cut
+      },
+    });
+
+    expect(report.eventsRemoved).toBe(lastBefore - 2);
+    expect((await t.store.readAll(t.id)).map((e) => e.sequence)).toEqual([1, 2, lastBefore + 1]);
+    const marker = (await t.store.readAll(t.id)).at(-1)!.payload as RewindPayload;
+    expect(marker.undo?.archive).toBeUndefined();
+    expect(await recordFiles(t.root, t.id)).toEqual([]);
+    expect(await codeOf(undoRewind(t.store, t.id))).toBe("NOTHING_TO_UNDO");
+  });
+
   it("an expired archive goes with its copy, by the next rewind and by gc, which counts the copy's bytes", async () => {
     const t = await awkwardTape();
     const first = await rewind(t.store, t.id, { toSequence: 6, mode: "conversation", keepUndo: 2 });

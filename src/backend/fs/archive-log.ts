@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { FileHandle } from "node:fs/promises";
 import { open, rename, rm } from "node:fs/promises";
 import { basename, dirname } from "node:path";
-import { fsyncDir, tempPathFor } from "../../core/atomic-file.js";
+import { tempPathFor } from "../../core/atomic-file.js";
 import type { ArchivedLog } from "../types.js";
 import { openStoreFile, READ } from "./store-files.js";
 
@@ -14,9 +14,12 @@ const CHUNK = 256 * 1024;
 const NEWLINE = 0x0a;
 
 /**
- * Copies bytes [from, to) of the open log to `target`: a temp file beside it, fsynced, renamed over, the
- * folder fsynced, so a crash leaves no copy or a whole one (a temp a killed copy left is swept as a
- * leftover, leftovers.ts). Returns the copy's length, sha256 and line count.
+ * Copies bytes [from, to) of the open log to `target`: a temp file beside it, renamed over, so a process
+ * crash leaves no copy or a whole one (a temp a killed copy left is swept as a leftover, leftovers.ts). Not
+ * fsynced, as the archive record never was: a power loss can cost the undo, never the rewind (the rewind
+ * checks a copy it measures again against the events it cut; docs/ARCHITECTURE.md, "Rewind intent"), and a
+ * 1-file rewind waits for the disk no more often than before byte-range archives. Returns the copy's length,
+ * sha256 and line count.
  */
 export async function copyLogRange(log: FileHandle, from: number, to: number, target: string): Promise<ArchivedLog> {
   const temp = tempPathFor(target);
@@ -36,7 +39,6 @@ export async function copyLogRange(log: FileHandle, from: number, to: number, ta
           written += (await out.write(piece, written, bytesRead - written)).bytesWritten;
         pos += bytesRead;
       }
-      await out.sync();
     } finally {
       await out.close();
     }
@@ -45,7 +47,6 @@ export async function copyLogRange(log: FileHandle, from: number, to: number, ta
     await rm(temp, { force: true }).catch(() => undefined);
     throw error;
   }
-  await fsyncDir(dirname(target));
   return { bytes: to - from, sha256: hash.digest("hex"), events };
 }
 
