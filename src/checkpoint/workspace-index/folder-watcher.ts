@@ -106,13 +106,14 @@ export class FolderWatcher {
         this.count++;
         this.dirty.add(folder);
         if (changed === ".gitignore") this.walkReason ??= "a .gitignore changed";
-        // An event about the watched folder itself names it by its own name: it was renamed or
-        // removed (its watch then dies), which its parent's listing shows. A name inside it that
-        // happens to be the same only costs a new watch.
-        if (type === "rename" && changed === name) {
-          watched.dead = true;
-          if (folder !== "") this.dirty.add(parentOf(folder));
-        }
+        if (type !== "rename") return;
+        // The folder itself may have been removed, and its watch died with it: libuv names such an
+        // event after the path the inotify watch was first added under, which is another name once the
+        // folder was renamed (or another watcher added it), so the name cannot tell. Any "rename" may
+        // be one: the folder is watched afresh when next listed (docs/ARCHITECTURE.md, "Watched scans").
+        watched.dead = true;
+        // Named by its own name, it was renamed or removed, which its parent's listing shows.
+        if (changed === name && folder !== "") this.dirty.add(parentOf(folder));
       });
       watched.handle.on("error", (error) => this.breakDown(`a folder watch failed (${error.message})`));
       this.watched.set(folder, watched);
