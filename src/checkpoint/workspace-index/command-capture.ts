@@ -31,7 +31,8 @@ export interface WorkspaceIndexOptions {
    * folders something changed in, instead of walking the whole tree: a command's cost then follows what
    * it changed. Any doubt (a burst of events that may have overflowed the kernel's queue, a `.gitignore`
    * changed, another process's scan, a watch that failed) falls back to the whole walk. What inotify does
-   * not see is missed until such a walk: a file written through a hard link outside the workspace, writes
+   * not see is missed until such a walk: a file written through a hard link made from outside the workspace
+   * after the file was scanned with one link (files with several are lstat'ed on every scan), writes
    * through a shared `mmap`, changes made on another machine to a network filesystem (README, "Watching").
    * @default false
    */

@@ -53,6 +53,8 @@ export interface WorkspaceIndex {
   folders?: Map<string, FolderListing>;
   /** The ignore rules in force inside each folder (walk.ts): in memory only, like `folders`. */
   scopes?: Map<string, Scope>;
+  /** Files with more than one link (walk.ts, `Walked.linked`): in memory only, like `folders`. */
+  linked?: Set<string>;
   /** Bytes of the tracked files (each up to `maxFileBytes`), as the last walk counted them: in memory only. */
   bytes?: number;
 }

@@ -148,7 +148,14 @@ export async function scanWorkspace(
         : [...previous.entries.keys()].filter((path) => !entries.has(path));
   changed.push(...removed);
   return {
-    index: { ...previous, entries, folders: walked.folders, scopes: walked.scopes, bytes: walked.bytes },
+    index: {
+      ...previous,
+      entries,
+      folders: walked.folders,
+      scopes: walked.scopes,
+      linked: walked.linked,
+      bytes: walked.bytes,
+    },
     before,
     revert,
     set,
@@ -168,12 +175,13 @@ async function walkOf(
   options: ScanOptions,
   watching: Watching | undefined,
 ): Promise<Walked & { changedOnly: boolean }> {
-  const { folders, scopes } = previous;
-  if (watching?.changed !== undefined && folders !== undefined && scopes !== undefined) {
+  const { folders, scopes, linked } = previous;
+  if (watching?.changed !== undefined && folders !== undefined && scopes !== undefined && linked !== undefined) {
     const known = {
       entries: previous.entries,
       folders,
       scopes,
+      linked,
       ...(previous.bytes === undefined ? {} : { bytes: previous.bytes }),
     };
     const walked = await walkChangedFolders(

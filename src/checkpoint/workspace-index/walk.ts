@@ -17,6 +17,8 @@ export interface Known {
   entries: ReadonlyMap<string, IndexEntry>;
   folders?: ReadonlyMap<string, FolderListing>;
   scopes?: ReadonlyMap<string, Scope>;
+  /** Files with more than one link (see {@link Walked.linked}). */
+  linked?: ReadonlySet<string>;
   /** Bytes of the tracked files (each up to `maxFileBytes`), when known. */
   bytes?: number;
 }
@@ -47,6 +49,11 @@ export interface Walked {
   folders: Map<string, FolderListing>;
   /** The ignore rules in force inside each folder (its own `.gitignore` included). */
   scopes: Map<string, Scope>;
+  /**
+   * Tracked files with more than one link: a write through another name raises no event on this
+   * name's folder, so a watched scan lstats them all again (docs/ARCHITECTURE.md, "Watched scans").
+   */
+  linked: Set<string>;
   /** Folders listed (`readdir`) and paths `lstat`ed: what the walk cost. */
   listed: number;
   statted: number;
@@ -86,7 +93,7 @@ export async function walkWorkspace(
   known: Known = { entries: new Map() },
   hooks?: WalkHooks,
 ): Promise<Walked> {
-  const walk = new Walk(realWorkspace, limits, known, hooks, new Map(), new Map(), new Map());
+  const walk = new Walk(realWorkspace, limits, known, hooks, new Map(), new Map(), new Map(), new Set());
   let root: BigIntStats | undefined;
   try {
     root = lstatSync(realWorkspace, { bigint: true, throwIfNoEntry: false });
@@ -101,8 +108,10 @@ export async function walkWorkspace(
  * Like {@link walkWorkspace}, for a workspace whose every change since `known` was taken lies in
  * `changed` folders (a watcher said so): those folders are listed again and what they hold
  * lstat'ed; a folder new to the index is walked whole; everything else is taken from `known`.
- * Returns undefined when `known` lacks the listing or ignore scope of a changed folder (an index
- * loaded from its record has neither): only a whole walk can tell then.
+ * Files with more than one link have their folders listed again too (another name may have been
+ * written). Returns undefined when `known` lacks the listing or ignore scope of a changed folder (an
+ * index loaded from its record has neither), or when a file is found with a link it did not have: where
+ * its other names are only a whole walk can tell.
  */
 export async function walkChangedFolders(
   realWorkspace: string,
@@ -112,14 +121,17 @@ export async function walkChangedFolders(
   changed: ReadonlySet<string>,
   hooks: WalkHooks,
 ): Promise<Walked | undefined> {
-  const walk = new Walk(realWorkspace, limits, known, hooks, known.entries, known.folders, known.scopes, new Map());
+  const { entries, folders, scopes, linked } = known;
+  const walk = new Walk(realWorkspace, limits, known, hooks, entries, folders, scopes, linked, new Map());
   try {
     if (known.bytes !== undefined) walk.bytes = known.bytes;
     else for (const entry of walk.entries.values()) walk.count(undefined, entry);
+    const relisted = new Set(changed);
+    for (const path of linked) relisted.add(parentOf(path));
     // Shallowest first: a folder a parent's listing finds replaced is walked whole, and not again.
-    const order = [...changed].sort((a, b) => depthOf(a) - depthOf(b));
+    const order = [...relisted].sort((a, b) => depthOf(a) - depthOf(b));
     for (const folder of order)
-      if (!(await walk.relist(folder, rules))) {
+      if (!(await walk.relist(folder, rules)) || walk.newlyLinked) {
         walk.revert();
         return undefined;
       }
@@ -135,6 +147,7 @@ export interface InPlace {
   entries: Map<string, IndexEntry>;
   folders: Map<string, FolderListing>;
   scopes: Map<string, Scope>;
+  linked: Set<string>;
   bytes?: number;
 }
 
@@ -162,6 +175,8 @@ class Walk {
   private readonly whole: string[] = [];
   foundAgain = 0;
   bytes = 0;
+  /** An in-place walk found a file with more than one link that was not known to have them. */
+  newlyLinked = false;
   private sinceYield = 0;
   private listed = 0;
   private statted = 0;
@@ -175,6 +190,7 @@ class Walk {
     readonly entries: Map<string, IndexEntry>,
     private readonly folders: Map<string, FolderListing>,
     private readonly scopes: Map<string, Scope>,
+    private readonly linked: Set<string>,
     /** With an in-place walk: what each changed path held before it (undefined: added). */
     private readonly prior?: Map<string, IndexEntry | undefined>,
   ) {}
@@ -200,10 +216,21 @@ class Walk {
   }
 
   result(foundAgain: number): Walked {
-    const { entries, unlisted, folders, scopes, listed, statted, bytes, prior } = this;
+    const { entries, unlisted, folders, scopes, linked, listed, statted, bytes, prior } = this;
     // A folder relisted after its parent's listing already took its new stat would be here twice.
     const differing = this.differing.length > 1 ? [...new Set(this.differing)] : this.differing;
-    const walked: Walked = { entries, differing, foundAgain, unlisted, folders, scopes, listed, statted, bytes };
+    const walked: Walked = {
+      entries,
+      differing,
+      foundAgain,
+      unlisted,
+      folders,
+      scopes,
+      linked,
+      listed,
+      statted,
+      bytes,
+    };
     if (prior !== undefined) walked.prior = prior;
     return walked;
   }
@@ -302,6 +329,10 @@ class Walk {
     const mode = Number(info.mode); // once: BigIntStats' isDirectory() and friends make BigInts per call
     const kind = kindOfMode(mode);
     if (rules.ignores(scope, path, name, kind === "directory")) return undefined;
+    if (kind === "file" && info.nlink > 1n) {
+      if (this.prior !== undefined && !this.linked.has(path)) this.newlyLinked = true;
+      this.linked.add(path);
+    }
     const before = this.priorOf(path);
     if (before !== undefined) this.foundAgain++;
     let entry: IndexEntry;
@@ -370,6 +401,7 @@ class Walk {
     if (entry === undefined) return;
     if (entry.kind === "directory") this.takeOutBelow(path);
     if (entry.kind === "file" && entry.size <= this.limits.maxFileBytes) this.bytes -= entry.size;
+    this.linked.delete(path);
     this.deleteEntry(path);
   }
 
@@ -394,6 +426,11 @@ function joined(folder: string, name: string): string {
 
 function isBelow(path: string, folder: string): boolean {
   return folder === "" || path === folder || path.startsWith(`${folder}/`);
+}
+
+function parentOf(path: string): string {
+  const slash = path.lastIndexOf("/");
+  return slash === -1 ? "" : path.slice(0, slash);
 }
 
 function depthOf(folder: string): number {

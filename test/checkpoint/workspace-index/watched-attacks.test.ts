@@ -205,6 +205,15 @@ describe("ignored folders, links, timestamps", () => {
     await both("chmod 600 docs/hard");
   });
 
+  it("a file whose other name lies outside the workspace, linked before the first scan, written there", async () => {
+    byHand("ln src/f8.txt ../hard-${PWD##*/}");
+    await both("true");
+    byHand("echo outside >> ../hard-${PWD##*/}");
+    expect(paths(await both("echo inside > src/f9.txt"))).toEqual(["src/f9.txt"]);
+    const before = watched.scans.filter((s) => s.phase === "before").at(-1)!;
+    expect(before).toMatchObject({ walked: "changed folders", changed: 1 });
+  });
+
   it("a file written twice in one timestamp tick across two commands, and touch -r across commands", async () => {
     await both("true");
     for (let i = 0; i < 5; i++) {
