@@ -194,7 +194,6 @@ export class CommandCapture {
       index = { workspace, generation: Math.max(stored, index?.generation ?? 0), entries: new Map() };
       whole = true;
     }
-    const rules = new IgnoreRules(this.options.ignore ?? [], await this.storeFolderInside(workspace));
     const scanOptions: ScanOptions = {
       maxFiles: this.options.maxFiles ?? DEFAULT_MAX_FILES,
       maxBytes: this.options.maxBytes ?? DEFAULT_MAX_BYTES,
@@ -202,6 +201,10 @@ export class CommandCapture {
       concurrency: this.options.concurrency,
     };
     const watching = await this.watching(id, workspace, index, whole);
+    // Never scanned: the store's own folder (it would snapshot itself) and the watcher's barrier folder (its
+    // files come and go with every scan), when the system's temp folder lies inside the workspace.
+    const ownFolders = [this.store.backend.localFolder, this.watchers.get(id)?.watcher.barrierFolder];
+    const rules = new IgnoreRules(this.options.ignore ?? [], await foldersInside(workspace, ownFolders));
     let scan: ScanResult;
     try {
       scan = await scanWorkspace(locked, index, rules, scanOptions, watching);
@@ -292,15 +295,17 @@ export class CommandCapture {
     watching.since = undefined;
     watching.watcher.distrust(reason);
   }
+}
 
-  // The store's own folder is never scanned when it lies inside the workspace (it would snapshot itself).
-  private async storeFolderInside(workspace: string): Promise<string[]> {
-    const folder = this.store.backend.localFolder;
-    if (folder === undefined) return [];
+/** Those of `folders` that lie inside the workspace (not the workspace itself), workspace-relative. */
+async function foldersInside(workspace: string, folders: readonly (string | undefined)[]): Promise<string[]> {
+  const inside: string[] = [];
+  for (const folder of folders) {
+    if (folder === undefined) continue;
     const real = await realpath(folder).catch(() => resolve(folder));
-    if (real === workspace || !isInside(workspace, real)) return [];
-    return [relative(workspace, real).split(sep).join("/")];
+    if (real !== workspace && isInside(workspace, real)) inside.push(relative(workspace, real).split(sep).join("/"));
   }
+  return inside;
 }
 
 type Scanned = ScanResult & { whole: boolean };

@@ -43,7 +43,7 @@ export class FolderWatcher {
   private count = 0;
   private previousCount = 0;
   private broken: string | undefined;
-  private barrierFolder: string | undefined;
+  private ownFolder: string | undefined;
   private barrierHandle: FSWatcher | undefined;
   private barrierSeen: (() => void) | undefined;
   private barriers = 0;
@@ -57,8 +57,8 @@ export class FolderWatcher {
     private readonly burst = Math.floor(maxQueuedEvents() / 2),
   ) {
     try {
-      this.barrierFolder = mkdtempSync(join(tmpdir(), "agent-tape-watch-"));
-      this.barrierHandle = watch(this.barrierFolder, { persistent: false }, (_type, name) => {
+      this.ownFolder = mkdtempSync(join(tmpdir(), "agent-tape-watch-"));
+      this.barrierHandle = watch(this.ownFolder, { persistent: false }, (_type, name) => {
         if (name === `barrier-${this.barriers}`) this.barrierSeen?.();
       });
       this.barrierHandle.on("error", (error) => this.breakDown(`the barrier watch failed (${error.message})`));
@@ -79,6 +79,11 @@ export class FolderWatcher {
   /** Folders watched now (workspace-relative; "" is the workspace). */
   get size(): number {
     return this.watched.size;
+  }
+
+  /** The folder of our own the barriers are written in (the system's temp folder may lie in the workspace). */
+  get barrierFolder(): string | undefined {
+    return this.ownFolder;
   }
 
   /** Why the watcher no longer watches, if it gave up. */
@@ -165,14 +170,14 @@ export class FolderWatcher {
     for (const { handle } of this.watched.values()) handle.close();
     this.watched.clear();
     this.barrierHandle?.close();
-    if (this.barrierFolder !== undefined) rmSync(this.barrierFolder, { recursive: true, force: true });
+    if (this.ownFolder !== undefined) rmSync(this.ownFolder, { recursive: true, force: true });
     this.broken ??= "closed";
   }
 
   // Each barrier is a new file: a late event of the previous one (its write raises several) must
   // not pass for this one's.
   private async barrier(): Promise<void> {
-    const folder = this.barrierFolder!;
+    const folder = this.ownFolder!;
     const previous = join(folder, `barrier-${this.barriers}`);
     const name = `barrier-${++this.barriers}`;
     let timer: NodeJS.Timeout | undefined;

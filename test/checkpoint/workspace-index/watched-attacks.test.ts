@@ -62,8 +62,15 @@ async function both(command: string, checkpoints?: CheckpointStore) {
     outcomes.push(await last(w));
   }
   expect(outcomes[0], command).toEqual(outcomes[1]);
-  expect(await treeOf(watched.workspace), command).toEqual(await treeOf(walking.workspace));
+  expect(await ownTree(watched.workspace), command).toEqual(await ownTree(walking.workspace));
   return outcomes[0]!;
+}
+
+/** The workspace's tree, without the folder the watcher writes its barriers in (when the temp folder is inside). */
+async function ownTree(workspace: string) {
+  const tree = await treeOf(workspace);
+  for (const path of Object.keys(tree)) if (/(^|\/)agent-tape-watch-/.test(path)) delete tree[path];
+  return tree;
 }
 
 /** The same change made by hand (no command) in both worlds. */
@@ -255,6 +262,22 @@ describe("between and around commands", () => {
     }
     expect(await last(watched)).toEqual(await last(walking));
     await both("echo after > half/way/h && rm src/f7.txt");
+  });
+
+  it("the system's temp folder inside the workspace: the watcher's barrier files are not the workspace's", async () => {
+    byHand("mkdir tmp");
+    const temp = process.env.TMPDIR;
+    process.env.TMPDIR = join(watched.workspace, "tmp");
+    try {
+      await worlds();
+      await both("true");
+      await both("echo one > src/f1.txt");
+      expect(paths(await both("echo two > tmp/t && echo two > src/f2.txt"))).toEqual(["src/f2.txt", "tmp/t"]);
+      watchedAllAlong(2);
+    } finally {
+      if (temp === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = temp;
+    }
   });
 
   it("two checkpoint stores in one process, both watching, take turns on one session", async () => {
