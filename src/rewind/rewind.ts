@@ -36,8 +36,9 @@ export interface RewindOptions extends SignalOption {
   /** The event to go back to: everything after it is undone. Give this or `beforeCallId`. */
   toSequence?: number;
   /**
-   * Go back to just before this tool call (the event before the first `tool_call` or checkpoint
-   * with this `callId`): what an agent's UI knows. Give this or `toSequence`.
+   * Go back to just before this tool call (the event before its `tool_call`, the latest one with this
+   * `callId`; or before the first checkpoint with it when the agent logs no tool_call): what an agent's UI
+   * knows. Found going back from the end, so it costs what lies after the call. Give this or `toSequence`.
    */
   beforeCallId?: string;
   /** @default the workspace recorded when the session was created */

@@ -39,6 +39,37 @@ describe("a rewind's reading follows what it cuts", () => {
     }
   }, 60_000);
 
+  it("a beforeCallId target 10 events from the end of 40,000 is found reading a few KB, not the log", async () => {
+    const root = await temps.make();
+    const store = new SessionStore({ root, durability: "none" });
+    try {
+      const { id } = await store.create();
+      for (let start = 0; start < 40_000; start += 2000)
+        await store.appendMany(
+          id,
+          Array.from({ length: 2000 }, (_, k) => ({
+            type: "message" as const,
+            payload: { role: "user" as const, content: `event ${start + k} `.padEnd(400, "z") },
+          })),
+        );
+      const before = (await store.get(id))!.lastSequence;
+      await store.append(id, { type: "tool_call", payload: { callId: "c9", name: "edit", input: {} } });
+      for (let k = 0; k < 9; k++)
+        await store.append(id, { type: "message", payload: { role: "user", content: `after ${k}` } });
+      const logBytes = (await stat(join(root, id, "events.jsonl"))).size;
+      const bytesBefore = await bytesRead();
+      const report = await rewind(store, id, { beforeCallId: "c9", mode: "conversation", dryRun: true });
+      const read = (await bytesRead()) - bytesBefore;
+      expect(report.targetSequence).toBe(before);
+      expect(report.eventsRemoved).toBe(10);
+      // Found going forward from the tape's start, it read the whole log first.
+      // a whole-log read is >= 1; the rest is headroom (bytes-read.ts)
+      expect(read / logBytes).toBeLessThan(0.1);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+
   it("undoing a 1-file shell command (files, keepUndo 0) after 40,000 events reads a few KB, not the log", async () => {
     const root = await temps.make();
     const workspace = join(root, "ws");

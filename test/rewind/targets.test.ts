@@ -88,6 +88,74 @@ describe("rewind and fork targets must be on the tape", () => {
   });
 });
 
+describe("rewind({ beforeCallId }) found going back from the end (issue 16)", () => {
+  type Call = (type: "tool_call" | "session_checkpoint") => Promise<number>;
+  async function tape(shape: (say: (n: number) => Promise<unknown>, call: Call) => Promise<void>) {
+    const root = await temps.make("agent-tape-call-back-");
+    const store = new SessionStore({ root, durability: "none" });
+    stores.push(store);
+    const { id } = await store.create();
+    const say = (n: number) => store.append(id, { type: "message", payload: { role: "user", content: `m${n}` } });
+    const call = async (type: "tool_call" | "session_checkpoint") => {
+      const payload =
+        type === "tool_call"
+          ? { callId: "c", name: "edit", input: {} }
+          : { tool: "edit", callId: "c", workspace: root, files: [] };
+      return (await store.append(id, { type, payload } as Parameters<typeof store.append>[1])).sequence;
+    };
+    await shape(say, call);
+    return { store, id };
+  }
+  const targetOf = async (t: { store: SessionStore; id: string }) =>
+    (await rewind(t.store, t.id, { beforeCallId: "c", mode: "conversation", dryRun: true })).targetSequence;
+
+  it("a tool_call first in its window (255 events after it): the event before it, from the window before", async () => {
+    const t = await tape(async (say, call) => {
+      for (let n = 0; n < 300; n++) await say(n);
+      await call("tool_call");
+      for (let n = 0; n < 255; n++) await say(n);
+    });
+    expect(await targetOf(t)).toBe(300);
+  });
+
+  it("an id two tool calls used: just before the latest (the first one is not looked for)", async () => {
+    const t = await tape(async (say, call) => {
+      await say(0);
+      await call("tool_call");
+      for (let n = 0; n < 500; n++) await say(n);
+      await call("tool_call"); // #503
+      await say(0);
+    });
+    expect(await targetOf(t)).toBe(502);
+  });
+
+  it("a tool_call that is the tape's first event: 0", async () => {
+    const t = await tape(async (say, call) => {
+      await call("tool_call");
+      for (let n = 0; n < 600; n++) await say(n);
+    });
+    expect(await targetOf(t)).toBe(0);
+  });
+
+  it("checkpoints only: before the first of them, however far back; else before the tool_call", async () => {
+    const onlyCheckpoints = await tape(async (say, call) => {
+      for (let n = 0; n < 10; n++) await say(n);
+      await call("session_checkpoint"); // #11
+      for (let n = 0; n < 1000; n++) await say(n);
+      await call("session_checkpoint");
+      await say(0);
+    });
+    expect(await targetOf(onlyCheckpoints)).toBe(10);
+    const both = await tape(async (say, call) => {
+      for (let n = 0; n < 700; n++) await say(n);
+      await call("tool_call"); // #701
+      await call("session_checkpoint");
+      for (let n = 0; n < 3; n++) await say(n);
+    });
+    expect(await targetOf(both)).toBe(700);
+  });
+});
+
 describe("rewind({ beforeCallId }): just before a tool call", () => {
   it("for a call with a checkpoint: to the event before its tool_call, its edit undone", async () => {
     const s = await session();
