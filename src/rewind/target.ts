@@ -20,8 +20,9 @@ export function checkTargetForm(target: RewindTarget): void {
 /**
  * The sequence to rewind to, with the lock held: `toSequence` if it is on the tape (else
  * SEQUENCE_OUT_OF_RANGE past the end, SEQUENCE_NOT_ON_TAPE for a number cut or re-appended), or
- * the event just before the call `beforeCallId` names (see {@link beforeCall}). `callerReadsFromTarget`: the caller reads the log from
- * the target on and checks it there with {@link assertTargetRead} (one read instead of two).
+ * the event just before the call `beforeCallId` names (see {@link beforeCall}). `callerReadsFromTarget`: the
+ * caller reads the log from the target on and checks it there with {@link assertTargetRead} (one read
+ * instead of two).
  */
 export async function resolveTarget(
   backend: StorageBackend,
