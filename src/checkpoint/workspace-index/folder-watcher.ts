@@ -15,6 +15,11 @@ const BARRIER_TIMEOUT_MS = 2000;
 const DEFAULT_MAX_QUEUED_EVENTS = 16384;
 
 const live = new Set<FolderWatcher>();
+/**
+ * Events delivered to every watcher of this process: they all share libuv's one inotify descriptor, so
+ * one kernel queue, and a burst in one workspace can drop the events of another.
+ */
+let delivered = 0;
 let exitHooked = false;
 
 interface Watched {
@@ -40,8 +45,8 @@ export class FolderWatcher {
   private readonly watched = new Map<string, Watched>();
   private dirty = new Set<string>();
   private walkReason: string | undefined = "the watcher has just started";
-  private count = 0;
-  private previousCount = 0;
+  /** {@link delivered} at the last two settles: the events of the last two rounds, all watchers' together. */
+  private deliveredAt: [number, number] = [delivered, delivered];
   private broken: string | undefined;
   private ownFolder: string | undefined;
   private barrierHandle: FSWatcher | undefined;
@@ -59,6 +64,7 @@ export class FolderWatcher {
     try {
       this.ownFolder = mkdtempSync(join(tmpdir(), "agent-tape-watch-"));
       this.barrierHandle = watch(this.ownFolder, { persistent: false }, (_type, name) => {
+        delivered++;
         if (name === `barrier-${this.barriers}`) this.barrierSeen?.();
       });
       this.barrierHandle.on("error", (error) => this.breakDown(`the barrier watch failed (${error.message})`));
@@ -108,7 +114,7 @@ export class FolderWatcher {
       const name = basename(absolute);
       const watched: Watched = { handle: undefined as unknown as FSWatcher, ino, dead: false };
       watched.handle = watch(absolute, { persistent: false }, (type, changed) => {
-        this.count++;
+        delivered++;
         this.dirty.add(folder);
         if (changed === ".gitignore") this.walkReason ??= "a .gitignore changed";
         if (type !== "rename") return;
@@ -146,17 +152,15 @@ export class FolderWatcher {
   async settle(): Promise<WatchedChanges> {
     if (this.broken === undefined) await this.barrier();
     const folders = this.dirty;
-    const overflowed = this.previousCount + this.count >= this.burst;
+    // Every watcher's events count: the queue is shared (see `delivered`).
+    const events = delivered - this.deliveredAt[0];
     const reason =
       this.broken ??
       this.walkReason ??
-      (overflowed
-        ? `${this.previousCount + this.count} events in a burst: the kernel's queue may have overflowed`
-        : undefined);
+      (events >= this.burst ? `${events} events in a burst: the kernel's queue may have overflowed` : undefined);
     this.dirty = new Set();
     this.walkReason = undefined;
-    this.previousCount = this.count;
-    this.count = 0;
+    this.deliveredAt = [this.deliveredAt[1], delivered];
     return reason === undefined ? { folders } : { walk: reason };
   }
 
