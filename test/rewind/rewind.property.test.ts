@@ -2,8 +2,9 @@ import { chmod, mkdir, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind, type StoredEvent } from "../../src/index.js";
+import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
 import { fileEntry, workspaceTree } from "../helpers/rewind-workspace.js";
+import { archivedEventsOf } from "../helpers/stored-events.js";
 import { CONTENTS, FILES, FOLDERS, MODES } from "../helpers/little-tree.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { referencedBlobs } from "../../src/blobs/references.js";
@@ -124,10 +125,7 @@ describe("rewind against a model of the workspace's history", () => {
           const expectBlobsReferenced = async (where: string) => {
             const referenced = referencedBlobs(await store.readAll(id));
             for (const name of (await store.backend.listRecords(id)).filter((n) => n.startsWith("rewind-archive-"))) {
-              referencedBlobs(
-                ((await store.backend.readRecord(id, name)) as { events: StoredEvent[] }).events,
-                referenced,
-              );
+              referencedBlobs(await archivedEventsOf(store.backend, id, name), referenced);
             }
             expect(new Set(await store.backend.listBlobs(id)), where).toEqual(referenced);
             for (const hash of referenced) await checkpoints.readBlob(id, hash);
