@@ -110,8 +110,8 @@ export async function walkWorkspace(
  * lstat'ed; a folder new to the index is walked whole; everything else is taken from `known`.
  * Files with more than one link have their folders listed again too (another name may have been
  * written). Returns undefined when `known` lacks the listing or ignore scope of a changed folder (an
- * index loaded from its record has neither), or when a file is found with a link it did not have: where
- * its other names are only a whole walk can tell.
+ * index loaded from its record has neither), or when a file is found with a link it did not have (where
+ * are its other names?) or a `.gitignore` changed (its rules reach the whole subtree).
  */
 export async function walkChangedFolders(
   realWorkspace: string,
@@ -131,7 +131,7 @@ export async function walkChangedFolders(
     // Shallowest first: a folder a parent's listing finds replaced is walked whole, and not again.
     const order = [...relisted].sort((a, b) => depthOf(a) - depthOf(b));
     for (const folder of order)
-      if (!(await walk.relist(folder, rules)) || walk.newlyLinked) {
+      if (!(await walk.relist(folder, rules)) || walk.doubt) {
         walk.revert();
         return undefined;
       }
@@ -175,8 +175,12 @@ class Walk {
   private readonly whole: string[] = [];
   foundAgain = 0;
   bytes = 0;
-  /** An in-place walk found a file with more than one link that was not known to have them. */
-  newlyLinked = false;
+  /**
+   * An in-place walk found what only a whole walk can follow: a file with more than one link not known
+   * to have them (where are its other names?), or a `.gitignore` changed without an event naming it
+   * (written through another name): its rules reach the whole subtree.
+   */
+  doubt = false;
   private sinceYield = 0;
   private listed = 0;
   private statted = 0;
@@ -330,7 +334,7 @@ class Walk {
     const kind = kindOfMode(mode);
     if (rules.ignores(scope, path, name, kind === "directory")) return undefined;
     if (kind === "file" && info.nlink > 1n) {
-      if (this.prior !== undefined && !this.linked.has(path)) this.newlyLinked = true;
+      if (this.prior !== undefined && !this.linked.has(path)) this.doubt = true;
       this.linked.add(path);
     }
     const before = this.priorOf(path);
@@ -341,6 +345,14 @@ class Walk {
       entry = entryOf(info);
       this.differing.push(path);
     }
+    // Its stat, not its racy flag: a `.gitignore` written in the last 2 s is looked at again on every scan.
+    if (
+      this.prior !== undefined &&
+      name === ".gitignore" &&
+      before !== undefined &&
+      !sameStatAs(before, info, kind, mode)
+    )
+      this.doubt = true;
     this.count(this.entries.get(path), entry);
     this.setEntry(path, entry);
     return { path, absolute, kind, info, entry };

@@ -153,6 +153,25 @@ describe("folders renamed, swapped, replaced", () => {
     await both("echo again > src/deep/er/x.txt");
   });
 
+  it("a folder moved out of the workspace, changed there, and moved back in one command", async () => {
+    await both("true");
+    await both(
+      "mv src ../away-${PWD##*/} && echo out > ../away-${PWD##*/}/f1.txt && rm -rf ../away-${PWD##*/}/deep/er" +
+        " && mkdir ../away-${PWD##*/}/deep/er && echo e > ../away-${PWD##*/}/deep/er/e && mv ../away-${PWD##*/} src",
+    );
+    await both("echo later > src/deep/er/e2 && echo later > src/f2.txt");
+  });
+
+  it("the workspace folder itself replaced by a copy, then removed and made again", async () => {
+    await both("true");
+    await both(
+      "cd .. && W=${OLDPWD##*/} && mv $W $W.old && cp -a $W.old $W && rm -rf $W.old && echo c > $W/src/f1.txt",
+    );
+    await both("echo after > src/f2.txt && echo x > docs/guide/x");
+    await both("cd .. && W=${OLDPWD##*/} && rm -rf $W && mkdir $W && echo only > $W/only");
+    await both("echo again > only && mkdir d && echo d > d/d");
+  });
+
   it("a folder replaced by a link to a folder, and back", async () => {
     await both("true");
     await both("mv src/deep ../deep-${PWD##*/} && ln -s ../docs src/deep");
@@ -219,6 +238,14 @@ describe("ignored folders, links, timestamps", () => {
     expect(paths(await both("echo inside > src/f9.txt"))).toEqual(["src/f9.txt"]);
     const before = watched.scans.filter((s) => s.phase === "before").at(-1)!;
     expect(before).toMatchObject({ walked: "changed folders", changed: 1 });
+  });
+
+  it("a .gitignore written through another name (a hard link): its new rules apply", async () => {
+    byHand("mkdir -p out && echo o > out/o");
+    await both("true");
+    await both("ln .gitignore docs/rules");
+    await both("echo 'out/' >> docs/rules");
+    await both("echo o2 > out/o && echo d > docs/d");
   });
 
   it("a file written twice in one timestamp tick across two commands, and touch -r across commands", async () => {
