@@ -130,6 +130,10 @@ export class FolderWatcher {
       this.watched.set(folder, watched);
       return true;
     } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      // Gone (or a folder no more) since its parent listed it: that change raised an event on the parent,
+      // whose next listing shows it. Anything else (the system's watch limit, say) ends the watching.
+      if (code === "ENOENT" || code === "ENOTDIR") return true;
       this.breakDown(`a folder could not be watched (${(error as Error).message})`);
       return false;
     }

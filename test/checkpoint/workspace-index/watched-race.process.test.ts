@@ -20,6 +20,7 @@ const COMMANDS = 25;
 it(`a whole walk after watched scans under churn finds nothing new (${ROUNDS} rounds)`, {
   timeout: 300_000,
 }, async () => {
+  let watchedChecks = 0;
   for (let round = 0; round < ROUNDS; round++) {
     const base = await realpath(await temps.make("agent-tape-watch-race-"));
     const workspace = join(base, "ws");
@@ -36,7 +37,9 @@ it(`a whole walk after watched scans under churn finds nothing new (${ROUNDS} ro
     await churner.waitForLine((line) => line === "churning");
     const walkFindsNothingNew = async (when: string) => {
       await watched.aroundCommand(id, { tool: "bash" }, () => undefined);
-      expect(scans.at(-1)!.walked, `${when}: the last scan was a watched one`).toBe("changed folders");
+      // Under load the churner can raise a burst the watcher will not vouch for: then it walks, as it should.
+      if (scans.at(-1)!.walked === "changed folders") watchedChecks++;
+      else expect(scans.at(-1)!.reason, when).toMatch(/burst/);
       const oracle: ScanReport[] = [];
       const walking = new CheckpointStore(store, { workspaceIndex: { onScan: (s) => oracle.push(s) } });
       await walking.beforeCommand(id, { tool: "bash" });
@@ -62,4 +65,6 @@ it(`a whole walk after watched scans under churn finds nothing new (${ROUNDS} ro
     watched.close();
     await store.close();
   }
+  // Most checks ran after a watched scan (a burst makes a few walk): the watched path is what was tested.
+  expect(watchedChecks).toBeGreaterThan(ROUNDS * 4);
 });

@@ -139,6 +139,16 @@ describe("watched scans record what whole walks record", () => {
     expect((await last(watched)).map((f) => f.path)).toEqual(["src/f1.txt"]);
   });
 
+  it("a folder moved, then removed and made again: its watch is made afresh, whatever libuv names it", async () => {
+    // libuv names the events of an inode after the first path watched for it (here src/deep/er), so an
+    // event cannot tell that docs/er2 itself went away; its watch has to be renewed all the same.
+    await both("true");
+    await both("mv src/deep/er docs/er2");
+    await both("rm -rf docs/er2 && mkdir docs/er2");
+    await both("echo late > docs/er2/late.txt");
+    expect((await last(watched)).map((f) => f.path)).toEqual(["docs/er2/late.txt"]);
+  });
+
   it("a .gitignore edit walks the whole tree, and says why", async () => {
     await both("true");
     await both("printf 'build/\\n' > .gitignore && echo now-tracked > keep.log");
