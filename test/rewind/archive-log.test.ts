@@ -319,6 +319,43 @@ describe("byte-range archives and the rest of the store", () => {
   });
 });
 
+describe("an intent written before byte-range archives", () => {
+  it("left by a crash once written: the next writer finishes it, and its archive of events is undone", async () => {
+    // The old path (a backend without byte-range calls) writes the intent with the cut events in it. Its bytes,
+    // and the log as it was, are put back after the rewind: the state a crash right after the intent leaves.
+    const t = await awkwardTape((root) => withoutByteRanges(fsBackend({ root })));
+    const eventsBefore = await t.store.readAll(t.id);
+    const logBefore = await readFile(t.log);
+    let intent = "";
+    const report = await rewind(t.store, t.id, {
+      toSequence: 2,
+      mode: "conversation",
+      onProgress: (step) => {
+        if (step === "intent-written") intent = readIntent(t.root, t.id);
+      },
+    });
+    await t.store.close();
+    expect(JSON.parse(intent).archive.events).toHaveLength(eventsBefore.length - 2);
+    const name = `rewind-archive-${report.markerSequence}`;
+    await rm(join(t.root, t.id, "records", `${name}.json`));
+    await writeFile(t.log, logBefore);
+    await writeFile(join(t.root, t.id, "records", "rewind-intent.json"), intent);
+
+    const store = new SessionStore({ root: t.root });
+    stores.push(store);
+    // The undo takes the lock: recovery finishes the rewind first (the old way), then it is undone.
+    const undone = await undoRewind(store, t.id);
+    expect(undone.undoneMarker).toBe(report.markerSequence);
+    expect(undone.eventsRestored).toBe(eventsBefore.length - 2);
+    const after = await store.readAll(t.id);
+    expect(after.slice(3, -1).map(({ sequence: _s, ...rest }) => rest)).toEqual(
+      eventsBefore.slice(2).map(({ sequence: _s, ...rest }) => rest),
+    );
+    expect(await recordFiles(t.root, t.id)).toEqual([]);
+    expect((await verify(store, t.id)).ok).toBe(true);
+  });
+});
+
 function readIntent(root: string, id: string): string {
   return readFileSync(join(root, id, "records", "rewind-intent.json"), "utf8");
 }
