@@ -146,18 +146,18 @@ describe("folders renamed, swapped, replaced", () => {
 
   it("a folder moved out of the workspace and another moved in under the same name", async () => {
     await both("true");
-    await both("mv src ../out-${PWD##*/} && mkdir ../in-$$ && echo in > ../in-$$/f0.txt && mv ../in-$$ src");
+    await both("mv src ../out-$(basename $PWD) && mkdir ../in-$$ && echo in > ../in-$$/f0.txt && mv ../in-$$ src");
     await both("echo edited > src/f0.txt && echo new > src/f1.txt");
     // The old one comes back: the same inode, watched before under this very name.
-    await both("rm -rf src && mv ../out-${PWD##*/} src");
+    await both("rm -rf src && mv ../out-$(basename $PWD) src");
     await both("echo again > src/deep/er/x.txt");
   });
 
   it("a folder moved out of the workspace, changed there, and moved back in one command", async () => {
     await both("true");
     await both(
-      "mv src ../away-${PWD##*/} && echo out > ../away-${PWD##*/}/f1.txt && rm -rf ../away-${PWD##*/}/deep/er" +
-        " && mkdir ../away-${PWD##*/}/deep/er && echo e > ../away-${PWD##*/}/deep/er/e && mv ../away-${PWD##*/} src",
+      "mv src ../away-$(basename $PWD) && echo out > ../away-$(basename $PWD)/f1.txt && rm -rf ../away-$(basename $PWD)/deep/er" +
+        " && mkdir ../away-$(basename $PWD)/deep/er && echo e > ../away-$(basename $PWD)/deep/er/e && mv ../away-$(basename $PWD) src",
     );
     await both("echo later > src/deep/er/e2 && echo later > src/f2.txt");
   });
@@ -165,21 +165,31 @@ describe("folders renamed, swapped, replaced", () => {
   it("the workspace folder itself replaced by a copy, then removed and made again", async () => {
     await both("true");
     await both(
-      "cd .. && W=${OLDPWD##*/} && mv $W $W.old && cp -a $W.old $W && rm -rf $W.old && echo c > $W/src/f1.txt",
+      "cd .. && W=$(basename $OLDPWD) && mv $W $W.old && cp -a $W.old $W && rm -rf $W.old && echo c > $W/src/f1.txt",
     );
     await both("echo after > src/f2.txt && echo x > docs/guide/x");
-    await both("cd .. && W=${OLDPWD##*/} && rm -rf $W && mkdir $W && echo only > $W/only");
+    await both("cd .. && W=$(basename $OLDPWD) && rm -rf $W && mkdir $W && echo only > $W/only");
     await both("echo again > only && mkdir d && echo d > d/d");
   });
 
   it("a folder replaced by a link to a folder, and back", async () => {
     await both("true");
-    await both("mv src/deep ../deep-${PWD##*/} && ln -s ../docs src/deep");
+    await both("mv src/deep ../deep-$(basename $PWD) && ln -s ../docs src/deep");
     await both("echo via-link > src/deep/readme.md"); // lands in docs/
-    await both("rm src/deep && mv ../deep-${PWD##*/} src/deep");
+    await both("rm src/deep && mv ../deep-$(basename $PWD) src/deep");
     await both("echo back > src/deep/er/x.txt && mkdir src/deep/er/z && echo z > src/deep/er/z/z");
     await both("rm -rf docs && ln -s src docs && echo through > docs/f2.txt");
     await both("rm docs && mkdir docs && echo d > docs/d");
+  });
+
+  it("files replaced by links and links by files, a link's target changed, a folder renamed onto an empty one", async () => {
+    await both("true");
+    await both(
+      "rm src/f1.txt && ln -s f2.txt src/f1.txt && mv docs/readme.md docs/guide/r && ln -s guide/r docs/readme.md",
+    );
+    await both("ln -sfn f3.txt src/f1.txt && rm docs/readme.md && echo file-again > docs/readme.md");
+    await both("mkdir empty && mv -T docs/guide empty && echo in > empty/g.md");
+    await both("echo later > empty/r && rm src/f1.txt");
   });
 
   it("long chains of new nested folders, then a write at the bottom of each", async () => {
@@ -232,9 +242,9 @@ describe("ignored folders, links, timestamps", () => {
   });
 
   it("a file whose other name lies outside the workspace, linked before the first scan, written there", async () => {
-    byHand("ln src/f8.txt ../hard-${PWD##*/}");
+    byHand("ln src/f8.txt ../hard-$(basename $PWD)");
     await both("true");
-    byHand("echo outside >> ../hard-${PWD##*/}");
+    byHand("echo outside >> ../hard-$(basename $PWD)");
     expect(paths(await both("echo inside > src/f9.txt"))).toEqual(["src/f9.txt"]);
     const before = watched.scans.filter((s) => s.phase === "before").at(-1)!;
     expect(before).toMatchObject({ walked: "changed folders", changed: 1 });
