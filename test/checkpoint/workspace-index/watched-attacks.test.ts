@@ -182,7 +182,7 @@ describe("folders renamed, swapped, replaced", () => {
     await both("rm docs && mkdir docs && echo d > docs/d");
   });
 
-  it("files replaced by links and links by files, a link's target changed, a folder renamed onto an empty one", async () => {
+  it("files and links swapped, a link retargeted, a folder renamed onto an empty one", async () => {
     await both("true");
     await both(
       "rm src/f1.txt && ln -s f2.txt src/f1.txt && mv docs/readme.md docs/guide/r && ln -s guide/r docs/readme.md",
