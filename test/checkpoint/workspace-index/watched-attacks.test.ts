@@ -156,8 +156,8 @@ describe("folders renamed, swapped, replaced", () => {
   it("a folder moved out of the workspace, changed there, and moved back in one command", async () => {
     await both("true");
     await both(
-      "mv src ../away-$(basename $PWD) && echo out > ../away-$(basename $PWD)/f1.txt && rm -rf ../away-$(basename $PWD)/deep/er" +
-        " && mkdir ../away-$(basename $PWD)/deep/er && echo e > ../away-$(basename $PWD)/deep/er/e && mv ../away-$(basename $PWD) src",
+      "A=../away-$(basename $PWD) && mv src $A && echo out > $A/f1.txt && rm -rf $A/deep/er" +
+        " && mkdir $A/deep/er && echo e > $A/deep/er/e && mv $A src",
     );
     await both("echo later > src/deep/er/e2 && echo later > src/f2.txt");
   });
