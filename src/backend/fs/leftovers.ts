@@ -7,29 +7,44 @@ import type { SessionLayout } from "./layout.js";
  * `.tmp-events.jsonl-<hex>` beside the log, a record's `records/.tmp-<name>-<hex>` (the names
  * `tempPathFor` gives). Each is written and renamed under the session lock, so one found by a lock
  * holder belongs to nobody: a process that failed before it could remove it, or died (docs/ARCHITECTURE.md,
- * "On disk"). Regular files only, named relative to the session folder. A folder that cannot be listed
- * has none to report.
+ * "On disk"). Also a record's kept bytes (`records/<name>.jsonl`, a rewind archive's copy of the log)
+ * whose record is gone: dropping an archive deletes the record, then the copy, and a crash between the two
+ * leaves the copy — unless an intent is pending, whose copy has no record yet. Regular files only, named
+ * relative to the session folder. A folder that cannot be listed has none to report.
  */
 export async function findLeftovers(layout: SessionLayout, sessionId: string): Promise<string[]> {
   const dir = layout.dir(sessionId);
-  const logTemp = `.tmp-${basename(layout.log(sessionId))}-`;
   const records = layout.records(sessionId);
   const found: string[] = [];
-  for (const [folder, prefix] of [
-    [dir, logTemp],
-    [records, ".tmp-"],
-  ] as const) {
-    let names: string[];
-    try {
-      names = await readdir(folder);
-    } catch {
-      continue;
-    }
+  const files = async (folder: string, names: string[]) => {
     for (const name of names) {
-      if (!name.startsWith(prefix)) continue;
       const info = await lstat(join(folder, name)).catch(() => undefined);
       if (info?.isFile()) found.push(join(folder, name).slice(dir.length + 1));
     }
-  }
+  };
+  const logTemp = `.tmp-${basename(layout.log(sessionId))}-`;
+  await files(
+    dir,
+    (await listing(dir)).filter((name) => name.startsWith(logTemp)),
+  );
+  const names = await listing(records);
+  const present = new Set(names);
+  // A pending intent (a rewind's, an undo's) may be about to name a copy it made: not litter yet.
+  const pending = names.some((name) => name.endsWith("-intent.json"));
+  const copyWithoutRecord = (name: string) =>
+    !pending && name.endsWith(".jsonl") && !present.has(`${name.slice(0, -".jsonl".length)}.json`);
+  await files(
+    records,
+    names.filter((name) => name.startsWith(".tmp-") || copyWithoutRecord(name)),
+  );
   return found;
+}
+
+/** A folder's names; none when it cannot be listed. */
+async function listing(folder: string): Promise<string[]> {
+  try {
+    return await readdir(folder);
+  } catch {
+    return [];
+  }
 }
