@@ -2,86 +2,41 @@
 // session each, the same commands and hand edits in both; the watched session must record exactly the
 // checkpoints the walking one records, whatever the commands do to folders, links, ignore rules and
 // inode numbers, and whatever else happens between them (hand edits, rewinds, a second store).
-import { execFileSync } from "node:child_process";
 import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  CheckpointStore,
-  SessionStore,
-  rewind,
-  undoRewind,
-  type CheckpointPayload,
-  type ScanReport,
-  type WorkspaceIndexOptions,
-} from "../../../src/index.js";
+import { CheckpointStore, rewind, undoRewind, type WorkspaceIndexOptions } from "../../../src/index.js";
 import { TempRoots } from "../../helpers/temp-root.js";
+import {
+  closeWorlds,
+  inBoth,
+  lastFiles as last,
+  openWorld,
+  sh,
+  twinWorkspaces,
+  type World,
+} from "../../helpers/watched-worlds.js";
 import { treeOf } from "../../helpers/workspace-tree.js";
 
 const temps = new TempRoots();
-
-interface World {
-  workspace: string;
-  store: SessionStore;
-  checkpoints: CheckpointStore;
-  id: string;
-  scans: ScanReport[];
-}
 
 let base: string;
 let watched: World;
 let walking: World;
 
-async function world(name: string, watch: boolean, options: WorkspaceIndexOptions = {}): Promise<World> {
-  const workspace = join(base, name);
-  const store = new SessionStore({ root: join(base, `${name}-sessions`) });
-  const scans: ScanReport[] = [];
-  const checkpoints = new CheckpointStore(store, {
-    workspaceIndex: { ...options, watch, onScan: (scan) => scans.push(scan) },
-  });
-  const id = (await store.create({ workspace })).id;
-  return { workspace, store, checkpoints, id, scans };
-}
-
 async function worlds(options: WorkspaceIndexOptions = {}): Promise<void> {
-  watched?.checkpoints.close();
-  for (const w of [watched, walking]) await w?.store.close();
-  watched = await world("a", true, options);
-  walking = await world("b", false, options);
+  await closeWorlds(watched, walking);
+  watched = await openWorld(base, "a", true, options);
+  walking = await openWorld(base, "b", false, options);
 }
-
-const sh = (w: World, command: string) =>
-  execFileSync("bash", ["-c", command], { cwd: w.workspace, stdio: "ignore", env: { ...process.env, LC_ALL: "C" } });
 
 /** Runs `command` in both worlds inside aroundCommand; returns the watched world's checkpoint files. */
-async function both(command: string, checkpoints?: CheckpointStore) {
-  const outcomes = [];
-  for (const w of [watched, walking]) {
-    const store = w === watched && checkpoints !== undefined ? checkpoints : w.checkpoints;
-    await store.aroundCommand(w.id, { tool: "bash" }, () => sh(w, command));
-    outcomes.push(await last(w));
-  }
-  expect(outcomes[0], command).toEqual(outcomes[1]);
-  expect(await ownTree(watched.workspace), command).toEqual(await ownTree(walking.workspace));
-  return outcomes[0]!;
-}
-
-/** The workspace's tree, without the folder the watcher writes its barriers in (when the temp folder is inside). */
-async function ownTree(workspace: string) {
-  const tree = await treeOf(workspace);
-  for (const path of Object.keys(tree)) if (/(^|\/)agent-tape-watch-/.test(path)) delete tree[path];
-  return tree;
-}
+const both = (command: string, checkpoints?: CheckpointStore) => inBoth([watched, walking], command, checkpoints);
 
 /** The same change made by hand (no command) in both worlds. */
 const byHand = (command: string) => {
   for (const w of [watched, walking]) sh(w, command);
 };
-
-async function last(w: World) {
-  const event = (await w.store.readAll(w.id)).filter((e) => e.type === "session_checkpoint").at(-1);
-  return (event?.payload as CheckpointPayload | undefined)?.files ?? [];
-}
 
 const paths = (files: readonly { path: string }[]) => files.map((f) => f.path).sort();
 
@@ -93,22 +48,19 @@ function watchedAllAlong(from: number) {
 
 beforeEach(async () => {
   base = await realpath(await temps.make("agent-tape-watched-attacks-"));
-  const seed = join(base, "seed");
-  await mkdir(join(seed, "src/deep/er"), { recursive: true });
-  await mkdir(join(seed, "docs/guide"), { recursive: true });
-  for (let i = 0; i < 10; i++) await writeFile(join(seed, `src/f${i}.txt`), `line ${i}\n`);
-  await writeFile(join(seed, "src/deep/er/x.txt"), "x\n");
-  await writeFile(join(seed, "docs/readme.md"), "# docs\n");
-  await writeFile(join(seed, "docs/guide/g.md"), "guide\n");
-  await writeFile(join(seed, ".gitignore"), "*.log\nbuild/\n");
-  execFileSync("cp", ["-a", seed, join(base, "a")]);
-  execFileSync("cp", ["-a", seed, join(base, "b")]);
+  await twinWorkspaces(base, async (seed) => {
+    await mkdir(join(seed, "src/deep/er"), { recursive: true });
+    await mkdir(join(seed, "docs/guide"), { recursive: true });
+    for (let i = 0; i < 10; i++) await writeFile(join(seed, `src/f${i}.txt`), `line ${i}\n`);
+    await writeFile(join(seed, "src/deep/er/x.txt"), "x\n");
+    await writeFile(join(seed, "docs/readme.md"), "# docs\n");
+    await writeFile(join(seed, "docs/guide/g.md"), "guide\n");
+    await writeFile(join(seed, ".gitignore"), "*.log\nbuild/\n");
+  });
   await worlds();
 });
 afterEach(async () => {
-  watched.checkpoints.close();
-  await watched.store.close();
-  await walking.store.close();
+  await closeWorlds(watched, walking);
   await temps.removeAll();
 });
 

@@ -1,83 +1,46 @@
 // Watched scans (workspaceIndex.watch) against the whole walk: two copies of one workspace, one
 // session each, the same commands and hand edits in both; the watched session must record exactly
 // the checkpoints the walking one records, while listing only the folders that changed.
-import { execFileSync } from "node:child_process";
 import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  CheckpointStore,
-  SessionStore,
-  rewind,
-  undoRewind,
-  type CheckpointPayload,
-  type ScanReport,
-} from "../../../src/index.js";
+import { CheckpointStore, rewind, undoRewind } from "../../../src/index.js";
 import { TempRoots } from "../../helpers/temp-root.js";
+import {
+  closeWorlds,
+  inBoth,
+  lastFiles as last,
+  openWorld as world,
+  sh,
+  twinWorkspaces,
+  type World,
+} from "../../helpers/watched-worlds.js";
 import { treeOf } from "../../helpers/workspace-tree.js";
 
 const temps = new TempRoots();
-
-interface World {
-  workspace: string;
-  store: SessionStore;
-  checkpoints: CheckpointStore;
-  id: string;
-  scans: ScanReport[];
-}
 
 let base: string;
 let watched: World;
 let walking: World;
 
-async function world(name: string, watch: boolean, maxFiles?: number): Promise<World> {
-  const workspace = join(base, name);
-  const store = new SessionStore({ root: join(base, `${name}-sessions`) });
-  const scans: ScanReport[] = [];
-  const limits = maxFiles === undefined ? {} : { maxFiles };
-  const checkpoints = new CheckpointStore(store, {
-    workspaceIndex: { watch, onScan: (scan) => scans.push(scan), ...limits },
-  });
-  const id = (await store.create({ workspace })).id;
-  return { workspace, store, checkpoints, id, scans };
-}
-
-const sh = (w: World, command: string) =>
-  execFileSync("bash", ["-c", command], { cwd: w.workspace, stdio: "ignore", env: { ...process.env, LC_ALL: "C" } });
-
 /** Runs `command` in both worlds inside aroundCommand; returns the watched world's checkpoint files. */
-async function both(command: string) {
-  const outcomes = [];
-  for (const w of [watched, walking])
-    outcomes.push(await w.checkpoints.aroundCommand(w.id, { tool: "bash" }, () => sh(w, command)).then(() => last(w)));
-  expect(outcomes[0], command).toEqual(outcomes[1]);
-  expect(await treeOf(watched.workspace), command).toEqual(await treeOf(walking.workspace));
-  return outcomes[0];
-}
-
-async function last(w: World) {
-  const event = (await w.store.readAll(w.id)).filter((e) => e.type === "session_checkpoint").at(-1);
-  return (event?.payload as CheckpointPayload | undefined)?.files ?? [];
-}
+const both = (command: string) => inBoth([watched, walking], command);
 
 beforeEach(async () => {
   base = await realpath(await temps.make("agent-tape-watched-"));
-  const seed = join(base, "seed");
-  await mkdir(join(seed, "src/deep/er"), { recursive: true });
-  await mkdir(join(seed, "docs"), { recursive: true });
-  for (let i = 0; i < 40; i++) await writeFile(join(seed, `src/f${i}.txt`), `line ${i}\n`);
-  await writeFile(join(seed, "src/deep/er/x.txt"), "x\n");
-  await writeFile(join(seed, "docs/readme.md"), "# docs\n");
-  await writeFile(join(seed, ".gitignore"), "*.log\nbuild/\n");
-  execFileSync("cp", ["-a", seed, join(base, "a")]);
-  execFileSync("cp", ["-a", seed, join(base, "b")]);
-  watched = await world("a", true);
-  walking = await world("b", false);
+  await twinWorkspaces(base, async (seed) => {
+    await mkdir(join(seed, "src/deep/er"), { recursive: true });
+    await mkdir(join(seed, "docs"), { recursive: true });
+    for (let i = 0; i < 40; i++) await writeFile(join(seed, `src/f${i}.txt`), `line ${i}\n`);
+    await writeFile(join(seed, "src/deep/er/x.txt"), "x\n");
+    await writeFile(join(seed, "docs/readme.md"), "# docs\n");
+    await writeFile(join(seed, ".gitignore"), "*.log\nbuild/\n");
+  });
+  watched = await world(base, "a", true);
+  walking = await world(base, "b", false);
 });
 afterEach(async () => {
-  watched.checkpoints.close();
-  await watched.store.close();
-  await walking.store.close();
+  await closeWorlds(watched, walking);
   await temps.removeAll();
 });
 
@@ -211,10 +174,9 @@ describe("what the watcher cannot vouch for is walked", () => {
   });
 
   it("a scan that fails (over maxFiles) spends none of the changes the watcher named", async () => {
-    watched.checkpoints.close();
-    for (const w of [watched, walking]) await w.store.close();
-    watched = await world("a", true, 60);
-    walking = await world("b", false, 60);
+    await closeWorlds(watched, walking);
+    watched = await world(base, "a", true, { maxFiles: 60 });
+    walking = await world(base, "b", false, { maxFiles: 60 });
     await both("true");
     for (const w of [watched, walking]) {
       const command = w.checkpoints.aroundCommand(w.id, { tool: "bash" }, () =>
