@@ -8,20 +8,25 @@ import { TempRoots } from "../helpers/temp-root.js";
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 
+/** `count` messages of ~400 bytes each, in batches of 2000: a long tape, quickly. */
+async function appendMessages(store: SessionStore, id: string, count: number): Promise<void> {
+  for (let start = 0; start < count; start += 2000)
+    await store.appendMany(
+      id,
+      Array.from({ length: Math.min(2000, count - start) }, (_, k) => ({
+        type: "message" as const,
+        payload: { role: "user" as const, content: `event ${start + k} `.padEnd(400, "z") },
+      })),
+    );
+}
+
 describe("a rewind's reading follows what it cuts", () => {
   it("cutting the last 10 of 40,000 events (conversation) reads a few KB of the log, not all of it", async () => {
     const root = await temps.make();
     const store = new SessionStore({ root, durability: "none" });
     try {
       const { id } = await store.create();
-      for (let start = 0; start < 40_000 - 10; start += 2000)
-        await store.appendMany(
-          id,
-          Array.from({ length: Math.min(2000, 40_000 - 10 - start) }, (_, k) => ({
-            type: "message" as const,
-            payload: { role: "user" as const, content: `event ${start + k} `.padEnd(400, "z") },
-          })),
-        );
+      await appendMessages(store, id, 40_000 - 10);
       // The last 10 on their own, as an agent appends them: a cut inside one appendMany still copies the log.
       for (let k = 0; k < 10; k++)
         await store.append(id, { type: "message", payload: { role: "user", content: `last ${k} `.padEnd(400, "z") } });
@@ -44,14 +49,7 @@ describe("a rewind's reading follows what it cuts", () => {
     const store = new SessionStore({ root, durability: "none" });
     try {
       const { id } = await store.create();
-      for (let start = 0; start < 40_000; start += 2000)
-        await store.appendMany(
-          id,
-          Array.from({ length: 2000 }, (_, k) => ({
-            type: "message" as const,
-            payload: { role: "user" as const, content: `event ${start + k} `.padEnd(400, "z") },
-          })),
-        );
+      await appendMessages(store, id, 40_000);
       const before = (await store.get(id))!.lastSequence;
       await store.append(id, { type: "tool_call", payload: { callId: "c9", name: "edit", input: {} } });
       for (let k = 0; k < 9; k++)
@@ -78,14 +76,7 @@ describe("a rewind's reading follows what it cuts", () => {
     const store = new SessionStore({ root: join(root, "store"), durability: "none" });
     try {
       const { id } = await store.create({ workspace });
-      for (let start = 0; start < 40_000; start += 2000)
-        await store.appendMany(
-          id,
-          Array.from({ length: 2000 }, (_, k) => ({
-            type: "message" as const,
-            payload: { role: "user" as const, content: `event ${start + k} `.padEnd(400, "z") },
-          })),
-        );
+      await appendMessages(store, id, 40_000);
       const checkpoints = new CheckpointStore(store);
       await checkpoints.aroundCommand(id, { tool: "bash" }, () => undefined); // the index: every file stored
       const target = (await store.get(id))!.lastSequence;
