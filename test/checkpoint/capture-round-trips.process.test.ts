@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { traceChild } from "../helpers/syscalls.js";
+import { FS_CALLS, traceChild } from "../helpers/syscalls.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 // The file-system calls of one capture, counted by strace in a real child process, so they do not creep
@@ -10,23 +10,6 @@ import { TempRoots } from "../helpers/temp-root.js";
 
 const temp = new TempRoots();
 afterEach(() => temp.removeAll());
-
-const FS_CALLS = [
-  "statx",
-  "newfstatat",
-  "openat",
-  "close",
-  "readlink",
-  "pread64",
-  "pwrite64",
-  "fsync",
-  "fdatasync",
-  "rename",
-  "mkdir",
-  "fchmod",
-  "unlink",
-  "getdents64",
-];
 
 describe("round trips of a capture (strace)", () => {
   it("one new 4 KB file, lease held: no realpath, at most 24 file-system calls", async () => {

@@ -11,6 +11,26 @@ import { childScript } from "./children.js";
 
 const repository = fileURLToPath(new URL("../..", import.meta.url));
 
+/** The system calls that wait for the disk. */
+export const DURABLE_CALLS = ["fsync", "fdatasync", "syncfs"] as const;
+
+/** The file-system calls the cost tests count: every one a thread-pool round trip from Node. */
+export const FS_CALLS = [
+  ...DURABLE_CALLS,
+  "statx",
+  "newfstatat",
+  "openat",
+  "close",
+  "readlink",
+  "pread64",
+  "pwrite64",
+  "rename",
+  "mkdir",
+  "fchmod",
+  "unlink",
+  "getdents64",
+] as const;
+
 export interface TracedRun {
   /** Each traced system call made between the markers, by name, in every thread and child process. */
   calls: Map<string, number>;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { traceChild } from "../helpers/syscalls.js";
+import { DURABLE_CALLS, FS_CALLS, traceChild } from "../helpers/syscalls.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 // How many times a rewind waits for the disk, counted by strace in a real child process (docs/ARCHITECTURE.md,
@@ -10,22 +10,6 @@ import { TempRoots } from "../helpers/temp-root.js";
 const temp = new TempRoots();
 afterEach(() => temp.removeAll());
 
-const DURABLE = ["fsync", "fdatasync", "syncfs"];
-const FS_CALLS = [
-  ...DURABLE,
-  "statx",
-  "newfstatat",
-  "openat",
-  "close",
-  "readlink",
-  "pread64",
-  "pwrite64",
-  "rename",
-  "mkdir",
-  "fchmod",
-  "unlink",
-  "getdents64",
-];
 // Under strace, with the whole session built first (100 captures), on a loaded 2-core machine.
 const TRACED_TIMEOUT = 120_000;
 
@@ -33,7 +17,7 @@ async function rewindTraced(files: number, script = "rewind-traced.ts") {
   const dir = await temp.make("agent-tape-durable-calls-");
   const run = await traceChild(script, [dir, String(files)], FS_CALLS, dir);
   const report = JSON.parse(run.stdout.trim()) as { filesRestored: number; intact: boolean };
-  const total = DURABLE.reduce((sum, name) => sum + (run.calls.get(name) ?? 0), 0);
+  const total = DURABLE_CALLS.reduce((sum, name) => sum + (run.calls.get(name) ?? 0), 0);
   const fsCalls = [...run.calls.values()].reduce((sum, n) => sum + n, 0);
   return { report, total, fsCalls, calls: Object.fromEntries(run.calls) };
 }

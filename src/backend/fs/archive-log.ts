@@ -4,7 +4,7 @@ import { open, rename, rm } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { tempPathFor } from "../../core/atomic-file.js";
 import type { ArchivedLog } from "../types.js";
-import { openStoreFile, READ } from "./store-files.js";
+import { openStoreFileIfThere } from "./store-files.js";
 
 // A rewind keeps the part of the log it cuts, for its undo, as a copy of those bytes beside the records
 // (`records/rewind-archive-<marker>.jsonl`): copied in fixed-size chunks, never parsed or held whole, so a
@@ -58,13 +58,8 @@ export async function copyLogRange(log: FileHandle, from: number, to: number, ta
 export async function* readArchivedLogFile(path: string, signal?: AbortSignal): AsyncGenerator<Buffer> {
   // The file lies in a session's records/ folder: the folder above is the session's, named by its id.
   const sessionId = basename(dirname(dirname(path)));
-  let fh: FileHandle;
-  try {
-    fh = await openStoreFile(sessionId, path, READ);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
-    throw error;
-  }
+  const fh = await openStoreFileIfThere(sessionId, path);
+  if (fh === undefined) return;
   try {
     const buf = Buffer.allocUnsafe(CHUNK);
     for (let pos = 0; ; ) {

@@ -1,6 +1,6 @@
 import type { FileHandle } from "node:fs/promises";
 import { basename, dirname } from "node:path";
-import { openStoreFile, READ } from "./store-files.js";
+import { openStoreFileIfThere } from "./store-files.js";
 import { cutMark, firstChangedSince } from "./log-cuts.js";
 import { TapeRewoundError } from "../../core/errors.js";
 
@@ -38,14 +38,9 @@ export async function* readLines(
   const { signal, cutsFile } = options;
   const sessionId = basename(dirname(path));
   const chunk = Buffer.allocUnsafe(options.chunkBytes ?? 64 * 1024);
-  let fh: FileHandle;
-  try {
-    // A log is always a session folder's own file: its folder's name is the session's id.
-    fh = await openStoreFile(sessionId, path, READ);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
-    throw error;
-  }
+  // A log is always a session folder's own file: its folder's name is the session's id.
+  const fh = await openStoreFileIfThere(sessionId, path);
+  if (fh === undefined) return;
   try {
     // Looked at before the first byte is read (the start is found by reading too).
     let mark = cutsFile === undefined ? 0 : cutMark(cutsFile);

@@ -16,6 +16,16 @@ export async function openStoreFile(sessionId: string, path: string, flags: numb
   return (await openChecked(sessionId, path, flags, mode)).handle;
 }
 
+/** {@link openStoreFile} for reading, or undefined when there is no such file (a log or copy not made yet). */
+export async function openStoreFileIfThere(sessionId: string, path: string): Promise<FileHandle | undefined> {
+  try {
+    return await openStoreFile(sessionId, path, READ);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
+}
+
 /** {@link openStoreFile}, with the size its check saw. */
 async function openChecked(
   sessionId: string,
