@@ -13,7 +13,7 @@ import type { SessionLayout } from "./layout.js";
 import { checkStoreFolder, openStoreFile, READ_APPEND } from "./store-files.js";
 import { findLeftovers } from "./leftovers.js";
 import { keptEndFor, keptEndForwards } from "./seek.js";
-import { recordCut } from "./log-cuts.js";
+import { cutLog } from "./log-cuts.js";
 import { unfinishedBatchStart } from "./unfinished-batch.js";
 import { lineNumberAt, readTail } from "./lines.js";
 import type { FileLock } from "./lock.js";
@@ -71,8 +71,8 @@ export class FsLockedSession implements LockedSession {
       // that never reached its last one, so a batch is in the log whole or not at all.
       const cut = await unfinishedBatchStart(file, fh, tail);
       if (cut !== undefined || tail.completeEnd < tail.size) {
-        await fh.truncate(cut ?? tail.completeEnd);
-        await fh.datasync();
+        // Recorded as a rewind's cut is: a reader paused past it must not glue what it read to what comes next.
+        await cutLog(sessionId, layout.cuts(sessionId), fh, cut ?? tail.completeEnd);
         if (cut !== undefined) tail = await readTail(fh, cut);
       }
       let last = 0;
@@ -152,7 +152,7 @@ export class FsLockedSession implements LockedSession {
       }
     } catch (error) {
       // All or nothing: take back a partial write so no fragment is left for the next append.
-      await this.fh.truncate(this.size).catch(() => undefined);
+      await this.takeBack(this.size);
       throw error;
     }
     await this.assertLogIsOurs(this.size + bytes.length);
@@ -203,7 +203,7 @@ export class FsLockedSession implements LockedSession {
       await flush();
       if (options.sync ?? true) await this.fh.datasync();
     } catch (error) {
-      await this.fh.truncate(start).catch(() => undefined);
+      await this.takeBack(start);
       throw error;
     }
     await this.assertLogIsOurs(start + written);
@@ -298,12 +298,20 @@ export class FsLockedSession implements LockedSession {
     // The last moment to find the lock lost before changing the log.
     this.assertHeld();
     await this.assertLogIsOurs(this.size);
-    await recordCut(this.sessionId, this.layout.cuts(this.sessionId), keepBytes);
-    await this.fh.truncate(keepBytes);
-    await this.fh.datasync();
+    await cutLog(this.sessionId, this.layout.cuts(this.sessionId), this.fh, keepBytes);
     this.size = keepBytes;
     this.last = lastKept;
-    await recordCut(this.sessionId, this.layout.cuts(this.sessionId), keepBytes);
+  }
+
+  /**
+   * Takes back what a failed append wrote past `size`: a cut in place like a rewind's, recorded for readers who
+   * read the lines meanwhile (a batch's, held back by them) before the next append reuses those offsets.
+   * Best-effort: the failure being reported is the append's.
+   */
+  private async takeBack(size: number): Promise<void> {
+    await cutLog(this.sessionId, this.layout.cuts(this.sessionId), this.fh, size).catch(() =>
+      this.fh.truncate(size).catch(() => undefined),
+    );
   }
 
   /** The O_DSYNC descriptor, opened on first use: by path, so checked to be the log this lock opened. */

@@ -1,5 +1,6 @@
 import { statSync } from "node:fs";
 import { constants } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import { openStoreFile, READ } from "./store-files.js";
 
 // A truncation cuts the log in place (one ftruncate: its cost follows nothing), so a lock-free reader
@@ -34,6 +35,20 @@ export async function recordCut(sessionId: string, path: string, offset: number)
   } finally {
     await fh.close();
   }
+}
+
+/**
+ * Cuts the log open in `fh` at byte `offset` in place, recorded before the ftruncate and again after it: a
+ * reader that took its mark between the first record and the ftruncate still sees the second. Every in-place
+ * cut goes through here, not only a rewind's: the next lock holder's cut of a torn line or an unfinished batch,
+ * and an append taking back what it wrote, are followed by appends at the same offsets too, which a paused
+ * reader would glue to what it read before (docs/ARCHITECTURE.md, "On disk").
+ */
+export async function cutLog(sessionId: string, cutsFile: string, fh: FileHandle, offset: number): Promise<void> {
+  await recordCut(sessionId, cutsFile, offset);
+  await fh.truncate(offset);
+  await fh.datasync();
+  await recordCut(sessionId, cutsFile, offset);
 }
 
 /**
