@@ -1,14 +1,15 @@
 // Terminal output for the demo: one line per tape event, workspace listings, the session folder.
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import type {
-  CheckpointPayload,
-  MessagePayload,
-  FileStatesPayload,
-  RewindPayload,
-  StoredEvent,
-  ToolCallPayload,
-  ToolResultPayload,
+import {
+  reappendedCount,
+  type CheckpointPayload,
+  type MessagePayload,
+  type FileStatesPayload,
+  type RewindPayload,
+  type StoredEvent,
+  type ToolCallPayload,
+  type ToolResultPayload,
 } from "../src/index.js";
 
 const useColor = process.stdout.isTTY === true && !process.env.NO_COLOR;
@@ -93,7 +94,7 @@ function summarize(event: StoredEvent): string {
       const p = event.payload as RewindPayload;
       const files = `${p.filesRestored} restored, ${p.filesDeleted} deleted`;
       return p.undoOf !== undefined
-        ? `undo of rewind #${p.undoOf}: ${files}, ${p.reappendedFrom?.length ?? 0} events re-appended`
+        ? `undo of rewind #${p.undoOf}: ${files}, ${reappendedCount(p)} events re-appended`
         : `rewound to #${p.targetSequence}: ${files}, ${p.eventsRemoved} events removed`;
     }
     default:

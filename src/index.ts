@@ -121,6 +121,8 @@ export {
   ForkPayload,
 } from "./core/events.js";
 export type { StoredEvent, EventSchemas, EventInput, TypedEvent, BuiltinEvents } from "./core/events.js";
+export { reappendedCount, reappendedRuns, reappendedSequences } from "./core/reappended.js";
+export type { SequenceRun } from "./core/reappended.js";
 
 export { foldConversation } from "./session/conversation.js";
 export type { Conversation, ConversationMessage, ConversationToolCall } from "./session/conversation.js";

@@ -1,16 +1,17 @@
-import type {
-  CheckpointPayload,
-  CompactionPayload,
-  ErrorPayload,
-  ForkPayload,
-  MessagePayload,
-  PermissionDecisionPayload,
-  FileStatesPayload,
-  RewindPayload,
-  StoredEvent,
-  ToolCallPayload,
-  ToolResultPayload,
-  UsagePayload,
+import {
+  reappendedCount,
+  type CheckpointPayload,
+  type CompactionPayload,
+  type ErrorPayload,
+  type ForkPayload,
+  type MessagePayload,
+  type PermissionDecisionPayload,
+  type FileStatesPayload,
+  type RewindPayload,
+  type StoredEvent,
+  type ToolCallPayload,
+  type ToolResultPayload,
+  type UsagePayload,
 } from "../index.js";
 import { oneLine, plural } from "./output.js";
 
@@ -84,7 +85,7 @@ function describe(event: StoredEvent): string {
         `${r.filesRestored} restored, ${r.filesDeleted} deleted` +
         `${r.skipped?.length ? `, ${r.skipped.length} skipped` : ""}`;
       if (r.undoOf !== undefined)
-        return `undo of rewind #${r.undoOf}: ${files}, ${plural(r.reappendedFrom?.length ?? 0, "event")} put back`;
+        return `undo of rewind #${r.undoOf}: ${files}, ${plural(reappendedCount(r), "event")} put back`;
       return `rewind to #${r.targetSequence} (${r.mode}): ${files}, ${plural(r.eventsRemoved, "event")} removed`;
     }
     case "session_fork": {

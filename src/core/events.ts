@@ -178,6 +178,16 @@ export const FileChange = z.object({
 });
 export type FileChange = z.infer<typeof FileChange>;
 
+/** A stretch of consecutive sequences, `[first, last]`, both included (an undo marker's `reappendedRanges`). */
+const SequenceRun = z
+  .tuple([z.number().int().positive(), z.number().int().positive()])
+  .refine(([first, last]) => first <= last, "a run's first sequence must not be past its last");
+
+function runsInOrder(runs: readonly (readonly [number, number])[]): boolean {
+  for (let i = 1; i < runs.length; i++) if (runs[i]![0] <= runs[i - 1]![1]) return false;
+  return true;
+}
+
 export const RewindPayload = z
   .object({
     targetSequence: z.number().int().nonnegative(),
@@ -190,7 +200,20 @@ export const RewindPayload = z
     changes: z.array(FileChange),
     eventsRemoved: z.number().int().nonnegative(),
     blobsPruned: z.number().int().nonnegative(),
-    /** On an undo marker: the sequences the re-appended events had before the rewind removed them. */
+    /**
+     * On an undo marker: the sequences the re-appended events had before the rewind removed them, as runs
+     * `[first, last]` (both included), in order and apart. One run, unless the cut held an earlier rewind's
+     * marker (its number jumps past the events that rewind cut). Its size follows those gaps, not the events.
+     * `reappendedCount` and `reappendedSequences` read it, and `reappendedFrom` on older markers.
+     */
+    reappendedRanges: z
+      .array(SequenceRun)
+      .refine(runsInOrder, "runs must be in increasing order and must not overlap")
+      .optional(),
+    /**
+     * The older form of `reappendedRanges`: every former sequence, one number per event put back. Written by
+     * versions before the runs (on an undo marker with no `reappendedRanges`), read still, no longer written.
+     */
     reappendedFrom: z.array(z.number().int().positive()).optional(),
     /** Before-snapshot of every path the rewind changed, so `undoRewind` can put it back. */
     undo: z

@@ -17,6 +17,7 @@ import type { SessionStore } from "../session/session-store.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
 import { REWIND_INTENT_RECORD } from "../rewind/intent.js";
 import { checkIntent, intentShapeProblem } from "../rewind/intent-check.js";
+import { UndoMarkersInLog, undoMarkerProblem } from "./undo-marker.js";
 
 export interface VerifyOptions extends SignalOption {
   /** Called as the work advances (every 1000 events read, every blob checked), e.g. to show progress. */
@@ -54,6 +55,12 @@ export type VerifyProblem =
    * references cannot be known, so rewind, undo and gc refuse the session (STORE_TAMPERED).
    */
   | { kind: "payload_invalid"; message: string; sequence: number; type: string; reason: string; archive?: string }
+  /**
+   * An undo marker whose record of the events it put back (`reappendedRanges`, or `reappendedFrom` on older
+   * markers) disagrees with the tape: it does not count the events between the rewind it undid and itself,
+   * or names a sequence that rewind did not cut. Nothing acts on that record, so nothing refuses the session.
+   */
+  | { kind: "marker_inconsistent"; message: string; sequence: number; reason: string; archive?: string }
   /** A side record (a rewind archive, a rewind intent) cannot be read; no `record` when none can be listed. */
   | { kind: "record_unreadable"; message: string; record?: string; error: ErrorSummary }
   /** A side record reads, but is not what its name says (a rewind archive without its events). */
@@ -88,11 +95,12 @@ export interface VerifyReport {
 
 /**
  * Checks a whole session: every line of the log parses and sequences strictly increase, every
- * built-in event's payload fits its schema, every side record reads, and every blob an event (or a
- * rewind archive, kept for undo) names exists and still matches its sha256. Reads past damage to
- * list every problem. Takes no lock and changes nothing. Costs one streamed read of the log and a
- * read and hash of every referenced blob (8 at a time). Throws SESSION_NOT_FOUND,
- * INVALID_SESSION_ID, or the signal's reason when aborted; every other failure is reported as a problem.
+ * built-in event's payload fits its schema (and an undo marker's former sequences fit the tape), every
+ * side record reads, and every blob an event (or a rewind archive, kept for undo) names exists and still
+ * matches its sha256. Reads past damage to list every problem. Takes no lock and changes nothing. Costs
+ * one streamed read of the log and a read and hash of every referenced blob (8 at a time). Throws
+ * SESSION_NOT_FOUND, INVALID_SESSION_ID, or the signal's reason when aborted; every other failure is
+ * reported as a problem.
  */
 export async function verify(
   store: SessionStore<any>,
@@ -127,7 +135,19 @@ export async function verify(
     problems.push({ kind: "record_malformed", record: HORIZON_RECORD, message: summarizeError(error).message });
   }
   const firstReference = new Map<string, BlobReference>();
-  const note = (event: StoredEvent, archive?: string) => {
+  const inconsistentMarker = (sequence: number, reason: string, archive?: string) => {
+    const where = archive === undefined ? "" : ` in ${archive}`;
+    problems.push({
+      kind: "marker_inconsistent",
+      sequence,
+      reason,
+      ...(archive === undefined ? {} : { archive }),
+      message: `undo marker #${sequence}${where} does not agree with the tape: ${reason}`,
+    });
+  };
+  /** Checks one event's payload and notes the blobs it names; false when its payload is unsound. */
+  const note = (event: StoredEvent, archive?: string): boolean => {
+    let sound = true;
     const reason = builtinPayloadProblem(event);
     if (reason !== undefined) {
       const where = archive === undefined ? "" : ` in ${archive}`;
@@ -139,9 +159,14 @@ export async function verify(
         ...(archive === undefined ? {} : { archive }),
         message: `event #${event.sequence}${where} (${event.type}) does not fit its schema: ${reason}`,
       });
-      return;
+      return false;
     }
-    if (isDroppedCheckpoint(event, horizon)) return;
+    const inconsistent = undoMarkerProblem(event);
+    if (inconsistent !== undefined) {
+      inconsistentMarker(event.sequence, inconsistent, archive);
+      sound = false;
+    }
+    if (isDroppedCheckpoint(event, horizon)) return sound;
     const hashes = referencedBlobs([event]);
     const where = archive === undefined ? {} : { archive };
     for (const file of snapshotsIn(event)) {
@@ -150,9 +175,11 @@ export async function verify(
     }
     for (const hash of hashes)
       if (!firstReference.has(hash)) firstReference.set(hash, { sequence: event.sequence, type: event.type, ...where });
+    return sound;
   };
 
   let lastSequence = 0;
+  const undoMarkers = new UndoMarkersInLog();
   // Streamed rather than store.salvage(): the same skip-and-report of bad lines, in flat memory.
   try {
     const source = backend.readEvents(sessionId, {
@@ -168,7 +195,7 @@ export async function verify(
     for await (const event of source) {
       progress.eventsRead++;
       lastSequence = event.sequence;
-      note(event);
+      undoMarkers.add(event, note(event));
       if (progress.eventsRead % 1000 === 0) options.onProgress?.({ ...progress });
     }
   } catch (error) {
@@ -180,6 +207,9 @@ export async function verify(
       error: summary,
     });
   }
+
+  // Known once the log is read: whether a later undo put a marker back under a new number.
+  for (const { sequence, reason } of undoMarkers.problems()) inconsistentMarker(sequence, reason);
 
   await checkRecords(store, sessionId, signal, problems, note, lastSequence);
 
@@ -211,7 +241,7 @@ async function checkRecords(
   sessionId: string,
   signal: AbortSignal | undefined,
   problems: VerifyProblem[],
-  note: (event: StoredEvent, archive: string) => void,
+  note: (event: StoredEvent, archive: string) => boolean,
   lastSequence: number,
 ): Promise<void> {
   let names: string[];
@@ -274,7 +304,7 @@ async function archivedLogProblem(
   sessionId: string,
   name: string,
   value: unknown,
-  note: (event: StoredEvent, archive: string) => void,
+  note: (event: StoredEvent, archive: string) => boolean,
   signal: AbortSignal | undefined,
 ): Promise<VerifyProblem | undefined> {
   const malformed = (why: string): VerifyProblem => ({

@@ -6,6 +6,7 @@ import type { RewindPayload, StoredEvent } from "../core/events.js";
 import { assertPayloadActedOn } from "../core/payload-check.js";
 import { eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import { archivedEvents, isArchivedLog, readArchive, type RewindArchive } from "../blobs/archives.js";
+import { SequenceRuns } from "../core/reappended.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { settleFailedRewind } from "./roll-back.js";
 import { realWorkspaceOf } from "../checkpoint/confine.js";
@@ -36,8 +37,8 @@ export interface UndoReport extends RewindReport {
 
 /**
  * Puts back what the last rewind changed: its files byte for byte (from the before-snapshot it
- * took), and the events it cut, re-appended in order with new sequences (the undo marker lists
- * which ones they were). Crash-safe like `rewind`. Throws NOTHING_TO_UNDO when the session has
+ * took), and the events it cut, re-appended in order with new sequences (the undo marker's
+ * `reappendedRanges` says which ones they were). Crash-safe like `rewind`. Throws NOTHING_TO_UNDO when the session has
  * no rewind, the last one was undone already, the session moved on since (events after its
  * marker), or it was made with `keepUndo: 0` / its archive expired.
  */
@@ -73,31 +74,37 @@ export async function undoRewind(
       if (!undo) throw new NothingToUndoError(id, `rewind #${last.sequence} was made with keepUndo: 0`);
 
       // The events come back from the archive: all of them in the intent when it holds them (an older archive),
-      // else streamed from its copied log bytes in step 4, and only their former sequences held here.
+      // else streamed from its copied log bytes in step 4. Their former sequences are kept as runs, so the
+      // marker's record of them follows the gaps in the numbers, not the events (docs/ARCHITECTURE.md, undo).
       let restoredEvents: StoredEvent[] = [];
-      let reappendedFrom: number[] = [];
+      const formerSequences = new SequenceRuns();
       let byteRange: { archive: string; log: ArchivedLog } | undefined;
       if (marker.eventsRemoved > 0) {
         const archive = undo.archive ? await readArchive(store.backend, id, undo.archive) : undefined;
         if (!archive)
           throw new NothingToUndoError(id, `the events rewind #${last.sequence} removed are no longer kept (keepUndo)`);
+        const record = (form: string) => `records/${undo.archive}.${form}`;
+        const cut = (event: StoredEvent, where: string) => {
+          if (event.sequence <= marker.targetSequence || event.sequence >= last.sequence)
+            throw new StoreTamperedError(id, `${where} holds #${event.sequence}, not cut`);
+          if (event.sequence <= formerSequences.last)
+            throw new StoreTamperedError(id, `${where} holds #${event.sequence} after #${formerSequences.last}`);
+          formerSequences.add(event.sequence);
+        };
         if (archive.log !== undefined || undo.archiveLog !== undefined) {
           byteRange = { archive: undo.archive!, log: checkedArchivedLog(id, undo.archive!, archive, undo, marker) };
-          for await (const event of archivedEvents(store.backend, id, byteRange.archive, archive, signalOf(options))) {
-            if (event.sequence <= marker.targetSequence || event.sequence >= last.sequence)
-              throw new StoreTamperedError(id, `records/${byteRange.archive}.jsonl holds #${event.sequence}, not cut`);
-            reappendedFrom.push(event.sequence);
-          }
+          for await (const event of archivedEvents(store.backend, id, byteRange.archive, archive, signalOf(options)))
+            cut(event, record("jsonl"));
         } else {
           restoredEvents = archive.events ?? [];
-          reappendedFrom = restoredEvents.map((e) => e.sequence);
+          for (const event of restoredEvents) cut(event, record("json"));
         }
       }
 
       const report: UndoReport = {
         ...emptyReport(marker.targetSequence, marker.mode, options.dryRun ?? false),
         undoneMarker: last.sequence,
-        eventsRestored: reappendedFrom.length,
+        eventsRestored: formerSequences.count,
       };
       let plan: FilePlan | undefined;
       let realWorkspace: string | undefined;
@@ -126,7 +133,7 @@ export async function undoRewind(
       // The events come back after the marker, renumbered; the undo marker closes the batch.
       let next = last.sequence;
       const reappended = restoredEvents.map((event) => ({ ...event, sequence: ++next }));
-      if (byteRange) next += reappendedFrom.length;
+      if (byteRange) next += formerSequences.count;
       const payload: RewindPayload = {
         targetSequence: marker.targetSequence,
         mode: marker.mode,
@@ -137,6 +144,7 @@ export async function undoRewind(
         changes: report.changes.map(({ patch: _patch, ...change }) => change),
         eventsRemoved: 0,
         blobsPruned: 0,
+        reappendedRanges: formerSequences.runs,
       };
       if (plan) {
         // An undo changes files too: keep their before-state, so a later rewind past it is exact.
@@ -144,9 +152,6 @@ export async function undoRewind(
         if (plan.changes.length > 0) payload.wrote = { workspace: realWorkspace!, files: statesWrittenBy(plan) };
       }
       const undoMarker = eventFor(store, id, { type: "session_rewind", payload });
-      // Set once the marker is built: numbers this function counted itself, one per event, which the schema
-      // check would walk one by one (a transient ~100 MB for 999k of them). The marker's JSON is made when written.
-      (undoMarker.payload as RewindPayload).reappendedFrom = reappendedFrom;
       undoMarker.sequence = next + 1;
       const intent: RewindIntent = {
         kind: "undo",

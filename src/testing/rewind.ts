@@ -183,7 +183,12 @@ export const rewindArea: ConformanceArea = (suite) => {
       const afterUndo = await s.store.readAll(s.id);
       const reappended = afterUndo.filter((e) => e.sequence > last + 1 && e.sequence < undo.markerSequence!);
       expect(reappended).toEqual(removed.map((e, i) => ({ ...e, sequence: last + 2 + i })));
-      expect(afterUndo.at(-1)).toMatchObject({ type: "session_rewind", payload: { undoOf: last + 1 } });
+      // The undo marker names the events' former sequences as runs: here one, the numbers after the target.
+      expect(removed.map((e) => e.sequence)).toEqual(removed.map((_, i) => s.target + 1 + i));
+      expect(afterUndo.at(-1)).toMatchObject({
+        type: "session_rewind",
+        payload: { undoOf: last + 1, reappendedRanges: [[s.target + 1, last]] },
+      });
       expect(await backend.listRecords(s.id)).not.toContain("rewind-intent");
     });
 

@@ -2,6 +2,7 @@ import type { FileDiff, RewindPayload, StoredEvent } from "../core/events.js";
 import type { SessionInfo } from "../session/session-store.js";
 import type { CheckpointChanges } from "./checkpoint-changes.js";
 import { PAGE_STYLE } from "./page-style.js";
+import { reappendedCount } from "../core/reappended.js";
 
 export interface SessionPageInput {
   session: SessionInfo;
@@ -135,10 +136,10 @@ function renderCheckpoint(sessionId: string, sequence: number, c: CheckpointChan
 }
 
 function renderRewind(p: RewindPayload): string {
-  const what =
-    p.undoOf !== undefined
-      ? `Undo of rewind #${p.undoOf}`
-      : `Rewind to #${p.targetSequence} (mode ${esc(p.mode)}), ${p.eventsRemoved} events removed`;
+  const undo = p.undoOf !== undefined;
+  const what = undo
+    ? `Undo of rewind #${p.undoOf}`
+    : `Rewind to #${p.targetSequence} (mode ${esc(p.mode)}), ${p.eventsRemoved} events removed`;
   const rows = (p.changes ?? [])
     .map(
       (c) =>
@@ -148,7 +149,8 @@ function renderRewind(p: RewindPayload): string {
     .join("");
   return (
     `<p>${what}: ${p.filesRestored} restored, ${p.filesDeleted} deleted` +
-    `${p.skipped?.length ? `, ${p.skipped.length} skipped` : ""}.</p>` +
+    `${p.skipped?.length ? `, ${p.skipped.length} skipped` : ""}` +
+    `${undo ? `, ${reappendedCount(p)} events put back` : ""}.</p>` +
     (rows ? `<table class="files"><tbody>${rows}</tbody></table>` : "")
   );
 }

@@ -119,9 +119,8 @@ describe("byte-range archives across kill -9", () => {
 
       expect(events.map((e) => e.sequence)).toEqual(undone);
       expect(events.slice(2, -1).map(without)).toEqual(t.events.slice(1).map(without));
-      expect((events.at(-1)!.payload as RewindPayload).reappendedFrom).toEqual(
-        t.events.slice(1).map((e) => e.sequence),
-      );
+      expect(t.events.slice(1).map((e) => e.sequence)).toEqual(t.events.slice(1).map((_, i) => 2 + i));
+      expect((events.at(-1)!.payload as RewindPayload).reappendedRanges).toEqual([[2, t.events.at(-1)!.sequence]]);
       expect(records).toEqual([]);
     }
     console.log(`undo killed while appending: ${landed.join(", ")}`);

@@ -104,7 +104,9 @@ describe.each([
     expect(restored.map((l) => unnumbered(l.bytes))).toEqual(cutLines.map((l) => unnumbered(l.bytes)));
     expect(restored.map((l) => l.sequence)).toEqual(cutLines.map((_, i) => marker + 1 + i));
     const undoMarker = (await t.store.readAll(t.id)).at(-1)!;
-    expect((undoMarker.payload as RewindPayload).reappendedFrom).toEqual(cutLines.map((l) => l.sequence));
+    // The cut is one stretch of numbers, so the marker records one run of them.
+    expect(cutLines.map((l) => l.sequence)).toEqual(cutLines.map((_, i) => target + 1 + i));
+    expect((undoMarker.payload as RewindPayload).reappendedRanges).toEqual([[target + 1, cutLines.at(-1)!.sequence]]);
     // The kept part is as it was, the archive and its copy are gone with the undo.
     expect(after.filter((l) => l.sequence <= target).map((l) => unnumbered(l.bytes))).toEqual(
       linesOf(before)

@@ -81,9 +81,12 @@ describe("undoRewind puts back what the last rewind changed", () => {
       undoOf: marker,
       mode: "all",
       targetSequence: s.target,
-      reappendedFrom: removed.map((e) => e.sequence),
+      // The former sequences as one run: the story's cut is one stretch of numbers.
+      reappendedRanges: [[removed[0]!.sequence, removed.at(-1)!.sequence]],
       changes: STORY_UNDO_CHANGES,
     });
+    expect(removed.map((e) => e.sequence)).toEqual(removed.map((_, i) => s.target + 1 + i));
+    expect(undoMarker.payload).not.toHaveProperty("reappendedFrom");
     // The conversation reads as it did before the rewind.
     const said = (c: Conversation) =>
       c.messages.map((m) => [m.role, m.content, m.toolCalls.map((t) => t.result?.output)]);
@@ -109,7 +112,7 @@ describe("undoRewind puts back what the last rewind changed", () => {
     });
     const events = await s.store.readAll(s.id);
     expect(events.slice(0, -2)).toEqual(s.eventsBefore);
-    expect(events.at(-1)!.payload).toMatchObject({ undoOf: markerSequence, reappendedFrom: [] });
+    expect(events.at(-1)!.payload).toMatchObject({ undoOf: markerSequence, reappendedRanges: [] });
   });
 
   it('after a "conversation" rewind: the events come back and no file is touched', async () => {
