@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import {
   SessionStore,
   fsBackend,
+  isAgentTapeError,
   memoryBackend,
   renderSessionPage,
   rewind,
@@ -19,6 +20,7 @@ import {
 } from "../../src/index.js";
 import type { StorageBackend } from "../../src/backend/types.js";
 import { summarizeEvent } from "../../src/cli/event-summary.js";
+import { withLockedSession } from "../../src/session/session-store.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -154,6 +156,41 @@ describe.each([
     expect((marker.payload as RewindPayload).reappendedRanges).toEqual([]);
     expect(summarizeEvent(marker)).toBe("undo of rewind #3: 0 restored, 0 deleted, 0 events put back");
   });
+});
+
+describe("an archive of events (the older form) whose numbers are not the cut's", () => {
+  // The runs are gathered as the events come, so they must come in order and from the cut: an archive edited
+  // to hold them otherwise is STORE_TAMPERED, as an altered byte-range archive is, and nothing is changed.
+  for (const [what, edit] of [
+    ["two events swapped", (events: StoredEvent[]) => events.reverse()],
+    ["an event numbered at the target", (events: StoredEvent[]) => void (events[0]!.sequence = 3)],
+    ["an event numbered at the rewind's marker", (events: StoredEvent[]) => void (events.at(-1)!.sequence = 14)],
+  ] as const) {
+    it(`${what}: the undo refuses`, async () => {
+      const { store } = await openStore((_root) => memoryBackend());
+      const { id } = await store.create({ title: "json archive" });
+      await store.appendMany(
+        id,
+        Array.from({ length: 10 }, (_, k) => say(`event ${k + 1}`)),
+      );
+      await rewind(store, id, { toSequence: 5, mode: "conversation" }); // #11
+      await store.append(id, say("twelve"));
+      await store.append(id, say("thirteen"));
+      await rewind(store, id, { toSequence: 3, mode: "conversation" }); // cuts 4, 5, 11-13; marker #14
+      const name = "rewind-archive-14";
+      const record = (await store.backend.readRecord(id, name)) as { events: StoredEvent[] };
+      expect(record.events.map((e) => e.sequence)).toEqual([4, 5, 11, 12, 13]);
+      edit(record.events);
+      await withLockedSession(store, id, (locked) => locked.writeRecord(name, record));
+      const before = await store.readAll(id);
+      const error = await undoRewind(store, id).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isAgentTapeError(error, "STORE_TAMPERED"), String(error)).toBe(true);
+      expect(await store.readAll(id)).toEqual(before);
+    });
+  }
 });
 
 /** Rewrites the log by hand: `edit` changes the payload of the last event. Returns that event. */
