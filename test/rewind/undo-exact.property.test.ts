@@ -26,7 +26,11 @@ const write: fc.Arbitrary<Write> = fc.record({
 });
 
 /** Writes, then rewinds (to a point picked among the tape's events), each undone at once. */
-const story = fc.record({
+interface Story {
+  writes: Write[];
+  rounds: { pick: number; more: Write[] }[];
+}
+const story: fc.Arbitrary<Story> = fc.record({
   writes: fc.array(write, { minLength: 1, maxLength: 8 }),
   rounds: fc.array(fc.record({ pick: fc.nat(), more: fc.array(write, { maxLength: 2 }) }), {
     minLength: 1,
@@ -48,7 +52,7 @@ function shape(events: StoredEvent[]) {
   );
 }
 
-async function play(store: SessionStore, s: fc.infer<typeof story>) {
+async function play(store: SessionStore, s: Story) {
   const { id } = await store.create();
   let n = 0;
   const writeAll = async (writes: Write[]) => {
@@ -73,7 +77,7 @@ async function play(store: SessionStore, s: fc.infer<typeof story>) {
     // The model: the kept part, the rewind's marker, the cut part renumbered on from it, the undo's marker.
     const kept = before.filter((e) => e.sequence <= target);
     const cut = before.filter((e) => e.sequence > target);
-    const marker = rewound.markerSequence;
+    const marker = rewound.markerSequence!;
     const expected = [
       ...shape(kept),
       { sequence: marker, type: "session_rewind", undoOf: null },

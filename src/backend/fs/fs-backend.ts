@@ -27,6 +27,7 @@ import { isBlobHash, isRecordName } from "../names.js";
 import { SessionLayout } from "./layout.js";
 import { lineNumberAt, readLines, readTail } from "./lines.js";
 import { keptEndFor } from "./seek.js";
+import { cutMark } from "./log-cuts.js";
 import { acquireFileLock, othersWaiting } from "./lock.js";
 import { moveLogToNewInode } from "./move-log.js";
 import { FsLockedSession } from "./locked-session.js";
@@ -196,20 +197,25 @@ class FsBackend implements StorageBackend {
       throw error;
     }
     try {
-      const tail = await readTail(fh);
-      if (!tail.last) return undefined;
-      const parsed = parseEventLine(tail.last.text);
-      if (typeof parsed === "string")
-        throw new LogCorruptError(file, await lineNumberAt(file, tail.last.start), parsed);
-      // The log ends inside a batch (its writer was killed mid-write, or is still writing): readers do not
-      // see it, so the last event is the one before it.
-      const start = await unfinishedBatchStart(file, fh, tail);
-      if (start === undefined) return parsed;
-      const before = (await readTail(fh, start)).last;
-      if (!before) return undefined;
-      const event = parseEventLine(before.text);
-      if (typeof event === "string") throw new LogCorruptError(file, await lineNumberAt(file, before.start), event);
-      return event;
+      // Read backwards with no lock: a cut in place meanwhile (an ftruncate, then appends at the same offsets)
+      // can make the bytes read a mix of two logs, which looks like damage. Each cut is recorded before the
+      // ftruncate and again after it (log-cuts.ts), and shrinks the file: either seen after the read means the
+      // tail is read again, on the log as it is now (docs/ARCHITECTURE.md, "On disk").
+      const cuts = this.layout.cuts(id);
+      for (let attempt = 1; ; attempt++) {
+        const mark = cutMark(cuts);
+        const size = (await fh.stat()).size;
+        const cutMeanwhile = async () => cutMark(cuts) !== mark || (await fh.stat()).size < size;
+        let last: StoredEvent | undefined;
+        try {
+          last = await lastWholeEvent(file, fh, size);
+        } catch (error) {
+          if (attempt < MAX_TAIL_READS && (await cutMeanwhile())) continue;
+          throw error;
+        }
+        if (attempt < MAX_TAIL_READS && (await cutMeanwhile())) continue;
+        return last;
+      }
     } finally {
       await fh.close();
     }
@@ -419,6 +425,29 @@ class FsBackend implements StorageBackend {
     this.openLocks.clear();
     await Promise.all(open.map((s) => s.release()));
   }
+}
+
+/**
+ * Reads of the log's end {@link FsBackend.lastEvent} makes while cuts keep landing under it, before it reports
+ * what it read (a cut each time means a rewind loop faster than a read of one line: not expected to end).
+ */
+const MAX_TAIL_READS = 100;
+
+/** The last event of the log's first `size` bytes that a reader sees: not one of an unfinished batch. */
+async function lastWholeEvent(file: string, fh: FileHandle, size: number): Promise<StoredEvent | undefined> {
+  const tail = await readTail(fh, size);
+  if (!tail.last) return undefined;
+  const parsed = parseEventLine(tail.last.text);
+  if (typeof parsed === "string") throw new LogCorruptError(file, await lineNumberAt(file, tail.last.start), parsed);
+  // The log ends inside a batch (its writer was killed mid-write, or is still writing): readers do not
+  // see it, so the last event is the one before it.
+  const start = await unfinishedBatchStart(file, fh, tail);
+  if (start === undefined) return parsed;
+  const before = (await readTail(fh, start)).last;
+  if (!before) return undefined;
+  const event = parseEventLine(before.text);
+  if (typeof event === "string") throw new LogCorruptError(file, await lineNumberAt(file, before.start), event);
+  return event;
 }
 
 /** Blob links (or copies) in flight at once during a fork. */
