@@ -25,7 +25,8 @@ import { forEachLimited, mapLimited } from "../../core/bounded-concurrency.js";
 import { listBlobFiles, readBlobFile, storedBlobFileBytes } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import { SessionLayout } from "./layout.js";
-import { lineNumberAt, readLines, readTail } from "./lines.js";
+import { lineNumberAt, readLines, readTail, type OpenLog } from "./lines.js";
+import { lookPastBatch } from "./batch-end.js";
 import { keptEndFor } from "./seek.js";
 import { cutMark } from "./log-cuts.js";
 import { acquireFileLock, othersWaiting } from "./lock.js";
@@ -238,12 +239,32 @@ class FsBackend implements StorageBackend {
       from > 1
         ? async (fh: FileHandle) => (await keptEndFor(fh, (await fh.stat()).size, from - 1))?.offset ?? 0
         : undefined;
-    // A batch's events come out once its last line is read: never part of an appendMany (whole-batches.ts).
+    // A batch's events come out once its end is known to be in the log: never part of an appendMany
+    // (whole-batches.ts); one too big to hold is looked past in the file and streamed (batch-end.ts).
     const wholeBatches = new WholeBatches();
     const released: StoredEvent[] = [];
-    const reading = { ...(options.signal && { signal: options.signal }), startAt, cutsFile: this.layout.cuts(id) };
+    let log: OpenLog | undefined;
+    const reading = {
+      ...(options.signal && { signal: options.signal }),
+      startAt,
+      cutsFile: this.layout.cuts(id),
+      onOpen: (open: OpenLog) => (log = open),
+    };
+    let chunks = 0;
+    let lookedAt = -1; // the chunk in which the reader last looked past a batch: once per chunk at most
     for await (const lines of readLines(file, reading)) {
+      chunks++;
       const batch: StoredEvent[] = [];
+      /** Moves what was released into `batch`, within the range; false once past its end. */
+      const handOut = (): boolean => {
+        for (const ready of released) {
+          if (ready.sequence < from) continue;
+          if (ready.sequence > to) return false;
+          batch.push(ready);
+        }
+        released.length = 0;
+        return true;
+      };
       for (const line of lines) {
         let event = parseEventLine(line.text);
         if (typeof event !== "string" && event.sequence <= previous)
@@ -273,16 +294,32 @@ class FsBackend implements StorageBackend {
           batch.push(event);
           continue;
         }
-        wholeBatches.take(event, released);
-        for (const ready of released) {
-          if (ready.sequence < from) continue;
-          if (ready.sequence > to) {
+        // A batch that starts past the range has nothing wanted, finished or not: no need to hold it.
+        if (wholeBatches.idle && event.sequence > to) {
+          if (batch.length > 0) yield batch;
+          return;
+        }
+        wholeBatches.take(event, line.text.length, released);
+        if (!handOut()) {
+          if (batch.length > 0) yield batch;
+          return;
+        }
+        const outgrown = wholeBatches.outgrown();
+        if (outgrown === undefined || log === undefined || lookedAt === chunks) continue;
+        lookedAt = chunks;
+        const past = await lookPastBatch(file, log, line.end, outgrown, event.sequence, options.signal);
+        if (past === "released") {
+          wholeBatches.stream(released);
+          if (!handOut()) {
             if (batch.length > 0) yield batch;
             return;
           }
-          batch.push(ready);
+        } else if (past === "unfinished") {
+          // The log ends inside this batch: it is left out, as a torn line is, and nothing follows it.
+          if (batch.length > 0) yield batch;
+          return;
         }
-        released.length = 0;
+        // "cut": the log changed under the look; the next read meets the cut (lines.ts), then this looks again.
       }
       if (batch.length > 0) yield batch;
     }

@@ -33,17 +33,22 @@ export async function* readLines(
      * the log's: reading goes on from there. A cut below them is TAPE_REWOUND.
      */
     cutsFile?: string;
+    /** Read this already open file (left open) instead of opening `path`, which then only names it. */
+    handle?: FileHandle;
+    /** Told the open file, for a reader that looks ahead in it (batch-end.ts) between two yields. */
+    onOpen?: (log: OpenLog) => void;
   } = {},
 ): AsyncGenerator<Line[]> {
   const { signal, cutsFile } = options;
   const sessionId = basename(dirname(path));
   const chunk = Buffer.allocUnsafe(options.chunkBytes ?? 64 * 1024);
   // A log is always a session folder's own file: its folder's name is the session's id.
-  const fh = await openStoreFileIfThere(sessionId, path);
+  const fh = options.handle ?? (await openStoreFileIfThere(sessionId, path));
   if (fh === undefined) return;
   try {
     // Looked at before the first byte is read (the start is found by reading too).
     let mark = cutsFile === undefined ? 0 : cutMark(cutsFile);
+    options.onOpen?.({ handle: fh, uncut: () => cutsFile === undefined || cutMark(cutsFile) === mark });
     let position = options.startAt ? await options.startAt(fh) : 0;
     let lineNumber = position === 0 ? 0 : Number.NaN;
     let handedOut: number | undefined; // end of the last line handed out
@@ -91,8 +96,18 @@ export async function* readLines(
       }
     }
   } finally {
-    await fh.close();
+    if (options.handle === undefined) await fh.close();
   }
+}
+
+/** The file a {@link readLines} reads, while it reads it. */
+export interface OpenLog {
+  handle: FileHandle;
+  /**
+   * True while no cut in place was recorded since the reader last looked (log-cuts.ts): bytes read from
+   * `handle` since then, checked with this after reading them, are the log the reader reads.
+   */
+  uncut: () => boolean;
 }
 
 export interface Tail {
