@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { SessionStore, rewind } from "../src/index.js";
 import { interleavedRounds, median, seconds, settleDisk, timeIt, type Row, type Suite } from "./harness.js";
 import type { ListRun } from "./list.child.js";
+import type { ReadRun } from "./read.child.js";
 import type { RewindRun } from "./rewind.child.js";
 import { writeLog } from "./workload.js";
 
@@ -19,7 +20,9 @@ const run = promisify(execFile);
  * - a rewind cutting the last 10 events (conversation only) of a 1M-event tape against the same cut
  *   of a 1k-event tape: within 3x;
  * - a rewind cutting 999,999 of 1M events, in a child process of its own: peak RSS under 256 MB, with the
- *   default keepUndo 1 and with 0; the undo of the first, putting the 999,999 back, under 256 MB too.
+ *   default keepUndo 1 and with 0; the undo of the first, putting the 999,999 back, under 256 MB too;
+ * - a whole read of that session after the undo (its 999,999 events now one batch) against the same read
+ *   before the rewind (none marked), peak RSS each in a child process of its own: within 1.5x.
  */
 export const scaleSuite: Suite = {
   name: "scale",
@@ -160,6 +163,11 @@ async function bigCutRows(quick: boolean, tempDir: () => Promise<string>, log: (
     const { id } = await store.create({ title: "rewind big cut" });
     await store.close();
     await writeLog(join(root, id, "events.jsonl"), id, events);
+    const readBefore: ReadRun[] = [];
+    if (keepUndo === 1) {
+      log(`  whole read of the ${events} events before the rewind, in a child process (2 rounds)`);
+      for (let round = 0; round < 2; round++) readBefore.push(await readInChild(root, id, events));
+    }
     log(`  rewind cutting ${events - 1} of ${events} events, keepUndo ${keepUndo}, in a child process`);
     const cut = await inChild(root, id, String(keepUndo));
     if (cut.eventsRemoved !== events - 1) throw new Error(`the rewind cut ${cut.eventsRemoved} events`);
@@ -172,8 +180,46 @@ async function bigCutRows(quick: boolean, tempDir: () => Promise<string>, log: (
     const undo = await inChild(root, id, "undo");
     if (undo.eventsRemoved !== events - 1) throw new Error(`the undo put back ${undo.eventsRemoved} events`);
     rows.push(rssRow(`undoRewind: ${what} put back, peak RSS`, "undoRewind() in a child", undo));
+    // The undo put the 999,999 back as one batch (plus its marker): a later reader must not hold it.
+    log(`  whole read of the session after the undo, in a child process (2 rounds)`);
+    const readAfter: ReadRun[] = [];
+    for (let round = 0; round < 2; round++) readAfter.push(await readInChild(root, id, events + 1));
+    rows.push(readRow(events, readBefore, readAfter));
   }
   return rows;
+}
+
+async function readInChild(root: string, id: string, expected: number): Promise<ReadRun> {
+  const { stdout } = await run(process.execPath, ["--import", "tsx", join(here, "read.child.ts"), root, id], {
+    cwd: dirname(here),
+    maxBuffer: 1 << 20,
+  });
+  const result = JSON.parse(stdout.trim().split("\n").pop()!) as ReadRun;
+  if (result.events !== expected) throw new Error(`the read gave ${result.events} events, not ${expected}`);
+  return result;
+}
+
+/** Peak RSS of a whole read after the undo (one 999,999-event batch) against before the rewind (no batch). */
+function readRow(events: number, before: ReadRun[], after: ReadRun[]): Row {
+  const peak = (runs: ReadRun[]) => Math.min(...runs.map((r) => r.peakRssMB));
+  const ms = (runs: ReadRun[]) => median(runs.map((r) => r.ms));
+  const n = (events - 1).toLocaleString("en");
+  return {
+    suite: `read after undoing a ${n}-event cut (one batch) vs before the cut, peak RSS`,
+    ours: { label: "read after the undo", value: peak(after), unit: "MB", samples: after.map((r) => r.peakRssMB) },
+    baseline: {
+      label: "read before the rewind",
+      value: peak(before),
+      unit: "MB",
+      samples: before.map((r) => r.peakRssMB),
+    },
+    ratio: peak(after) / peak(before),
+    target: { op: "<=", value: 1.5, on: "ratio" },
+    notes:
+      `store.read() of the whole session in a child, 2 rounds each, lower peak; ` +
+      `${(ms(after) / 1000).toFixed(1)} s after vs ${(ms(before) / 1000).toFixed(1)} s before (median)`,
+    details: { msBefore: ms(before), msAfter: ms(after) },
+  };
 }
 
 async function inChild(root: string, id: string, keepUndoOrUndo: string): Promise<RewindRun> {

@@ -1,0 +1,166 @@
+// Issue 16: after an undo of a big cut the log holds one batch of up to 999,999 events, and every later reader
+// used to hold all of it until its last line was read. These measure a reader in a process of its own (peak
+// RSS, test/children/read-peak.ts) over a batch far bigger than the hold, against the same reader over as many
+// events without a batch mark; then over an unfinished batch left by a writer killed with SIGKILL mid-write,
+// which must stay invisible and be cut by the next lock holder; then readers racing rewinds and undos of a
+// cut bigger than the hold (docs/ARCHITECTURE.md, "On disk", batches).
+import { stat } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { HOLD_EVENTS } from "../../src/backend/fs/whole-batches.js";
+import { SessionStore, isAgentTapeError } from "../../src/index.js";
+import { appendBatch, appendSingles, endOfLine, newSession } from "../helpers/big-batch.js";
+import { Child, childrenKilledAfterEach, runChild } from "../helpers/children.js";
+import { TempRoots } from "../helpers/temp-root.js";
+
+const temps = new TempRoots();
+afterEach(() => temps.removeAll());
+const children = childrenKilledAfterEach();
+
+const EVENTS = 300_000; // ~100 MB of lines: held whole, ~300 MB of events
+const BEFORE = 10;
+/** A reader over a big batch may peak this much above the same reader over as many unmarked events. */
+const RATIO = 1.5;
+const KILL_ROUNDS = 3;
+const RACE_ROUNDS = 25;
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface ReadPeak {
+  count: number;
+  last: number;
+  peakRssMB: number;
+}
+
+async function readInChild(root: string, id: string): Promise<ReadPeak> {
+  const run = await runChild("read-peak.ts", [root, id]);
+  expect(run.code, run.stderr).toBe(0);
+  return JSON.parse(run.stdout.trim().split("\n").pop()!) as ReadPeak;
+}
+
+describe("a reader's memory over a batch far bigger than the hold", () => {
+  it(`reading ${EVENTS.toLocaleString("en")} events of one batch peaks within ${RATIO}x of as many unmarked`, {
+    timeout: 300_000,
+  }, async () => {
+    const root = await temps.make("agent-tape-big-batch-memory-");
+    const batched = await newSession(root, "batched");
+    await appendBatch(batched.backend, batched.id, 1, EVENTS);
+    const singles = await newSession(root, "singles");
+    await appendSingles(singles.backend, singles.id, 1, EVENTS);
+    await batched.backend.close();
+    await singles.backend.close();
+    // Alternated, each in a fresh process; the lower of two peaks each, so one slow collection does not decide.
+    const peaks = { batched: [] as number[], singles: [] as number[] };
+    for (let round = 0; round < 2; round++) {
+      for (const id of ["singles", "batched"] as const) {
+        const read = await readInChild(root, id);
+        expect(read).toMatchObject({ count: EVENTS, last: EVENTS });
+        peaks[id].push(read.peakRssMB);
+      }
+    }
+    const ratio = Math.min(...peaks.batched) / Math.min(...peaks.singles);
+    console.log(`peak RSS MB: batched ${peaks.batched.join(", ")}; unmarked ${peaks.singles.join(", ")}`);
+    expect(ratio, `peak RSS MB: batched ${peaks.batched}, unmarked ${peaks.singles}`).toBeLessThanOrEqual(RATIO);
+  });
+});
+
+describe(`a writer killed with SIGKILL mid-way through a batch far bigger than the hold (${KILL_ROUNDS} rounds)`, () => {
+  it("leaves a batch no reader sees, read in bounded memory, and the next lock holder cuts it", {
+    timeout: 300_000,
+  }, async () => {
+    const root = await temps.make("agent-tape-big-batch-killed-");
+    // The baseline: a reader of as many events as the batch could hold, none of them marked.
+    const singles = await newSession(root, "singles");
+    await appendSingles(singles.backend, singles.id, 1, EVENTS);
+    await singles.backend.close();
+    const unmarked = await readInChild(root, "singles");
+    for (let round = 0; round < KILL_ROUNDS; round++) {
+      const id = `killed-${round}`;
+      const { backend } = await newSession(root, id);
+      await appendSingles(backend, id, 1, BEFORE);
+      await backend.close();
+      const log = join(root, id, "events.jsonl");
+      const kept = await endOfLine(log, BEFORE);
+      const child = new Child("stream-appender.ts", [root, id, String(BEFORE + 1), String(BEFORE + EVENTS)]);
+      children.push(child);
+      await child.waitForLine((line) => line === "writing");
+      // Killed once the batch is 50-90 MB in: 150k-270k events, far past the hold, short of its end.
+      const growth = kept + (50 + Math.random() * 40) * 1024 * 1024;
+      while ((await stat(log)).size < growth) await pause(2);
+      child.kill("SIGKILL");
+      const run = await child.done();
+      children.splice(children.indexOf(child), 1);
+      expect(run.signal, `round ${round}: ${run.stderr}`).toBe("SIGKILL");
+      const left = (await stat(log)).size;
+      expect(left, `round ${round}`).toBeGreaterThan(growth - 1);
+
+      const read = await readInChild(root, id);
+      expect(read, `round ${round}`).toMatchObject({ count: BEFORE, last: BEFORE });
+      const ratio = read.peakRssMB / unmarked.peakRssMB;
+      console.log(
+        `round ${round}: killed ${((left - kept) / 2 ** 20).toFixed(0)} MB into the batch; reader peak ` +
+          `${read.peakRssMB.toFixed(0)} MB vs ${unmarked.peakRssMB.toFixed(0)} MB reading ${EVENTS} unmarked events`,
+      );
+      expect(ratio, `round ${round}: ${read.peakRssMB} MB vs ${unmarked.peakRssMB} MB`).toBeLessThanOrEqual(RATIO);
+
+      const store = new SessionStore({ root, lockStaleMs: 2000 });
+      expect(await store.head(id)).toBe(BEFORE);
+      expect((await store.readAll(id)).map((e) => e.sequence)).toEqual(Array.from({ length: BEFORE }, (_, i) => i + 1));
+      const next = await store.append(id, { type: "message", payload: { role: "user", content: "after" } });
+      expect(next.sequence).toBe(BEFORE + 1);
+      expect(await store.head(id)).toBe(BEFORE + 1);
+      await store.close();
+      expect((await stat(log)).size).toBeLessThan(kept + 1024); // the batch is gone
+    }
+  });
+});
+
+describe(`readers racing rewinds and undos of a cut bigger than the hold (${RACE_ROUNDS} rewind + undo rounds)`, () => {
+  it("every read is a tape the session had, or TAPE_REWOUND: never part of a batch", { timeout: 300_000 }, async () => {
+    const root = resolve(await temps.make("agent-tape-big-batch-race-"));
+    const cut = HOLD_EVENTS + 2000; // each undo puts the cut back as one batch, past the hold
+    const store = new SessionStore({ root });
+    const { id } = await store.create();
+    const total = cut + 200;
+    for (let from = 0; from < total; from += 1000)
+      await store.appendMany(
+        id,
+        Array.from({ length: Math.min(1000, total - from) }, (_, i) => ({
+          type: "message" as const,
+          payload: { role: "user" as const, content: `event ${from + i} `.padEnd(200, "z") },
+        })),
+      );
+    const cutter = new Child("rewind-undo-loop.ts", [root, id, String(cut)]);
+    children.push(cutter);
+    await cutter.waitForLine((line) => line.startsWith("state"));
+    const reads: number[][] = [];
+    let rewound = 0;
+    const failures: string[] = [];
+    const rounds = () => cutter.lines.filter((line) => line.startsWith("state")).length / 2;
+    while (rounds() < RACE_ROUNDS && cutter.process.exitCode === null) {
+      try {
+        const sequences: number[] = [];
+        for await (const event of store.read(id)) sequences.push(event.sequence);
+        reads.push(sequences);
+      } catch (error) {
+        if (isAgentTapeError(error) && error.code === "TAPE_REWOUND") rewound++;
+        else failures.push(String(error));
+      }
+    }
+    cutter.endInput();
+    const run = await cutter.done();
+    await store.close();
+    expect(run.stderr).toBe("");
+    expect(failures).toEqual([]);
+    // The tapes the session had end at its first length, at a rewind's target (the log cut, its marker not yet
+    // written), or at a rewind's or an undo's marker. A read ending anywhere else saw part of a batch.
+    const had = new Set([total]);
+    for (const line of run.stdout.split("\n")) {
+      const [word, value] = line.split(" ");
+      if (word === "target" || word === "state") had.add(Number(value));
+    }
+    const partial = reads.filter((sequences) => !had.has(sequences.at(-1)!));
+    expect(partial.map((sequences) => sequences.at(-1))).toEqual([]);
+    expect(reads.length).toBeGreaterThan(RACE_ROUNDS);
+    console.log(`${reads.length} reads, ${rewound} TAPE_REWOUND, over ${rounds()} rewind + undo rounds`);
+  });
+});
