@@ -180,10 +180,10 @@ async function bigCutRows(quick: boolean, tempDir: () => Promise<string>, log: (
     const undo = await inChild(root, id, "undo");
     if (undo.eventsRemoved !== events - 1) throw new Error(`the undo put back ${undo.eventsRemoved} events`);
     rows.push(rssRow(`undoRewind: ${what} put back, peak RSS`, "undoRewind() in a child", undo));
-    // The undo put the 999,999 back as one batch (plus its marker): a later reader must not hold it.
+    // The undo put the 999,999 back as one batch (with the rewind's marker and its own): a reader must not hold it.
     log(`  whole read of the session after the undo, in a child process (2 rounds)`);
     const readAfter: ReadRun[] = [];
-    for (let round = 0; round < 2; round++) readAfter.push(await readInChild(root, id, events + 1));
+    for (let round = 0; round < 2; round++) readAfter.push(await readInChild(root, id, events + 2));
     rows.push(readRow(events, readBefore, readAfter));
   }
   return rows;

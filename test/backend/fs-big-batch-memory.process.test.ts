@@ -63,7 +63,7 @@ describe("a reader's memory over a batch far bigger than the hold", () => {
   });
 });
 
-describe(`a writer killed with SIGKILL mid-way through a batch far bigger than the hold (${KILL_ROUNDS} rounds)`, () => {
+describe(`a writer killed with SIGKILL inside a batch far bigger than the hold (${KILL_ROUNDS} rounds)`, () => {
   it("leaves a batch no reader sees, read in bounded memory, and the next lock holder cuts it", {
     timeout: 300_000,
   }, async () => {
