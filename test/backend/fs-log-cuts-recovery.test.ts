@@ -3,7 +3,7 @@
 // that fails takes back what it wrote with an ftruncate. A lock-free reader paused past such a cut, resumed after
 // new events were appended, must give the tape as it is now or TAPE_REWOUND: never bytes from before the cut glued
 // to bytes from after it (docs/ARCHITECTURE.md, "On disk": a cut in place).
-import { appendFile, readFile } from "node:fs/promises";
+import { appendFile, readFile, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore, fsBackend, isAgentTapeError, type StoredEvent } from "../../src/index.js";
@@ -141,5 +141,21 @@ describe("cuts made by the next lock holder and by a failed append, against a pa
     // Before the fix: LOG_CORRUPT, a line glued from the taken-back batch and the events after it.
     expect(await rest(stream)).toBe("TAPE_REWOUND");
     expect((await reader.readAll(id)).slice(EVENTS).map((e) => e.id)).toEqual(others.map((e) => e.id));
+  });
+});
+
+describe("a cut record grown by hand", () => {
+  it("by gigabytes while a reader reads: TAPE_REWOUND, not an attempt to read it all into memory", async () => {
+    const { root, id } = await longSession();
+    const cuts = join(root, id, "events.cuts");
+    await writeFile(cuts, "");
+    const reader = new SessionStore({ root, durability: "none" });
+    stores.push(reader);
+    const paused = reader.read(id)[Symbol.asyncIterator]();
+    await take(paused, 100);
+    await truncate(cuts, 5 * 1024 ** 3); // sparse: no disk, 5 GiB of zeros to a reader
+    // Before: RangeError (no AgentTapeError) from a 5 GiB buffer; on a Node that allows it, 5 GiB read in.
+    expect(await rest(paused)).toBe("TAPE_REWOUND");
+    expect((await reader.readAll(id)).length).toBe(EVENTS);
   });
 });

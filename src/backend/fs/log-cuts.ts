@@ -13,6 +13,8 @@ import { openStoreFile, READ } from "./store-files.js";
 /** One record: the offset in 16 digits and a newline, so records never need a parser to be found. */
 const RECORD_BYTES = 17;
 const APPEND = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT;
+/** Records read at one look: ~1 MB, far more than the cuts during one read of the log. */
+const MAX_RECORDS_READ = 60_000;
 
 /** The cut record's size: it only grows, by one record per cut. 0 when there is none. */
 export function cutMark(path: string): number {
@@ -65,6 +67,9 @@ export async function firstChangedSince(
   try {
     const size = (await fh.stat()).size;
     if (size <= mark) return { changedFrom: 0, mark: size }; // replaced by a shorter file: trust nothing
+    // More records than any run of rewinds during one read writes (a file grown by hand, gigabytes of it):
+    // trust nothing rather than read it all into memory (docs/ARCHITECTURE.md, "On disk").
+    if (size - mark > MAX_RECORDS_READ * RECORD_BYTES) return { changedFrom: 0, mark: size };
     const bytes = Buffer.alloc(size - mark);
     const { bytesRead } = await fh.read(bytes, 0, bytes.length, mark);
     let lowest = Number.POSITIVE_INFINITY;
