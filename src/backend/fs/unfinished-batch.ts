@@ -24,7 +24,9 @@ export async function unfinishedBatchStart(file: string, fh: FileHandle, tail: T
     (await keptEndFor(fh, tail.completeEnd, batch.first - 1)) ?? (await keptEndForwards(file, batch.first - 1));
   // Sequences in a batch rise but may skip (a rewind's marker takes the number after the highest ever written).
   let previous = batch.first - 1;
-  for await (const lines of readLines(file, { startAt: async () => start.offset })) {
+  // Through `fh`, not the path: a lock-free caller (lastEvent) may find another log renamed over the path
+  // since it read `tail` (a rewind cutting inside a batch), whose lines are no continuation of this one.
+  for await (const lines of readLines(file, { handle: fh, startAt: async () => start.offset })) {
     for (const line of lines) {
       if (line.end > tail.completeEnd) return start.offset;
       const e = parseEventLine(line.text);
