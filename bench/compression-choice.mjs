@@ -52,9 +52,9 @@ console.log(`${bufs.length} files, ${(total / 1e6).toFixed(2)} MB, median ${medi
 for (const [name, [c, d]] of Object.entries(algos)) {
   for (const b of bufs.slice(0, 50)) d(c(b)); // warm
   let out = 0;
-  let t0 = process.hrtime.bigint();
+  const t0 = process.hrtime.bigint();
   const comp = bufs.map((b) => c(b));
-  let t1 = process.hrtime.bigint();
+  const t1 = process.hrtime.bigint();
   for (const x of comp) out += x.length;
   const t2 = process.hrtime.bigint();
   for (const x of comp) d(x);

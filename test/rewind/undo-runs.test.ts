@@ -194,6 +194,26 @@ describe("an archive of events (the older form) whose numbers are not the cut's"
 });
 
 /** Rewrites the log by hand: `edit` changes the payload of the last event. Returns that event. */
+/**
+ * Ten events, a rewind to 5 left in place, two more events, a rewind to 3 undone: the undo puts back events whose
+ * former sequences have a gap (4-5 and 11-13). The store is closed, so a test can edit the files.
+ */
+async function undoneGappedStory(title: string): Promise<{ root: string; id: string }> {
+  const { root, store } = await openStore((r) => fsBackend({ root: r }));
+  const { id } = await store.create({ title });
+  await store.appendMany(
+    id,
+    Array.from({ length: 10 }, (_, k) => say(`event ${k + 1}`)),
+  );
+  await rewind(store, id, { toSequence: 5, mode: "conversation" });
+  await store.append(id, say("after the first rewind"));
+  await store.append(id, say("and one more"));
+  await rewind(store, id, { toSequence: 3, mode: "conversation" });
+  await undoRewind(store, id);
+  await store.close();
+  return { root, id };
+}
+
 async function editLastPayload(root: string, id: string, edit: (payload: any) => void): Promise<StoredEvent> {
   const file = join(root, id, "events.jsonl");
   const lines = (await readFile(file, "utf8")).split("\n");
@@ -208,18 +228,7 @@ async function editLastPayload(root: string, id: string, edit: (payload: any) =>
 describe("undo markers as older versions wrote them (every former sequence in reappendedFrom)", () => {
   /** The gapped story undone, its marker written back the old way; the store reopened, as a later version finds it. */
   async function oldMarker(reappendedFrom = [4, 5, 11, 12, 13]) {
-    const { root, store } = await openStore((r) => fsBackend({ root: r }));
-    const { id } = await store.create({ title: "old" });
-    await store.appendMany(
-      id,
-      Array.from({ length: 10 }, (_, k) => say(`event ${k + 1}`)),
-    );
-    await rewind(store, id, { toSequence: 5, mode: "conversation" });
-    await store.append(id, say("after the first rewind"));
-    await store.append(id, say("and one more"));
-    await rewind(store, id, { toSequence: 3, mode: "conversation" });
-    await undoRewind(store, id);
-    await store.close();
+    const { root, id } = await undoneGappedStory("old");
     const marker = await editLastPayload(root, id, (payload) => {
       delete payload.reappendedRanges;
       payload.reappendedFrom = reappendedFrom;
@@ -267,24 +276,8 @@ describe("undo markers as older versions wrote them (every former sequence in re
 });
 
 describe("verify holds an undo marker's runs to the tape", () => {
-  async function undoneGapped() {
-    const { root, store } = await openStore((r) => fsBackend({ root: r }));
-    const { id } = await store.create({ title: "verify" });
-    await store.appendMany(
-      id,
-      Array.from({ length: 10 }, (_, k) => say(`event ${k + 1}`)),
-    );
-    await rewind(store, id, { toSequence: 5, mode: "conversation" });
-    await store.append(id, say("after the first rewind"));
-    await store.append(id, say("and one more"));
-    await rewind(store, id, { toSequence: 3, mode: "conversation" });
-    await undoRewind(store, id);
-    await store.close();
-    return { root, id };
-  }
-
   async function verifyEdited(edit: (payload: any) => void) {
-    const t = await undoneGapped();
+    const t = await undoneGappedStory("verify");
     await editLastPayload(t.root, t.id, edit);
     const { store } = await openStore((r) => fsBackend({ root: r }), t.root);
     return (await verify(store, t.id)).problems;
