@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore, isAgentTapeError, rewind, type StoredEvent } from "../../src/index.js";
 import { readLines } from "../../src/backend/fs/lines.js";
 import { keptEndFor } from "../../src/backend/fs/seek.js";
+import { codeOf } from "../helpers/outcomes.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -44,16 +45,6 @@ async function rest(stream: AsyncIterator<StoredEvent>): Promise<number[]> {
 }
 
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
-
-async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
-  try {
-    await promise;
-    return undefined;
-  } catch (error) {
-    if (isAgentTapeError(error)) return error.code;
-    throw error;
-  }
-}
 
 describe("a rewind's cut in place, against a reader reading meanwhile", () => {
   it("is one ftruncate: the log keeps its file, and the cut is recorded beside it", async () => {

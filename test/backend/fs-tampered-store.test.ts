@@ -4,7 +4,7 @@ import { mkdir, readdir, realpath, rename, rm, symlink, writeFile } from "node:f
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, rewind, verify } from "../../src/index.js";
-import { codeOf, filesBelow } from "../helpers/outcomes.js";
+import { codeOf, filesBelow, within } from "../helpers/outcomes.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 // Parts of a session folder replaced by symlinks or FIFOs, as anyone who can write the folder could
@@ -57,17 +57,6 @@ function reopen(root: string): SessionStore {
   const store = new SessionStore({ root, lockWaitMs: 2000 });
   stores.push(store);
   return store;
-}
-
-/** Settles within `ms`, or says it hung. */
-async function within<T>(ms: number, promise: Promise<T>): Promise<T | "hung"> {
-  let timer: NodeJS.Timeout | undefined;
-  const hung = new Promise<"hung">((resolve) => (timer = setTimeout(() => resolve("hung"), ms)));
-  try {
-    return await Promise.race([promise, hung]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 function mkfifo(path: string): void {

@@ -20,3 +20,14 @@ export async function codeOf(promise: Promise<unknown>): Promise<string | undefi
     (error: unknown) => (isAgentTapeError(error) ? error.code : String(error)),
   );
 }
+
+/** Settles within `ms`, or says it hung. */
+export async function within<T>(ms: number, promise: Promise<T>): Promise<T | "hung"> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<"hung">((resolve) => (timer = setTimeout(() => resolve("hung"), ms)));
+  try {
+    return await Promise.race([promise, hung]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

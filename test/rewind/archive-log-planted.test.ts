@@ -8,7 +8,7 @@ import { copyFile, mkdir, readFile, realpath, rename, rm, symlink, writeFile } f
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore, rewind, undoRewind } from "../../src/index.js";
-import { codeOf, filesBelow } from "../helpers/outcomes.js";
+import { codeOf, filesBelow, within } from "../helpers/outcomes.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -59,16 +59,6 @@ function reopen(root: string): SessionStore {
   const store = new SessionStore({ root, lockWaitMs: 2000 });
   stores.push(store);
   return store;
-}
-
-async function within<T>(ms: number, promise: Promise<T>): Promise<T | "hung"> {
-  let timer: NodeJS.Timeout | undefined;
-  const hung = new Promise<"hung">((resolve) => (timer = setTimeout(() => resolve("hung"), ms)));
-  try {
-    return await Promise.race([promise, hung]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 describe("a planted archive copy", () => {
