@@ -44,6 +44,12 @@ interface Watched {
 export class FolderWatcher {
   private readonly watched = new Map<string, Watched>();
   private dirty = new Set<string>();
+  /**
+   * Folders with no live watch: the watch died (its folder renamed or removed, see {@link watch}) or could not
+   * be added (the folder was gone by then, and may be back by the time it is listed). Named to every scan until
+   * watched again or forgotten: a scan that finds such a folder gone for a moment must not leave it unwatched.
+   */
+  private readonly unwatched = new Set<string>();
   private walkReason: string | undefined = "the watcher has just started";
   /** {@link delivered} at the last two settles: the events of the last two rounds, all watchers' together. */
   private deliveredAt: [number, number] = [delivered, delivered];
@@ -123,17 +129,24 @@ export class FolderWatcher {
         // folder was renamed (or another watcher added it), so the name cannot tell. Any "rename" may
         // be one: the folder is watched afresh when next listed (docs/ARCHITECTURE.md, "Watched scans").
         watched.dead = true;
+        this.unwatched.add(folder);
         // Named by its own name, it was renamed or removed, which its parent's listing shows.
         if (changed === name && folder !== "") this.dirty.add(parentOf(folder));
       });
       watched.handle.on("error", (error) => this.breakDown(`a folder watch failed (${error.message})`));
       this.watched.set(folder, watched);
+      this.unwatched.delete(folder);
       return true;
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       // Gone (or a folder no more) since its parent listed it: that change raised an event on the parent,
-      // whose next listing shows it. Anything else (the system's watch limit, say) ends the watching.
-      if (code === "ENOENT" || code === "ENOTDIR") return true;
+      // whose next listing shows it. It may also be back by the time it is listed (renamed away and back), with
+      // nothing watching it: every scan lists it until it is watched. Anything else (the system's watch limit,
+      // say) ends the watching.
+      if (code === "ENOENT" || code === "ENOTDIR") {
+        this.unwatched.add(folder);
+        return true;
+      }
       this.breakDown(`a folder could not be watched (${(error as Error).message})`);
       return false;
     }
@@ -142,6 +155,7 @@ export class FolderWatcher {
   /** Stops watching folders that are no longer tracked. */
   forget(folders: Iterable<string>): void {
     for (const folder of folders) {
+      this.unwatched.delete(folder);
       const known = this.watched.get(folder);
       if (known === undefined) continue;
       known.handle.close();
@@ -156,6 +170,7 @@ export class FolderWatcher {
   async settle(): Promise<WatchedChanges> {
     if (this.broken === undefined) await this.barrier();
     const folders = this.dirty;
+    for (const folder of this.unwatched) folders.add(folder);
     // Every watcher's events count: the queue is shared (see `delivered`).
     const events = delivered - this.deliveredAt[0];
     const reason =
