@@ -20,6 +20,8 @@ const runChild = promisify(execFile);
  * - "after an append": a process that has written through a SessionStore first, as an agent
  *   folding its session mid-run has. On Node 20 the first locked operation switches on
  *   AsyncLocalStorage's promise hooks for the whole process, so the two states differ.
+ * And a third log of the same events, every line marked as one batch, as an undo writes what it puts back: the
+ * store reads it against the unmarked log (a batch too big to hold is looked past, then streamed).
  */
 export const replaySuite: Suite = {
   name: "replay",
@@ -30,6 +32,7 @@ export const replaySuite: Suite = {
     const scratchRoot = await tempDir();
     const store = new SessionStore({ root });
     let sessionId: string;
+    let batchSessionId: string;
     let bytes: number;
     try {
       sessionId = (await store.create({ title: "replay bench" })).id;
@@ -40,6 +43,8 @@ export const replaySuite: Suite = {
       if (info?.lastSequence !== events)
         throw new Error(`generated log ends at ${info?.lastSequence}, expected ${events}`);
       bytes = (await stat(file)).size;
+      batchSessionId = (await store.create({ title: "replay bench, one batch" })).id;
+      await writeLog(join(root, batchSessionId, "events.jsonl"), batchSessionId, events, { oneBatch: true });
       log(
         `  generated ${events.toLocaleString("en-US")} events, ${(bytes / 1024 / 1024).toFixed(0)} MB, ` +
           `in ${(generatedMs / 1000).toFixed(1)} s`,
@@ -49,15 +54,17 @@ export const replaySuite: Suite = {
     }
 
     const runs: Record<string, ReplayRun[]> = {};
-    const replayIn = (name: string, mode: "store" | "raw", afterAppend: boolean) => async () => {
-      const args = ["--expose-gc", "--import", "tsx", join(here, "replay.child.ts"), root, sessionId, mode];
-      if (afterAppend) args.push(scratchRoot);
-      const { stdout } = await runChild(process.execPath, args, { cwd: dirname(here), maxBuffer: 1024 * 1024 });
-      const run = JSON.parse(stdout.trim().split("\n").pop()!) as ReplayRun;
-      if (run.events !== events) throw new Error(`${name} replay saw ${run.events} of ${events} events`);
-      (runs[name] ??= []).push(run);
-      return run.ms;
-    };
+    const replayIn =
+      (name: string, mode: "store" | "raw", afterAppend: boolean, id = sessionId) =>
+      async () => {
+        const args = ["--expose-gc", "--import", "tsx", join(here, "replay.child.ts"), root, id, mode];
+        if (afterAppend) args.push(scratchRoot);
+        const { stdout } = await runChild(process.execPath, args, { cwd: dirname(here), maxBuffer: 1024 * 1024 });
+        const run = JSON.parse(stdout.trim().split("\n").pop()!) as ReplayRun;
+        if (run.events !== events) throw new Error(`${name} replay saw ${run.events} of ${events} events`);
+        (runs[name] ??= []).push(run);
+        return run.ms;
+      };
     // The log was just written, so the page cache is warm: no warm-up round needed.
     const samples = await interleavedRounds(
       rounds,
@@ -66,6 +73,7 @@ export const replaySuite: Suite = {
         rawResume: replayIn("rawResume", "raw", false),
         storeAfterAppend: replayIn("storeAfterAppend", "store", true),
         rawAfterAppend: replayIn("rawAfterAppend", "raw", true),
+        storeOneBatch: replayIn("storeOneBatch", "store", false, batchSessionId),
       },
       { warmUp: false },
     );
@@ -96,6 +104,14 @@ export const replaySuite: Suite = {
     return [
       timeRow("resume (fresh process)", "storeResume", "rawResume"),
       timeRow("after an append", "storeAfterAppend", "rawAfterAppend"),
+      {
+        suite: `replay ${count} events written as one batch (an undo's) vs the same unmarked`,
+        ours: seconds("store.read(), one batch", samples.storeOneBatch),
+        baseline: seconds("store.read(), unmarked", samples.storeResume),
+        ratio: median(samples.storeOneBatch) / median(samples.storeResume),
+        target: { op: "<=", value: 1.3, on: "ratio" },
+        notes: `fresh processes, ${rounds} rounds; CPU time ${(cpuSeconds("storeOneBatch") / cpuSeconds("storeResume")).toFixed(2)}x`,
+      },
       {
         suite: `replay ${count} events, peak RSS growth`,
         ours: { label: "store.read()", value: peak(ourRuns, "rssGrowthMB"), unit: "MB" },

@@ -43,22 +43,40 @@ const toolOutput = prose(100);
  * tool result, in the store's own serialisation, ~300 bytes each, the size of a typical agent event
  * (docs/ARCHITECTURE.md, "On disk").
  */
-export function replayLine(sessionId: string, sequence: number, createdAt: string): string {
+export function replayLine(
+  sessionId: string,
+  sequence: number,
+  createdAt: string,
+  batch?: { first: number; last: number },
+): string {
   const kind = sequence % 3;
   const callId = `call_${Math.floor(sequence / 3)}`;
   const base = { v: FORMAT_VERSION, id: newId(), sessionId, sequence, createdAt };
   if (kind === 1)
-    return serializeEvent({ ...base, type: "message", payload: { role: "assistant", content: prose(110) } });
+    return serializeEvent({ ...base, type: "message", payload: { role: "assistant", content: prose(110) } }, batch);
   if (kind === 2)
-    return serializeEvent({ ...base, type: "tool_call", payload: { callId, name: "edit_file", input: toolInput } });
-  return serializeEvent({ ...base, type: "tool_result", payload: { callId, output: toolOutput, isError: false } });
+    return serializeEvent(
+      { ...base, type: "tool_call", payload: { callId, name: "edit_file", input: toolInput } },
+      batch,
+    );
+  return serializeEvent(
+    { ...base, type: "tool_result", payload: { callId, output: toolOutput, isError: false } },
+    batch,
+  );
 }
 
 /**
  * Writes `events` lines of the replay workload straight to a log file: building a long tape through
  * the store would take minutes.
  */
-export async function writeLog(file: string, sessionId: string, events: number): Promise<void> {
+export async function writeLog(
+  file: string,
+  sessionId: string,
+  events: number,
+  options: { oneBatch?: boolean } = {},
+): Promise<void> {
+  // As an undo writes the events it puts back: every line marked with the one batch they form.
+  const batch = options.oneBatch ? { first: 1, last: events } : undefined;
   const fh = await open(file, "a");
   try {
     const createdAt = new Date().toISOString();
@@ -67,7 +85,7 @@ export async function writeLog(file: string, sessionId: string, events: number):
       let text = "";
       const last = Math.min(events, first + linesPerWrite - 1);
       for (let sequence = first; sequence <= last; sequence++)
-        text += replayLine(sessionId, sequence, createdAt) + "\n";
+        text += replayLine(sessionId, sequence, createdAt, batch) + "\n";
       await fh.write(text);
     }
   } finally {

@@ -1,5 +1,5 @@
 import type { FileHandle } from "node:fs/promises";
-import { lineBatch, parseEventLine, type LineBatch } from "../../core/envelope.js";
+import { lineBatch, parseEventLine, type LineBatch, type LineMark } from "../../core/envelope.js";
 import { readLines, type OpenLog } from "./lines.js";
 
 // A reader holds a batch's events back until it knows the batch's end is in the log (whole-batches.ts). For a
@@ -102,11 +102,12 @@ async function releasedAhead(
   signal?: AbortSignal,
 ): Promise<boolean> {
   const reading = { handle: fh, startAt: async () => from, ...(signal && { signal }) };
+  const lineMark: LineMark = { batch: undefined };
   for await (const lines of readLines(file, reading)) {
     for (const line of lines) {
-      const event = parseEventLine(line.text);
+      const event = parseEventLine(line.text, lineMark);
       if (typeof event === "string" || event.sequence <= previous) return true;
-      const mark = lineBatch(event);
+      const mark = lineMark.batch;
       if (mark?.first !== batch.first || event.sequence >= mark.last) return true;
       previous = event.sequence;
     }

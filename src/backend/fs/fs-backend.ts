@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { link, copyFile, lstat, mkdir, mkdtemp, open, readdir, rename, rm, stat } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { parseEventLine, serializeEvent } from "../../core/envelope.js";
+import { parseEventLine, serializeEvent, type LineMark } from "../../core/envelope.js";
 import { unfinishedBatchStart } from "./unfinished-batch.js";
 import { WholeBatches } from "./whole-batches.js";
 import { LogCorruptError, SessionExistsError, SessionNotFoundError, StoreTamperedError } from "../../core/errors.js";
@@ -243,6 +243,7 @@ class FsBackend implements StorageBackend {
     // (whole-batches.ts); one too big to hold is looked past in the file and streamed (batch-end.ts).
     const wholeBatches = new WholeBatches();
     const released: StoredEvent[] = [];
+    const mark: LineMark = { batch: undefined }; // the batch mark of the line at hand
     let log: OpenLog | undefined;
     const reading = {
       ...(options.signal && { signal: options.signal }),
@@ -266,7 +267,7 @@ class FsBackend implements StorageBackend {
         return true;
       };
       for (const line of lines) {
-        let event = parseEventLine(line.text);
+        let event = parseEventLine(line.text, mark);
         if (typeof event !== "string" && event.sequence <= previous)
           event = `sequence ${event.sequence} does not follow ${previous}`;
         if (typeof event === "string") {
@@ -285,7 +286,7 @@ class FsBackend implements StorageBackend {
         }
         previous = event.sequence;
         // Most lines carry no batch mark while nothing is held: straight through, no copying (replay speed).
-        if (wholeBatches.passes(event)) {
+        if (wholeBatches.passes(mark.batch)) {
           if (event.sequence < from) continue;
           if (event.sequence > to) {
             if (batch.length > 0) yield batch;
@@ -299,7 +300,7 @@ class FsBackend implements StorageBackend {
           if (batch.length > 0) yield batch;
           return;
         }
-        wholeBatches.take(event, line.text.length, released);
+        wholeBatches.take(event, mark.batch, line.text.length, released);
         if (!handOut()) {
           if (batch.length > 0) yield batch;
           return;

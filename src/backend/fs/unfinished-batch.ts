@@ -1,5 +1,5 @@
 import type { FileHandle } from "node:fs/promises";
-import { lineBatch, parseEventLine } from "../../core/envelope.js";
+import { lineBatch, parseEventLine, type LineMark } from "../../core/envelope.js";
 import { LogCorruptError } from "../../core/errors.js";
 import { lineNumberAt, readLines, type Tail } from "./lines.js";
 import { keptEndFor, keptEndForwards } from "./seek.js";
@@ -26,11 +26,12 @@ export async function unfinishedBatchStart(file: string, fh: FileHandle, tail: T
   let previous = batch.first - 1;
   // Through `fh`, not the path: a lock-free caller (lastEvent) may find another log renamed over the path
   // since it read `tail` (a rewind cutting inside a batch), whose lines are no continuation of this one.
+  const lineMark: LineMark = { batch: undefined };
   for await (const lines of readLines(file, { handle: fh, startAt: async () => start.offset })) {
     for (const line of lines) {
       if (line.end > tail.completeEnd) return start.offset;
-      const e = parseEventLine(line.text);
-      const mark = typeof e === "string" ? undefined : lineBatch(e);
+      const e = parseEventLine(line.text, lineMark);
+      const mark = typeof e === "string" ? undefined : lineMark.batch;
       const first = previous < batch.first;
       if (
         typeof e === "string" ||

@@ -1,4 +1,4 @@
-import { lineBatch, type LineBatch } from "../../core/envelope.js";
+import type { LineBatch } from "../../core/envelope.js";
 import type { StoredEvent } from "../../core/events.js";
 
 /**
@@ -27,9 +27,9 @@ export class WholeBatches {
   private batch: LineBatch | undefined;
   private streaming = false;
 
-  /** True when `event` can be handed out as it is: no batch is held and its line has no mark. */
-  passes(event: StoredEvent): boolean {
-    return this.batch === undefined && lineBatch(event) === undefined;
+  /** True when the event read can be handed out as it is: no batch is held and its line has no mark (`batch`). */
+  passes(batch: LineBatch | undefined): boolean {
+    return this.batch === undefined && batch === undefined;
   }
 
   /** True between batches: nothing held back, nothing being streamed. */
@@ -38,11 +38,10 @@ export class WholeBatches {
   }
 
   /**
-   * Takes the next event read (`chars`: its line's length) and adds to `out` what can be handed out now
-   * (usually just it).
+   * Takes the next event read (`batch`: its line's mark; `chars`: its line's length) and adds to `out` what can
+   * be handed out now (usually just it).
    */
-  take(event: StoredEvent, chars: number, out: StoredEvent[]): void {
-    const batch = lineBatch(event);
+  take(event: StoredEvent, batch: LineBatch | undefined, chars: number, out: StoredEvent[]): void {
     if (this.batch !== undefined) {
       if (batch?.first === this.batch.first) {
         if (event.sequence >= batch.last) {
