@@ -110,7 +110,9 @@ export const replaySuite: Suite = {
         baseline: seconds("store.read(), unmarked", samples.storeResume),
         ratio: median(samples.storeOneBatch) / median(samples.storeResume),
         target: { op: "<=", value: 1.3, on: "ratio" },
-        notes: `fresh processes, ${rounds} rounds; CPU time ${(cpuSeconds("storeOneBatch") / cpuSeconds("storeResume")).toFixed(2)}x`,
+        notes:
+          `fresh processes, ${rounds} rounds; ` +
+          `CPU time ${(cpuSeconds("storeOneBatch") / cpuSeconds("storeResume")).toFixed(2)}x`,
       },
       {
         suite: `replay ${count} events, peak RSS growth`,
