@@ -242,16 +242,6 @@ async function firstCommit(gitDir: string, workTree: string): Promise<void> {
   await git(["-c", "user.name=b", "-c", "user.email=b@b", "-c", "gc.auto=0", "commit", "-q", "-m", "first"]);
 }
 
-interface DiskFigures {
-  commands: number;
-  size: number;
-  oursMb: number;
-  rawMb: number;
-  gitMb: number;
-  /** The same three in bytes of content (du --apparent-size): what compression saves before block rounding. */
-  apparent: { ours: number; raw: number; git: number };
-}
-
 /** 100 commands each changing 5 files of a fresh workspace: the index (blobs compressed and not), shadow git. */
 async function measureDisk(dir: string, size: number, commands: number, log: (m: string) => void) {
   const workspace = await makeWorkspace(join(dir, "workspace"), size);
