@@ -3,7 +3,7 @@ import { link, copyFile, lstat, mkdir, mkdtemp, open, readdir, rename, rm, stat 
 import type { FileHandle } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseEventLine, serializeEvent, type LineMark } from "../../core/envelope.js";
-import { checkUnfinishedBatch, type UnfinishedBatch } from "./unfinished-batch.js";
+import { unfinishedBatchStart } from "./unfinished-batch.js";
 import { WholeBatches } from "./whole-batches.js";
 import { LogCorruptError, SessionExistsError, SessionNotFoundError, StoreTamperedError } from "../../core/errors.js";
 import type { StoredEvent } from "../../core/events.js";
@@ -70,11 +70,6 @@ class FsBackend implements StorageBackend {
   private readonly layout: SessionLayout;
   private readonly staleMs: number;
   private readonly openLocks = new Set<LockedSession>();
-  /**
-   * Per session whose log ended inside a batch at the last {@link lastEvent}: how far that batch was checked,
-   * in which log (inode) and since which cut. The next call goes on from there (unfinished-batch.ts).
-   */
-  private readonly unfinished = new Map<string, { ino: number; cuts: number; check: UnfinishedBatch }>();
 
   get localFolder(): string {
     return this.layout.root;
@@ -210,21 +205,17 @@ class FsBackend implements StorageBackend {
       const cuts = this.layout.cuts(id);
       for (let attempt = 1; ; attempt++) {
         const mark = cutMark(cuts);
-        const { size, ino } = await fh.stat();
+        const size = (await fh.stat()).size;
         const cutMeanwhile = async () => cutMark(cuts) !== mark || (await fh.stat()).size < size;
-        const before = this.unfinished.get(id);
-        const known = before?.ino === ino && before.cuts === mark ? before.check : undefined;
-        let last: { event: StoredEvent | undefined; unfinished?: UnfinishedBatch | undefined };
+        let last: StoredEvent | undefined;
         try {
-          last = await lastWholeEvent(file, fh, size, known);
+          last = await lastWholeEvent(file, fh, size);
         } catch (error) {
           if (attempt < MAX_TAIL_READS && (await cutMeanwhile())) continue;
           throw error;
         }
         if (attempt < MAX_TAIL_READS && (await cutMeanwhile())) continue;
-        if (last.unfinished === undefined) this.unfinished.delete(id);
-        else this.unfinished.set(id, { ino, cuts: mark, check: last.unfinished });
-        return last.event;
+        return last;
       }
     } finally {
       await fh.close();
@@ -480,29 +471,21 @@ class FsBackend implements StorageBackend {
  */
 const MAX_TAIL_READS = 100;
 
-/**
- * The last event of the log's first `size` bytes that a reader sees: not one of an unfinished batch, whose
- * check (gone on with from `known`) comes back with it.
- */
-async function lastWholeEvent(
-  file: string,
-  fh: FileHandle,
-  size: number,
-  known: UnfinishedBatch | undefined,
-): Promise<{ event: StoredEvent | undefined; unfinished?: UnfinishedBatch }> {
+/** The last event of the log's first `size` bytes that a reader sees: not one of an unfinished batch. */
+async function lastWholeEvent(file: string, fh: FileHandle, size: number): Promise<StoredEvent | undefined> {
   const tail = await readTail(fh, size);
-  if (!tail.last) return { event: undefined };
+  if (!tail.last) return undefined;
   const parsed = parseEventLine(tail.last.text);
   if (typeof parsed === "string") throw new LogCorruptError(file, await lineNumberAt(file, tail.last.start), parsed);
   // The log ends inside a batch (its writer was killed mid-write, or is still writing): readers do not
   // see it, so the last event is the one before it.
-  const unfinished = await checkUnfinishedBatch(file, fh, tail, known);
-  if (unfinished === undefined) return { event: parsed };
-  const before = (await readTail(fh, unfinished.start)).last;
-  if (!before) return { event: undefined, unfinished };
+  const start = await unfinishedBatchStart(file, fh, tail);
+  if (start === undefined) return parsed;
+  const before = (await readTail(fh, start)).last;
+  if (!before) return undefined;
   const event = parseEventLine(before.text);
   if (typeof event === "string") throw new LogCorruptError(file, await lineNumberAt(file, before.start), event);
-  return { event, unfinished };
+  return event;
 }
 
 /** Blob links (or copies) in flight at once during a fork. */
