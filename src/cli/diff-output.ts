@@ -10,7 +10,12 @@ export function diffFigure(style: Style, diff: FileDiff | undefined): string {
   if (!diff) return "";
   if (diff.unit === "lines") return plusMinus(style, `${diff.insertions}`, `${diff.deletions}`);
   const figure = plusMinus(style, formatBytes(diff.insertions), formatBytes(diff.deletions));
-  return diff.reason ? `${figure} ${style.dim(diff.reason.replaceAll("_", " "))}` : figure;
+  return diff.reason ? `${figure} ${style.dim(reasonWords(diff.reason))}` : figure;
+}
+
+/** "too_large" -> "too large": a reason as the CLI prints it, beside the figures and in --diff alike. */
+function reasonWords(reason: string): string {
+  return reason.replaceAll("_", " ");
 }
 
 function plusMinus(style: Style, insertions: string, deletions: string): string {
@@ -49,6 +54,9 @@ export function printPatches(
   for (const change of changes) {
     if (change.patch !== undefined) printPatch(ctx, change.patch);
     else if (change.diff?.unit === "bytes")
-      printLine(ctx.stdout, ctx.style.dim(`(${change.path}: no line diff, ${change.diff.reason ?? "bytes"})`));
+      printLine(
+        ctx.stdout,
+        ctx.style.dim(`(${change.path}: no line diff, ${reasonWords(change.diff.reason ?? "bytes")})`),
+      );
   }
 }

@@ -1,7 +1,7 @@
 import { readFile, readdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore } from "../../src/index.js";
+import { CheckpointStore, DIFF_LIMITS } from "../../src/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { cli, seedSession, withStore } from "./harness.js";
 
@@ -44,6 +44,29 @@ describe("agent-tape rewind", () => {
     expect(tty.stdout).toContain(`${ESC}32m+one${ESC}39m`);
     expect(tty.stdout).toContain(`${ESC}31m-two${ESC}39m`);
     expect(tty.stdout).toContain(`${ESC}1m--- a/a.txt${ESC}22m`);
+  });
+
+  it("--dry-run --diff counts a binary file and one over the diff bound in bytes, and says why no diff", async () => {
+    const { root, workspace, id } = await seedSession(temps);
+    await writeFile(join(workspace, "logo.png"), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 3, 4, 5]));
+    await writeFile(join(workspace, "big.txt"), "small\n");
+    await withStore(root, async (store) => {
+      await new CheckpointStore(store).around(id, { tool: "edit", paths: ["logo.png", "big.txt"] }, async () => {
+        await writeFile(join(workspace, "logo.png"), Buffer.alloc(2048, 0)); // 2 KiB of NULs
+        await writeFile(join(workspace, "big.txt"), `${"x".repeat(DIFF_LIMITS.maxBytes)}\n`);
+      });
+    });
+    // #5 is the last event before the edit (its checkpoint and after-state): rewinding to it puts back the small files.
+    const run = await cli(["rewind", id, "--to", "5", "--dry-run", "--diff", "--root", root]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toBe(
+      `Dry run: rewinding ${id} to #5 (mode all) would:\n` +
+        "  restore  big.txt   +6 B \u22121.0 MiB too large\n" +
+        "  restore  logo.png  +10 B \u22122.0 KiB binary\n" +
+        "(big.txt: no line diff, too large)\n" +
+        "(logo.png: no line diff, binary)\n" +
+        "2 files restored, 0 deleted (+16 B \u22121.0 MiB); 2 events to remove. Nothing was changed.\n",
+    );
   });
 
   it("restores the files, cuts the tape, appends a marker and reports it", async () => {
