@@ -52,8 +52,10 @@ export function looksBinary(bytes: Buffer): boolean {
 /**
  * The change from `before` to `after` (either absent: the file does not exist on that side), in lines
  * when both sides are text within `limits`, in bytes otherwise. `sizes` gives a side's size when its
- * bytes were not read (a file too large to hold): that side is then counted in bytes. With `patch`, a
- * unified diff with git's `a/` and `b/` headers comes along for line diffs.
+ * bytes were not read (a file too large to hold): that side is then counted in bytes. `identical` says
+ * both sides hold the same bytes (same hash) when they were not both read; a file counted in bytes whose
+ * sides are the same (a mode change only, a file written again as it was) inserts and deletes nothing.
+ * With `patch`, a unified diff with git's `a/` and `b/` headers comes along for line diffs.
  */
 export function diffFile(
   path: string,
@@ -64,13 +66,15 @@ export function diffFile(
     limits?: DiffLimits;
     budget?: DiffBudget;
     sizes?: { before?: number; after?: number };
+    identical?: boolean;
   } = {},
 ): FileDiffResult {
   const limits = options.limits ?? DIFF_LIMITS;
   const beforeSize = before?.length ?? options.sizes?.before ?? 0;
   const afterSize = after?.length ?? options.sizes?.after ?? 0;
+  const same = options.identical === true || (before !== undefined && after !== undefined && before.equals(after));
   const bytes = (reason: string): FileDiffResult => ({
-    diff: { unit: "bytes", insertions: afterSize, deletions: beforeSize, reason },
+    diff: { unit: "bytes", insertions: same ? 0 : afterSize, deletions: same ? 0 : beforeSize, reason },
   });
   const unread = (before === undefined && options.sizes?.before) || (after === undefined && options.sizes?.after);
   if (unread || beforeSize > limits.maxBytes || afterSize > limits.maxBytes) return bytes("too_large");

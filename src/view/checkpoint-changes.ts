@@ -199,6 +199,7 @@ function describe(
         ...(sides.before && !sides.before.bytes && { before: sides.before.size }),
         ...(sides.after && !sides.after.bytes && { after: sides.after.size }),
       },
+      identical: sides.before?.hash !== undefined && sides.before.hash === sides.after?.hash,
     });
     change.diff = result.diff;
     if (result.patch !== undefined) change.patch = result.patch;

@@ -35,6 +35,20 @@ describe("diffFile", () => {
     });
   });
 
+  it("a file counted in bytes whose sides are the same counts nothing in or out", () => {
+    const png = Buffer.from([0x89, 0x50, 0, 1]);
+    expect(diffFile("a.png", png, Buffer.from(png)).diff).toEqual({
+      unit: "bytes",
+      insertions: 0,
+      deletions: 0,
+      reason: "binary",
+    });
+    // Sides not read, known to be the same (one hash): the same.
+    const sizes = { before: 10, after: 10 };
+    expect(diffFile("f", undefined, undefined, { sizes, identical: true }).diff).toMatchObject({ insertions: 0 });
+    expect(diffFile("f", undefined, undefined, { sizes }).diff).toMatchObject({ insertions: 10, deletions: 10 });
+  });
+
   it("binary: a NUL in the first 8000 bytes, as git decides", () => {
     expect(looksBinary(Buffer.concat([Buffer.alloc(7999, 0x61), Buffer.from([0])]))).toBe(true);
     expect(looksBinary(Buffer.concat([Buffer.alloc(8000, 0x61), Buffer.from([0])]))).toBe(false);

@@ -1,7 +1,7 @@
 // Diff figures in rewind and undo reports (docs/ARCHITECTURE.md, "Diffs"), against edits whose
 // counts are known by construction: text edits, a binary file, a file over the diff bound, and a
 // file too large even to be read for undo.
-import { mkdir, realpath, writeFile } from "node:fs/promises";
+import { chmod, mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, DIFF_LIMITS, SessionStore, rewind, undoRewind, type RewindPayload } from "../../src/index.js";
@@ -34,7 +34,9 @@ async function edited(before: Record<string, string | Buffer>, after: Record<str
       else await writeFile(join(workspace, path), content);
     }
   });
-  return { store, id, target, workspace };
+  const checkpointed = (paths: string[], edit: () => Promise<unknown>) =>
+    checkpoints.around(id, { tool: "edit", paths }, edit);
+  return { store, id, target, workspace, checkpointed };
 }
 
 describe("a rewind's report counts what each path changes", () => {
@@ -101,6 +103,70 @@ describe("a rewind's report counts what each path changes", () => {
         diff: { unit: "lines", insertions: 1, deletions: 1 },
         patch: "--- a/small.txt\n+++ b/small.txt\n@@ -1,2 +1,2 @@\n a\n-B\n+b\n",
       },
+    ]);
+  });
+
+  it("a real rewind and its undo, dry run and real, give each path its figures and totals", async () => {
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 3, 4, 5]); // 10 bytes, a NUL: binary
+    const pngAfter = Buffer.concat([png, Buffer.from([0, 9, 9, 9, 9])]); // 15 bytes
+    const big = "x".repeat(DIFF_LIMITS.maxBytes) + "\n"; // one byte over the bound
+    const s = await edited(
+      { "logo.png": png, "big.txt": "small\n", "small.txt": "a\nb\n" },
+      { "logo.png": pngAfter, "big.txt": big, "small.txt": "a\nB\n" },
+    );
+    const over = DIFF_LIMITS.maxBytes + 1;
+    const rewound = [
+      {
+        path: "big.txt",
+        action: "restore",
+        diff: { unit: "bytes", insertions: 6, deletions: over, reason: "too_large" },
+      },
+      { path: "logo.png", action: "restore", diff: { unit: "bytes", insertions: 10, deletions: 15, reason: "binary" } },
+      {
+        path: "small.txt",
+        action: "restore",
+        diff: { unit: "lines", insertions: 1, deletions: 1 },
+        patch: "--- a/small.txt\n+++ b/small.txt\n@@ -1,2 +1,2 @@\n a\n-B\n+b\n",
+      },
+    ];
+    const rewoundTotals = { lines: { insertions: 1, deletions: 1 }, bytes: { insertions: 16, deletions: over + 15 } };
+    const dry = await rewind(s.store, s.id, { toSequence: s.target, dryRun: true, diffs: true });
+    expect(dry).toMatchObject({ changes: rewound, diffTotals: rewoundTotals });
+    const done = await rewind(s.store, s.id, { toSequence: s.target, diffs: true });
+    expect(done).toMatchObject({ dryRun: false, changes: rewound, diffTotals: rewoundTotals });
+    const marker = (await s.store.readAll(s.id)).at(-1)!.payload as RewindPayload;
+    expect(marker.changes).toEqual(rewound.map(({ patch: _patch, ...change }) => change)); // figures, no patch
+
+    // The undo, the other way round: from the files as the rewind left them back to the edit's.
+    const undone = [
+      {
+        path: "big.txt",
+        action: "restore",
+        diff: { unit: "bytes", insertions: over, deletions: 6, reason: "too_large" },
+      },
+      { path: "logo.png", action: "restore", diff: { unit: "bytes", insertions: 15, deletions: 10, reason: "binary" } },
+      {
+        path: "small.txt",
+        action: "restore",
+        diff: { unit: "lines", insertions: 1, deletions: 1 },
+        patch: "--- a/small.txt\n+++ b/small.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n",
+      },
+    ];
+    const undoneTotals = { lines: { insertions: 1, deletions: 1 }, bytes: { insertions: over + 15, deletions: 16 } };
+    const undoDry = await undoRewind(s.store, s.id, { dryRun: true, diffs: true });
+    expect(undoDry).toMatchObject({ dryRun: true, changes: undone, diffTotals: undoneTotals });
+    const undo = await undoRewind(s.store, s.id, { diffs: true });
+    expect(undo).toMatchObject({ dryRun: false, changes: undone, diffTotals: undoneTotals });
+    const undoMarker = (await s.store.readAll(s.id)).at(-1)!.payload as RewindPayload;
+    expect(undoMarker.changes).toEqual(undone.map(({ patch: _patch, ...change }) => change));
+  });
+
+  it("a binary file whose mode alone changed inserts and deletes no byte", async () => {
+    const s = await edited({ "tool.bin": Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0, 1]) }, {});
+    await s.checkpointed(["tool.bin"], () => chmod(join(s.workspace, "tool.bin"), 0o755));
+    const report = await rewind(s.store, s.id, { toSequence: s.target, dryRun: true });
+    expect(report.changes).toEqual([
+      { path: "tool.bin", action: "restore", diff: { unit: "bytes", insertions: 0, deletions: 0, reason: "binary" } },
     ]);
   });
 

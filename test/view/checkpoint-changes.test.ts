@@ -3,7 +3,7 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { checkpointChanges, rewind } from "../../src/index.js";
+import { DIFF_LIMITS, checkpointChanges, rewind } from "../../src/index.js";
 import { storyFixture } from "../helpers/rewind-story.js";
 
 const { story } = storyFixture();
@@ -80,6 +80,59 @@ describe("checkpointChanges", () => {
         reason: "outside_workspace",
       },
     ]);
+  });
+
+  it("a binary file and one past the diff bound are counted in bytes; one left as it was counts 0", async () => {
+    const s = await story();
+    const over = DIFF_LIMITS.maxBytes + 1;
+    const big = Buffer.alloc(over, 0x61);
+    await writeFile(join(s.workspace, "logo.png"), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1]));
+    await writeFile(join(s.workspace, "big.log"), big);
+    await writeFile(join(s.workspace, "same.log"), big);
+    await writeFile(join(s.workspace, "same.png"), Buffer.from([0, 1, 2]));
+    const paths = ["logo.png", "big.log", "same.log", "same.png"];
+    await s.checkpoints.around(s.id, { tool: "write", paths }, async () => {
+      await writeFile(join(s.workspace, "logo.png"), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 3]));
+      await writeFile(join(s.workspace, "big.log"), Buffer.concat([big, Buffer.from("b\n")]));
+      await writeFile(join(s.workspace, "same.log"), big); // written again, the same bytes
+      await writeFile(join(s.workspace, "same.png"), Buffer.from([0, 1, 2]));
+    });
+    const last = (await checkpointChanges(s.store, s.id, { patches: true })).at(-1)!;
+    expect(last.files).toEqual([
+      {
+        path: "big.log",
+        change: "modified",
+        before: "file",
+        after: "file",
+        diff: { unit: "bytes", insertions: over + 2, deletions: over, reason: "too_large" },
+      },
+      {
+        path: "logo.png",
+        change: "modified",
+        before: "file",
+        after: "file",
+        diff: { unit: "bytes", insertions: 8, deletions: 6, reason: "binary" },
+      },
+      // Nothing went in or out: no bytes to count, whatever their size or kind.
+      {
+        path: "same.log",
+        change: "unchanged",
+        before: "file",
+        after: "file",
+        diff: { unit: "bytes", insertions: 0, deletions: 0, reason: "too_large" },
+      },
+      {
+        path: "same.png",
+        change: "unchanged",
+        before: "file",
+        after: "file",
+        diff: { unit: "bytes", insertions: 0, deletions: 0, reason: "binary" },
+      },
+    ]);
+    expect(last.totals).toEqual({
+      lines: { insertions: 0, deletions: 0 },
+      bytes: { insertions: over + 10, deletions: over + 6 },
+    });
   });
 
   it("a path not captured is 'unknown' with the capture's reason", async () => {
