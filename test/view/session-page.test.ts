@@ -3,7 +3,14 @@
 import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, checkpointChanges, renderSessionPage, rewind } from "../../src/index.js";
+import {
+  CheckpointStore,
+  SessionStore,
+  checkpointChanges,
+  renderSessionPage,
+  rewind,
+  undoRewind,
+} from "../../src/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -50,6 +57,13 @@ async function page(store: SessionStore, id: string) {
   return { html: renderSessionPage({ session, events, checkpoints, generatedAt: "2026-01-01T00:00:00.000Z" }), events };
 }
 
+/** The timeline item of event `sequence`, as the page has it. */
+function itemOf(html: string, sequence: number): string {
+  const start = html.indexOf(`<li id="seq-${sequence}" `);
+  expect(start, `#${sequence} on the page`).toBeGreaterThan(-1);
+  return html.slice(start, html.indexOf("</li>", start));
+}
+
 describe("renderSessionPage", () => {
   it("escapes every name and text from the tape: no tag, attribute or URL of theirs survives", async () => {
     const s = await hostileSession();
@@ -89,6 +103,29 @@ describe("renderSessionPage", () => {
     expect(html).toContain("<td>modified</td>");
     expect(html).toContain(`agent-tape rewind ${s.id} --to 2`); // the checkpoint is #3
     expect(html).toContain("Rewind to #1 (mode files)");
+  });
+
+  it("shows a rewind and its undo with their per-path figures, and a fork with where it came from", async () => {
+    const s = await hostileSession();
+    const target = (await s.store.readAll(s.id))[0]!.sequence;
+    const rewound = await rewind(s.store, s.id, { toSequence: target });
+    const undone = await undoRewind(s.store, s.id);
+    const { html, events } = await page(s.store, s.id);
+    const rewindItem = itemOf(html, rewound.markerSequence!);
+    expect(rewindItem).toContain(`Rewind to #${target} (mode all), ${rewound.eventsRemoved} events removed`);
+    // The tool's edit taken back: its one line out, the file's line before it in.
+    expect(rewindItem).toContain('<span class="ins">+1</span> <span class="del">\u22121</span>');
+    const undoItem = itemOf(html, undone.markerSequence!);
+    expect(undoItem).toContain(`Undo of rewind #${rewound.markerSequence}: 1 restored, 0 deleted, `);
+    expect(undoItem).toContain(`${undone.eventsRestored} events put back.`);
+    expect(events.at(-1)!.sequence).toBe(undone.markerSequence);
+
+    const fork = await s.store.fork(s.id, { atSequence: target, title: "another way" });
+    const forked = await page(s.store, fork.id);
+    const forkItem = itemOf(forked.html, forked.events.at(-1)!.sequence);
+    expect(forkItem).toContain(`data-type="session_fork"`);
+    expect(forkItem).toContain(`Forked from <code>${s.id}</code> at #${target}.`);
+    expect(forked.html).toContain(`<dt>forked from</dt><dd>${s.id} at #${target}</dd>`);
   });
 
   it("an empty session says so", async () => {
