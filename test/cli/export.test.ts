@@ -1,4 +1,4 @@
-import { readFile, readdir } from "node:fs/promises";
+import { mkdir, readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { TempRoots } from "../helpers/temp-root.js";
@@ -25,6 +25,25 @@ describe("agent-tape export", () => {
     const out = join(await temps.make("agent-tape-export-"), "s.html");
     const run = await cli(["export", id, "--html", out, "--json", "--root", root]);
     expect(JSON.parse(run.stdout)).toMatchObject({ file: out, events: 5, checkpoints: 1 });
+  });
+
+  it("a page it cannot write is reported with the path given and the system's code, and leaves nothing", async () => {
+    const { root, id } = await seedSession(temps);
+    const dir = await temps.make("agent-tape-export-");
+    const missing = join(dir, "no-such-folder", "s.html");
+    const run = await cli(["export", id, "--html", missing, "--root", root]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("ENOENT");
+    expect(run.stderr).toContain(`Cannot write ${missing}`);
+    expect(run.stderr).not.toContain(".tmp");
+
+    const folder = join(dir, "a-folder");
+    await mkdir(folder);
+    const onFolder = await cli(["export", id, "--html", folder, "--root", root]);
+    expect(onFolder.code).toBe(1);
+    expect(onFolder.stderr).toContain(`Cannot write ${folder}`);
+    expect(onFolder.stderr).not.toContain(".tmp");
+    expect(await readdir(dir)).toEqual(["a-folder"]); // no temp file left beside it
   });
 
   it("without --html is a usage error (exit 2)", async () => {

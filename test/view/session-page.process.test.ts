@@ -1,9 +1,10 @@
 // The session page as a person looks at it (docs/ARCHITECTURE.md, "Session view"): the demo's session
 // (`npm run demo`, run as a child process) exported with the CLI and opened in headless Chromium (Debian's
 // `chromium`; .ci/run installs it). Without a browser this test fails: it is never skipped. One run each
-// at a wide-screen and a phone viewport; a screenshot of each is saved in the test's temp folder.
-import { readdir, stat, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+// at a wide-screen and a phone viewport; a screenshot of each is saved in the test's temp folder, and copied to
+// the folder AGENT_TAPE_SCREENSHOTS names if it is set (the temp folder is removed when the test ends).
+import { copyFile, mkdir, readdir, stat, writeFile } from "node:fs/promises";
+import { basename, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore } from "../../src/index.js";
@@ -59,7 +60,12 @@ async function open(browser: Browser, url: string, viewport: { width: number; he
 async function screenshot(browser: Browser, page: string, path: string): Promise<void> {
   const { data } = await browser.send("Page.captureScreenshot", { format: "png", captureBeyondViewport: true }, page);
   await writeFile(path, Buffer.from(data as string, "base64"));
-  console.log(`screenshot: ${path}`);
+  const keep = process.env.AGENT_TAPE_SCREENSHOTS;
+  if (keep) {
+    await mkdir(keep, { recursive: true });
+    await copyFile(path, join(keep, basename(path)));
+  }
+  console.log(`screenshot: ${path}${keep ? ` (kept in ${keep})` : ""}`);
 }
 
 describe("the demo's session page in headless Chromium", () => {

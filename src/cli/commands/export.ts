@@ -44,7 +44,7 @@ Options:
       await rename(temp, path);
     } catch (error) {
       await rm(temp, { force: true });
-      throw error;
+      throw cannotWrite(path, error);
     }
     const bytes = Buffer.byteLength(page);
     if (ctx.json) printJson(ctx, { file: path, bytes, events: events.length, checkpoints: checkpoints.length });
@@ -57,3 +57,23 @@ Options:
     return 0;
   },
 };
+
+/**
+ * The system's error, reworded to name the file the user asked for (not the temp file beside it) and what to do.
+ * Its code (ENOENT, EISDIR, EACCES…) stays the one the CLI prints; the original error is the cause.
+ */
+function cannotWrite(path: string, error: unknown): Error {
+  const code = (error as NodeJS.ErrnoException).code;
+  const why =
+    code === "ENOENT"
+      ? "its folder does not exist"
+      : code === "EISDIR"
+        ? "it is a folder"
+        : code === "EACCES" || code === "EPERM"
+          ? "permission denied"
+          : (error as Error).message;
+  const reworded = new Error(`Cannot write ${path}: ${why}. Pass --html a file path in a folder you can write.`, {
+    cause: error,
+  });
+  return Object.assign(reworded, { code });
+}
