@@ -7,7 +7,6 @@ import {
   ForkFailedError,
   InvalidArgumentError,
   isAgentTapeError,
-  SequenceOutOfRangeError,
   SessionExistsError,
   SessionNotFoundError,
   WorkspaceNotEmptyError,
@@ -18,7 +17,7 @@ import { assertPayloadActedOn } from "../core/payload-check.js";
 import { snapshotsIn } from "../blobs/references.js";
 import { isDroppedCheckpoint, readHorizon } from "../blobs/retention-horizon.js";
 import { forkUnderLock, withLockedSession, type SessionInfo, type SessionStore } from "../session/session-store.js";
-import { assertOnTape } from "../session/sequence-on-tape.js";
+import { checkForkPointForm, resolveForkPoint } from "../session/sequence-on-tape.js";
 import { isInside, realWorkspaceOf } from "../checkpoint/confine.js";
 import { removeEntry } from "../checkpoint/remove-entry.js";
 import { loadIndex } from "../checkpoint/workspace-index/index-record.js";
@@ -39,6 +38,8 @@ export interface ForkIntoWorkspaceOptions extends SignalOption {
    * @default the parent's last sequence
    */
   atSequence?: number;
+  /** Or: the files and events as they were just before this tool call (see `ForkOptions.beforeCallId`). */
+  beforeCallId?: string;
   /** @default a generated, time-sortable id */
   id?: string;
   /** @default the parent's title */
@@ -94,6 +95,7 @@ export async function forkIntoWorkspace(
   assertSessionId(parentId);
   const id = options.id ?? newId();
   assertSessionId(id);
+  checkForkPointForm(options);
   const signal = options.signal ? { signal: options.signal } : {};
   const parent = await store.backend.getSession(parentId, signal);
   if (!parent) throw new SessionNotFoundError(parentId);
@@ -108,10 +110,7 @@ export async function forkIntoWorkspace(
       store,
       parentId,
       async (locked) => {
-        const at = options.atSequence ?? locked.lastSequence;
-        if (!Number.isSafeInteger(at) || at < 0 || at > locked.lastSequence)
-          throw new SequenceOutOfRangeError(parentId, at, locked.lastSequence);
-        await assertOnTape(store.backend, parentId, at, locked.lastSequence, signal);
+        const at = await resolveForkPoint(store.backend, parentId, options, locked.lastSequence, signal);
         const tape = await readTape(store.backend, parentId, at, signal);
         const horizon = await readHorizon(store.backend, parentId, signal);
         if (tape.after.some((event) => isDroppedCheckpoint(event, horizon)))

@@ -16,7 +16,6 @@ import {
   InvalidArgumentError,
   InvalidEventError,
   SessionNotFoundError,
-  SequenceOutOfRangeError,
   SequenceConflictError,
   StoreClosedError,
   EventTooLargeError,
@@ -41,7 +40,7 @@ import { clearBlobsInFlight } from "../blobs/in-flight.js";
 import { addReferences } from "../blobs/references.js";
 import { isDroppedCheckpoint, raiseHorizon, readHorizon } from "../blobs/retention-horizon.js";
 import { SessionLease } from "./lease.js";
-import { assertOnTape } from "./sequence-on-tape.js";
+import { checkForkPointForm, resolveForkPoint } from "./sequence-on-tape.js";
 import { foldConversation, type Conversation } from "./conversation.js";
 import type { RetentionOutcome, RetentionPolicy } from "../core/retention-policy.js";
 import { retentionOnOpen } from "./retention-on-open.js";
@@ -172,6 +171,11 @@ export interface WithLockOptions extends SignalOption {
 export interface ForkOptions extends SignalOption {
   /** Last event of the parent to keep. @default the parent's last sequence */
   atSequence?: number;
+  /**
+   * Or: keep the parent's events up to just before this tool call (its latest `tool_call`, else its first
+   * checkpoint), as `rewind({ beforeCallId })` finds it. Give at most one of the two.
+   */
+  beforeCallId?: string;
   id?: string;
   title?: string;
 }
@@ -726,14 +730,16 @@ export class SessionStore<E extends EventSchemas = {}> {
   // ---- forks -----------------------------------------------------------------------------
 
   /**
-   * A new session holding the parent's events through `atSequence` (same sequences), then a
-   * `session_fork` event naming the parent, plus the blobs the copied checkpoints need.
+   * A new session holding the parent's events through `atSequence` (or up to just before the tool call
+   * `beforeCallId`; same sequences), then a `session_fork` event naming the parent, plus the blobs the
+   * copied checkpoints need. A point no longer on the tape is SEQUENCE_NOT_ON_TAPE, naming its neighbours.
    */
   async fork(parentId: string, options: ForkOptions = {}): Promise<SessionInfo> {
     this.assertOpen();
     assertSessionId(parentId);
     const id = options.id ?? newId();
     assertSessionId(id);
+    checkForkPointForm(options);
     if (!(await this.backend.getSession(parentId, options))) throw new SessionNotFoundError(parentId);
     // Under the parent's lock, so no rewind can prune a blob between reading and linking it.
     return this.runInOrder(parentId, (locked) => this.#forkLocked(locked, { ...options, id }), options.signal);
@@ -746,10 +752,7 @@ export class SessionStore<E extends EventSchemas = {}> {
     assertSessionId(id);
     const parent = await this.backend.getSession(parentId, signalOnly(options));
     if (!parent) throw new SessionNotFoundError(parentId);
-    const at = options.atSequence ?? locked.lastSequence;
-    if (!Number.isSafeInteger(at) || at < 0 || at > locked.lastSequence)
-      throw new SequenceOutOfRangeError(parentId, at, locked.lastSequence);
-    await assertOnTape(this.backend, parentId, at, locked.lastSequence, signalOnly(options));
+    const at = await resolveForkPoint(this.backend, parentId, options, locked.lastSequence, signalOnly(options));
     // Streamed from the parent's log into the new one: memory does not follow the log's length.
     // The blobs the copied checkpoints point at are collected on the way, for the backend to link.
     const hashes = new Set<string>();

@@ -251,6 +251,32 @@ describe("agent-tape fork", () => {
     expect(busy.stderr).toContain("(WORKSPACE_NOT_EMPTY)");
   });
 
+  it("--before-call forks just before that tool call, --workspace too; with --at it is a usage error", async () => {
+    const { root, id } = await seedSession(temps);
+    const run = await cli(["fork", id, "--before-call", "c1", "--id", "before-c1", "--root", root]);
+    expect(run).toMatchObject({ code: 0, stdout: `Forked ${id} at #1 into before-c1\n` });
+    const child = join(await realpath(await temps.make("agent-tape-cli-fork-")), "before-c1");
+    const folder = await cli(["fork", id, "--before-call", "c1", "--workspace", child, "--json", "--root", root]);
+    expect(folder.code).toBe(0);
+    expect(JSON.parse(folder.stdout)).toMatchObject({ session: { parent: { id, atSequence: 1 } } });
+    expect(await readFile(join(child, "a.txt"), "utf8")).toBe("one\n");
+    const both = await cli(["fork", id, "--at", "2", "--before-call", "c1", "--root", root]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("at most one of --at <seq> and --before-call <toolCallId>");
+    const unknown = await cli(["fork", id, "--before-call", "nope", "--root", root]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('No tool call "nope"');
+  });
+
+  it("at a sequence cut by a rewind fails (exit 1) with SEQUENCE_NOT_ON_TAPE naming its neighbours", async () => {
+    const { root, id } = await seedSession(temps);
+    expect((await cli(["rewind", id, "--to", "2", "--root", root])).code).toBe(0); // cuts #3-#5, marker #6
+    const run = await cli(["fork", id, "--at", "4", "--root", root]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("(SEQUENCE_NOT_ON_TAPE)");
+    expect(run.stderr).toContain("#2 and #6");
+  });
+
   it("is a usage error (exit 2) for an unsafe new id", async () => {
     const { root, id } = await seedSession(temps);
     const run = await cli(["fork", id, "--id", "../escape", "--root", root]);

@@ -1,7 +1,14 @@
-import { readFile, realpath, writeFile } from "node:fs/promises";
+import { readFile, readdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
+import {
+  CheckpointStore,
+  SessionStore,
+  forkIntoWorkspace,
+  isAgentTapeError,
+  rewind,
+  undoRewind,
+} from "../../src/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { put } from "../helpers/rewind-workspace.js";
 
@@ -37,7 +44,7 @@ async function session() {
   await store.append(id, { type: "tool_result", payload: { callId: "c2", output: "v1" } });
   await say("assistant", "read it");
   const read = () => readFile(join(workspace, "a.txt"), "utf8");
-  return { store, id, read };
+  return { store, id, read, base };
 }
 
 async function errorOf(promise: Promise<unknown>): Promise<unknown> {
@@ -71,12 +78,14 @@ describe("rewind and fork targets must be on the tape", () => {
     const error = await errorOf(rewind(s.store, s.id, { toSequence: 8 }));
     expect(isAgentTapeError(error, "SEQUENCE_NOT_ON_TAPE"), String(error)).toBe(true);
     expect((error as Error).message).toMatch(/#6.*#10/);
+    expect(error).toMatchObject({ sequence: 8, before: 6, after: 10 });
   });
 
   it("beyond the end stays SEQUENCE_OUT_OF_RANGE", async () => {
     const s = await session();
     const error = await errorOf(rewind(s.store, s.id, { toSequence: 10 }));
     expect(isAgentTapeError(error, "SEQUENCE_OUT_OF_RANGE"), String(error)).toBe(true);
+    expect(error).toMatchObject({ sequence: 10, lastSequence: 9 });
   });
 
   it("a fork at a cut sequence is refused with SEQUENCE_NOT_ON_TAPE", async () => {
@@ -84,8 +93,97 @@ describe("rewind and fork targets must be on the tape", () => {
     await rewind(s.store, s.id, { toSequence: 6 });
     const error = await errorOf(s.store.fork(s.id, { atSequence: 8 }));
     expect(isAgentTapeError(error, "SEQUENCE_NOT_ON_TAPE"), String(error)).toBe(true);
+    expect(error).toMatchObject({ sequence: 8, before: 6, after: 10 });
     expect((await s.store.list()).length).toBe(1);
   });
+});
+
+describe("fork targets, every form, for store.fork and forkIntoWorkspace", () => {
+  /** A fork of either kind, into a new folder under the test's base for forkIntoWorkspace. */
+  const forks = {
+    "store.fork": (s: Awaited<ReturnType<typeof session>>, at: { atSequence?: number; beforeCallId?: string }) =>
+      s.store.fork(s.id, at),
+    forkIntoWorkspace: async (
+      s: Awaited<ReturnType<typeof session>>,
+      at: { atSequence?: number; beforeCallId?: string },
+    ) => (await forkIntoWorkspace(s.store, s.id, { ...at, workspace: join(s.base, "fork") })).session,
+  };
+
+  for (const [kind, fork] of Object.entries(forks)) {
+    it(`${kind}: an existing sequence is forked at`, async () => {
+      const s = await session();
+      const info = await fork(s, { atSequence: 6 });
+      expect(info.parent).toEqual({ id: s.id, atSequence: 6 });
+      expect((await s.store.readAll(info.id)).map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    });
+
+    it(`${kind}: a cut sequence is SEQUENCE_NOT_ON_TAPE naming its neighbours; nothing made`, async () => {
+      const s = await session();
+      await rewind(s.store, s.id, { toSequence: 6 }); // cuts #7-#9, marker #10
+      const error = await errorOf(fork(s, { atSequence: 8 }));
+      expect(isAgentTapeError(error, "SEQUENCE_NOT_ON_TAPE"), String(error)).toBe(true);
+      expect(error).toMatchObject({ sequence: 8, before: 6, after: 10 });
+      expect((error as Error).message).toMatch(/#6 and #10/);
+      expect((await s.store.list()).length).toBe(1);
+      expect(await readdir(s.base)).not.toContain("fork");
+    });
+
+    it(`${kind}: a sequence re-appended by undo is SEQUENCE_NOT_ON_TAPE naming its neighbours`, async () => {
+      const s = await session();
+      await rewind(s.store, s.id, { toSequence: 6 });
+      await undoRewind(s.store, s.id); // #7-#9 come back as #11-#13, marker #14
+      const error = await errorOf(fork(s, { atSequence: 9 }));
+      expect(isAgentTapeError(error, "SEQUENCE_NOT_ON_TAPE"), String(error)).toBe(true);
+      expect(error).toMatchObject({ sequence: 9, before: 6, after: 10 });
+      expect((await s.store.list()).length).toBe(1);
+    });
+
+    it(`${kind}: beyond the end is SEQUENCE_OUT_OF_RANGE naming the last sequence`, async () => {
+      const s = await session();
+      const error = await errorOf(fork(s, { atSequence: 10 }));
+      expect(isAgentTapeError(error, "SEQUENCE_OUT_OF_RANGE"), String(error)).toBe(true);
+      expect(error).toMatchObject({ sequence: 10, lastSequence: 9 });
+      expect((error as Error).message).toContain("0..9");
+      expect((await s.store.list()).length).toBe(1);
+    });
+
+    it(`${kind}: beforeCallId of a call with a checkpoint forks just before its tool_call`, async () => {
+      const s = await session();
+      const info = await fork(s, { beforeCallId: "c1" });
+      expect(info.parent).toEqual({ id: s.id, atSequence: 1 });
+      expect((await s.store.readAll(info.id)).map((e) => e.type)).toEqual(["message", "session_fork"]);
+      if (info.workspace !== undefined && kind === "forkIntoWorkspace")
+        expect(await readFile(join(info.workspace, "a.txt"), "utf8")).toBe("v0\n");
+    });
+
+    it(`${kind}: beforeCallId of a call without a checkpoint forks just before its tool_call`, async () => {
+      const s = await session();
+      const info = await fork(s, { beforeCallId: "c2" });
+      expect(info.parent).toEqual({ id: s.id, atSequence: 6 });
+      if (kind === "forkIntoWorkspace") expect(await readFile(join(info.workspace!, "a.txt"), "utf8")).toBe("v1\n");
+    });
+
+    it(`${kind}: beforeCallId of a call known only from its checkpoint forks just before the checkpoint`, async () => {
+      const s = await session();
+      await s.store.append(s.id, { type: "message", payload: { role: "user", content: "again" } }); // #10
+      await new CheckpointStore(s.store).capture(s.id, { tool: "edit", paths: ["a.txt"], callId: "c3" }); // #11
+      const info = await fork(s, { beforeCallId: "c3" });
+      expect(info.parent).toEqual({ id: s.id, atSequence: 10 });
+    });
+
+    it(`${kind}: an unknown call id, or both forms at once, is INVALID_ARGUMENT; nothing made`, async () => {
+      const s = await session();
+      const unknown = await errorOf(fork(s, { beforeCallId: "nope" }));
+      expect(isAgentTapeError(unknown, "INVALID_ARGUMENT"), String(unknown)).toBe(true);
+      expect((unknown as Error).message).toContain('No tool call "nope"');
+      const both = await errorOf(fork(s, { atSequence: 1, beforeCallId: "c1" }));
+      expect(isAgentTapeError(both, "INVALID_ARGUMENT"), String(both)).toBe(true);
+      const empty = await errorOf(fork(s, { beforeCallId: "" }));
+      expect(isAgentTapeError(empty, "INVALID_ARGUMENT"), String(empty)).toBe(true);
+      expect((await s.store.list()).length).toBe(1);
+      expect(await readdir(s.base)).not.toContain("fork");
+    });
+  }
 });
 
 describe("rewind({ beforeCallId }) found going back from the end (issue 16)", () => {

@@ -1,15 +1,23 @@
 import { forkIntoWorkspace } from "../../index.js";
-import { printJson, printLine, requireSessionId, sequenceOption, stringOption, type Command } from "../command.js";
+import {
+  UsageError,
+  printJson,
+  printLine,
+  requireSessionId,
+  sequenceOption,
+  stringOption,
+  type Command,
+} from "../command.js";
 import { formatBytes } from "../output.js";
 
 export const forkCommand: Command = {
   name: "fork",
-  usage: "fork <id> [--at <seq>] [--workspace <dir>]",
+  usage: "fork <id> [--at <seq> | --before-call <toolCallId>] [--workspace <dir>]",
   summary: "Copy a session, whole or up to an event, into a new session (and its files into a new folder)",
-  help: `Makes a new session holding the session's events up to <seq> (all of them by default),
-with the same sequence numbers, then a session_fork event naming the parent; the
-before-snapshots those events need come along. The parent is not changed. Prints the
-new session's id.
+  help: `Makes a new session holding the session's events up to <seq> (or up to just before a
+tool call; all of them by default), with the same sequence numbers, then a session_fork
+event naming the parent; the before-snapshots those events need come along. The parent
+is not changed. Prints the new session's id.
 
 With --workspace, the new session gets its own folder, filled with the tracked files as
 they were at <seq>: bytes, modes, symlinks (as links, never followed) and folders. Tracked
@@ -20,11 +28,14 @@ undos then act in that folder only, and the parent's in the parent's only.
 
 Options:
   --at <seq>         Last event of the parent to keep (default: its last event)
+  --before-call <toolCallId>
+                     Or: keep the events up to just before that tool call
   --workspace <dir>  The new session's own folder, filled with the files as they were at <seq>
   --title <text>     Title of the new session (default: the parent's)
   --id <id>          Id of the new session (default: a generated, time-sortable one)`,
   options: {
     at: { type: "string" },
+    "before-call": { type: "string" },
     workspace: { type: "string" },
     title: { type: "string" },
     id: { type: "string" },
@@ -33,11 +44,15 @@ Options:
   async run(ctx, args) {
     const parentId = requireSessionId("fork", args);
     const at = sequenceOption("fork", args, "at");
+    const beforeCall = stringOption(args, "before-call");
+    if (at !== undefined && beforeCall !== undefined)
+      throw new UsageError("`fork` takes at most one of --at <seq> and --before-call <toolCallId>.", "fork");
     const title = stringOption(args, "title");
     const newId = stringOption(args, "id");
     const workspace = stringOption(args, "workspace");
     const options = {
       ...(at !== undefined && { atSequence: at }),
+      ...(beforeCall !== undefined && { beforeCallId: beforeCall }),
       ...(title !== undefined && { title }),
       ...(newId !== undefined && { id: newId }),
     };
