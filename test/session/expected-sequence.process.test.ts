@@ -58,6 +58,10 @@ describe("optimistic concurrency: append with the last sequence it expects (one 
     const error = await errorOf(store.append(id, message("answer to three"), { expectedLastSequence: seen }));
     expect(isAgentTapeError(error, "SEQUENCE_CONFLICT"), String(error)).toBe(true);
     expect(error).toMatchObject({ expected: 3, actual: 4 });
+    const batch = errorOf(store.appendMany(id, [message("a"), message("b")], { expectedLastSequence: seen }));
+    expect(await batch).toMatchObject({ code: "SEQUENCE_CONFLICT", expected: 3, actual: 4 });
     expect((await store.readAll(id)).map((e) => e.sequence)).toEqual([1, 4]);
+    // What moved is read from the sequence it expected on: the other process's rewind marker.
+    expect((await store.readAll(id, { fromSequence: seen + 1 })).map((e) => e.type)).toEqual(["session_rewind"]);
   });
 });
