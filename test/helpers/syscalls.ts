@@ -34,11 +34,19 @@ export const FS_CALLS = [
 export interface TracedRun {
   /** Each traced system call made between the markers, by name, in every thread and child process. */
   calls: Map<string, number>;
+  /** With `fdPaths`: strace's lines between the markers, each descriptor followed by its path (`-y`). */
+  lines: string[];
   stdout: string;
 }
 
 /** Runs a child script under `strace -f`, tracing `syscalls` (and the markers), and counts them between the markers. */
-export async function traceChild(script: string, args: readonly string[], syscalls: readonly string[], dir: string) {
+export async function traceChild(
+  script: string,
+  args: readonly string[],
+  syscalls: readonly string[],
+  dir: string,
+  options: { fdPaths?: boolean } = {},
+) {
   const out = join(dir, "strace.txt");
   const traced = ["access", "faccessat", "faccessat2", ...syscalls].join(",");
   const child = spawn(
@@ -46,6 +54,7 @@ export async function traceChild(script: string, args: readonly string[], syscal
     [
       "-f",
       "-qq",
+      ...(options.fdPaths ? ["-y"] : []),
       "-e",
       `trace=${traced}`,
       "-o",
@@ -73,5 +82,5 @@ export async function traceChild(script: string, args: readonly string[], syscal
     const name = /^\d+\s+(\w+)\(/.exec(line)?.[1]; // a call's start; "<... resumed>" lines are its end
     if (name && syscalls.includes(name)) calls.set(name, (calls.get(name) ?? 0) + 1);
   }
-  return { calls, stdout } satisfies TracedRun;
+  return { calls, lines: options.fdPaths ? lines.slice(start + 1, end) : [], stdout } satisfies TracedRun;
 }
