@@ -14,7 +14,8 @@ const workspace = join(root, "ws");
 await mkdir(join(workspace, "src"), { recursive: true });
 const paths = Array.from({ length: Number(count) }, (_, i) => `src/file-${i}.ts`);
 for (const path of paths) await writeFile(join(workspace, path), `export const v = 0; // ${path}\n`);
-const store = new SessionStore({ root: join(root, "store") });
+// The lease kept across calls, as an agent mid-turn keeps it: the traced call never takes the lock anew.
+const store = new SessionStore({ root: join(root, "store"), lockIdleMs: 60_000 });
 const checkpoints = new CheckpointStore(store, { afterState: kind !== "command-without" });
 const session = await store.create({ workspace });
 await store.append(session.id, { type: "message", payload: { role: "user", content: "edit them" } });
