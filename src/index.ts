@@ -58,7 +58,7 @@ export type { SessionPageInput } from "./view/session-page.js";
 // Maintenance: what `agent-tape gc` and `agent-tape verify` run, for programs that embed the library.
 export { gc } from "./maintenance/gc.js";
 export type { GcOptions, GcReport, GcSessionReport, GcFailure } from "./maintenance/gc.js";
-export { verify } from "./maintenance/verify.js";
+export { VERIFY_NEVER_CHECKS, verify } from "./maintenance/verify.js";
 export type {
   VerifyOptions,
   VerifyProgress,

@@ -51,6 +51,7 @@ const RUNTIME_EXPORTS = [
   "ToolResultPayload",
   "UnrecoverableChangeError",
   "UsagePayload",
+  "VERIFY_NEVER_CHECKS",
   "WorkspaceMismatchError",
   "WorkspaceNotEmptyError",
   "WorkspaceTooLargeError",

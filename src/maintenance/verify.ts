@@ -17,6 +17,7 @@ import type { SessionStore } from "../session/session-store.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
 import { REWIND_INTENT_RECORD } from "../rewind/intent.js";
 import { checkIntent, intentShapeProblem } from "../rewind/intent-check.js";
+import { isTheRecordedWorkspace, workspaceRecordedBy } from "../rewind/recorded-workspace.js";
 import { UndoMarkersInLog, undoMarkerProblem } from "./undo-marker.js";
 
 export interface VerifyOptions extends SignalOption {
@@ -72,6 +73,11 @@ export type VerifyProblem =
   | { kind: "intent_pending"; message: string; record: string }
   /** The rewind intent does not fit the tape (planted or edited): no writer will act on it (STORE_TAMPERED). */
   | { kind: "intent_tampered"; message: string; record: string }
+  /**
+   * session.json names a workspace other than the one the tape's snapshots were taken in (`recorded`), or the
+   * snapshots name more than one: a rewind not told its workspace refuses (WORKSPACE_MISMATCH).
+   */
+  | { kind: "workspace_mismatch"; message: string; named?: string; recorded: string[] }
   /** An event names a blob the session does not hold. */
   | { kind: "blob_missing"; message: string; hash: string; referencedBy: BlobReference }
   /** A blob's bytes no longer hash to its name. */
@@ -91,7 +97,23 @@ export interface VerifyReport {
   blobsChecked: number;
   /** In the order found: the log's lines, then the records, then the blobs in the order the tape names them. */
   problems: VerifyProblem[];
+  /**
+   * What this check could not hold to anything, one sentence each: {@link VERIFY_NEVER_CHECKS} always, then what
+   * this session leaves unchecked (a workspace no snapshot records, a pending intent's before-state, blobs
+   * retention dropped). docs/ARCHITECTURE.md, "Confinement".
+   */
+  notChecked: string[];
 }
+
+/** What `verify` can never see, whatever the session (docs/ARCHITECTURE.md, "Confinement"). */
+export const VERIFY_NEVER_CHECKS: readonly string[] = [
+  "who wrote the tape: events are not signed, so a log and session.json edited by hand to agree with each " +
+    "other read as sound",
+  "the workspace's files: verify reads the session folder only",
+  "store parts it does not read (on disk: blobs/.incoming, events.cuts, the lock folders): a link or FIFO " +
+    "there is refused (STORE_TAMPERED) when a writer or reader comes to use it",
+  "a link swapped into the session folder after verify looked: its folder checks are check-then-use",
+];
 
 /**
  * Checks a whole session: every line of the log parses and sequences strictly increase, every
@@ -110,11 +132,13 @@ export async function verify(
   const backend = store.backend;
   const { signal } = options;
   const problems: VerifyProblem[] = [];
+  const notChecked: string[] = [...VERIFY_NEVER_CHECKS];
   const progress: VerifyProgress = { eventsRead: 0, blobsChecked: 0, blobsToCheck: 0 };
 
+  let meta: Awaited<ReturnType<typeof backend.getSession>>;
   try {
-    if ((await backend.getSession(sessionId, signalOf(signal))) === undefined)
-      throw new SessionNotFoundError(sessionId);
+    meta = await backend.getSession(sessionId, signalOf(signal));
+    if (meta === undefined) throw new SessionNotFoundError(sessionId);
   } catch (error) {
     if (signal?.aborted) throw error;
     if (isAgentTapeError(error, "INVALID_SESSION_ID") || isAgentTapeError(error, "SESSION_NOT_FOUND")) throw error;
@@ -134,7 +158,10 @@ export async function verify(
     if (signal?.aborted) throw error;
     problems.push({ kind: "record_malformed", record: HORIZON_RECORD, message: summarizeError(error).message });
   }
+  if (horizon > 0)
+    notChecked.push(`the blobs of checkpoints retention dropped (up to #${horizon}): removed on purpose`);
   const firstReference = new Map<string, BlobReference>();
+  const recordedWorkspaces = new Set<string>();
   const inconsistentMarker = (sequence: number, reason: string, archive?: string) => {
     const where = archive === undefined ? "" : ` in ${archive}`;
     problems.push({
@@ -165,6 +192,10 @@ export async function verify(
     if (inconsistent !== undefined) {
       inconsistentMarker(event.sequence, inconsistent, archive);
       sound = false;
+    }
+    if (archive === undefined) {
+      const workspace = workspaceRecordedBy(event);
+      if (workspace !== undefined) recordedWorkspaces.add(workspace);
     }
     if (isDroppedCheckpoint(event, horizon)) return sound;
     const hashes = referencedBlobs([event]);
@@ -211,7 +242,17 @@ export async function verify(
   // Known once the log is read: whether a later undo put a marker back under a new number.
   for (const { sequence, reason } of undoMarkers.problems()) inconsistentMarker(sequence, reason);
 
-  await checkRecords(store, sessionId, signal, problems, note, lastSequence);
+  if (meta !== undefined) {
+    const problem = await workspaceProblem(meta.workspace, recordedWorkspaces);
+    if (problem) problems.push(problem);
+    else if (recordedWorkspaces.size === 0 && meta.workspace !== undefined)
+      notChecked.push(
+        `session.json's workspace ("${meta.workspace}"): no snapshot on the tape records one to hold it to ` +
+          "(a rewind of such a tape changes no file)",
+      );
+  }
+
+  await checkRecords(store, sessionId, signal, problems, note, lastSequence, notChecked);
 
   const hashes = [...firstReference.keys()];
   progress.blobsToCheck = hashes.length;
@@ -232,7 +273,33 @@ export async function verify(
     const problem = blobProblems.get(hash);
     if (problem) problems.push(problem);
   }
-  return { sessionId, ok: problems.length === 0, events: progress.eventsRead, blobsChecked: hashes.length, problems };
+  return {
+    sessionId,
+    ok: problems.length === 0,
+    events: progress.eventsRead,
+    blobsChecked: hashes.length,
+    problems,
+    notChecked,
+  };
+}
+
+/** session.json's workspace against the ones the tape's snapshots were taken in, as a rewind holds it. */
+async function workspaceProblem(
+  named: string | undefined,
+  recorded: ReadonlySet<string>,
+): Promise<VerifyProblem | undefined> {
+  if (recorded.size === 0) return undefined;
+  if (named !== undefined && (await isTheRecordedWorkspace(named, recorded))) return undefined;
+  const list = [...recorded].map((w) => `"${w}"`).join(" and ");
+  const says = named === undefined ? "session.json names no workspace" : `session.json names "${named}"`;
+  return {
+    kind: "workspace_mismatch",
+    ...(named === undefined ? {} : { named }),
+    recorded: [...recorded],
+    message:
+      `${says}, but the tape's snapshots were taken in ${list}: a rewind not given its workspace refuses ` +
+      "where they disagree (WORKSPACE_MISMATCH)",
+  };
 }
 
 /** Every side record must read; a rewind archive must hold events, whose blobs must be sound too (undo needs them). */
@@ -243,6 +310,7 @@ async function checkRecords(
   problems: VerifyProblem[],
   note: (event: StoredEvent, archive: string) => boolean,
   lastSequence: number,
+  notChecked: string[],
 ): Promise<void> {
   let names: string[];
   try {
@@ -274,7 +342,13 @@ async function checkRecords(
       continue;
     }
     if (name === REWIND_INTENT_RECORD && value !== undefined) {
-      problems.push(await intentProblem(store, sessionId, lastSequence, value));
+      const problem = await intentProblem(store, sessionId, lastSequence, value);
+      problems.push(problem);
+      if (problem.kind === "intent_pending" && ((value as { before?: unknown[] }).before?.length ?? 0) > 0)
+        notChecked.push(
+          `what the workspace held before the pending ${(value as { kind: string }).kind} (the intent's before ` +
+            "records, which the tape does not hold): only that they lie at or below paths it changes",
+        );
       continue;
     }
     if (!isArchiveName(name) || value === undefined) continue;

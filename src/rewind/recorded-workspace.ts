@@ -17,25 +17,32 @@ export async function recordedWorkspace(
 ): Promise<string> {
   const recorded = new Set<string>();
   for (const event of after) {
-    if (event.type === "session_checkpoint") {
-      const payload = event.payload as CheckpointPayload;
-      if (payload.files.length > 0) recorded.add(payload.workspace);
-    } else if (event.type === "session_rewind") {
-      const undo = (event.payload as RewindPayload).undo;
-      if ((event.payload as RewindPayload).mode === "files" && undo && undo.files.length > 0)
-        recorded.add(undo.workspace);
-    }
+    const workspace = workspaceRecordedBy(event);
+    if (workspace !== undefined) recorded.add(workspace);
   }
   if (recorded.size === 0) return named;
-  const [only] = recorded;
-  if (recorded.size === 1 && (await sameFolder(named, only!))) return only!;
+  if (await isTheRecordedWorkspace(named, recorded)) return [...recorded][0]!;
   throw new WorkspaceMismatchError(sessionId, [...recorded], named);
 }
 
-async function sameFolder(named: string, recorded: string): Promise<boolean> {
-  if (resolve(named) === recorded) return true;
+/** The workspace an event took snapshots in, if it holds any: a checkpoint, a "files" rewind's undo snapshot. */
+export function workspaceRecordedBy(event: StoredEvent): string | undefined {
+  if (event.type === "session_checkpoint") {
+    const payload = event.payload as CheckpointPayload;
+    return payload.files.length > 0 ? payload.workspace : undefined;
+  }
+  if (event.type !== "session_rewind") return undefined;
+  const { mode, undo } = event.payload as RewindPayload;
+  return mode === "files" && undo && undo.files.length > 0 ? undo.workspace : undefined;
+}
+
+/** True when the tape recorded one workspace and `named` is that folder (as named, or by its real path). */
+export async function isTheRecordedWorkspace(named: string, recorded: ReadonlySet<string>): Promise<boolean> {
+  if (recorded.size !== 1) return false;
+  const [only] = recorded;
+  if (resolve(named) === only) return true;
   try {
-    return (await realpath(named)) === recorded;
+    return (await realpath(named)) === only;
   } catch {
     return false; // a folder that cannot be resolved is not the one recorded
   }

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { isAgentTapeError, rewind, verify, type VerifyProgress } from "../../src/index.js";
+import { VERIFY_NEVER_CHECKS, isAgentTapeError, rewind, verify, type VerifyProgress } from "../../src/index.js";
 import { withLockedSession } from "../../src/session/session-store.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { BACKENDS, seed, sha256, type Seeded } from "./sessions.js";
@@ -32,7 +32,8 @@ describe.each(BACKENDS)("verify (%s backend)", (kind) => {
     const s = await seeded(temps, kind);
     const seen: VerifyProgress[] = [];
     const report = await verify(s.store, s.id, { onProgress: (p) => seen.push(p) });
-    expect(report).toEqual({ sessionId: s.id, ok: true, events: 3, blobsChecked: 1, problems: [] });
+    const notChecked = [...VERIFY_NEVER_CHECKS]; // a tape with a snapshot, no intent, no retention: nothing else
+    expect(report).toEqual({ sessionId: s.id, ok: true, events: 3, blobsChecked: 1, problems: [], notChecked });
     expect(seen.at(-1)).toEqual({ eventsRead: 3, blobsChecked: 1, blobsToCheck: 1 });
   });
 

@@ -2,6 +2,7 @@ import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, rewind, undoRewind, verify } from "../../src/index.js";
+import { cli } from "../cli/harness.js";
 import { codeOf, filesBelow } from "../helpers/outcomes.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
@@ -58,6 +59,32 @@ describe("an edited session.json", () => {
     expect(report.filesRestored + report.filesDeleted).toBe(2);
     expect(await filesBelow(s.workspace)).toEqual({ "f.txt": "v1" });
     expect(await filesBelow(s.victim)).toEqual(before);
+  });
+
+  it("is reported by verify (workspace_mismatch); with no snapshot on the tape, it is named unchecked", async () => {
+    const s = await editedSession();
+    expect((await verify(s.store, s.id)).ok).toBe(true);
+    const meta = join(s.root, s.id, "session.json");
+    const record = JSON.parse(await readFile(meta, "utf8"));
+    await writeFile(meta, JSON.stringify({ ...record, workspace: s.victim }));
+    const reader = new SessionStore({ root: s.root });
+    stores.push(reader);
+    const report = await verify(reader, s.id);
+    expect(report.ok).toBe(false);
+    expect(report.problems).toEqual([
+      expect.objectContaining({ kind: "workspace_mismatch", named: s.victim, recorded: [s.workspace] }),
+    ]);
+    expect(report.notChecked).not.toContainEqual(expect.stringContaining("session.json's workspace"));
+    const run = await cli(["verify", s.id, "--root", s.root]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain(`session.json names "${s.victim}", but the tape's snapshots were taken in`);
+
+    // A tape that holds no snapshot records no workspace: verify cannot tell an edit, and says so.
+    const { id } = await reader.create({ workspace: s.victim });
+    const bare = await verify(reader, id);
+    expect(bare.ok).toBe(true);
+    expect(bare.notChecked).toContainEqual(expect.stringContaining("session.json's workspace"));
+    expect((await cli(["verify", id, "--root", s.root])).stdout).toContain("not checked: session.json's workspace");
   });
 
   it("cannot redirect an undo either: it goes back to the workspace its rewind recorded", async () => {

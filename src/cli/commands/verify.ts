@@ -1,4 +1,11 @@
-import { verify, type VerifyProgress, type VerifyReport, isAgentTapeError, SessionNotFoundError } from "../../index.js";
+import {
+  VERIFY_NEVER_CHECKS,
+  verify,
+  type VerifyProgress,
+  type VerifyReport,
+  isAgentTapeError,
+  SessionNotFoundError,
+} from "../../index.js";
 import { optionalSessionId, printJson, printLine, type CliContext, type Command } from "../command.js";
 import { plural } from "../output.js";
 
@@ -9,8 +16,11 @@ export const verifyCommand: Command = {
   help: `Checks one session, or every session under the root: every line of the tape parses,
 sequences strictly increase, every side record reads, and every before-snapshot blob an
 event (or a rewind archive) refers to exists and still matches its sha256. Reads past
-damage to list every problem, each with the line or the event that names it. Changes
-nothing and takes no lock. Exits 1 when anything is wrong, 0 when all is well.`,
+damage to list every problem, each with the line or the event that names it, and a
+session.json whose workspace is not the one the tape's snapshots were taken in. Under a
+session it prints what it could not check there (a workspace no snapshot records, a
+pending rewind's before-state); never checked anywhere: ${VERIFY_NEVER_CHECKS.join("; ")}.
+Changes nothing and takes no lock. Exits 1 when anything is wrong, 0 when all is well.`,
   options: {},
 
   async run(ctx, args) {
@@ -58,15 +68,17 @@ function printReports(ctx: CliContext, reports: readonly VerifyReport[]): void {
   const { style } = ctx;
   for (const v of reports) {
     const counts = `${plural(v.events, "event")}, ${plural(v.blobsChecked, "blob")}`;
-    if (v.ok) {
-      printLine(ctx.stdout, `${style.green("ok")}    ${v.sessionId}  ${counts}`);
-      continue;
+    if (v.ok) printLine(ctx.stdout, `${style.green("ok")}    ${v.sessionId}  ${counts}`);
+    else {
+      printLine(
+        ctx.stdout,
+        `${style.red("FAIL")}  ${v.sessionId}  ${counts}: ${style.red(plural(v.problems.length, "problem"))}`,
+      );
+      for (const p of v.problems) printLine(ctx.stdout, `      ${p.message}`);
     }
-    printLine(
-      ctx.stdout,
-      `${style.red("FAIL")}  ${v.sessionId}  ${counts}: ${style.red(plural(v.problems.length, "problem"))}`,
-    );
-    for (const p of v.problems) printLine(ctx.stdout, `      ${p.message}`);
+    // What every session leaves unchecked is in the help; what this one does is said here.
+    for (const what of v.notChecked)
+      if (!VERIFY_NEVER_CHECKS.includes(what)) printLine(ctx.stdout, `      not checked: ${what}`);
   }
   const bad = reports.filter((v) => !v.ok);
   if (bad.length === 0)
