@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { closeSync, constants, openSync } from "node:fs";
-import { mkdir, readdir, realpath, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, realpath, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, rewind, verify } from "../../src/index.js";
@@ -104,7 +104,8 @@ describe("store parts replaced by symlinks", () => {
     const s = await scene();
     await rm(join(s.dir, "records"), { recursive: true, force: true });
     await symlink(s.outside, join(s.dir, "records"));
-    await writeFile(join(s.outside, "rewind-archive-1.json"), "an outside file with a record's name");
+    // An old archive as a rewind would leave one: a rewind drops older archives, so it would delete this.
+    await writeFile(join(s.outside, "rewind-archive-1.json"), JSON.stringify({ events: [] }));
     const before = await filesBelow(s.outside);
     const store = reopen(s.root);
     const code = await codeOf(rewind(store, s.id, { toSequence: s.target }));
@@ -127,7 +128,12 @@ describe("store files replaced by FIFOs", () => {
     const dry = await within(5000, codeOf(rewind(store, s.id, { toSequence: s.target, dryRun: true })));
     expect(dry).not.toBe("hung");
     const real = await within(5000, codeOf(rewind(store, s.id, { toSequence: s.target })));
-    expect(real).not.toBe("hung");
+    expect(real).toBe("STORE_TAMPERED");
+    // The rewind let go of the lock: another store (as another process would) writes, not LOCKED.
+    const other = reopen(s.root);
+    const append = other.append(s.id, { type: "message", payload: { role: "user", content: "after" } });
+    expect(await within(5000, codeOf(append))).toBeUndefined();
+    expect(await readFile(join(s.workspace, "f.txt"), "utf8")).toBe("v2");
   });
 
   it("session.json as a FIFO: list finishes and names the session as unreadable", async () => {
@@ -137,6 +143,6 @@ describe("store files replaced by FIFOs", () => {
     const store = reopen(s.root);
     const listed = await within(5000, store.list());
     expect(listed).not.toBe("hung");
-    expect(listed !== "hung" && listed.map((info) => info.id)).toContain(s.id);
+    expect(listed !== "hung" && listed.find((info) => info.id === s.id)?.unreadable?.code).toBe("STORE_TAMPERED");
   });
 });

@@ -193,6 +193,31 @@ describe("a planted rewind intent", () => {
     });
   });
 
+  it("carrying another session's events is not this tape's: STORE_TAMPERED, nothing appended", async () => {
+    const s = await editedSession();
+    const checkpoint = (await s.store.readAll(s.id)).find((e) => e.type === "session_checkpoint")!;
+    await plantIntent(s, {
+      workspace: s.workspace,
+      files: (checkpoint.payload as { files: unknown[] }).files, // what the tape holds: fits
+    });
+    const path = join(s.root, s.id, "records", "rewind-intent.json");
+    const intent = JSON.parse(await readFile(path, "utf8"));
+    intent.append = intent.append.map((event: object) => ({ ...event, sessionId: "01OTHERSESSION0000000000000" }));
+    await writeFile(path, JSON.stringify(intent));
+    const log = join(s.root, s.id, "events.jsonl");
+    const tape = await readFile(log, "utf8");
+    const writer = new SessionStore({ root: s.root });
+    stores.push(writer);
+    const error = await writer
+      .append(s.id, { type: "message", payload: { role: "user", content: "x" } })
+      .catch((e) => e);
+    expect(error.code).toBe("STORE_TAMPERED");
+    expect(error.message).toContain("not this session's");
+    expect((await verify(writer, s.id)).problems.map((p) => p.kind)).toContain("intent_tampered");
+    expect(await readFile(log, "utf8")).toBe(tape);
+    expect(await filesBelow(s.workspace)).toEqual({ "f.txt": "v2", "new.txt": "made by the tool" });
+  });
+
   it("that is not an intent at all is STORE_TAMPERED, and verify says the record is malformed", async () => {
     const s = await editedSession();
     await mkdir(join(s.root, s.id, "records"), { recursive: true });
