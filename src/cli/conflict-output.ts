@@ -26,8 +26,13 @@ export function printConflicts(sink: TextSink, conflicts: readonly RewindConflic
 }
 
 /** The question before overwriting them; only "y" or "yes" is a yes. */
-export async function confirmOverwrite(ask: (question: string) => Promise<string>, count: number): Promise<boolean> {
+export async function confirmOverwrite(
+  ask: (question: string) => Promise<string>,
+  count: number,
+  someLost = false,
+): Promise<boolean> {
   const them = count === 1 ? "it" : `these ${count} paths`;
-  const answer = await ask(`Overwrite ${them}? The current bytes go into the undo. [y/N] `);
+  const kept = someLost ? "except what is listed as lost for good" : "";
+  const answer = await ask(`Overwrite ${them}? The current bytes go into the undo${kept && `, ${kept}`}. [y/N] `);
   return /^\s*y(es)?\s*$/i.test(answer);
 }

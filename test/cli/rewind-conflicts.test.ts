@@ -119,6 +119,19 @@ describe("agent-tape rewind at a terminal: asks before overwriting", () => {
     expect(await readdir(t.workspace)).not.toContain("b.txt");
   });
 
+  it("a conflicting file too big for the undo: the question shows it lost for good, not 'into the undo'", async () => {
+    const t = await handEdited();
+    await writeFile(join(t.workspace, "a.txt"), Buffer.alloc(6 * 1000 * 1000, 1)); // over the undo's 5 MiB
+    const you = person("n");
+    const args = ["rewind", t.id, "--to", "2", "--allow-unrecoverable", "--root", t.root];
+    const run = await cli(args, { ask: you.ask });
+    expect(run.stderr).toContain("Would be lost for good (no copy kept for undo; needs --allow-unrecoverable):\n");
+    expect(run.stderr).toContain("  a.txt (too_large)\n");
+    expect(you.questions).toEqual([expect.stringMatching(/except what is listed as lost for good.*\[y\/N\]/)]);
+    expect(run.code).toBe(1);
+    expect((await readFile(join(t.workspace, "a.txt"))).length).toBe(6 * 1000 * 1000);
+  });
+
   it("anything but yes (here: Enter) changes nothing and exits 1", async () => {
     const t = await handEdited();
     const you = person("");

@@ -95,7 +95,9 @@ Options:
       const conflicts = preview.conflicts ?? [];
       if (conflicts.length > 0) {
         printConflicts(ctx.stderr, conflicts, true);
-        if (!(await confirmOverwrite(ctx.ask, conflicts.length))) {
+        // What the undo could not keep is said before the question, which otherwise promises it a copy.
+        const lost = printUnrecoverable(ctx.stderr, preview.changes, true);
+        if (!(await confirmOverwrite(ctx.ask, conflicts.length, lost > 0))) {
           printLine(
             ctx.stderr,
             "Nothing was changed. To rewind the rest and leave these as they are: --on-conflict skip.",
@@ -139,7 +141,7 @@ Options:
     printFileChanges(ctx, report.changes);
     if (diffs) printPatches(ctx, report.changes);
     printConflicts(ctx.stdout, report.conflicts ?? []);
-    printUnrecoverable(ctx, report.changes, dryRun);
+    printUnrecoverable(ctx.stdout, report.changes, dryRun);
     const events =
       report.mode === "files"
         ? "the conversation is kept"
@@ -159,17 +161,15 @@ Options:
   },
 };
 
-/** Content the rewind destroys (or would) with no copy for undo, each with why it was not kept. */
+/** Content the rewind destroys (or would) with no copy for undo, each with why it was not kept; how many. */
 function printUnrecoverable(
-  ctx: Parameters<Command["run"]>[0],
+  out: Parameters<typeof printLine>[0],
   changes: readonly { unrecoverable?: { path: string; reason: string }[] | undefined }[],
   dryRun: boolean,
-): void {
+): number {
   const lost = changes.flatMap((c) => c.unrecoverable ?? []);
-  if (lost.length === 0) return;
-  printLine(
-    ctx.stdout,
-    `${dryRun ? "Would be lost" : "Lost"} for good (no copy kept for undo; needs --allow-unrecoverable):`,
-  );
-  for (const item of lost) printLine(ctx.stdout, `  ${item.path} (${item.reason})`);
+  if (lost.length === 0) return 0;
+  printLine(out, `${dryRun ? "Would be lost" : "Lost"} for good (no copy kept for undo; needs --allow-unrecoverable):`);
+  for (const item of lost) printLine(out, `  ${item.path} (${item.reason})`);
+  return lost.length;
 }
