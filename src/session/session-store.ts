@@ -206,7 +206,8 @@ type QueuedAppend = {
 /**
  * The session while you hold its lock (see {@link SessionStore.withLock}): what you read is
  * current, and what you append lands right after it. Appends are validated like
- * {@link SessionStore.append}; nothing here can cut the log, delete blobs or write side records.
+ * {@link SessionStore.append}; nothing here can cut the log, delete blobs or write side records. It
+ * appends only while the function given to `withLock` runs: kept past it, `append` throws INVALID_ARGUMENT.
  */
 export interface HeldSession<E extends EventSchemas = {}> {
   readonly sessionId: string;
@@ -598,7 +599,8 @@ export class SessionStore<E extends EventSchemas = {}> {
   /**
    * Runs `fn` holding the session's lock (after this store's queued writes), so what it reads
    * stays current until it returns: e.g. append only if the last event is still the one you saw.
-   * `fn` gets a {@link HeldSession}, which appends (validated) and nothing else. Calling this
+   * `fn` gets a {@link HeldSession}, which appends (validated) and nothing else, until `fn` settles (an
+   * append `fn` started is waited for before the lock goes on; one after it is refused). Calling this
    * store's methods for the same session from inside `fn` is refused (the lock is not
    * re-entrant). Throws SESSION_NOT_FOUND, LOCKED, STORE_CLOSED, and whatever `fn` throws.
    */
@@ -607,7 +609,18 @@ export class SessionStore<E extends EventSchemas = {}> {
     fn: (session: HeldSession<Pick<Known<E>, T>>) => Promise<R>,
     options: WithLockOptions = {},
   ): Promise<R> {
-    return this.#withLockedSession(id, (locked) => fn(this.#held(locked) as HeldSession<any>), options);
+    return this.#withLockedSession(
+      id,
+      async (locked) => {
+        const held = this.#held(locked);
+        try {
+          return await fn(held.session as HeldSession<any>);
+        } finally {
+          await held.end();
+        }
+      },
+      options,
+    );
   }
 
   #withLockedSession<T>(id: string, fn: (locked: LockedSession) => Promise<T>, options: WithLockOptions): Promise<T> {
@@ -616,14 +629,31 @@ export class SessionStore<E extends EventSchemas = {}> {
     return this.runInOrder(id, fn, options.signal, options.detectReentry ?? true);
   }
 
-  /** The user's view of a held lock: validated appends only. */
-  #held(locked: LockedSession): HeldSession<E> {
+  /**
+   * The user's view of a held lock: validated appends only, and only while `fn` runs. `end` (once `fn` has
+   * settled) refuses every later call and waits for the appends still running, so a handle kept past
+   * `withLock` or an append left unawaited never writes while the lock serves another caller.
+   */
+  #held(locked: LockedSession): { session: HeldSession<E>; end: () => Promise<void> } {
+    let ended = false;
+    const running = new Set<Promise<unknown>>();
     const appendMany = async (inputs: readonly { type: string; payload: unknown }[]): Promise<any[]> => {
+      if (ended)
+        throw new InvalidArgumentError(
+          `This held session of "${locked.sessionId}" ended when its withLock returned: ` +
+            "append inside the function given to withLock, or call withLock again.",
+        );
       const events = this.#toEvents(locked.sessionId, inputs as readonly EventInput<Known<E>>[]);
       if (events.length === 0) return [];
-      return this.#appendLocked(locked, events);
+      const appended = this.#appendLocked(locked, events);
+      running.add(appended);
+      try {
+        return await appended;
+      } finally {
+        running.delete(appended);
+      }
     };
-    return {
+    const session: HeldSession<E> = {
       sessionId: locked.sessionId,
       get lastSequence() {
         return locked.lastSequence;
@@ -631,6 +661,11 @@ export class SessionStore<E extends EventSchemas = {}> {
       append: async (input: { type: string; payload: unknown }) => (await appendMany([input]))[0]!,
       appendMany,
     };
+    const end = async () => {
+      ended = true;
+      await Promise.allSettled([...running]);
+    };
+    return { session, end };
   }
 
   static {

@@ -4,7 +4,13 @@ import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { SessionStore, isAgentTapeError, type SessionStoreOptions, type StoredEvent } from "../../src/index.js";
+import {
+  SessionStore,
+  isAgentTapeError,
+  type HeldSession,
+  type SessionStoreOptions,
+  type StoredEvent,
+} from "../../src/index.js";
 import type { EventSchemas } from "../../src/core/events.js";
 import { withLockedSession } from "../../src/session/session-store.js";
 import { TempRoots } from "../helpers/temp-root.js";
@@ -634,6 +640,38 @@ describe("withLock", () => {
     });
     expect(reachable).toEqual([]);
     expect((await store.readAll(id)).map((e) => e.sequence)).toEqual([1, 2, 3]);
+  });
+
+  it("refuses an append through a held session kept past its withLock: the log stays whole", async () => {
+    const { store } = await openStore({ lockIdleMs: 60_000 });
+    const { id } = await store.create();
+    let kept: HeldSession | undefined;
+    await store.withLock(id, async (session) => {
+      kept = session;
+      await session.append(say("inside"));
+    });
+    const late = await kept!.append(say("after withLock returned")).catch((e: unknown) => e);
+    expect(isAgentTapeError(late, "INVALID_ARGUMENT"), String(late)).toBe(true);
+    // Racing the store's own appends, a kept handle must not write either: it once took the same numbers.
+    const raced = await Promise.allSettled([kept!.appendMany([say("x")]), store.append(id, say("y"))]);
+    expect(raced.map((r) => r.status)).toEqual(["rejected", "fulfilled"]);
+    expect((await store.readAll(id)).map((e) => [e.sequence, (e.payload as { content: string }).content])).toEqual([
+      [1, "inside"],
+      [2, "y"],
+    ]);
+  });
+
+  it("waits for an append fn started and did not await before the lock goes to the next caller", async () => {
+    const { store } = await openStore({ lockIdleMs: 60_000 });
+    const { id } = await store.create();
+    let unawaited: Promise<unknown> | undefined;
+    await store.withLock(id, async (session) => {
+      unawaited = session.appendMany(Array.from({ length: 50 }, (_, i) => say(`left running ${i}`)));
+    });
+    const next = await store.append(id, say("next caller"));
+    expect((await unawaited) as StoredEvent[]).toHaveLength(50);
+    expect(next.sequence).toBe(51);
+    expect((await store.readAll(id)).map((e) => e.sequence)).toEqual(Array.from({ length: 51 }, (_, i) => i + 1));
   });
 
   it("refuses a store call for the same session from inside, instead of waiting for itself", async () => {
