@@ -156,5 +156,6 @@ export {
   SequenceConflictError,
   EventTooLargeError,
   StorageFailedError,
+  TapeRewoundError,
 } from "./core/errors.js";
 export type { AgentTapeErrorCode, RewindConflict } from "./core/errors.js";

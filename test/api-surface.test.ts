@@ -1,5 +1,9 @@
-// The public surface, on purpose: adding, removing or renaming an export fails here with a diff.
+// The public surface, on purpose: adding, removing or renaming an export (a type too) fails here with a diff.
 // Update the list in the same change, and say why in its message.
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import * as entry from "../src/index.js";
 import type { GcReport, HeldSession, LockedSession, SessionStore, VerifyReport } from "../src/index.js";
@@ -47,6 +51,7 @@ const RUNTIME_EXPORTS = [
   "StorageFailedError",
   "StoreClosedError",
   "StoreTamperedError",
+  "TapeRewoundError",
   "ToolCallPayload",
   "ToolResultPayload",
   "UnrecoverableChangeError",
@@ -114,5 +119,184 @@ describe("the public surface", () => {
     >();
     expectTypeOf(entry.gc).returns.resolves.toEqualTypeOf<GcReport>();
     expectTypeOf(entry.verify).returns.resolves.toEqualTypeOf<VerifyReport>();
+  });
+});
+
+/**
+ * Every name an entry file exports, read from its source (no type checker): the type-only exports vanish at
+ * run time, so the lists above cannot see them. `export *` is refused: it would export whatever the file
+ * it names adds.
+ */
+function declaredExports(entry: string): string[] {
+  const file = fileURLToPath(new URL(`../src/${entry}`, import.meta.url));
+  const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest);
+  const names: string[] = [];
+  for (const statement of source.statements) {
+    if (ts.isExportDeclaration(statement)) {
+      if (!statement.exportClause || !ts.isNamedExports(statement.exportClause))
+        throw new Error(`${entry}: "export *" exports whatever its module adds; name each export`);
+      for (const element of statement.exportClause.elements) names.push(element.name.text);
+      continue;
+    }
+    const exported = ts.canHaveModifiers(statement)
+      ? ts.getModifiers(statement)?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)
+      : false;
+    if (!exported) continue;
+    if (ts.isVariableStatement(statement))
+      for (const d of statement.declarationList.declarations) names.push(d.name.getText(source));
+    else if ("name" in statement && statement.name) names.push((statement.name as ts.Identifier).text);
+  }
+  return names.sort();
+}
+
+const TYPE_EXPORTS = [
+  "AgentTapeErrorCode",
+  "AppendOptions",
+  "BlobReference",
+  "BuiltinEvents",
+  "CaptureInput",
+  "CheckpointChanges",
+  "CheckpointChangesOptions",
+  "CheckpointEvent",
+  "CheckpointFileChange",
+  "CheckpointStoreOptions",
+  "CheckpointToolOptions",
+  "CheckpointTrim",
+  "CommandCheckpoint",
+  "CommandInProgress",
+  "CommandInput",
+  "ConfirmedConflict",
+  "Conversation",
+  "ConversationMessage",
+  "ConversationToolCall",
+  "CorruptLine",
+  "CreateOptions",
+  "CreateSessionOptions",
+  "DiffLimits",
+  "DiffTotals",
+  "Durability",
+  "ErrorSummary",
+  "EventInput",
+  "EventSchemas",
+  "ExecutableTool",
+  "FileStatesEvent",
+  "ForkIntoWorkspaceOptions",
+  "ForkIntoWorkspaceReport",
+  "ForkOptions",
+  "FsBackendOptions",
+  "GcFailure",
+  "GcOptions",
+  "GcReport",
+  "GcSessionReport",
+  "HeldSession",
+  "LockOptions",
+  "LockWait",
+  "LockedSession",
+  "MemoryBackendOptions",
+  "OnConflict",
+  "PendingRewind",
+  "ReadEventsOptions",
+  "ReadOptions",
+  "ReportedChange",
+  "RetainedDeletion",
+  "RetentionOptions",
+  "RetentionOutcome",
+  "RetentionPolicy",
+  "RetentionReason",
+  "RetentionReport",
+  "RewindConflict",
+  "RewindOptions",
+  "RewindReport",
+  "RewindStep",
+  "SalvageResult",
+  "ScanReport",
+  "SequenceRun",
+  "SessionInfo",
+  "SessionPageInput",
+  "SessionRecord",
+  "SessionStoreOptions",
+  "SessionUsage",
+  "SignalOption",
+  "StorageBackend",
+  "StorageUsage",
+  "StoreAppendOptions",
+  "StoredEvent",
+  "ToolCallInfo",
+  "ToolOutcome",
+  "ToolTouches",
+  "TypedEvent",
+  "UndoReport",
+  "UndoRewindOptions",
+  "VerifyOptions",
+  "VerifyProblem",
+  "VerifyProblemKind",
+  "VerifyProgress",
+  "VerifyReport",
+  "WithLockOptions",
+  "WorkspaceIndexOptions",
+];
+
+const TESTING_TYPE_EXPORTS = ["BackendConformanceOptions", "CrashLeftState", "OptionalMethod"];
+
+// The adapters' entries, types and values together (importing them would need each framework installed).
+const ADAPTER_EXPORTS: Record<string, string[]> = {
+  "adapters/ai-sdk/index.ts": ["AiSdkTape", "AiSdkTapeOptions", "INTERRUPTED", "aiSdkTape"],
+  "adapters/claude-agent-sdk/index.ts": [
+    "CLAUDE_TOOL_TOUCHES",
+    "CheckpointHooksOptions",
+    "ClaudeCheckpointHooks",
+    "ClaudeHookCallback",
+    "ClaudeSessionEntry",
+    "ClaudeSessionKey",
+    "ClaudeSessionStoreOptions",
+    "ClaudeTapeSessionStore",
+    "claudeEvents",
+    "claudeSessionStore",
+  ],
+  "adapters/openai-agents/index.ts": [
+    "INTERRUPTED",
+    "OpenAIAgentsTape",
+    "OpenAIAgentsTapeOptions",
+    "openaiAgentsEvents",
+    "openaiAgentsTape",
+  ],
+};
+
+describe("the public surface: type-only names and the adapters", () => {
+  it("agent-tape exports exactly these type-only names", () => {
+    const runtime = new Set(Object.keys(entry));
+    expect(declaredExports("index.ts").filter((name) => !runtime.has(name))).toEqual(TYPE_EXPORTS);
+  });
+
+  it("agent-tape/testing exports exactly these type-only names", () => {
+    const runtime = new Set(Object.keys(testingEntry));
+    expect(declaredExports("testing/index.ts").filter((name) => !runtime.has(name))).toEqual(TESTING_TYPE_EXPORTS);
+  });
+
+  it.each(Object.keys(ADAPTER_EXPORTS))("%s exports exactly its listed names", (file) => {
+    expect(declaredExports(file)).toEqual(ADAPTER_EXPORTS[file]);
+  });
+});
+
+describe("error codes", () => {
+  const errorsSource = readFileSync(fileURLToPath(new URL("../src/core/errors.ts", import.meta.url)), "utf8");
+  const codes = [.../export type AgentTapeErrorCode =([^;]*);/.exec(errorsSource)![1]!.matchAll(/"([A-Z_]+)"/g)]
+    .map((m) => m[1]!)
+    .sort();
+  const classes = [...errorsSource.matchAll(/export class (\w+) extends AgentTapeError \{\s*readonly code = "(\w+)"/g)];
+
+  it("each code has one error class, exported from agent-tape", () => {
+    expect(classes.map(([, , code]) => code).sort()).toEqual(codes);
+    for (const [, name] of classes) expect(Object.keys(entry), name).toContain(name);
+  });
+
+  it("each error class is thrown somewhere in src/: a code nothing throws is removed, not documented", () => {
+    const sources = readdirSync(fileURLToPath(new URL("../src", import.meta.url)), { recursive: true })
+      .map(String)
+      .filter((path) => path.endsWith(".ts") && path !== join("core", "errors.ts"))
+      .map((path) => readFileSync(fileURLToPath(new URL(`../src/${path}`, import.meta.url)), "utf8"))
+      .join("\n");
+    const neverThrown = classes.map(([, name]) => name!).filter((name) => !sources.includes(`new ${name}(`));
+    expect(neverThrown).toEqual([]);
   });
 });
