@@ -16,10 +16,10 @@ module.exports = {
     ...upward,
     {
       name: "layers-do-not-import-the-entry-points",
-      comment: "The library's layers never import the CLI, the test kit or the adapters.",
+      comment: "The library's layers never import the public entry, the CLI, the test kit or the adapters.",
       severity: "error",
       from: { path: `^src/(${layers.join("|")})/` },
-      to: { path: "^src/(cli|testing|adapters)/" },
+      to: { path: "^src/(cli|testing|adapters)/|^src/index\\.ts$" },
     },
     {
       name: "cli-imports-only-the-public-entry",
