@@ -4,7 +4,7 @@
 import { appendFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, isAgentTapeError, rewind, type StoredEvent } from "../../src/index.js";
+import { SessionStore, rewind, type StoredEvent } from "../../src/index.js";
 import { readLines } from "../../src/backend/fs/lines.js";
 import { keptEndFor } from "../../src/backend/fs/seek.js";
 import { codeOf } from "../helpers/outcomes.js";
