@@ -11,12 +11,12 @@ import { newId } from "../src/core/ids.js";
 /** The slowest our median may get from the smallest workspace to the largest and still count as flat. */
 const FLAT_TOLERANCE = 1.5;
 const RAW_TOLERANCE = 1.3;
-/** Issue 13: one new 4 KB file captured within 1.5x of the durable steps done by hand. */
+/** Target: one new 4 KB file captured within 1.5x of the durable steps done by hand. */
 const FLOOR_TOLERANCE = 1.5;
 const GIT_SPEEDUP = 50;
 
 /**
- * One-file capture (issue 3): the before-snapshot of one ~4 KB source file that was just edited
+ * One-file capture: the before-snapshot of one ~4 KB source file that was just edited
  * (a new blob each time) and of one that was not (the blob dedupes), in workspaces of growing
  * size, against the peers' shadow-git checkpoint and a raw fs/promises baseline doing the same
  * bytes. All contenders share one workspace per size and alternate round by round; the shadow
@@ -181,7 +181,7 @@ function rowsFor(sizes: readonly number[], bySize: ReadonlyMap<number, SizeFigur
     });
   }
 
-  // Issue 13's target: the new 4 KB blob of the hot file, in the 10k-file workspace, within 1.5x of the same
+  // The target: the new 4 KB blob of the hot file, in the 10k-file workspace, within 1.5x of the same
   // durable steps by hand (the raw row above, same run, same rounds).
   const floor = at(middle);
   rows.push({

@@ -8,7 +8,7 @@ import { interleavedRounds, median, settleDisk, timeIt, type Figure, type Row, t
 import { editedText, sourceText } from "./workspace.js";
 
 /**
- * The conflict check (issue 12, docs/ARCHITECTURE.md "Conflicts"): a rewind of k files, each edited by its
+ * The conflict check (docs/ARCHITECTURE.md, "Conflicts"): a rewind of k files, each edited by its
  * own `around` call (a checkpoint and an after-state per file, 2k events). Three figures:
  * - the check alone (fold the tape into LastWritten, compare every planned path: what `rewind` adds to its
  *   plan) against the restore alone (the rewind's "intent-written" -> "files-restored" step), same round;

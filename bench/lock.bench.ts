@@ -6,7 +6,7 @@ import { messageEvent } from "./workload.js";
 /**
  * What the cross-process lock costs on a fsynced append: taken and released around every append
  * (lockIdleMs: 0) against the default lease, which keeps it across operations. This is the
- * figure that decides the locking design (issue 2), so both throughputs and the per-append
+ * figure that decides the locking design, so both throughputs and the per-append
  * overhead are reported; it has no pass/fail target.
  */
 export const lockSuite: Suite = {

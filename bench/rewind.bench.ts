@@ -15,12 +15,12 @@ import {
 } from "./workspace.js";
 
 const FLAT_TOLERANCE = 1.5;
-/** Issue 13: a rewind of 1 file at least 20x faster than shadow git's restore; of 100 and 1000 files, not slower. */
+/** Target: a rewind of 1 file at least 20x faster than shadow git's restore; of 100 and 1000 files, not slower. */
 const GIT_SPEEDUP = 20;
 const GIT_PARITY = 1;
 
 /**
- * Rewind (issue 4): k files edited after the target, each through its own `around` (one
+ * Rewind: k files edited after the target, each through its own `around` (one
  * edit_file call per file), then `rewind(store, id, { toSequence })` — with the default undo
  * snapshot (keepUndo 1) and without it (keepUndo 0) — against Gemini CLI's shadow-git restore
  * (`git restore --source=<commit> .` + `git clean -fd`) in the same workspace. Every round

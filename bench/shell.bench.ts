@@ -28,7 +28,7 @@ const MEMORY_MB = 50;
 const run = promisify(execFile);
 
 /**
- * Shell commands (issue 11): what the workspace index costs around a command that changes one
+ * Shell commands: what the workspace index costs around a command that changes one
  * file — before-scan, the command, after-scan, checkpoint — against the peers' shadow git, which
  * commits the whole tree (`git add -A && git commit`, a separate GIT_DIR) once per command. Both
  * make the same 4 KB edit of the hot file; rounds alternate. Also: the first (cold) scan against
@@ -52,7 +52,7 @@ export const shellSuite: Suite = {
 };
 
 /**
- * Disk (issue 13): the session folder after 100 commands each changing 5 files of a 10k-file source
+ * Disk: the session folder after 100 commands each changing 5 files of a 10k-file source
  * workspace, against shadow git's .git for the same history; blobs compressed (the default) and not.
  */
 export const diskSuite: Suite = {

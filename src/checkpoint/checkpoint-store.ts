@@ -267,7 +267,7 @@ export class CheckpointStore {
   }
 
   // The real path of a workspace named to this store, resolved once rather than on every capture (a
-  // realpath walks every component: issue 13), when it is its own real path: no link on the way that could
+  // realpath walks every component), when it is its own real path: no link on the way that could
   // be re-pointed to another folder. A workspace named through a link is resolved every time. A capture
   // that finds a path absent or outside asks again (`fresh`): a workspace removed, moved, or replaced by a
   // link since fails or is followed as before, and never has its files recorded absent from a stale path.

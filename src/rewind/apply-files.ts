@@ -186,7 +186,7 @@ async function restoreSymlink(held: HeldWorkspace, path: string, where: string, 
 
 /**
  * Renames the temp over the entry. A folder there cannot be replaced by a rename (EISDIR): it goes, contents
- * and all, and the rename is tried again. Looking first cost every restore an lstat (issue 13).
+ * and all, and the rename is tried again. Looking first cost every restore an lstat.
  */
 async function renameOver(held: HeldWorkspace, path: string, temp: string, where: string): Promise<void> {
   try {

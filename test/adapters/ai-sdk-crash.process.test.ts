@@ -1,4 +1,4 @@
-// agent-tape/ai-sdk across kill -9 (issue 14, "Tests and docs"): a child runs a real `ai` 6 agent loop (the SDK's
+// agent-tape/ai-sdk across kill -9: a child runs a real `ai` 6 agent loop (the SDK's
 // mock model, real file and shell tools) and is killed with SIGKILL while its 4th tool call (a shell command)
 // runs. A new store then resumes from the tape: the conversation comes back as model messages (the killed call
 // answered as interrupted), a rewind to before the 2nd tool call restores the files byte for byte, and undo

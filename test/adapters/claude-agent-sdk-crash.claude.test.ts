@@ -1,4 +1,4 @@
-// agent-tape/claude-agent-sdk across kill -9 (issue 14, "Tests and docs"), with the real Claude Agent SDK and the
+// agent-tape/claude-agent-sdk across kill -9, with the real Claude Agent SDK and the
 // Claude Code binary its package brings (the "claude" vitest project: defined only where .ci/run installed the SDK
 // into .tools/claude-agent-sdk, since its binary is 400 MB and no devDependency). Claude Code talks to a scripted
 // Messages API on 127.0.0.1 (test/adapters/claude-messages-api.ts), in a child isolated from the network; its own

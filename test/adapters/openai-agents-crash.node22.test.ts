@@ -1,4 +1,4 @@
-// agent-tape/openai-agents across kill -9 (issue 14, "Tests and docs"), with the real `@openai/agents` (Node 22+:
+// agent-tape/openai-agents across kill -9, with the real `@openai/agents` (Node 22+:
 // the "node22" project). A child runs a scripted agent (real file and shell tools, the tape as its Session) and is
 // killed with SIGKILL while its 4th tool call (a shell command) runs. A new store then resumes from the tape: the
 // Session's getItems gives the history with the killed call answered as interrupted, and a new run goes on from

@@ -1,4 +1,4 @@
-// Issue 16: after an undo of a big cut the log holds one batch of up to 999,999 events, and every later reader
+// After an undo of a big cut the log holds one batch of up to 999,999 events, and every later reader
 // used to hold all of it until its last line was read. These measure a reader in a process of its own (peak
 // RSS, test/children/read-peak.ts) over a batch far bigger than the hold, against the same reader over as many
 // events without a batch mark; then over an unfinished batch left by a writer killed with SIGKILL mid-write,

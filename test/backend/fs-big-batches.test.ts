@@ -1,4 +1,4 @@
-// Issue 16: a batch bigger than a reader holds back (an undo putting back a 999,999-event cut is one batch).
+// A batch bigger than a reader holds back (an undo putting back a 999,999-event cut is one batch).
 // Readers used to hold every event of a batch until its last line was read: memory that followed the undo's
 // batch on every later read. Now a reader holds at most HOLD_EVENTS of it, looks ahead in the file for the
 // batch's end, and streams the batch once that end is there (docs/ARCHITECTURE.md, "On disk", batches). These

@@ -5,7 +5,7 @@ import { SessionStore, isAgentTapeError, verify } from "../../src/index.js";
 import { cli } from "../cli/harness.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
-// Issue 9, case 9: a session.json or rewind intent that is not what the library wrote (garbage, empty,
+// A session.json or rewind intent that is not what the library wrote (garbage, empty,
 // `{}`) once threw a raw SyntaxError from every call while `verify` said intact. Now each call fails
 // with a typed error naming the file (the parse error as its cause), and verify reports it.
 

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { readLines } from "../../src/backend/fs/lines.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
-// The chunked line reader with lines far longer than a chunk (issue 9, case 11): each line comes out
+// The chunked line reader with lines far longer than a chunk: each line comes out
 // exactly once, whole, with multi-byte characters split across chunk edges put back together.
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());

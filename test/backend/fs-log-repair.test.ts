@@ -110,7 +110,7 @@ describe("fs backend: a corrupt line", () => {
     expect((error as LogCorruptError).line).toBe(4);
   });
 
-  // Issue 9, case 6: a last line whose sequence goes backwards (5 then 2), or that repeats the one before it.
+  // A last line whose sequence goes backwards (5 then 2), or that repeats the one before it.
   for (const [name, lastSequence] of [
     ["going backwards", 2],
     ["duplicated", 5],

@@ -1,4 +1,4 @@
-// Issue 9, case 7: a rewrite of the log (a rewind's truncation) that fails part way — disk full, a file-size
+// A rewrite of the log (a rewind's truncation) that fails part way — disk full, a file-size
 // limit — must remove its temp file, and temp files a killed process left beside the log or its records must be
 // swept by the next lock holder and by gc. The failing write is real: a child process under `ulimit -f`.
 import { readdir, readFile, writeFile } from "node:fs/promises";
@@ -38,7 +38,7 @@ async function tempFiles(root: string, id: string): Promise<string[]> {
   return [...beside, ...records.map((name) => `records/${name}`)];
 }
 
-describe("a failed rewrite of the log (issue 9, case 7)", () => {
+describe("a failed rewrite of the log", () => {
   it("a truncation past the file-size limit fails REWIND_FAILED and leaves no temp file (3 rounds)", async () => {
     const { root, id } = await longSession();
     const log = join(root, id, "events.jsonl");
@@ -61,7 +61,7 @@ describe("a failed rewrite of the log (issue 9, case 7)", () => {
   });
 });
 
-describe("temp files a killed process left behind (issue 9, case 7)", () => {
+describe("temp files a killed process left behind", () => {
   /** A rewind killed by SIGXFSZ while copying the kept part of the log: its temp file and its intent stay. */
   async function killedMidRewrite(root: string, id: string): Promise<string[]> {
     const run = await runChild("rewind-once.ts", [root, id, "590"], {}, { fileSizeKiB: 256, pastFileSize: "die" });

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { childScript } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
-// Issue 9, case 9: running out of file descriptors (EMFILE) is made for real, in a child started with a
+// Running out of file descriptors (EMFILE) is made for real, in a child started with a
 // low `ulimit -n`: every failed append is STORAGE_FAILED with osCode EMFILE, none a raw error.
 const roots = new TempRoots();
 afterEach(() => roots.removeAll());

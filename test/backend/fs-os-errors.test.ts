@@ -5,7 +5,7 @@ import { CheckpointStore, SessionStore, isAgentTapeError } from "../../src/index
 import { cli } from "../cli/harness.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
-// Issue 9, case 9: OS errors met by the store are STORAGE_FAILED with the OS code (`osCode`) and the OS
+// OS errors met by the store are STORAGE_FAILED with the OS code (`osCode`) and the OS
 // error as `cause`, never raw. Each is made for real: a file where the store keeps a folder (ENOTDIR,
 // EEXIST) and a folder where it keeps a file (EISDIR). EMFILE: fs-os-errors.process.test.ts.
 

@@ -3,7 +3,7 @@ import { FS_CALLS, traceChild } from "../helpers/syscalls.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 // The file-system calls of one capture, counted by strace in a real child process, so they do not creep
-// back (issue 13): each is a round trip through libuv's thread pool, and a capture of one new 4 KB file
+// back: each is a round trip through libuv's thread pool, and a capture of one new 4 KB file
 // made ~29 of them where the durable steps by hand make ~15. The workspace's real path is remembered per
 // store, the parents are looked at only through the folder held open, and the blob's folder checks go
 // together.

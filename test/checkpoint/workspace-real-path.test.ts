@@ -5,7 +5,7 @@ import { CheckpointStore, SessionStore, isAgentTapeError } from "../../src/index
 import { codeOf } from "../helpers/outcomes.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
-// A CheckpointStore resolves a workspace's real path once, not on every capture (issue 13). What must not
+// A CheckpointStore resolves a workspace's real path once, not on every capture. What must not
 // change with it: a workspace moved, removed or re-pointed since is never read through the stale path, so
 // its files are never recorded absent (a rewind would delete them).
 

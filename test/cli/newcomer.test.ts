@@ -1,4 +1,4 @@
-// The path a newcomer takes (issue 14, item 6): ids typed by a prefix, a mistyped --root, an unknown option,
+// The path a newcomer takes: ids typed by a prefix, a mistyped --root, an unknown option,
 // a session that is not there. Each answer is the CLI's own, in the user's words, with the right exit code.
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";

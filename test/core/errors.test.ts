@@ -259,7 +259,7 @@ describe("LOG_CORRUPT", () => {
     const lines = (await readFile(log, "utf8")).split("\n").filter(Boolean);
     // Put a copy of event 1 back at the end: a duplicated sequence.
     await writeFile(log, [...lines, lines[0]!, ""].join("\n"));
-    // Appending after it would take numbers already in the log (issue 9, case 6): refused, naming the line.
+    // Appending after it would take numbers already in the log: refused, naming the line.
     const refused = (await expectCode(() => store.append(id, say("after")), "LOG_CORRUPT")) as LogCorruptError;
     expect(refused.line).toBe(3);
     const error = (await expectCode(() => store.readAll(id), "LOG_CORRUPT")) as LogCorruptError;

@@ -1,4 +1,4 @@
-// Issue 9, case 8: a built-in event whose payload is not what its schema says (a checkpoint with `files: "zzz"`,
+// A built-in event whose payload is not what its schema says (a checkpoint with `files: "zzz"`,
 // written by hand or by a broken program) must be reported by `verify`, refused by `rewind` with a typed error,
 // and must stop `gc` from pruning blobs: a reference gc cannot read is not a reference it may assume absent.
 import { readdir, readFile, realpath, writeFile } from "node:fs/promises";
@@ -55,7 +55,7 @@ function open(root: string): SessionStore {
   return store;
 }
 
-describe("a checkpoint whose files are not a list (issue 9, case 8)", () => {
+describe("a checkpoint whose files are not a list", () => {
   it("verify reports it, rewind refuses it with STORE_TAMPERED, gc prunes nothing", async () => {
     const s = await editedSession();
     const sequence = await editPayload(s.root, s.id, "session_checkpoint", (payload) => {

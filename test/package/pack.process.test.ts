@@ -1,4 +1,4 @@
-// Installable (issue 14, item 5): the package as npm would ship it, installed into a fresh project the way a
+// Installable: the package as npm would ship it, installed into a fresh project the way a
 // user installs it, then loaded as ESM and as CommonJS, its CLI run, and its types compiled by a strict tsc.
 // Fast on purpose: it packs the dist/ already built (`prepare` rebuilds only when sources are newer) and installs
 // from the local npm cache (--prefer-offline, no audit, no fund).

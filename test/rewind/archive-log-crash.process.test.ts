@@ -1,4 +1,4 @@
-// Byte-range archives across kill -9 (docs/ARCHITECTURE.md, "Rewind intent"; issue 16): a rewind killed while
+// Byte-range archives across kill -9 (docs/ARCHITECTURE.md, "Rewind intent"): a rewind killed while
 // it copies the part of the log it cuts, and an undo killed while it streams those events back as one batch,
 // at random moments, in real child processes. The next writer must find the rewind (or the undo) done, every
 // event exactly once, and the archive whole: what the undo puts back is what the rewind cut.

@@ -1,5 +1,5 @@
 // A rewind keeps the part of the log it cuts as a copy of those bytes (records/rewind-archive-<marker>.jsonl),
-// never as parsed events in its intent (docs/ARCHITECTURE.md, "Blobs", archives; issue 16). These tests hold
+// never as parsed events in its intent (docs/ARCHITECTURE.md, "Blobs", archives). These tests hold
 // the copy to the log byte for byte, the undo to putting back exactly it, and every reader of archives (undo,
 // verify, gc, roll-back) to refusing one that was altered.
 import { createHash } from "node:crypto";

@@ -41,7 +41,7 @@ describe("durable calls of a rewind (strace)", () => {
       const { report, total, fsCalls, calls } = await rewindTraced(1);
       expect(report).toEqual({ filesRestored: 1, intact: true });
       // The intent and its folder; then at once the restored file, its folder, the undo blob, its shard and
-      // blobs/; then the cut log and its folder. Before (issue 13): 9 as well, but 9 waits one after another
+      // blobs/; then the cut log and its folder. Earlier versions: 9 as well, but 9 waits one after another
       // (the undo blob's three before the intent), and ~190 calls (the blob read twice, parents looked at).
       expect(total, JSON.stringify(calls)).toBeLessThanOrEqual(9);
       expect(calls.syncfs ?? 0).toBe(0);

@@ -1,4 +1,4 @@
-// Issue 9, case 2: a rewind that fails part way (after files were restored, before the log was cut) must leave
+// A rewind that fails part way (after files were restored, before the log was cut) must leave
 // the session exactly as before it — files, log, no intent — and throw REWIND_FAILED with the cause; an append
 // the caller makes at once on the same store must not take the marker's number or make the rewind look done.
 import { execFileSync } from "node:child_process";
@@ -69,7 +69,7 @@ const attacks = {
         onProgress: (step) => {
           // sub/c.txt cannot be put back (EPERM, even for root), while a.txt and b.txt can. Undoing the
           // rewind needs nothing written in sub/: c.txt was absent before it. (A blob removed here no longer
-          // fails the restore: it writes the bytes its plan read and verified, issue 13.)
+          // fails the restore: it writes the bytes its plan read and verified.)
           if (step !== "intent-written") return;
           execFileSync("chattr", ["+i", join(s.workspace, "sub")]);
           immutable.push(join(s.workspace, "sub"));
@@ -78,7 +78,7 @@ const attacks = {
     ),
 };
 
-describe("a rewind that fails (issue 9, case 2)", () => {
+describe("a rewind that fails", () => {
   for (const [name, attack] of Object.entries(attacks)) {
     it(`${name}: rolled back, REWIND_FAILED, and an append at once keeps its own number`, async () => {
       const s = await editedWorkspace();

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
-// Folder snapshots mean what they say (issue 11, item 5; docs/ARCHITECTURE.md, "Rewind intent"): a folder
+// Folder snapshots mean what they say (docs/ARCHITECTURE.md, "Rewind intent"): a folder
 // captured whole lists everything below it, so a rewind to before it removes what it did not list; a folder
 // captured past its budget is partial, and a rewind keeps (and reports) what it could not list.
 
@@ -103,7 +103,7 @@ describe("folder snapshots", () => {
   it("a failed rewind with unnamed paths to remove is rolled back by the next writer once fixed", async () => {
     // Its intent names paths the tape never named (found on disk below a complete listing): the intent check
     // a writer runs before acting on an intent must accept them, as the plan made them. The caller saw the
-    // rewind fail, so the writer puts the files back as they were before it (issue 9, case 3), never forward.
+    // rewind fail, so the writer puts the files back as they were before it, never forward.
     const s = await session();
     await s.checkpoints.capture(s.id, { tool: "shell", paths: ["src"] });
     await writeFile(join(s.workspace, "src", "new.txt"), "made by the command");

@@ -16,7 +16,7 @@ import {
 import { TempRoots } from "../helpers/temp-root.js";
 import { workspaceTree } from "../helpers/rewind-workspace.js";
 
-// Fork into its own folder (issue 11, item 6; docs/ARCHITECTURE.md, "Forks"): the new folder holds the tracked
+// Fork into its own folder (docs/ARCHITECTURE.md, "Forks"): the new folder holds the tracked
 // files as they were at the fork point, and the two sessions' rewinds and undos each stay in their own folder.
 
 const temps = new TempRoots();

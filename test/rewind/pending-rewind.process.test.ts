@@ -1,4 +1,4 @@
-// Issue 9, case 3: a rewind that failed and could not be rolled back (a file the OS will not let anyone write)
+// A rewind that failed and could not be rolled back (a file the OS will not let anyone write)
 // must not poison the session, nor be applied later behind the back of the caller who saw it fail. Readers in
 // any process read the tape as it is on disk, report the rewind as pending and change nothing, before and
 // after the cause is fixed; once it is fixed, the next writer rolls the failed rewind back, never forward.
@@ -59,7 +59,7 @@ async function readInAnotherProcess(root: string, id: string) {
   return JSON.parse(run.stdout.trim().split("\n").at(-1)!);
 }
 
-describe("a rewind that failed and could not be rolled back (issue 9, case 3)", () => {
+describe("a rewind that failed and could not be rolled back", () => {
   for (const keepUndo of [1, 0]) {
     const title = "readers elsewhere report it pending and change nothing; once fixed, the next writer rolls it back";
     it(`keepUndo ${keepUndo}: ${title}`, async () => {

@@ -1,4 +1,4 @@
-// Issue 9, case 3 (first part): a rewind left pending by a persistent failure (a file made immutable, EPERM) must
+// A rewind left pending by a persistent failure (a file made immutable, EPERM) must
 // fail the writers that meet it with a typed REWIND_FAILED naming the cause, never the restore's raw EPERM.
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -27,7 +27,7 @@ async function failure(promise: Promise<unknown>): Promise<any> {
   );
 }
 
-describe("a rewind pending after a persistent failure (issue 9, case 3)", () => {
+describe("a rewind pending after a persistent failure", () => {
   it("writers that meet it get REWIND_FAILED with the EPERM as cause, not a raw EPERM", async () => {
     const { workspace, root, store, id, target } = await editedTwoFiles(temps, stores, "agent-tape-pending-");
     // b.txt can be neither restored nor put back: the rewind stays pending.
@@ -62,7 +62,7 @@ describe("a rewind pending after a persistent failure (issue 9, case 3)", () => 
   });
 });
 
-describe("a writer that cannot finish an interrupted rewind (issue 9, case 3)", () => {
+describe("a writer that cannot finish an interrupted rewind", () => {
   it("rolls it back while the log is untouched, and goes on with its own write", async () => {
     const s = await editedTwoFiles(temps, stores, "agent-tape-pending-");
     const treeBefore = await workspaceTree(s.workspace);
@@ -142,7 +142,7 @@ describe("a writer that cannot finish an interrupted rewind (issue 9, case 3)", 
   });
 });
 
-describe("an undo that fails (issue 9, case 2 for undoRewind)", () => {
+describe("an undo that fails", () => {
   it("is rolled back: REWIND_FAILED, the files and the log as after the rewind, no intent", async () => {
     const s = await editedTwoFiles(temps, stores, "agent-tape-pending-");
     await rewind(s.store, s.id, { toSequence: s.target });

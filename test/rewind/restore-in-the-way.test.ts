@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, rewind } from "../../src/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
-// A restore renames its temp file straight over the path and looks only when that fails (issue 13: one
+// A restore renames its temp file straight over the path and looks only when that fails (one
 // lstat less per file). What it must still clear: a temp a crash left (a file, or a link leading out, never
 // followed), and a folder standing where the file goes.
 

@@ -186,7 +186,7 @@ describe("fork targets, every form, for store.fork and forkIntoWorkspace", () =>
   }
 });
 
-describe("rewind({ beforeCallId }) found going back from the end (issue 16)", () => {
+describe("rewind({ beforeCallId }) found going back from the end", () => {
   type Call = (type: "tool_call" | "session_checkpoint") => Promise<number>;
   async function tape(shape: (say: (n: number) => Promise<unknown>, call: Call) => Promise<void>) {
     const root = await temps.make("agent-tape-call-back-");

@@ -1,5 +1,5 @@
 // A rewind of a few small files carries the undo snapshot's bytes inside its intent (one fsynced write) and
-// stores them as blobs with the files (src/rewind/undo-in-intent.ts, issue 13). Killed (SIGKILL, 1 round per
+// stores them as blobs with the files (src/rewind/undo-in-intent.ts). Killed (SIGKILL, 1 round per
 // case) at each step boundary, the session must still end fully rewound and its undo must still bring every
 // file back byte for byte; also when the blobs written without their own fsync were lost to a power loss
 // (simulated: emptied), and an intent whose carried bytes do not match their names is refused.

@@ -1,4 +1,4 @@
-// Issue 16: an undo marker records the former sequences of the events it put back as runs, `[first, last]`
+// An undo marker records the former sequences of the events it put back as runs, `[first, last]`
 // both included (`reappendedRanges`), not one number per event, so its line and the undo's intent do not grow
 // with the cut (docs/ARCHITECTURE.md, "Rewind intent", undo). Markers older versions wrote, listing every
 // number in `reappendedFrom`, still read, summarise, render and verify.

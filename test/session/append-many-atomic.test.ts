@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore, fsBackend } from "../../src/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
-// Issue 9, case 4, without a kill: the log cut at every byte of an appendMany's write, as a crash leaves
+// The log cut at every byte of an appendMany's write, as a crash leaves
 // it. A reader at once and the next writer both see the batch whole or not at all; a cut made on purpose
 // inside a batch (a rewind's truncation) keeps its part (docs/ARCHITECTURE.md, "On disk"). The same with
 // a real SIGKILL: test/session/append-many-crash.process.test.ts.

@@ -5,7 +5,7 @@ import { SessionStore, type Durability, type StoredEvent } from "../../src/index
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
-// Issue 9, case 4: `appendMany` is all or nothing across kill -9. A child appends ~30 MB batches and is
+// `appendMany` is all or nothing across kill -9. A child appends ~30 MB batches and is
 // killed while the log grows; the batch it was writing must then be in the log whole or not at all, for a
 // reader at once and after the next writer has taken the lock (docs/ARCHITECTURE.md, "On disk").
 const temps = new TempRoots();

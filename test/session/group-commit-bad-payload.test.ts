@@ -3,7 +3,7 @@ import { z } from "zod";
 import { SessionStore, isAgentTapeError } from "../../src/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
-// Issue 9, case 5: under group commit one payload that cannot be written must not fail the good
+// Under group commit one payload that cannot be written must not fail the good
 // appends that happened to share its write. Each event is checked and serialised before it joins a
 // group (docs/ARCHITECTURE.md, "On disk").
 const temps = new TempRoots();

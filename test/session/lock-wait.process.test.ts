@@ -1,4 +1,4 @@
-// onLockWait: a wait for another process's lock is not silent (issue 9, "Also").
+// onLockWait: a wait for another process's lock is not silent.
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore, type LockWait } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";

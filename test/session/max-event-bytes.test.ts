@@ -5,7 +5,7 @@ import { z } from "zod";
 import { SessionStore, isAgentTapeError, type SessionStoreOptions } from "../../src/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
-// Issue 9, case 11: an event too large to read back cheaply is refused when appended, with a typed
+// An event too large to read back cheaply is refused when appended, with a typed
 // error that says how large it was and how to raise the limit; a log that already holds one still
 // reads (docs/ARCHITECTURE.md, "On disk").
 const temps = new TempRoots();

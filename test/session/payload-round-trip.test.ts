@@ -5,7 +5,7 @@ import { z } from "zod";
 import { SessionStore, isAgentTapeError } from "../../src/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
-// Issue 9, case 10: what append returns is what read gives back, and a payload JSON would change
+// What append returns is what read gives back, and a payload JSON would change
 // (a function, NaN, a Map, a BigInt, a cycle) is refused naming where, never stored altered.
 
 const temps = new TempRoots();

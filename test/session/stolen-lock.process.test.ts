@@ -1,4 +1,4 @@
-// Issue 9, case 1: a process whose lock is taken over as stale while it is stalled (event loop blocked by an
+// A process whose lock is taken over as stale while it is stalled (event loop blocked by an
 // execSync, or the whole process SIGSTOPped) must never write under the lost lock. Another writer appends
 // throughout. Checked per round: no sequence acknowledged twice, no acknowledged event missing from the log,
 // the log reads cleanly, and the stalled writer's failures are typed. Rounds: 2 blocked + 2 paused.
@@ -87,7 +87,7 @@ async function stealRound(mode: "block" | "pause"): Promise<{ acked: number; err
   return { acked: acked.length, errors, duplicates };
 }
 
-describe("a lock taken over from a stalled writer (issue 9, case 1)", () => {
+describe("a lock taken over from a stalled writer", () => {
   it(`blocked event loop (execSync past lockStaleMs): ${ROUNDS} rounds, nothing acked twice or lost`, async () => {
     for (let round = 0; round < ROUNDS; round++) {
       const { errors } = await stealRound("block");
@@ -100,7 +100,7 @@ describe("a lock taken over from a stalled writer (issue 9, case 1)", () => {
   }, 120_000);
 });
 
-describe("handing over a lease that lapsed (issue 9, case 1)", () => {
+describe("handing over a lease that lapsed", () => {
   it("does not remove the lock folder of the process that took the lock over", async () => {
     const root = await temps.make();
     const store = new SessionStore({

@@ -6,7 +6,7 @@ import { SessionStore } from "../../src/index.js";
 import { codeOf } from "../helpers/outcomes.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
-// Issue 9, case 9 and "Also": inputs that once failed with a raw TypeError, or were silently accepted
+// Inputs that once failed with a raw TypeError, or were silently accepted
 // (README, "Read it back").
 
 const temps = new TempRoots();

@@ -74,7 +74,7 @@ export async function writeBlobFile(
   const file = layout.blob(id, hash);
   const incoming = layout.incomingBlobs(id);
   // The look for the blob and the checks of its folders are independent: one round trip through the
-  // thread pool for all four instead of one each (issue 13). An existing blob costs nothing more (nothing
+  // thread pool for all four instead of one each. An existing blob costs nothing more (nothing
   // is written, and reads check for themselves), whatever the checks found.
   const [exists, checked] = await Promise.all([
     blobExists(layout, id, hash),
@@ -93,7 +93,7 @@ export async function writeBlobFile(
   const stored = layout.compressBlobs ? await encodeBlob(bytes) : bytes;
   let newShard = false;
   if (!checked.shard) {
-    // A new shard: made before the rename rather than after it fails (one call fewer, issue 13).
+    // A new shard: made before the rename rather than after it fails (one call fewer).
     await mkdir(dirname(file), { recursive: true });
     newShard = true;
   }
@@ -168,7 +168,7 @@ function writeSmallBlobFileNow(layout: SessionLayout, id: string, hash: string, 
 
 /**
  * Makes blobs written without fsync durable: each file, each shard folder once and the blobs folder, all
- * waited for at once (nothing relies on their order until this returns: issue 13, a third of a one-file
+ * waited for at once (nothing relies on their order until this returns; a third of a one-file
  * rewind's time was these waits one after another); many at once by one syncfs of the store's filesystem
  * instead (core/sync-filesystem.ts).
  */

@@ -55,7 +55,7 @@ async function openChecked(
 /**
  * The whole of a store file (ENOENT when there is none), opened as {@link openStoreFile} does. Only for a
  * file never changed in place (a blob: written once, renamed into place): it reads the size the open's
- * check saw, in one read where `readFile` would stat again and read once more to find the end (issue 13).
+ * check saw, in one read where `readFile` would stat again and read once more to find the end.
  * A file cut short meanwhile gives fewer bytes, which the caller's hash check refuses.
  */
 export async function readStoreFile(sessionId: string, path: string): Promise<Buffer> {
