@@ -21,8 +21,8 @@ export const HOLD_CHARS = 8 * 1024 * 1024;
  * rest of the batch passes straight through as it is read.
  */
 export class WholeBatches {
-  private held: StoredEvent[] = [];
-  private heldChars = 0;
+  private heldBack: StoredEvent[] = [];
+  private heldBackChars = 0;
   /** The batch held back or being streamed; undefined between batches. */
   private batch: LineBatch | undefined;
   private streaming = false;
@@ -49,8 +49,8 @@ export class WholeBatches {
           out.push(event);
         } else if (this.streaming) out.push(event);
         else {
-          this.held.push(event);
-          this.heldChars += chars;
+          this.heldBack.push(event);
+          this.heldBackChars += chars;
         }
         return;
       }
@@ -60,15 +60,15 @@ export class WholeBatches {
     }
     if (batch && event.sequence < batch.last) {
       this.batch = batch;
-      this.held.push(event);
-      this.heldChars = chars;
+      this.heldBack.push(event);
+      this.heldBackChars = chars;
     } else out.push(event);
   }
 
   /** The batch held back once it holds more than a reader keeps: time to look past it in the file. */
   outgrown(): LineBatch | undefined {
     if (this.streaming || this.batch === undefined) return undefined;
-    return this.held.length >= HOLD_EVENTS || this.heldChars >= HOLD_CHARS ? this.batch : undefined;
+    return this.heldBack.length >= HOLD_EVENTS || this.heldBackChars >= HOLD_CHARS ? this.batch : undefined;
   }
 
   /**
@@ -76,9 +76,9 @@ export class WholeBatches {
    * hands out what is held, and from now on the rest of the batch as it is read.
    */
   stream(out: StoredEvent[]): void {
-    for (const event of this.held) out.push(event);
-    this.held = [];
-    this.heldChars = 0;
+    for (const event of this.heldBack) out.push(event);
+    this.heldBack = [];
+    this.heldBackChars = 0;
     this.streaming = true;
   }
 
@@ -88,9 +88,9 @@ export class WholeBatches {
   }
 
   private release(out: StoredEvent[]): void {
-    for (const event of this.held) out.push(event);
-    this.held = [];
-    this.heldChars = 0;
+    for (const event of this.heldBack) out.push(event);
+    this.heldBack = [];
+    this.heldBackChars = 0;
     this.batch = undefined;
     this.streaming = false;
   }
