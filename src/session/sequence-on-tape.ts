@@ -80,7 +80,7 @@ const FIRST_WINDOW = 256;
  * before the first checkpoint that names it (0 when that is the tape's first event). Found going back from
  * the end of the tape in windows twice as long each time, each streamed from its first sequence (a read that
  * seeks back from the end): the cost follows the distance from the end to the call, which the rewind then
- * cuts, not the tape's length (issue 16), and memory holds a few numbers, not a window. The look stops at
+ * cuts, not the tape's length, and memory holds a few numbers, not a window. The look stops at
  * the window holding the call's `tool_call`; a call named only by checkpoints is looked for back to the
  * tape's start. An id several tool calls used means the latest of them (docs/ARCHITECTURE.md, "Conflicts").
  * Undefined when nothing names the call.
