@@ -1,10 +1,11 @@
 import { resolve } from "node:path";
 import type { SignalOption } from "../backend/types.js";
-import { InvalidArgumentError, SessionNotFoundError } from "../core/errors.js";
+import { InvalidArgumentError, SessionNotFoundError, WorkspaceMismatchError } from "../core/errors.js";
 import type { CheckpointPayload, FileStatesPayload, StoredEvent } from "../core/events.js";
 import { appendUnderLock, eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import { snapshotPaths, type SnapshotLimits } from "./snapshot.js";
 import { realWorkspaceOf } from "./confine.js";
+import { isTheRecordedWorkspace, lastRecordedWorkspace } from "./recorded-workspace.js";
 import { readFileStates } from "./after-state.js";
 import { readVerifiedBlob, storeBlobsThenReference } from "../blobs/store-then-reference.js";
 import {
@@ -255,12 +256,25 @@ export class CheckpointStore {
     });
   }
 
-  // A session's workspace is fixed at creation, so it is read once, not on every capture.
+  // A session's workspace is fixed at creation, so it is read once, not on every capture. session.json can be
+  // edited by whoever can write the session folder, so the folder it names is held to the one the tape's own
+  // snapshots recorded (docs/ARCHITECTURE.md, "Confinement"): else later captures would record that other folder,
+  // and a rewind to a point after them would write there.
   private readonly workspaces = new Map<string, string | undefined>();
   private async sessionWorkspace(id: string, options: SignalOption): Promise<string | undefined> {
     if (!this.workspaces.has(id)) {
       const record = await this.store.backend.getSession(id, options);
       if (!record) throw new SessionNotFoundError(id);
+      if (record.workspace !== undefined) {
+        const recorded = await lastRecordedWorkspace(
+          this.store.backend,
+          id,
+          () => this.store.head(id, options),
+          options,
+        );
+        if (recorded !== undefined && !(await isTheRecordedWorkspace(record.workspace, new Set([recorded]))))
+          throw new WorkspaceMismatchError(id, [recorded], record.workspace, "capture");
+      }
       this.workspaces.set(id, record.workspace);
     }
     return this.workspaces.get(id);

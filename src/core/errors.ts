@@ -192,12 +192,16 @@ export class WorkspaceMismatchError extends AgentTapeError {
     readonly sessionId: string,
     readonly recorded: readonly string[],
     readonly named: string,
+    /** What was refused: writing files back (a rewind, an undo, a fork) or taking snapshots (a capture). */
+    readonly refused: "write" | "capture" = "write",
   ) {
     super(
       `Session "${sessionId}" recorded its files in ${recorded.map((w) => `"${w}"`).join(" and ")}, ` +
-        `but its session.json names "${named}". Refusing to write into a folder the tape did not record; ` +
-        `nothing was changed. If the workspace moved, pass \`workspace\` explicitly; ` +
-        `otherwise session.json was edited.`,
+        `but its session.json names "${named}". ` +
+        (refused === "write"
+          ? "Refusing to write into a folder the tape did not record; nothing was changed. "
+          : "Refusing to take snapshots in a folder the tape did not record; nothing was recorded. ") +
+        `If the workspace moved, pass \`workspace\` explicitly; otherwise session.json was edited.`,
     );
   }
 }

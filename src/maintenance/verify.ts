@@ -17,7 +17,7 @@ import type { SessionStore } from "../session/session-store.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
 import { REWIND_INTENT_RECORD } from "../rewind/intent.js";
 import { checkIntent, intentShapeProblem } from "../rewind/intent-check.js";
-import { isTheRecordedWorkspace, workspaceRecordedBy } from "../rewind/recorded-workspace.js";
+import { isTheRecordedWorkspace, workspaceRecordedBy } from "../checkpoint/recorded-workspace.js";
 import { UndoMarkersInLog, undoMarkerProblem } from "./undo-marker.js";
 
 export interface VerifyOptions extends SignalOption {

@@ -25,6 +25,7 @@ import { applyFileRecords } from "./apply-files.js";
 import { copyEntries, makeDurable, setFolderModes, type CopiedEntries } from "./copy-entries.js";
 import { closestSnapshotPerPath, planFileChanges } from "./plan.js";
 import { recordedWorkspace } from "./recorded-workspace.js";
+import { workspaceRecordedBy } from "../checkpoint/recorded-workspace.js";
 import { UNDO_LIMITS } from "./rewind.js";
 
 export interface ForkIntoWorkspaceOptions extends SignalOption {
@@ -174,7 +175,7 @@ async function readTape(
     for (const file of snapshotsIn(event)) facts.named.add(file.path);
     if (event.type === "session_file_states")
       for (const state of (event.payload as FileStatesPayload).files) facts.named.add(state.path);
-    const workspace = filesWorkspaceOf(event);
+    const workspace = workspaceRecordedBy(event);
     if (workspace !== undefined && !workspaces.has(workspace)) {
       workspaces.add(workspace);
       facts.recordedIn.push(event);
@@ -182,21 +183,6 @@ async function readTape(
     if (event.sequence > at) facts.after.push(event);
   }
   return facts;
-}
-
-/** The workspace an event recorded files in, as `recordedWorkspace` counts it. */
-function filesWorkspaceOf(event: StoredEvent): string | undefined {
-  if (event.type === "session_checkpoint") {
-    const payload = event.payload as CheckpointPayload;
-    return payload.files.length > 0 ? payload.workspace : undefined;
-  }
-  if (event.type === "session_rewind") {
-    const payload = event.payload as RewindPayload;
-    return payload.mode === "files" && payload.undo && payload.undo.files.length > 0
-      ? payload.undo.workspace
-      : undefined;
-  }
-  return undefined;
 }
 
 /**
@@ -225,7 +211,7 @@ async function materialise(
     copyOptions,
   );
   const plan = await planFileChanges(backend, parentId, folder.real, folder.real, wanted, UNDO_LIMITS);
-  const records = plan.changes.flatMap((change) => (change.target ? [change.target] : []));
+  const records = plan.changes.flatMap((change) => (change.becomes ? [change.becomes] : []));
   for (const record of records) folder.note(record.path.split("/")[0]!);
   const applied = await applyFileRecords(folder.real, records, async (hash) => plan.blobs.get(hash)!);
   for (const record of records) {

@@ -61,6 +61,57 @@ describe("an edited session.json", () => {
     expect(await filesBelow(s.victim)).toEqual(before);
   });
 
+  it("cannot make later captures record another folder, so no rewind after the edit writes there either", async () => {
+    const s = await editedSession();
+    const meta = join(s.root, s.id, "session.json");
+    const record = JSON.parse(await readFile(meta, "utf8"));
+    await writeFile(meta, JSON.stringify({ ...record, workspace: s.victim }));
+    const victimBefore = await filesBelow(s.victim);
+
+    // Another process (a new store) goes on capturing, as the agent would after a restart.
+    const store = new SessionStore({ root: s.root });
+    stores.push(store);
+    const checkpoints = new CheckpointStore(store);
+    const last = await store.head(s.id);
+    expect(await codeOf(checkpoints.capture(s.id, { tool: "edit", paths: ["f.txt", "new.txt"] }))).toBe(
+      "WORKSPACE_MISMATCH",
+    );
+    expect(await codeOf(checkpoints.after(s.id, { tool: "edit", paths: ["f.txt"] }))).toBe("WORKSPACE_MISMATCH");
+    expect(await codeOf(checkpoints.beforeCommand(s.id, { tool: "shell" }))).toBe("WORKSPACE_MISMATCH");
+    expect(await store.head(s.id)).toBe(last); // nothing recorded from the victim's folder
+    const before = await codeOf(checkpoints.capture(s.id, { tool: "edit", paths: ["f.txt"] }));
+    expect(before).toBe("WORKSPACE_MISMATCH"); // still refused: the check is not a one-off
+
+    // A rewind to any point after the edit has nothing recorded in the victim's folder to restore there.
+    await store.append(s.id, { type: "message", payload: { role: "user", content: "after the edit" } });
+    await rewind(store, s.id, { toSequence: last });
+    expect(await filesBelow(s.victim)).toEqual(victimBefore);
+
+    // The caller naming the workspace is trusted, as for a rewind.
+    const named = await checkpoints.capture(s.id, { tool: "edit", paths: ["f.txt"], workspace: s.workspace });
+    expect(named?.payload.workspace).toBe(s.workspace);
+    checkpoints.close();
+  });
+
+  it("a session whose tape records no snapshot yet takes session.json's workspace, and holds to it after", async () => {
+    const base = await realpath(await temps.make("agent-tape-tamper-"));
+    const [workspace, other] = [join(base, "ws"), join(base, "other")];
+    await mkdir(workspace);
+    await mkdir(other);
+    await writeFile(join(workspace, "f.txt"), "mine");
+    await writeFile(join(other, "f.txt"), "other's");
+    const root = join(base, "sessions");
+    const store = new SessionStore({ root });
+    stores.push(store);
+    const { id } = await store.create({ workspace });
+    const first = await new CheckpointStore(store).capture(id, { tool: "edit", paths: ["f.txt"] });
+    expect(first?.payload.workspace).toBe(workspace);
+    const meta = join(root, id, "session.json");
+    await writeFile(meta, JSON.stringify({ ...JSON.parse(await readFile(meta, "utf8")), workspace: other }));
+    const code = await codeOf(new CheckpointStore(store).capture(id, { tool: "edit", paths: ["f.txt"] }));
+    expect(code).toBe("WORKSPACE_MISMATCH");
+  });
+
   it("is reported by verify (workspace_mismatch); with no snapshot on the tape, it is named unchecked", async () => {
     const s = await editedSession();
     expect((await verify(s.store, s.id)).ok).toBe(true);
