@@ -123,7 +123,7 @@ export function settleConflicts(
   if (onConflict === "overwrite" && overwriteOnly && !dryRun) {
     // Only what the caller was shown, as it was shown: anything else is an edit nobody agreed to lose.
     const unconfirmed = conflicts.filter(
-      (c) => !overwriteOnly.some((shown) => shown.path === c.path && sameState(shown.actual, c.actual)),
+      (c) => !overwriteOnly.some((shown) => shown.path === c.path && shownAsItIs(shown.actual, c.actual)),
     );
     if (unconfirmed.length > 0)
       throw new RewindConflictError(
@@ -136,7 +136,7 @@ export function settleConflicts(
 }
 
 function findConflicts(plan: FilePlan, written: WorkspaceStates, resolution: OnConflict): RewindConflict[] {
-  const changing = new Map(plan.changes.flatMap((c) => (c.target ? [[c.path, c] as const] : [])));
+  const changing = new Map(plan.changes.flatMap((c) => (c.becomes ? [[c.path, c] as const] : [])));
   const conflicts: RewindConflict[] = [];
   for (const record of plan.current.files) {
     const actual = fileStateOf(record);
@@ -165,11 +165,11 @@ function skipConflicting(plan: FilePlan, conflicts: readonly RewindConflict[]): 
   plan.changes = plan.changes.map((change) => {
     const reason = reasons.get(change.path);
     // A folder that is restored stays a folder and keeps what is inside it: only removing it is unsafe.
-    const removesConflict = change.target && change.target.kind !== "directory";
+    const removesConflict = change.becomes && change.becomes.kind !== "directory";
     const isConflict = conflicts.some((c) => c.path === change.path);
-    if (reason !== undefined && change.target && (isConflict || removesConflict))
+    if (reason !== undefined && change.becomes && (isConflict || removesConflict))
       return { path: change.path, action: "skip", reason };
-    if (change.target) stillChanging.add(change.path);
+    if (change.becomes) stillChanging.add(change.path);
     return change;
   });
   // The undo snapshot keeps only what still changes.
@@ -182,13 +182,22 @@ function skipConflicting(plan: FilePlan, conflicts: readonly RewindConflict[]): 
 
 /** The state a rewind leaves each path it changes in, for its marker. */
 export function statesWrittenBy(plan: FilePlan): FileState[] {
-  return plan.changes.flatMap((change) => (change.target ? [fileStateOf(change.target)] : []));
+  return plan.changes.flatMap((change) => (change.becomes ? [fileStateOf(change.becomes)] : []));
 }
 
 function parentOf(path: string): string | undefined {
   if (path === ".") return undefined;
   const slash = path.lastIndexOf("/");
   return slash === -1 ? "." : path.slice(0, slash);
+}
+
+/**
+ * A conflict the caller was shown still stands as shown. A state that could not be read (too large to hash, say)
+ * matches the same reason: it was shown as "cannot be compared", and that is what the caller agreed to.
+ */
+function shownAsItIs(shown: FileState, now: FileState): boolean {
+  if (shown.kind === "unknown") return now.kind === "unknown" && now.reason === shown.reason;
+  return sameState(shown, now);
 }
 
 function sameState(a: FileState, b: FileState): boolean {

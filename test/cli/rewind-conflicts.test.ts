@@ -132,6 +132,17 @@ describe("agent-tape rewind at a terminal: asks before overwriting", () => {
     expect((await readFile(join(t.workspace, "a.txt"))).length).toBe(6 * 1000 * 1000);
   });
 
+  it("a conflicting file too big to compare, answered yes: overwritten as shown, reported lost for good", async () => {
+    const t = await handEdited();
+    await writeFile(join(t.workspace, "a.txt"), Buffer.alloc(6 * 1000 * 1000, 1)); // over the undo's 5 MiB
+    const you = person("y");
+    const run = await cli(["rewind", t.id, "--to", "2", "--allow-unrecoverable", "--root", t.root], { ask: you.ask });
+    expect(you.questions).toHaveLength(1);
+    expect(run.stderr).not.toContain("REWIND_CONFLICT");
+    expect(run.code).toBe(0);
+    expect(await t.read("a.txt")).toBe("one\n");
+  });
+
   it("anything but yes (here: Enter) changes nothing and exits 1", async () => {
     const t = await handEdited();
     const you = person("");
