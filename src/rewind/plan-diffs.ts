@@ -17,9 +17,9 @@ export async function diffPlannedChanges(
   const now = new Map(plan.current.files.map((f) => [f.path, f]));
   const budget = diffBudget(options.limits);
   for (const change of plan.changes) {
-    if (change.action === "skip" || !change.target) continue;
+    if (change.action === "skip" || !change.becomes) continue;
     const before = now.get(change.path);
-    const after = change.target;
+    const after = change.becomes;
     if (before?.kind === "skipped" && before.reason !== "too_large") continue; // unknown now: nothing to count
     const beforeIsFile = before?.kind === "blob" || (before?.kind === "skipped" && before.reason === "too_large");
     if (!beforeIsFile && after.kind !== "blob") continue; // a folder or a link on both sides: no text to count

@@ -59,8 +59,8 @@ function listingAbove(path: string, listings: ReadonlyMap<string, number>): numb
 /** One path's planned change: the change as reported, and the record to make true on disk. */
 export interface PlannedChange extends FileChange {
   /** What the path must become (restore/delete); absent for a skip. */
-  target?: FileSnapshot;
-  /** The unified diff from the file now to `target`, when asked for (see `diffPlannedChanges`). */
+  becomes?: FileSnapshot;
+  /** The unified diff from the file now to what it `becomes`, when asked for (see `diffPlannedChanges`). */
   patch?: string;
 }
 
@@ -89,7 +89,7 @@ export async function planFileChanges(
 ): Promise<FilePlan> {
   const changes: PlannedChange[] = [];
   const blobs = new Map<string, Buffer>();
-  const candidates: { path: string; target: FileSnapshot }[] = [];
+  const candidates: { path: string; becomes: FileSnapshot }[] = [];
 
   // Each path is placed and its blob read and verified independently, `concurrency` at a time.
   const blobReads = new Map<string, Promise<Buffer>>();
@@ -100,24 +100,24 @@ export async function planFileChanges(
   };
   const looks: ParentLooks = new Map();
   const wanted = await withUnlistedAbsent(realWorkspace, givenWorkspace, wantedAtTarget, limits, looks);
-  await forEachLimited([...wanted], limits.concurrency, async ([recordedPath, target]) => {
+  await forEachLimited([...wanted], limits.concurrency, async ([recordedPath, becomes]) => {
     const place = await confine(realWorkspace, recordedPath, givenWorkspace, looks);
     if (!place.inside) {
       changes.push({ path: recordedPath, action: "skip", reason: "outside_workspace" });
       return;
     }
-    if (place.path === "." && target.kind !== "directory") {
+    if (place.path === "." && becomes.kind !== "directory") {
       // Only a tampered record asks this: replacing or deleting the workspace itself would wipe it.
       changes.push({ path: ".", action: "skip", reason: "workspace_root" });
       return;
     }
-    if (target.kind === "skipped") {
-      changes.push({ path: place.path, action: "skip", reason: `not captured (${target.reason})` });
+    if (becomes.kind === "skipped") {
+      changes.push({ path: place.path, action: "skip", reason: `not captured (${becomes.reason})` });
       return;
     }
-    if (target.kind === "blob") {
+    if (becomes.kind === "blob") {
       try {
-        blobs.set(target.blob, await readOnce(target.blob));
+        blobs.set(becomes.blob, await readOnce(becomes.blob));
       } catch (error) {
         if (isAgentTapeError(error, "BLOB_NOT_FOUND"))
           changes.push({ path: place.path, action: "skip", reason: "blob_missing" });
@@ -127,7 +127,7 @@ export async function planFileChanges(
         return;
       }
     }
-    candidates.push({ path: place.path, target: { ...target, path: place.path } });
+    candidates.push({ path: place.path, becomes: { ...becomes, path: place.path } });
   });
   candidates.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 
@@ -135,11 +135,11 @@ export async function planFileChanges(
   const current = await currentState(realWorkspace, candidates, limits);
   const changing = new Set<string>();
   const currentByPath = new Map(current.files.map((f) => [f.path, f]));
-  for (const { path, target } of candidates) {
+  for (const { path, becomes } of candidates) {
     const now = currentByPath.get(path);
-    if (now && sameState(now, target)) continue;
+    if (now && sameState(now, becomes)) continue;
     changing.add(path);
-    changes.push({ path, action: target.kind === "absent" ? "delete" : "restore", target });
+    changes.push({ path, action: becomes.kind === "absent" ? "delete" : "restore", becomes });
   }
   // Keep in the undo snapshot only what will change (and what lies below a folder that will).
   const kept = current.files.filter((f) => isAtOrBelowAny(f.path, changing));
@@ -194,14 +194,14 @@ async function withUnlistedAbsent(
 
 async function currentState(
   realWorkspace: string,
-  candidates: { path: string; target: FileSnapshot }[],
+  candidates: { path: string; becomes: FileSnapshot }[],
   limits: SnapshotLimits,
 ): Promise<Snapshot> {
   // A folder that is to stay a folder only needs its own mode, not everything below it.
   const shallow: FileSnapshot[] = [];
   const deep: string[] = [];
-  for (const { path, target } of candidates) {
-    if (target.kind === "directory") {
+  for (const { path, becomes } of candidates) {
+    if (becomes.kind === "directory") {
       try {
         const info = await lstat(path === "." ? realWorkspace : `${realWorkspace}/${path}`);
         if (info.isDirectory()) {

@@ -332,7 +332,7 @@ async function prepareRewind(
   const intent: RewindIntent = {
     kind: "rewind",
     markerSequence,
-    files: (plan?.changes ?? []).flatMap((c) => (c.target ? [c.target] : [])),
+    files: (plan?.changes ?? []).flatMap((c) => (c.becomes ? [c.becomes] : [])),
     truncateTo: report.mode === "files" ? locked.lastSequence : report.targetSequence,
     append: [marker],
     dropArchives: existing.filter((name) => !kept.includes(name)).slice(Math.max(0, keepUndo - kept.length)),
@@ -407,7 +407,7 @@ export function summarizePlan(
   const lost = plan.changes.flatMap((c) => (c.unrecoverable ?? []).map((u) => u.path));
   return {
     ...(lost.length > 0 ? { unrecoverable: lost } : {}),
-    changes: plan.changes.map(({ target: _record, ...change }) => change),
+    changes: plan.changes.map(({ becomes: _record, ...change }) => change),
     diffTotals: totalDiffs(plan.changes.map((c) => c.diff)),
     filesRestored: plan.changes.filter((c) => c.action === "restore").length,
     filesDeleted: plan.changes.filter((c) => c.action === "delete").length,

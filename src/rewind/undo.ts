@@ -156,7 +156,7 @@ export async function undoRewind(
       const intent: RewindIntent = {
         kind: "undo",
         markerSequence: undoMarker.sequence,
-        files: (plan?.changes ?? []).flatMap((c) => (c.target ? [c.target] : [])),
+        files: (plan?.changes ?? []).flatMap((c) => (c.becomes ? [c.becomes] : [])),
         truncateTo: last.sequence,
         append: [...reappended, undoMarker],
         dropArchives: undo.archive ? [undo.archive] : [],

@@ -121,7 +121,7 @@ describe("planFileChanges", () => {
       ["link", "restore"],
       ["mode.sh", "restore"],
     ]);
-    expect(plan.changes.find((c) => c.path === "edited.txt")?.target).toEqual(blob("edited.txt", "original\n"));
+    expect(plan.changes.find((c) => c.path === "edited.txt")?.becomes).toEqual(blob("edited.txt", "original\n"));
     expect([...plan.blobs.keys()].sort()).toEqual(
       [sha256("same\n"), sha256("original\n"), sha256("#!/bin/sh\n")].sort(),
     );
