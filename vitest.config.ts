@@ -1,10 +1,13 @@
 import { existsSync } from "node:fs";
 import { configDefaults, defineConfig } from "vitest/config";
 
-// Three tiers, chosen by file name (README, "Tests"): `npm run test:fast` runs "unit", `npm run test:slow` the
-// other two, `npm test` all three.
+// Four tiers, chosen by file name (README, "Tests"): `npm run test:fast` runs "unit", `npm run test:slow` the
+// other three, `npm test` all of them.
 const propertyTests = "test/**/*.property.test.ts";
 const processTests = "test/**/*.process.test.ts";
+// Long runs against the kernel's own file events (the workspace watcher under renames, swaps and floods): no child
+// process, but tens of seconds each, so out of the unit tier that runs while you work.
+const scenarioTests = "test/**/*.scenario.test.ts";
 // Runs the CLI as a real program; it lives with the other CLI tests, so it is named here rather than by suffix.
 const cliAsProgram = "test/cli/entry.test.ts";
 // Tests of adapters whose frameworks need Node 22 (`@openai/agents`): a project of their own, defined only on a
@@ -32,10 +35,19 @@ export default defineConfig({
           // The unit files share no state but modules: importing src/ once per worker instead of once per
           // file halves the tier's CPU time (32 s -> 16 s measured). Each file still has its own temp folders.
           isolate: false,
-          exclude: [...configDefaults.exclude, propertyTests, processTests, cliAsProgram, node22Tests, claudeTests],
+          exclude: [
+            ...configDefaults.exclude,
+            propertyTests,
+            processTests,
+            scenarioTests,
+            cliAsProgram,
+            node22Tests,
+            claudeTests,
+          ],
         },
       },
       { extends: true, test: { name: "property", include: [propertyTests] } },
+      { extends: true, test: { name: "scenario", include: [scenarioTests] } },
       { extends: true, test: { name: "process", include: [processTests, cliAsProgram] } },
       ...(onNode22 ? [{ extends: true as const, test: { name: "node22", include: [node22Tests] } }] : []),
       ...(claudeInstalled ? [{ extends: true as const, test: { name: "claude", include: [claudeTests] } }] : []),
