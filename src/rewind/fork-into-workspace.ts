@@ -11,7 +11,7 @@ import {
   SessionNotFoundError,
   WorkspaceNotEmptyError,
 } from "../core/errors.js";
-import type { CheckpointPayload, FileSnapshot, FileStatesPayload, RewindPayload, StoredEvent } from "../core/events.js";
+import type { FileSnapshot, FileStatesPayload, StoredEvent } from "../core/events.js";
 import { assertSessionId, newId } from "../core/ids.js";
 import { assertPayloadActedOn } from "../core/payload-check.js";
 import { snapshotsIn } from "../blobs/references.js";
