@@ -1,28 +1,14 @@
-import { appendFile, mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { fsBackend } from "../../src/backend/fs/fs-backend.js";
-import type { StorageBackend } from "../../src/backend/types.js";
 import { runBackendConformance } from "../../src/testing/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { fsConformanceBackends } from "../helpers/fs-conformance-backends.js";
 
-const temps = new TempRoots();
-const roots = new Map<StorageBackend, string>();
-const rootOf = (backend: StorageBackend) => roots.get(backend)!;
-// Low, so a lock left by a killed holder is taken over in ~2 s rather than 5.
-const LOCK_STALE_MS = 2000;
+const { create, destroy, rootOf } = fsConformanceBackends();
 
 runBackendConformance({
   name: "fs",
-  async create() {
-    const root = await temps.make("agent-tape-fs-conformance-");
-    const backend = fsBackend({ root, lockStaleMs: LOCK_STALE_MS });
-    roots.set(backend, root);
-    return backend;
-  },
-  async destroy(backend) {
-    await rm(rootOf(backend), { recursive: true, force: true });
-    roots.delete(backend);
-  },
+  create,
+  destroy,
   crashLeftState: {
     // Raw bytes at the end of events.jsonl: what a process killed mid-write leaves.
     appendToLog: (backend, id, text) => appendFile(join(rootOf(backend), id, "events.jsonl"), text),
