@@ -16,6 +16,20 @@ afterEach(async () => {
   await temps.removeAll();
 });
 
+/** session.json edited by hand, as whoever can write the session folder could: its workspace is now `workspace`. */
+async function pointSessionJsonAt(root: string, id: string, workspace: string): Promise<void> {
+  const meta = join(root, id, "session.json");
+  await writeFile(meta, JSON.stringify({ ...JSON.parse(await readFile(meta, "utf8")), workspace }));
+}
+
+/** A new store (another process, as far as the session knows) appends a message: the store and what it threw. */
+async function appendAsAnotherWriter(root: string, id: string) {
+  const writer = new SessionStore({ root });
+  stores.push(writer);
+  const error = await writer.append(id, { type: "message", payload: { role: "user", content: "x" } }).catch((e) => e);
+  return { writer, error };
+}
+
 /** A session over `ws` whose `f.txt` was captured as "v1" and then edited, with a victim folder beside it. */
 async function editedSession() {
   const base = await realpath(await temps.make("agent-tape-tamper-"));
@@ -42,9 +56,7 @@ describe("an edited session.json", () => {
   it("cannot redirect a rewind: the workspace must be the one the tape recorded, else WORKSPACE_MISMATCH", async () => {
     const s = await editedSession();
     const before = await filesBelow(s.victim);
-    const meta = join(s.root, s.id, "session.json");
-    const record = JSON.parse(await readFile(meta, "utf8"));
-    await writeFile(meta, JSON.stringify({ ...record, workspace: s.victim }));
+    await pointSessionJsonAt(s.root, s.id, s.victim);
 
     const reader = new SessionStore({ root: s.root });
     stores.push(reader);
@@ -63,9 +75,7 @@ describe("an edited session.json", () => {
 
   it("cannot make later captures record another folder, so no rewind after the edit writes there either", async () => {
     const s = await editedSession();
-    const meta = join(s.root, s.id, "session.json");
-    const record = JSON.parse(await readFile(meta, "utf8"));
-    await writeFile(meta, JSON.stringify({ ...record, workspace: s.victim }));
+    await pointSessionJsonAt(s.root, s.id, s.victim);
     const victimBefore = await filesBelow(s.victim);
 
     // Another process (a new store) goes on capturing, as the agent would after a restart.
@@ -106,8 +116,7 @@ describe("an edited session.json", () => {
     const { id } = await store.create({ workspace });
     const first = await new CheckpointStore(store).capture(id, { tool: "edit", paths: ["f.txt"] });
     expect(first?.payload.workspace).toBe(workspace);
-    const meta = join(root, id, "session.json");
-    await writeFile(meta, JSON.stringify({ ...JSON.parse(await readFile(meta, "utf8")), workspace: other }));
+    await pointSessionJsonAt(root, id, other);
     const code = await codeOf(new CheckpointStore(store).capture(id, { tool: "edit", paths: ["f.txt"] }));
     expect(code).toBe("WORKSPACE_MISMATCH");
   });
@@ -115,9 +124,7 @@ describe("an edited session.json", () => {
   it("is reported by verify (workspace_mismatch); with no snapshot on the tape, it is named unchecked", async () => {
     const s = await editedSession();
     expect((await verify(s.store, s.id)).ok).toBe(true);
-    const meta = join(s.root, s.id, "session.json");
-    const record = JSON.parse(await readFile(meta, "utf8"));
-    await writeFile(meta, JSON.stringify({ ...record, workspace: s.victim }));
+    await pointSessionJsonAt(s.root, s.id, s.victim);
     const reader = new SessionStore({ root: s.root });
     stores.push(reader);
     const report = await verify(reader, s.id);
@@ -142,9 +149,7 @@ describe("an edited session.json", () => {
     const s = await editedSession();
     await rewind(s.store, s.id, { toSequence: s.target });
     const before = await filesBelow(s.victim);
-    const meta = join(s.root, s.id, "session.json");
-    const record = JSON.parse(await readFile(meta, "utf8"));
-    await writeFile(meta, JSON.stringify({ ...record, workspace: s.victim }));
+    await pointSessionJsonAt(s.root, s.id, s.victim);
     const reader = new SessionStore({ root: s.root });
     stores.push(reader);
     await undoRewind(reader, s.id);
@@ -229,11 +234,7 @@ describe("a planted rewind intent", () => {
       before: [{ path: "other.txt", kind: "absent" }],
       failed: { reason: "planted" },
     });
-    const writer = new SessionStore({ root: s.root });
-    stores.push(writer);
-    const error = await writer
-      .append(s.id, { type: "message", payload: { role: "user", content: "x" } })
-      .catch((e) => e);
+    const { writer, error } = await appendAsAnotherWriter(s.root, s.id);
     expect(error.code).toBe("STORE_TAMPERED");
     expect(error.message).toContain('would roll back "other.txt"');
     expect(await codeOf(writer.readAll(s.id))).toBe("STORE_TAMPERED");
@@ -257,11 +258,7 @@ describe("a planted rewind intent", () => {
     await writeFile(path, JSON.stringify(intent));
     const log = join(s.root, s.id, "events.jsonl");
     const tape = await readFile(log, "utf8");
-    const writer = new SessionStore({ root: s.root });
-    stores.push(writer);
-    const error = await writer
-      .append(s.id, { type: "message", payload: { role: "user", content: "x" } })
-      .catch((e) => e);
+    const { writer, error } = await appendAsAnotherWriter(s.root, s.id);
     expect(error.code).toBe("STORE_TAMPERED");
     expect(error.message).toContain("not this session's");
     expect((await verify(writer, s.id)).problems.map((p) => p.kind)).toContain("intent_tampered");
