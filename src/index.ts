@@ -127,24 +127,33 @@ export type { SequenceRun } from "./core/reappended.js";
 export { foldConversation } from "./session/conversation.js";
 export type { Conversation, ConversationMessage, ConversationToolCall } from "./session/conversation.js";
 
+// A storage backend raises these, so they are values; the rest are types: a caller recognises them with
+// isAgentTapeError(error, code), which narrows to the class (no instanceof, which fails across package copies).
 export {
   AgentTapeError,
   isAgentTapeError,
   SessionNotFoundError,
   SessionExistsError,
   InvalidSessionIdError,
-  InvalidEventError,
   InvalidArgumentError,
   LogCorruptError,
   LockedError,
   LockCompromisedError,
+  StoreTamperedError,
+  StorageFailedError,
+  TapeRewoundError,
+} from "./core/errors.js";
+export type {
+  AgentTapeErrorByCode,
+  AgentTapeErrorCode,
+  RewindConflict,
+  InvalidEventError,
   StoreClosedError,
   BlobNotFoundError,
   BlobCorruptError,
   SequenceOutOfRangeError,
   NothingToUndoError,
   WorkspaceMismatchError,
-  StoreTamperedError,
   UnrecoverableChangeError,
   WorkspaceTooLargeError,
   WorkspaceNotEmptyError,
@@ -155,7 +164,4 @@ export {
   RewindFailedError,
   SequenceConflictError,
   EventTooLargeError,
-  StorageFailedError,
-  TapeRewoundError,
 } from "./core/errors.js";
-export type { AgentTapeErrorCode, RewindConflict } from "./core/errors.js";

@@ -11,55 +11,38 @@ import * as testingEntry from "../src/testing/index.js";
 
 const RUNTIME_EXPORTS = [
   "AgentTapeError",
-  "BeyondRetentionHorizonError",
-  "BlobCorruptError",
-  "BlobNotFoundError",
   "CheckpointPayload",
   "CheckpointStore",
   "CompactionPayload",
   "DEFAULT_LOCK_STALE_MS",
   "DIFF_LIMITS",
   "ErrorPayload",
-  "EventTooLargeError",
   "FORMAT_VERSION",
   "FileChange",
   "FileDiff",
   "FileSnapshot",
   "FileState",
   "FileStatesPayload",
-  "ForkFailedError",
   "ForkPayload",
   "InvalidArgumentError",
-  "InvalidEventError",
   "InvalidSessionIdError",
   "LockCompromisedError",
   "LockedError",
   "LogCorruptError",
   "MessagePayload",
-  "NothingToUndoError",
   "PermissionDecisionPayload",
-  "RewindConflictError",
-  "RewindFailedError",
   "RewindMode",
   "RewindPayload",
-  "SequenceConflictError",
-  "SequenceNotOnTapeError",
-  "SequenceOutOfRangeError",
   "SessionExistsError",
   "SessionNotFoundError",
   "SessionStore",
   "StorageFailedError",
-  "StoreClosedError",
   "StoreTamperedError",
   "TapeRewoundError",
   "ToolCallPayload",
   "ToolResultPayload",
-  "UnrecoverableChangeError",
   "UsagePayload",
   "VERIFY_NEVER_CHECKS",
-  "WorkspaceMismatchError",
-  "WorkspaceNotEmptyError",
-  "WorkspaceTooLargeError",
   "applyRetention",
   "builtinEvents",
   "checkpointChanges",
@@ -150,8 +133,12 @@ function declaredExports(entry: string): string[] {
 }
 
 const TYPE_EXPORTS = [
+  "AgentTapeErrorByCode",
   "AgentTapeErrorCode",
   "AppendOptions",
+  "BeyondRetentionHorizonError",
+  "BlobCorruptError",
+  "BlobNotFoundError",
   "BlobReference",
   "BuiltinEvents",
   "CaptureInput",
@@ -178,8 +165,10 @@ const TYPE_EXPORTS = [
   "ErrorSummary",
   "EventInput",
   "EventSchemas",
+  "EventTooLargeError",
   "ExecutableTool",
   "FileStatesEvent",
+  "ForkFailedError",
   "ForkIntoWorkspaceOptions",
   "ForkIntoWorkspaceReport",
   "ForkOptions",
@@ -189,10 +178,12 @@ const TYPE_EXPORTS = [
   "GcReport",
   "GcSessionReport",
   "HeldSession",
+  "InvalidEventError",
   "LockOptions",
   "LockWait",
   "LockedSession",
   "MemoryBackendOptions",
+  "NothingToUndoError",
   "OnConflict",
   "PendingRewind",
   "ReadEventsOptions",
@@ -205,11 +196,16 @@ const TYPE_EXPORTS = [
   "RetentionReason",
   "RetentionReport",
   "RewindConflict",
+  "RewindConflictError",
+  "RewindFailedError",
   "RewindOptions",
   "RewindReport",
   "RewindStep",
   "SalvageResult",
   "ScanReport",
+  "SequenceConflictError",
+  "SequenceNotOnTapeError",
+  "SequenceOutOfRangeError",
   "SequenceRun",
   "SessionInfo",
   "SessionPageInput",
@@ -220,6 +216,7 @@ const TYPE_EXPORTS = [
   "StorageBackend",
   "StorageUsage",
   "StoreAppendOptions",
+  "StoreClosedError",
   "StoredEvent",
   "ToolCallInfo",
   "ToolOutcome",
@@ -227,6 +224,7 @@ const TYPE_EXPORTS = [
   "TypedEvent",
   "UndoReport",
   "UndoRewindOptions",
+  "UnrecoverableChangeError",
   "VerifyOptions",
   "VerifyProblem",
   "VerifyProblemKind",
@@ -234,6 +232,9 @@ const TYPE_EXPORTS = [
   "VerifyReport",
   "WithLockOptions",
   "WorkspaceIndexOptions",
+  "WorkspaceMismatchError",
+  "WorkspaceNotEmptyError",
+  "WorkspaceTooLargeError",
 ];
 
 const TESTING_TYPE_EXPORTS = ["BackendConformanceOptions", "CrashLeftState", "OptionalMethod"];
@@ -285,9 +286,10 @@ describe("error codes", () => {
     .sort();
   const classes = [...errorsSource.matchAll(/export class (\w+) extends AgentTapeError \{\s*readonly code = "(\w+)"/g)];
 
-  it("each code has one error class, exported from agent-tape", () => {
+  // A class a backend raises is a value; the others are types, recognised by isAgentTapeError(error, code).
+  it("each code has one error class, exported from agent-tape (as a value or a type)", () => {
     expect(classes.map(([, , code]) => code).sort()).toEqual(codes);
-    for (const [, name] of classes) expect(Object.keys(entry), name).toContain(name);
+    for (const [, name] of classes) expect(declaredExports("index.ts"), name).toContain(name);
   });
 
   it("each error class is thrown somewhere in src/: a code nothing throws is removed, not documented", () => {

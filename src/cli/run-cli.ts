@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { RewindConflictError, SessionStore, isAgentTapeError, type LockWait } from "../index.js";
+import { SessionStore, isAgentTapeError, type LockWait } from "../index.js";
 import {
   UsageError,
   errorSummary,
@@ -201,7 +201,7 @@ function reportError(
   const { code, message } = cliWords(errorSummary(error), error, root);
   if (json) {
     // A script can act on the conflicts (path, what changed) without parsing the message.
-    const conflicts = error instanceof RewindConflictError ? { conflicts: error.conflicts } : {};
+    const conflicts = isAgentTapeError(error, "REWIND_CONFLICT") ? { conflicts: error.conflicts } : {};
     io.stderr.write(JSON.stringify({ error: { code, message, ...conflicts } }) + "\n");
   } else if (isAgentTapeError(error)) {
     io.stderr.write(`agent-tape: ${message} (${code})\n`);
@@ -222,9 +222,9 @@ function cliWords(
   if (isAgentTapeError(error, "SESSION_NOT_FOUND") && root !== undefined)
     return {
       code: summary.code,
-      message: `no session "${String((error as { sessionId?: unknown }).sessionId)}" under ${root}`,
+      message: `no session "${error.sessionId}" under ${root}`,
     };
-  if (error instanceof RewindConflictError) {
+  if (isAgentTapeError(error, "REWIND_CONFLICT")) {
     const shown = error.conflicts.slice(0, 10).map((c) => `${c.path} (${c.change})`);
     if (error.conflicts.length > 10) shown.push(`and ${error.conflicts.length - 10} more`);
     return {

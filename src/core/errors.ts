@@ -482,11 +482,52 @@ export class StorageFailedError extends AgentTapeError {
   }
 }
 
-/** True when `error` is an agent-tape error (optionally with the given code), from any copy of the package. */
-export function isAgentTapeError<C extends AgentTapeErrorCode>(
+/**
+ * The error class for each code: what {@link isAgentTapeError} narrows to, so a caught error's own fields
+ * (`conflicts`, `rolledBack`, `osCode`, …) are in reach without `instanceof` or a cast.
+ */
+export type AgentTapeErrorByCode = EveryCodeOnce<{
+  SESSION_NOT_FOUND: SessionNotFoundError;
+  SESSION_EXISTS: SessionExistsError;
+  INVALID_SESSION_ID: InvalidSessionIdError;
+  INVALID_EVENT: InvalidEventError;
+  INVALID_ARGUMENT: InvalidArgumentError;
+  LOG_CORRUPT: LogCorruptError;
+  LOCKED: LockedError;
+  LOCK_COMPROMISED: LockCompromisedError;
+  STORE_CLOSED: StoreClosedError;
+  BLOB_NOT_FOUND: BlobNotFoundError;
+  BLOB_CORRUPT: BlobCorruptError;
+  SEQUENCE_OUT_OF_RANGE: SequenceOutOfRangeError;
+  NOTHING_TO_UNDO: NothingToUndoError;
+  WORKSPACE_MISMATCH: WorkspaceMismatchError;
+  STORE_TAMPERED: StoreTamperedError;
+  UNRECOVERABLE_CHANGE: UnrecoverableChangeError;
+  WORKSPACE_TOO_LARGE: WorkspaceTooLargeError;
+  WORKSPACE_NOT_EMPTY: WorkspaceNotEmptyError;
+  FORK_FAILED: ForkFailedError;
+  REWIND_CONFLICT: RewindConflictError;
+  BEYOND_RETENTION_HORIZON: BeyondRetentionHorizonError;
+  SEQUENCE_NOT_ON_TAPE: SequenceNotOnTapeError;
+  TAPE_REWOUND: TapeRewoundError;
+  REWIND_FAILED: RewindFailedError;
+  SEQUENCE_CONFLICT: SequenceConflictError;
+  EVENT_TOO_LARGE: EventTooLargeError;
+  STORAGE_FAILED: StorageFailedError;
+}>;
+
+// Fails to compile when a code has no class here, or a class is listed under a code that is not its own.
+type EveryCodeOnce<M extends { [C in AgentTapeErrorCode]: { readonly code: C } }> = M;
+
+/**
+ * True when `error` is an agent-tape error (optionally with the given code), from any copy of the package.
+ * With a code it narrows to that code's class; without one, to the union of them all (a `switch` on `code`
+ * then narrows further).
+ */
+export function isAgentTapeError<C extends AgentTapeErrorCode = AgentTapeErrorCode>(
   error: unknown,
   code?: C,
-): error is AgentTapeError & { code: C } {
+): error is AgentTapeErrorByCode[C] {
   if (typeof error !== "object" || error === null) return false;
   if ((error as { [BRAND]?: unknown })[BRAND] !== true) return false;
   return code === undefined || (error as { code?: unknown }).code === code;

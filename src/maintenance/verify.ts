@@ -1,12 +1,7 @@
 // Maintenance, verify: reads a whole session and says what is damaged, changing nothing.
 import type { SignalOption } from "../backend/types.js";
 import { forEachLimited } from "../core/bounded-concurrency.js";
-import {
-  isAgentTapeError,
-  SessionNotFoundError,
-  type BlobCorruptError,
-  type StoreTamperedError,
-} from "../core/errors.js";
+import { isAgentTapeError, SessionNotFoundError } from "../core/errors.js";
 import type { StoredEvent } from "../core/events.js";
 import { builtinPayloadProblem } from "../core/payload-check.js";
 import { archivedEvents, isArchiveName, isArchiveShape } from "../blobs/archives.js";
@@ -392,7 +387,7 @@ async function archivedLogProblem(
       note(event, name);
   } catch (error) {
     if (signal?.aborted || !isAgentTapeError(error, "STORE_TAMPERED")) throw error;
-    return malformed(`its copy of the cut log is not what the rewind kept (${(error as StoreTamperedError).what})`);
+    return malformed(`its copy of the cut log is not what the rewind kept (${error.what})`);
   }
   return undefined;
 }
@@ -448,7 +443,7 @@ function blobProblem(hash: string, referencedBy: BlobReference, error: unknown):
   if (isAgentTapeError(error, "BLOB_NOT_FOUND"))
     return { kind: "blob_missing", hash, referencedBy, message: `blob ${hash} is missing ${at}` };
   if (isAgentTapeError(error, "BLOB_CORRUPT")) {
-    const actualHash = (error as BlobCorruptError).actual;
+    const actualHash = error.actual;
     return {
       kind: "blob_corrupt",
       hash,

@@ -36,7 +36,7 @@ export async function settleFailedRewind(
     }
     return await completeIntent(backend, locked, intent);
   } catch (error) {
-    if (error instanceof RewindFailedError && error.rolledBack) throw error;
+    if (isAgentTapeError(error, "REWIND_FAILED") && error.rolledBack) throw error;
     stillPending = error;
   }
   let reason = `${messageOf(cause)}; then, putting it right: ${messageOf(stillPending)}`;

@@ -3,8 +3,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/fs/fs-backend.js";
 import type { CorruptLine } from "../../src/backend/types.js";
-import { isAgentTapeError, type LogCorruptError } from "../../src/core/errors.js";
 import { event, events, readAll } from "../helpers/stored-events.js";
+import { expectRejection } from "../helpers/expect-rejection.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temp = new TempRoots();
@@ -17,15 +17,6 @@ async function sessionWith(count: number) {
   const backend = fsBackend({ root });
   await backend.createSession({ id: "s1", createdAt: created }, events("s1", count));
   return { backend, log: join(root, "s1", "events.jsonl") };
-}
-
-async function caught(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error("expected a rejection");
 }
 
 describe("fs backend: a torn last line (a crash mid-append)", () => {
@@ -74,10 +65,9 @@ describe("fs backend: a corrupt line", () => {
     const lines = (await readFile(log, "utf8")).split("\n");
     lines[1] = '{"v":1,"id":"broken", not json';
     await writeFile(log, lines.join("\n"));
-    const error = await caught(readAll(backend, "s1"));
-    expect(isAgentTapeError(error, "LOG_CORRUPT")).toBe(true);
-    expect((error as LogCorruptError).file).toBe(log);
-    expect((error as LogCorruptError).line).toBe(2);
+    const error = await expectRejection(readAll(backend, "s1"), "LOG_CORRUPT");
+    expect(error.file).toBe(log);
+    expect(error.line).toBe(2);
     expect((error as Error).message).toContain(`${log}:2`);
   });
 
@@ -105,9 +95,8 @@ describe("fs backend: a corrupt line", () => {
   it("a sequence that does not increase is corrupt too, never silently yielded twice", async () => {
     const { backend, log } = await sessionWith(3);
     await appendFile(log, JSON.stringify(event("s1", 2)) + "\n");
-    const error = await caught(readAll(backend, "s1"));
-    expect(isAgentTapeError(error, "LOG_CORRUPT")).toBe(true);
-    expect((error as LogCorruptError).line).toBe(4);
+    const error = await expectRejection(readAll(backend, "s1"), "LOG_CORRUPT");
+    expect(error.line).toBe(4);
   });
 
   // A last line whose sequence goes backwards (5 then 2), or that repeats the one before it.
@@ -119,7 +108,7 @@ describe("fs backend: a corrupt line", () => {
       const { backend, log } = await sessionWith(5);
       await appendFile(log, JSON.stringify(event("s1", lastSequence)) + "\n");
       const before = await readFile(log);
-      const error = await caught(
+      const error = await expectRejection(
         (async () => {
           const locked = await backend.lock("s1", { waitMs: 1000 });
           try {
@@ -132,9 +121,9 @@ describe("fs backend: a corrupt line", () => {
           console.log(`last line ${name}: ${appended}`);
           return appended;
         }),
+        "LOG_CORRUPT",
       );
-      expect(isAgentTapeError(error, "LOG_CORRUPT"), String(error)).toBe(true);
-      expect((error as LogCorruptError).line).toBe(6);
+      expect(error.line).toBe(6);
       expect(await readFile(log)).toEqual(before);
     });
   }
@@ -143,9 +132,8 @@ describe("fs backend: a corrupt line", () => {
     const { backend, log } = await sessionWith(2);
     await appendFile(log, "not an event at all\n");
     const before = await readFile(log);
-    const error = await caught(backend.lock("s1", { waitMs: 1000 }));
-    expect(isAgentTapeError(error, "LOG_CORRUPT")).toBe(true);
-    expect((error as LogCorruptError).line).toBe(3);
+    const error = await expectRejection(backend.lock("s1", { waitMs: 1000 }), "LOG_CORRUPT");
+    expect(error.line).toBe(3);
     expect(await readFile(log)).toEqual(before);
   });
 });

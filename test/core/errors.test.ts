@@ -1,14 +1,15 @@
 import { access, appendFile, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, expectTypeOf, it } from "vitest";
+import { InvalidSessionIdError, LockedError, RewindConflictError } from "../../src/core/errors.js";
 import {
-  InvalidSessionIdError,
-  LogCorruptError,
   SessionStore,
   isAgentTapeError,
+  type AgentTapeErrorByCode,
   type AgentTapeErrorCode,
   type SessionStoreOptions,
 } from "../../src/index.js";
+import { expectRejection } from "../helpers/expect-rejection.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -36,12 +37,6 @@ async function failure(run: () => Promise<unknown>): Promise<unknown> {
     return error;
   }
   throw new Error("expected the call to fail, and it succeeded");
-}
-
-async function expectCode(run: () => Promise<unknown>, code: AgentTapeErrorCode): Promise<unknown> {
-  const error = await failure(run);
-  if (!isAgentTapeError(error, code)) throw new Error(`expected ${code}, got: ${String(error)}`, { cause: error });
-  return error;
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -73,9 +68,9 @@ describe("SESSION_NOT_FOUND", () => {
         ["withLock", () => store.withLock("missing", async () => "ran")],
       ];
       for (const [name, call] of calls) {
-        const error = (await expectCode(call, "SESSION_NOT_FOUND").catch((e: Error) => {
+        const error = await expectRejection(call, "SESSION_NOT_FOUND").catch((e: Error) => {
           throw new Error(`${name}: ${e.message}`);
-        })) as { sessionId: string };
+        });
         expect(error.sessionId, name).toBe("missing");
       }
       expect(await readdir(root)).toEqual(["exists"]);
@@ -107,11 +102,9 @@ describe("SESSION_EXISTS", () => {
     await store.append(other.id, say("parent"));
     const before = await readFile(join(root, "taken", "events.jsonl"), "utf8");
 
-    const created = (await expectCode(() => store.create({ id: "taken", title: "impostor" }), "SESSION_EXISTS")) as {
-      sessionId: string;
-    };
+    const created = await expectRejection(() => store.create({ id: "taken", title: "impostor" }), "SESSION_EXISTS");
     expect(created.sessionId).toBe("taken");
-    await expectCode(() => store.fork(other.id, { id: "taken" }), "SESSION_EXISTS");
+    await expectRejection(() => store.fork(other.id, { id: "taken" }), "SESSION_EXISTS");
 
     expect(await readFile(join(root, "taken", "events.jsonl"), "utf8")).toBe(before);
     expect((await store.get("taken"))?.title).toBe("original");
@@ -156,8 +149,8 @@ describe("INVALID_SESSION_ID", () => {
       ];
       for (const [name, call] of calls) {
         const error = await failure(call);
-        expect(isAgentTapeError(error, "INVALID_SESSION_ID"), `${name}: ${String(error)}`).toBe(true);
-        expect((error as InvalidSessionIdError).sessionId, name).toBe(id);
+        if (!isAgentTapeError(error, "INVALID_SESSION_ID")) throw new Error(`${name}: ${String(error)}`);
+        expect(error.sessionId, name).toBe(id);
       }
       expect(await exists(root)).toBe(false);
     },
@@ -181,24 +174,24 @@ describe("INVALID_EVENT", () => {
       const log = join(root, id, "events.jsonl");
       const before = await readFile(log);
 
-      const badPayload = await expectCode(
+      const badPayload = await expectRejection(
         () => store.append(id, { type: "message", payload: { role: "robot", content: "x" } } as never),
         "INVALID_EVENT",
       );
-      expect((badPayload as { issues: { path: string }[] }).issues.map((i) => i.path)).toEqual(["role"]);
-      expect((badPayload as Error).message).toContain('Invalid "message" payload');
+      expect(badPayload.issues.map((i) => i.path)).toEqual(["role"]);
+      expect(badPayload.message).toContain('Invalid "message" payload');
 
-      const unknown = await expectCode(
+      const unknown = await expectRejection(
         () => store.append(id, { type: "not_registered", payload: {} } as never),
         "INVALID_EVENT",
       );
-      expect((unknown as Error).message).toContain('Unknown event type "not_registered"');
+      expect(unknown.message).toContain('Unknown event type "not_registered"');
 
-      await expectCode(() => store.append(id, null as never), "INVALID_EVENT");
-      await expectCode(() => store.append(id, { payload: {} } as never), "INVALID_EVENT");
+      await expectRejection(() => store.append(id, null as never), "INVALID_EVENT");
+      await expectRejection(() => store.append(id, { payload: {} } as never), "INVALID_EVENT");
 
       // One bad event spoils the whole batch: all or nothing.
-      const inBatch = await expectCode(
+      const inBatch = await expectRejection(
         () =>
           store.appendMany(id, [
             say("fine"),
@@ -207,7 +200,7 @@ describe("INVALID_EVENT", () => {
           ]),
         "INVALID_EVENT",
       );
-      expect((inBatch as Error).message).toContain("(event 1)");
+      expect(inBatch.message).toContain("(event 1)");
 
       expect(await readFile(log)).toEqual(before);
       // No sequence was used up by the refused events.
@@ -217,7 +210,7 @@ describe("INVALID_EVENT", () => {
 
   it("is checked before the session is looked up, so it writes nothing even for a missing session", async () => {
     const { store, root } = await openStore();
-    await expectCode(() => store.append("missing", { type: "message", payload: {} } as never), "INVALID_EVENT");
+    await expectRejection(() => store.append("missing", { type: "message", payload: {} } as never), "INVALID_EVENT");
     expect(await readdir(root)).toEqual([]);
   });
 });
@@ -241,17 +234,17 @@ describe("LOG_CORRUPT", () => {
     lines[2] = '{"v":1,"half an event';
     await writeFile(log, lines.join("\n"));
     const seen: number[] = [];
-    const error = await expectCode(async () => {
+    const error = await expectRejection(async () => {
       for await (const e of store.read(id)) seen.push(e.sequence);
     }, "LOG_CORRUPT");
-    expect(error).toBeInstanceOf(LogCorruptError);
-    expect((error as LogCorruptError).file).toBe(log);
-    expect((error as LogCorruptError).line).toBe(3);
-    expect((error as Error).message).toContain(`${log}:3:`);
+    expect(error.name).toBe("LogCorruptError");
+    expect(error.file).toBe(log);
+    expect(error.line).toBe(3);
+    expect(error.message).toContain(`${log}:3:`);
     // Never a silent drop: the events before the damage came out, nothing after it.
     expect(seen).toEqual([1, 2]);
-    await expectCode(() => store.readAll(id), "LOG_CORRUPT");
-    await expectCode(() => store.conversation(id), "LOG_CORRUPT");
+    await expectRejection(() => store.readAll(id), "LOG_CORRUPT");
+    await expectRejection(() => store.conversation(id), "LOG_CORRUPT");
   });
 
   it("treats a well-formed line whose sequence goes backwards as corrupt", async () => {
@@ -260,16 +253,16 @@ describe("LOG_CORRUPT", () => {
     // Put a copy of event 1 back at the end: a duplicated sequence.
     await writeFile(log, [...lines, lines[0]!, ""].join("\n"));
     // Appending after it would take numbers already in the log: refused, naming the line.
-    const refused = (await expectCode(() => store.append(id, say("after")), "LOG_CORRUPT")) as LogCorruptError;
+    const refused = await expectRejection(() => store.append(id, say("after")), "LOG_CORRUPT");
     expect(refused.line).toBe(3);
-    const error = (await expectCode(() => store.readAll(id), "LOG_CORRUPT")) as LogCorruptError;
+    const error = await expectRejection(() => store.readAll(id), "LOG_CORRUPT");
     expect(error.line).toBe(3);
   });
 
   it("refuses to append after a corrupt last line, naming it, and writes nothing", async () => {
     const { store, id, log } = await sessionWithCorruptLine('{"v":1,"sequence":"three"}');
     const before = await readFile(log);
-    const error = (await expectCode(() => store.append(id, say("after")), "LOG_CORRUPT")) as LogCorruptError;
+    const error = await expectRejection(() => store.append(id, say("after")), "LOG_CORRUPT");
     expect(error.file).toBe(log);
     expect(error.line).toBe(3);
     expect(await readFile(log)).toEqual(before);
@@ -277,7 +270,7 @@ describe("LOG_CORRUPT", () => {
 
   it("names the line when get() finds the last line corrupt", async () => {
     const { store, id, log } = await sessionWithCorruptLine("[]");
-    const error = (await expectCode(() => store.get(id), "LOG_CORRUPT")) as LogCorruptError;
+    const error = await expectRejection(() => store.get(id), "LOG_CORRUPT");
     expect(error.file).toBe(log);
     expect(error.line).toBe(3);
   });
@@ -295,8 +288,8 @@ describe("LOCK_COMPROMISED", () => {
     await rm(join(root, id, "events.jsonl.lock"), { recursive: true });
     await pause(detection);
 
-    const error = await expectCode(() => store.append(id, say("lost")), "LOCK_COMPROMISED");
-    expect((error as { sessionId: string }).sessionId).toBe(id);
+    const error = await expectRejection(() => store.append(id, say("lost")), "LOCK_COMPROMISED");
+    expect(error.sessionId).toBe(id);
     expect((await store.append(id, say("2"))).sequence).toBe(2);
     expect((await store.readAll(id)).map((e) => (e.payload as { content: string }).content)).toEqual(["1", "2"]);
   });
@@ -309,7 +302,7 @@ describe("LOCK_COMPROMISED", () => {
     await rm(join(root, id, "events.jsonl.lock"), { recursive: true });
     await pause(detection);
 
-    await expectCode(() => store.append(id, say("lost")), "LOCK_COMPROMISED");
+    await expectRejection(() => store.append(id, say("lost")), "LOCK_COMPROMISED");
     expect((await store.append(id, say("2"))).sequence).toBe(2);
   });
 });
@@ -347,11 +340,7 @@ describe("SEQUENCE_OUT_OF_RANGE", () => {
     const { store } = await openStore();
     const { id } = await store.create();
     await store.appendMany(id, [say("1"), say("2"), say("3"), say("4"), say("5")]);
-    const error = (await expectCode(() => store.fork(id, { atSequence, id: "fork" }), "SEQUENCE_OUT_OF_RANGE")) as {
-      sequence: number;
-      lastSequence: number;
-      sessionId: string;
-    };
+    const error = await expectRejection(() => store.fork(id, { atSequence, id: "fork" }), "SEQUENCE_OUT_OF_RANGE");
     expect(error).toMatchObject({ sessionId: id, lastSequence: 5 });
     expect(error.sequence).toBe(atSequence);
     expect((await store.list()).map((s) => s.id)).toEqual([id]);
@@ -371,6 +360,36 @@ describe("isAgentTapeError", () => {
     expect(isAgentTapeError(foreign, "SESSION_NOT_FOUND")).toBe(true);
     expect(isAgentTapeError(foreign, "LOCKED")).toBe(false);
     expect(copy.isAgentTapeError(new InvalidSessionIdError("../x"), "INVALID_SESSION_ID")).toBe(true);
+  });
+
+  it("narrows to the class of the code it is given: that class's own fields without instanceof or a cast", () => {
+    const conflict = {
+      path: "notes.md",
+      change: "modified",
+      expected: { path: "notes.md", kind: "file", sha256: "a".repeat(64), mode: 0o644 },
+      actual: { path: "notes.md", kind: "absent" },
+      resolution: "refuse",
+    } as const;
+    const caught: unknown = new RewindConflictError("s1", [conflict]);
+    if (!isAgentTapeError(caught, "REWIND_CONFLICT")) throw new Error(`expected REWIND_CONFLICT, got ${caught}`);
+    expectTypeOf(caught).toEqualTypeOf<RewindConflictError>();
+    expect(caught.conflicts.map((c) => c.path)).toEqual(["notes.md"]);
+    expect(isAgentTapeError(caught, "LOCKED")).toBe(false);
+  });
+
+  it("without a code narrows to the union of the classes, which a switch on code narrows further", () => {
+    const caught: unknown = new LockedError("s1", 42);
+    if (!isAgentTapeError(caught)) throw new Error(`expected an agent-tape error, got ${caught}`);
+    expectTypeOf(caught).toEqualTypeOf<AgentTapeErrorByCode[AgentTapeErrorCode]>();
+    let waited: number | undefined;
+    switch (caught.code) {
+      case "LOCKED":
+        waited = caught.waitedMs;
+        break;
+      case "REWIND_FAILED":
+        expect.unreachable(`rolledBack ${caught.rolledBack}`);
+    }
+    expect(waited).toBe(42);
   });
 
   it("rejects look-alikes that only carry a code", () => {

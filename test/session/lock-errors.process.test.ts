@@ -2,7 +2,8 @@
 import { access, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, isAgentTapeError, type AgentTapeErrorCode, type SessionStoreOptions } from "../../src/index.js";
+import { SessionStore, type SessionStoreOptions } from "../../src/index.js";
+import { expectRejection } from "../helpers/expect-rejection.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
@@ -24,15 +25,6 @@ async function openStore(options: Partial<SessionStoreOptions> = {}): Promise<{ 
 const say = (content: string) => ({ type: "message" as const, payload: { role: "user" as const, content } });
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function expectCode(run: () => Promise<unknown>, code: AgentTapeErrorCode): Promise<unknown> {
-  const error = await run().then(
-    () => new Error("expected the call to fail, and it succeeded"),
-    (e: unknown) => e,
-  );
-  if (!isAgentTapeError(error, code)) throw new Error(`expected ${code}, got: ${String(error)}`, { cause: error });
-  return error;
-}
-
 async function exists(path: string): Promise<boolean> {
   return access(path).then(
     () => true,
@@ -52,14 +44,11 @@ describe("LOCKED", () => {
 
     const { store: writer } = await openStore({ root, lockWaitMs: 400 });
     const before = await readFile(join(root, id, "events.jsonl"));
-    const error = (await expectCode(() => writer.append(id, say("blocked")), "LOCKED")) as {
-      sessionId: string;
-      waitedMs: number;
-    };
+    const error = await expectRejection(() => writer.append(id, say("blocked")), "LOCKED");
     expect(error.sessionId).toBe(id);
     expect(error.waitedMs).toBeGreaterThanOrEqual(400);
-    await expectCode(() => writer.fork(id), "LOCKED");
-    await expectCode(() => writer.delete(id), "LOCKED");
+    await expectRejection(() => writer.fork(id), "LOCKED");
+    await expectRejection(() => writer.delete(id), "LOCKED");
     expect(await readFile(join(root, id, "events.jsonl"))).toEqual(before);
     expect(await writer.list()).toHaveLength(1);
 
@@ -89,7 +78,7 @@ describe("LOCK_COMPROMISED", () => {
 
     // The taker's folder may carry the very mtime ours had (proper-lockfile stamps a new lock with the next
     // whole second + 5 ms): the loss is still seen, since ownership is the folder's inode.
-    await expectCode(() => store.withLock(id, async () => "ran"), "LOCK_COMPROMISED");
+    await expectRejection(() => store.withLock(id, async () => "ran"), "LOCK_COMPROMISED");
     await store.close();
     expect(await exists(lockDir)).toBe(true);
 

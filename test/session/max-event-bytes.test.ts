@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { SessionStore, isAgentTapeError, type SessionStoreOptions } from "../../src/index.js";
+import { expectRejection } from "../helpers/expect-rejection.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 // An event too large to read back cheaply is refused when appended, with a typed
@@ -47,9 +48,7 @@ describe("maxEventBytes", () => {
     await store.append(id, note(10));
     const sizeBefore = (await stat(log)).size;
     // "é" is two bytes in UTF-8: 3000 characters are 6000 bytes, over the limit though under it in chars.
-    const error = await store.append(id, note(3000)).catch((e: unknown) => e);
-    expect(isAgentTapeError(error, "EVENT_TOO_LARGE")).toBe(true);
-    const tooLarge = error as { bytes: number; limit: number; message: string };
+    const tooLarge = await expectRejection(store.append(id, note(3000)), "EVENT_TOO_LARGE");
     expect(tooLarge.limit).toBe(4096);
     expect(tooLarge.bytes).toBeGreaterThan(6000);
     expect(tooLarge.message).toMatch(/maxEventBytes/);
