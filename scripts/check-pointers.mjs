@@ -1,6 +1,7 @@
 // Fails when a comment or test name in the code points outside the repository: to a design file that is not in
 // it (DESIGN.md) or to an issue of the tracker ("issue 13"). Point to docs/ARCHITECTURE.md instead; it says why.
 // `npm run lint` runs it.
+import { checkBenchPointers } from "./bench-pointers.mjs";
 import { folders, sourceLines } from "./source-lines.mjs";
 
 const outside = /\bDESIGN\.md\b|\bissue #?\d+/i;
@@ -15,3 +16,6 @@ if (found.length > 0) {
 } else {
   console.log(`No pointer outside the repository in ${folders.join("/, ")}/.`);
 }
+
+// A figure in a src/ comment points at the benchmark row that shows it, or at docs/ARCHITECTURE.md.
+await checkBenchPointers();

@@ -3,6 +3,7 @@ import type { ArchivedLog, SignalOption, StorageBackend } from "../backend/types
 import { parseEventLine, rememberPayloadJson } from "../core/envelope.js";
 import { StoreTamperedError } from "../core/errors.js";
 import type { StoredEvent } from "../core/events.js";
+import { signalOf } from "../core/defined-fields.js";
 
 /**
  * The events a rewind cut from the log, kept beside it so `undoRewind` can put them back.
@@ -97,7 +98,7 @@ export async function* archivedEvents(
   let previous = 0;
   let carry: Buffer[] = [];
   const parse = options.payloadAsText ? parseKeepingPayloadText : parseEventLine;
-  const signal = options.signal ? { signal: options.signal } : {};
+  const signal = signalOf(options);
   for await (const chunk of backend.readArchivedLog(sessionId, name, signal)) {
     hash.update(chunk);
     bytes += chunk.length;

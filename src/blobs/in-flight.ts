@@ -7,7 +7,7 @@ import { pruneUnreferencedBlobs } from "./prune.js";
  * lock is given up — by then every blob written is referenced, or was deleted when its
  * operation failed. Found at lock time, it means the last holder died mid-way: the next holder
  * prunes every unreferenced blob. One record per lease, not per capture, keeps the note off the
- * hot path (it cost ~0.6 ms a capture as a per-capture record; `npm run bench -- capture`).
+ * hot path: a record write per capture (bench "capture 1 new 4 KB blob @10k files vs durable floor").
  */
 export const BLOBS_IN_FLIGHT_RECORD = "blobs-in-flight";
 

@@ -15,6 +15,7 @@ import {
   type CommandInput,
   type WorkspaceIndexOptions,
 } from "./workspace-index/command-capture.js";
+import { signalOf } from "../core/defined-fields.js";
 
 export interface CheckpointStoreOptions {
   /** Files larger than this are recorded `skipped: too_large` instead of stored. @default 5 MiB */
@@ -309,8 +310,4 @@ export class CheckpointStore {
 function mayBeStale(record: { kind: string; reason?: string }): boolean {
   if (record.kind === "absent") return true;
   return (record.kind === "skipped" || record.kind === "unknown") && record.reason === "outside_workspace";
-}
-
-function signalOf(input: SignalOption): SignalOption {
-  return input.signal ? { signal: input.signal } : {};
 }

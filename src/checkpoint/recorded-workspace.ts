@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import type { SignalOption, StorageBackend } from "../backend/types.js";
 import { isAgentTapeError } from "../core/errors.js";
 import type { CheckpointPayload, RewindPayload, StoredEvent } from "../core/events.js";
+import { signalOf } from "../core/defined-fields.js";
 
 /**
  * The workspace the tape itself recorded, as opposed to session.json's, which anyone who can write the session
@@ -48,7 +49,7 @@ export async function lastRecordedWorkspace(
   lastSequence: () => Promise<number>,
   options: SignalOption,
 ): Promise<string | undefined> {
-  const signal = options.signal ? { signal: options.signal } : {};
+  const signal = signalOf(options);
   for (let attempt = 1; ; attempt++) {
     try {
       for (let hi = await lastSequence(), span = FIRST_WINDOW; hi >= 1; hi -= span, span *= 2) {

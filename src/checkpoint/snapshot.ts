@@ -69,8 +69,9 @@ async function snapshotHeld(
     toRead.push(file);
   };
 
-  // Placing and stat-ing each path is independent: do it `concurrency` at a time (a rewind of
-  // 1000 files spent most of its plan here one by one), then decide in the caller's order.
+  // Placing and stat-ing each path is independent: do it `concurrency` at a time (one by one, it was most
+  // of a 1000-file rewind's plan: bench "rewind 1000 files @10k files vs shadow git"), then decide in the
+  // caller's order.
   const looks: ParentLooks = new Map(); // each entry is then reached through `held`, checked at that moment
   const looked = await mapLimited(paths, limits.concurrency, lookUp.bind(null, held, givenWorkspace, looks));
   for (const found of looked) {

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from "../core/errors.js";
 import type { CheckpointStore } from "./checkpoint-store.js";
+import { definedFields } from "../core/defined-fields.js";
 
 /**
  * What one call of a tool may change, given its input: the workspace paths (files or folders) it names, or
@@ -70,15 +71,10 @@ export function checkpointTool<Input, Rest extends unknown[], Result>(
   return async function checkpointed(this: unknown, input: Input, ...rest: Rest): Promise<Awaited<Result>> {
     const callId = callIdOf(rest[0], ...rest.slice(1));
     const signal = signalOf(rest[0], ...rest.slice(1));
-    const info: ToolCallInfo = {
-      tool,
-      input,
-      ...(callId !== undefined && { callId }),
-      ...(signal !== undefined && { signal }),
-    };
+    const info: ToolCallInfo = { tool, input, ...definedFields({ callId, signal }) };
     await options.beforeCall?.(info);
     const run = async () => (await execute.call(this, input, ...rest)) as Awaited<Result>;
-    const capture = { tool, ...(callId !== undefined && { callId }), ...(signal !== undefined && { signal }) };
+    const capture = { tool, ...definedFields({ callId, signal }) };
     let outcome: ToolOutcome;
     try {
       const output =

@@ -3,7 +3,7 @@ import { execFile } from "node:child_process";
 /**
  * From this many new files in one batch on, one syncfs of their filesystem costs less than an fsync each
  * (docs/ARCHITECTURE.md, "Rewind intent"): libuv runs 4 fsyncs at once, each a journal commit, while a
- * syncfs is one commit plus writing back what is dirty, and costs a process start (~5 ms here).
+ * syncfs is one commit plus writing back what is dirty, and costs a process start.
  */
 export const SYNC_FILESYSTEM_FROM = 16;
 

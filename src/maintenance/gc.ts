@@ -8,6 +8,7 @@ import { withLockedSession, type SessionStore } from "../session/session-store.j
 import { summarizeError, type ErrorSummary } from "./failure.js";
 import { applyRetention, type RetentionPolicy, type RetentionReport } from "./retention.js";
 import { storedBlobBytes } from "./stored-bytes.js";
+import { definedFields, signalOf } from "../core/defined-fields.js";
 
 export interface GcOptions extends SignalOption {
   /** The sessions to collect. @default every session of the store */
@@ -90,9 +91,7 @@ export async function gc(store: SessionStore<any>, options: GcOptions = {}): Pro
     options.retention &&
     (await applyRetention(store, options.retention, {
       dryRun,
-      ...signalOf(signal),
-      ...(named && { sessionIds: options.sessionIds! }),
-      ...(options.lockProbeMs !== undefined && { lockProbeMs: options.lockProbeMs }),
+      ...definedFields({ signal, sessionIds: options.sessionIds, lockProbeMs: options.lockProbeMs }),
     }));
   const gone = new Set(retention?.deleted.map((d) => d.sessionId));
   const ids = (named ? [...options.sessionIds!] : (await store.backend.listSessionIds(signalOf(signal))).sort()).filter(
@@ -189,8 +188,4 @@ async function bytesOf(backend: StorageBackend, found: Found): Promise<number> {
     if (typeof log?.bytes === "number") bytes += log.bytes;
   }
   return bytes;
-}
-
-function signalOf(signal: AbortSignal | undefined): SignalOption {
-  return signal ? { signal } : {};
 }

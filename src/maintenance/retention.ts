@@ -9,6 +9,7 @@ import { summarizeError, type ErrorSummary } from "./failure.js";
 import { storedBlobBytes } from "./stored-bytes.js";
 import type { RetentionPolicy } from "../core/retention-policy.js";
 import { registerRetentionOnOpen } from "../session/retention-on-open.js";
+import { signalOf } from "../core/defined-fields.js";
 
 /**
  * What to keep. Every limit is optional and they combine: a session goes when any says so. A
@@ -260,10 +261,6 @@ function checkPolicy(policy: RetentionPolicy): void {
     if (key === "keepNewest" && !Number.isSafeInteger(value))
       throw new InvalidArgumentError(`Retention keepNewest must be a whole number, not ${value}.`);
   }
-}
-
-function signalOf(signal: AbortSignal | undefined): SignalOption {
-  return signal ? { signal } : {};
 }
 
 // A store opened with `retention` applies it once, through here (the session layer cannot import this one).

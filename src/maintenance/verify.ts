@@ -14,6 +14,7 @@ import { REWIND_INTENT_RECORD } from "../rewind/intent.js";
 import { checkIntent, intentShapeProblem } from "../rewind/intent-check.js";
 import { isTheRecordedWorkspace, workspaceRecordedBy } from "../checkpoint/recorded-workspace.js";
 import { UndoMarkersInLog, undoMarkerProblem } from "./undo-marker.js";
+import { signalOf } from "../core/defined-fields.js";
 
 export interface VerifyOptions extends SignalOption {
   /** Called as the work advances (every 1000 events read, every blob checked), e.g. to show progress. */
@@ -460,8 +461,4 @@ function blobProblem(hash: string, referencedBy: BlobReference, error: unknown):
     error: summary,
     message: `blob ${hash} cannot be read: ${summary.message} ${at}`,
   };
-}
-
-function signalOf(signal: AbortSignal | undefined): SignalOption {
-  return signal ? { signal } : {};
 }

@@ -36,8 +36,9 @@ export interface CopiedEntries {
 }
 
 // Entries are looked at and small files copied with synchronous calls, in order: a thread-pool hop per call
-// (lstat, open, fstat, copy, close) cost ~1.2 ms a file against ~0.07 ms for `cp -a` here (2000 files,
-// docs/ARCHITECTURE.md, "Forks"). Files past SYNC_COPY_BYTES are copied afterwards, `concurrency` at a time,
+// (lstat, open, fstat, copy, close) cost many times what `cp -a` spends a file (docs/ARCHITECTURE.md,
+// "Forks"; bench "fork into its own folder @5k files vs cp -a"). Files past SYNC_COPY_BYTES are copied
+// afterwards, `concurrency` at a time,
 // off the event loop; it is yielded every YIELD_EVERY entries so a lock lease's timer still runs.
 const SYNC_COPY_BYTES = 1024 * 1024;
 const YIELD_EVERY = 256;

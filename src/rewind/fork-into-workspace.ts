@@ -27,6 +27,7 @@ import { closestSnapshotPerPath, planFileChanges } from "./plan.js";
 import { recordedWorkspace } from "./recorded-workspace.js";
 import { workspaceRecordedBy } from "../checkpoint/recorded-workspace.js";
 import { UNDO_LIMITS } from "./rewind.js";
+import { signalOf } from "../core/defined-fields.js";
 
 export interface ForkIntoWorkspaceOptions extends SignalOption {
   /**
@@ -97,7 +98,7 @@ export async function forkIntoWorkspace(
   const id = options.id ?? newId();
   assertSessionId(id);
   checkForkPointForm(options);
-  const signal = options.signal ? { signal: options.signal } : {};
+  const signal = signalOf(options);
   const parent = await store.backend.getSession(parentId, signal);
   if (!parent) throw new SessionNotFoundError(parentId);
   if (parent.workspace === undefined)

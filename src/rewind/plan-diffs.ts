@@ -2,6 +2,7 @@ import { lstat } from "node:fs/promises";
 import { diffBudget, diffFile, type DiffLimits } from "../core/file-diff.js";
 import type { FileSnapshot } from "../core/events.js";
 import type { FilePlan } from "./plan.js";
+import { definedFields } from "../core/defined-fields.js";
 
 /**
  * Adds to each restore or delete of a regular file what it does to the file as it is now: lines in and
@@ -28,8 +29,7 @@ export async function diffPlannedChanges(
     const result = diffFile(change.path, bytesOf(before, plan.current.blobs), bytesOf(after, plan.blobs), {
       sizes,
       budget,
-      ...(options.patches !== undefined && { patch: options.patches }),
-      ...(options.limits !== undefined && { limits: options.limits }),
+      ...definedFields({ patch: options.patches, limits: options.limits }),
     });
     change.diff = result.diff;
     if (result.patch !== undefined) change.patch = result.patch;

@@ -31,6 +31,7 @@ import {
   type ConfirmedConflict,
   type OnConflict,
 } from "./conflicts.js";
+import { signalOf } from "../core/defined-fields.js";
 
 export interface RewindOptions extends SignalOption {
   /** The event to go back to: everything after it is undone. Give this or `beforeCallId`. */
@@ -422,8 +423,4 @@ export function withPatches(stored: FileChange[], planned: readonly ReportedChan
     const patch = patches.get(change.path);
     return patch === undefined || change.action === "skip" ? change : { ...change, patch };
   });
-}
-
-function signalOf(options: SignalOption): SignalOption {
-  return options.signal ? { signal: options.signal } : {};
 }

@@ -2,6 +2,7 @@ import type { SignalOption, StorageBackend } from "../backend/types.js";
 import { InvalidArgumentError, SequenceOutOfRangeError } from "../core/errors.js";
 import type { StoredEvent } from "../core/events.js";
 import { assertOnTape, sequenceBeforeCall } from "../session/sequence-on-tape.js";
+import { signalOf } from "../core/defined-fields.js";
 
 /** Where a rewind goes: an event by its sequence, or just before a tool call by its id. */
 export type RewindTarget = { toSequence?: number; beforeCallId?: string };
@@ -34,7 +35,7 @@ export async function resolveTarget(
   if (target.toSequence !== undefined) {
     if (target.toSequence > lastSequence) throw new SequenceOutOfRangeError(sessionId, target.toSequence, lastSequence);
     if (!options.callerReadsFromTarget)
-      await assertOnTape(backend, sessionId, target.toSequence, lastSequence, signalOnly(options));
+      await assertOnTape(backend, sessionId, target.toSequence, lastSequence, signalOf(options));
     return target.toSequence;
   }
   const found = await sequenceBeforeCall(backend, sessionId, target.beforeCallId!, lastSequence, options);
@@ -59,8 +60,4 @@ export async function assertTargetRead(
   options: SignalOption,
 ): Promise<void> {
   if (target !== 0 && first?.sequence !== target) await assertOnTape(backend, sessionId, target, lastSequence, options);
-}
-
-function signalOnly(options: SignalOption): SignalOption {
-  return options.signal ? { signal: options.signal } : {};
 }

@@ -15,6 +15,7 @@ import { planFileChanges, type FilePlan } from "./plan.js";
 import { UNDO_LIMITS, emptyReport, summarizePlan, withPatches, type RewindReport } from "./rewind.js";
 import { diffPlannedChanges } from "./plan-diffs.js";
 import { lastWrittenStates, ON_CONFLICT, settleConflicts, statesWrittenBy, type OnConflict } from "./conflicts.js";
+import { signalOf } from "../core/defined-fields.js";
 
 export interface UndoRewindOptions extends SignalOption {
   /** @default the workspace the rewind restored into */
@@ -212,8 +213,4 @@ function checkedArchivedLog(
   )
     throw new StoreTamperedError(id, `records/${name}.json is not the archive its rewind marker names`);
   return named;
-}
-
-function signalOf(options: SignalOption): SignalOption {
-  return options.signal ? { signal: options.signal } : {};
 }

@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { InvalidArgumentError, isAgentTapeError } from "../core/errors.js";
 import type { LockedSession, LockWait, StorageBackend } from "../backend/types.js";
 import { sleep } from "../core/sleep.js";
+import { definedFields } from "../core/defined-fields.js";
 
 export interface LeaseOptions {
   /** Release the lock after this long with nothing to do. 0 = release after every operation. */
@@ -24,7 +25,7 @@ const heldHere = new AsyncLocalStorage<ReadonlySet<SessionLease>>();
 /**
  * One session's lock as this process holds it: operations run one at a time, and the lock is
  * kept between them (a lease) instead of being taken per operation — a lock round trip costs
- * about as much as the fsynced append itself (docs/ARCHITECTURE.md, "Lock lease"; `npm run bench`).
+ * more than the fsynced append itself (docs/ARCHITECTURE.md, "Lock lease"; bench "lock per append vs lease").
  * The lease is given up after `idleMs` without work, and handed over after `maxHoldMs` even when
  * busy if someone is waiting, so another process is never locked out for long.
  */
@@ -44,8 +45,8 @@ export class SessionLease {
   /**
    * Runs `fn` with the session locked, after every operation queued before it. With `markHeld`,
    * calls made from inside `fn` are recognised as re-entrant and refused. Only user callbacks
-   * need that: marking turns on Node 20's promise hooks for the whole process, which made a
-   * replay ~1.9x slower and each append ~27 µs dearer (`npm run bench`).
+   * need that: marking turns on Node 20's promise hooks for the whole process, which slows every
+   * await after it, a replay's and an append's too.
    */
   run<T>(fn: (locked: LockedSession) => Promise<T>, signal?: AbortSignal, markHeld = false): Promise<T> {
     if (heldHere.getStore()?.has(this)) {
@@ -107,11 +108,10 @@ export class SessionLease {
       if (lost) throw lost;
     }
     if (!this.locked) {
-      const locked = await this.backend.lock(this.sessionId, {
-        ...(this.options.waitMs !== undefined && { waitMs: this.options.waitMs }),
-        ...(this.options.onWait && { onWait: this.options.onWait }),
-        ...(signal && { signal }),
-      });
+      const locked = await this.backend.lock(
+        this.sessionId,
+        definedFields({ waitMs: this.options.waitMs, onWait: this.options.onWait, signal }),
+      );
       try {
         await this.options.onAcquired(locked);
       } catch (error) {

@@ -1,5 +1,6 @@
 import type { SignalOption, StorageBackend } from "../backend/types.js";
 import { InvalidArgumentError, SequenceNotOnTapeError, SequenceOutOfRangeError } from "../core/errors.js";
+import { signalOf } from "../core/defined-fields.js";
 
 /**
  * Throws SEQUENCE_NOT_ON_TAPE unless `sequence` is 0 (the start) or an event on the tape: a number
@@ -15,7 +16,7 @@ export async function assertOnTape(
   options: SignalOption,
 ): Promise<void> {
   if (sequence === 0 || sequence === lastSequence) return;
-  const signal = options.signal ? { signal: options.signal } : {};
+  const signal = signalOf(options);
   for await (const event of backend.readEvents(sessionId, { fromSequence: sequence, toSequence: sequence, ...signal }))
     if (event.sequence === sequence) return;
   let before = 0;
@@ -92,7 +93,7 @@ export async function sequenceBeforeCall(
   lastSequence: number,
   options: SignalOption,
 ): Promise<number | undefined> {
-  const signal = options.signal ? { signal: options.signal } : {};
+  const signal = signalOf(options);
   let found: "call" | "checkpoint" | undefined;
   let answer: number | undefined;
   // What was found is a window's first event: the answer is the last event of a window further back (or 0).

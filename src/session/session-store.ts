@@ -45,6 +45,7 @@ import { foldConversation, type Conversation } from "./conversation.js";
 import type { RetentionOutcome, RetentionPolicy } from "../core/retention-policy.js";
 import { retentionOnOpen } from "./retention-on-open.js";
 import { rehomed, type WorkspaceMove } from "./rehome.js";
+import { definedFields, signalOf } from "../core/defined-fields.js";
 
 export interface SessionStoreOptions<E extends EventSchemas = {}> {
   /** Folder holding one sub-folder per session (the filesystem backend). Needed unless `backend` is given. */
@@ -53,7 +54,7 @@ export interface SessionStoreOptions<E extends EventSchemas = {}> {
   backend?: StorageBackend;
   /**
    * When a resolved `append` is safe:
-   * - `"fsync"`: on stable storage; each append pays its own fsync (~0.15 ms here).
+   * - `"fsync"`: on stable storage; each append pays its own fsync (bench "durable append vs raw async fd").
    * - `"batch"`: on stable storage too, but appends that arrive while a write is in flight share
    *   the next write and fsync (group commit): many concurrent appenders are not capped at one
    *   fsync each.
@@ -66,7 +67,7 @@ export interface SessionStoreOptions<E extends EventSchemas = {}> {
   /**
    * The session lock is kept between operations and released after this long without any, so
    * another process (a CLI in a second terminal) can get it. 0 takes and releases the lock for
-   * every operation: about twice the cost of a fsynced append (`npm run bench`).
+   * every operation, which costs more than the fsynced append itself (bench "lock per append vs lease").
    * @default 50
    */
   lockIdleMs?: number;
@@ -333,7 +334,7 @@ export class SessionStore<E extends EventSchemas = {}> {
     const record: SessionRecord = { id, createdAt: new Date().toISOString() };
     if (options.title !== undefined) record.title = options.title;
     if (options.workspace !== undefined) record.workspace = await existingFolder(options.workspace);
-    await this.backend.createSession(record, [], signalOnly(options));
+    await this.backend.createSession(record, [], signalOf(options));
     return toInfo(record, undefined);
   }
 
@@ -369,7 +370,7 @@ export class SessionStore<E extends EventSchemas = {}> {
   private async pendingWork(id: string, options: SignalOption): Promise<PendingRewind | undefined> {
     const records = await this.backend.listRecords(id, options);
     if (records.length === 0) return undefined;
-    return pendingForReaders(this.backend, id, records, signalOnly(options));
+    return pendingForReaders(this.backend, id, records, signalOf(options));
   }
 
   /**
@@ -434,7 +435,7 @@ export class SessionStore<E extends EventSchemas = {}> {
     options: StoreAppendOptions = {},
   ): Promise<TypedEvent<Pick<Known<E>, T>>> {
     const [stored] = await this.write(id, [event], {
-      ...signalOnly(options),
+      ...signalOf(options),
       ...expectation(options),
       groupCommit: this.durability !== "fsync" && options.expectedLastSequence === undefined,
     });
@@ -451,7 +452,7 @@ export class SessionStore<E extends EventSchemas = {}> {
     events: readonly EventInput<Pick<Known<E>, T>>[],
     options: StoreAppendOptions = {},
   ): Promise<TypedEvent<Pick<Known<E>, T>>[]> {
-    const write = { ...signalOnly(options), ...expectation(options), groupCommit: false };
+    const write = { ...signalOf(options), ...expectation(options), groupCommit: false };
     return (await this.write(id, events, write)) as TypedEvent<Pick<Known<E>, T>>[];
   }
 
@@ -704,11 +705,11 @@ export class SessionStore<E extends EventSchemas = {}> {
     options: ReadOptions<T> = {},
   ): AsyncIterableIterator<TypedEvent<Pick<BuiltinEvents & E, T>>> {
     const types = options.types ? new Set<string>(options.types) : undefined;
-    const range = {
-      ...(options.fromSequence !== undefined && { fromSequence: options.fromSequence }),
-      ...(options.toSequence !== undefined && { toSequence: options.toSequence }),
-      ...(options.signal && { signal: options.signal }),
-    };
+    const range = definedFields({
+      fromSequence: options.fromSequence,
+      toSequence: options.toSequence,
+      signal: options.signal,
+    });
     return new EventStream<TypedEvent<Pick<BuiltinEvents & E, T>>>(
       async () => {
         this.assertOpen();
@@ -785,9 +786,9 @@ export class SessionStore<E extends EventSchemas = {}> {
     const parentId = locked.sessionId;
     const id = options.id ?? newId();
     assertSessionId(id);
-    const parent = await this.backend.getSession(parentId, signalOnly(options));
+    const parent = await this.backend.getSession(parentId, signalOf(options));
     if (!parent) throw new SessionNotFoundError(parentId);
-    const at = await resolveForkPoint(this.backend, parentId, options, locked.lastSequence, signalOnly(options));
+    const at = await resolveForkPoint(this.backend, parentId, options, locked.lastSequence, signalOf(options));
     // Streamed from the parent's log into the new one: memory does not follow the log's length.
     // The blobs the copied checkpoints point at are collected on the way, for the backend to link.
     const hashes = new Set<string>();
@@ -798,7 +799,7 @@ export class SessionStore<E extends EventSchemas = {}> {
     const horizon = await readHorizon(backend, parentId, options);
     let last = 0;
     async function* copied(): AsyncGenerator<StoredEvent> {
-      for await (const event of backend.readEvents(parentId, { toSequence: at, ...signalOnly(options) })) {
+      for await (const event of backend.readEvents(parentId, { toSequence: at, ...signalOf(options) })) {
         if (!isDroppedCheckpoint(event, horizon)) addReferences(event, hashes);
         last = event.sequence;
         const copy = { ...event, sessionId: id };
@@ -817,13 +818,13 @@ export class SessionStore<E extends EventSchemas = {}> {
     const workspace = move ? move.to : parent.workspace;
     if (workspace !== undefined) record.workspace = workspace;
     await this.backend.createSession(record, copied(), {
-      ...signalOnly(options),
+      ...signalOf(options),
       blobsFrom: { sessionId: parentId, hashes },
     });
     // The copied checkpoints retention dropped came without blobs: the fork inherits the horizon,
     // capped at its copied prefix so its own new checkpoints stay whole.
     if (horizon > 0 && last > 0) {
-      const child = await this.backend.lock(id, signalOnly(options));
+      const child = await this.backend.lock(id, signalOf(options));
       try {
         await raiseHorizon(child, 0, Math.min(horizon, last));
       } finally {
@@ -962,8 +963,4 @@ function assertSequenceBound(name: string, value: unknown): void {
 
 function expectation(options: StoreAppendOptions): { expectedLastSequence?: number } {
   return options.expectedLastSequence === undefined ? {} : { expectedLastSequence: options.expectedLastSequence };
-}
-
-function signalOnly(options: SignalOption): SignalOption {
-  return options.signal ? { signal: options.signal } : {};
 }

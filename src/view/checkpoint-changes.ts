@@ -10,6 +10,7 @@ import type { SessionStore } from "../session/session-store.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { snapshotsIn } from "../blobs/references.js";
 import { confine, realWorkspaceOf } from "../checkpoint/confine.js";
+import { signalOf } from "../core/defined-fields.js";
 
 export interface CheckpointChangesOptions extends SignalOption {
   /** Where "now" is read for paths no later snapshot covers. @default the session's workspace */
@@ -69,7 +70,7 @@ export async function checkpointChanges(
 ): Promise<CheckpointChanges[]> {
   const info = await store.get(id);
   if (!info) throw new SessionNotFoundError(id);
-  const signal = options.signal ? { signal: options.signal } : {};
+  const signal = signalOf(options);
   const limits = options.limits ?? DIFF_LIMITS;
 
   // Only the events that carry snapshots are kept: a long tape of messages costs nothing here.

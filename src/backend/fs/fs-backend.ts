@@ -47,8 +47,8 @@ export interface FsBackendOptions {
   lockStaleMs?: number;
   /**
    * Write blobs compressed (deflate-raw) when that saves at least a tenth; incompressible content
-   * stays raw. Costs CPU on capture (about 0.2-0.3 ms for a 2 KB source file on a loaded 2-core VM)
-   * and saves about three quarters of the bytes of source code. Blobs are read either way.
+   * stays raw. Costs CPU on capture and saves most of the bytes of source code (the codec and its
+   * figures: bench/compression-choice.mjs; docs/ARCHITECTURE.md, "Blobs"). Blobs are read either way.
    * @default true
    */
   compressBlobs?: boolean;
@@ -492,8 +492,8 @@ async function lastWholeEvent(file: string, fh: FileHandle, size: number): Promi
 const LINK_CONCURRENCY = 8;
 /**
  * A new log is written in pieces of about this many characters, the size reads use: larger pieces
- * made fewer writes but left more garbage between collections (a 500k-event fork peaked 40 MB
- * higher with 1 MB pieces), and no faster.
+ * made fewer writes but left more garbage between collections, and were no faster (the peak with
+ * these: bench "fork: 1,000,000 events, peak memory growth").
  */
 const LOG_WRITE_CHUNK = 1 << 16;
 

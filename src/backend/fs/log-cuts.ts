@@ -13,7 +13,7 @@ import { openStoreFile, READ } from "./store-files.js";
 /** One record: the offset in 16 digits and a newline, so records never need a parser to be found. */
 const RECORD_BYTES = 17;
 const APPEND = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT;
-/** Records read at one look: ~1 MB, far more than the cuts during one read of the log. */
+/** Records read at one look: about a megabyte of them, far more than the cuts during one read of the log. */
 const MAX_RECORDS_READ = 60_000;
 
 /** The cut record's size: it only grows, by one record per cut. 0 when there is none. */

@@ -10,6 +10,7 @@ import { snapshotOf, stateOf, type WorkspaceIndex } from "./index-entry.js";
 import { loadIndex, rememberIndex, saveIndex, storedGeneration } from "./index-record.js";
 import { scanWorkspace, type ScanOptions, type ScanResult, type Watching } from "./scan.js";
 import { FolderWatcher } from "./folder-watcher.js";
+import { signalOf } from "../../core/defined-fields.js";
 
 export interface WorkspaceIndexOptions {
   /**
@@ -129,7 +130,7 @@ export class CommandCapture {
         const scan = await this.scan(locked, workspace, "before");
         await this.commit(locked, scan, async () => undefined);
       },
-      { ...(input.signal ? { signal: input.signal } : {}), detectReentry: false },
+      { ...signalOf(input), detectReentry: false },
     );
     return handle;
   }

@@ -134,7 +134,7 @@ export async function saveIndex(
 }
 
 // The last index each process saved or loaded, per backend and session: a prune (every rewind runs
-// one) then costs a listing of the records instead of parsing the whole index (10k entries: 35-110 ms).
+// one) then costs a listing of the records instead of parsing the whole index, which grows with the workspace.
 const known = new WeakMap<StorageBackend, Map<string, WorkspaceIndex>>();
 
 /** Tells {@link blobsOfIndex} the index as just saved, so it need not read it back. */
