@@ -15,7 +15,8 @@ try {
   process.stdout.write(`${JSON.stringify({ id: report.session.id, files: report.files })}\n`);
 } catch (error) {
   const code = isAgentTapeError(error) ? error.code : String(error);
-  const osCode = (error as { osCode?: string }).osCode;
+  // FORK_FAILED and STORAGE_FAILED carry the OS's code; the guard's union of classes narrows to them.
+  const osCode = isAgentTapeError(error) && "osCode" in error ? error.osCode : undefined;
   process.stdout.write(`${JSON.stringify({ error: code, osCode, message: (error as Error).message })}\n`);
 } finally {
   await store.close();

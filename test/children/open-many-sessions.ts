@@ -18,7 +18,7 @@ await Promise.all(
       (error: unknown) => {
         const code = isAgentTapeError(error) ? error.code : `raw ${(error as NodeJS.ErrnoException).code ?? error}`;
         codes[code] = (codes[code] ?? 0) + 1;
-        const os = (error as { osCode?: string }).osCode;
+        const os = isAgentTapeError(error) && "osCode" in error ? error.osCode : undefined;
         if (os) osCodes.add(os);
       },
     ),

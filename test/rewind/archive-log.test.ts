@@ -12,6 +12,7 @@ import type { StorageBackend } from "../../src/backend/types.js";
 import type { RewindPayload, StoredEvent } from "../../src/core/events.js";
 import { withLockedSession } from "../../src/session/session-store.js";
 import { archivedEventsOf } from "../helpers/stored-events.js";
+import { expectRejection } from "../helpers/expect-rejection.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -180,18 +181,20 @@ describe("an altered byte-range archive is refused", () => {
 
   it("altered after the undo's intent was written: rolled back (REWIND_FAILED), the log as before", async () => {
     const t = await rewound();
-    const error = await undoRewind(t.store, t.id, {
-      onProgress: (step) => {
-        if (step !== "intent-written") return;
-        const bytes = readFileSync(t.copy);
-        bytes[bytes.indexOf("two")] = "T".charCodeAt(0);
-        writeFileSync(t.copy, bytes);
-      },
-    }).catch((e: unknown) => e);
+    const error = await expectRejection(
+      undoRewind(t.store, t.id, {
+        onProgress: (step) => {
+          if (step !== "intent-written") return;
+          const bytes = readFileSync(t.copy);
+          bytes[bytes.indexOf("two")] = "T".charCodeAt(0);
+          writeFileSync(t.copy, bytes);
+        },
+      }),
+      "REWIND_FAILED",
+    );
 
-    expect(isAgentTapeError(error, "REWIND_FAILED")).toBe(true);
-    expect((error as { rolledBack: boolean }).rolledBack).toBe(true);
-    expect(isAgentTapeError((error as Error).cause, "STORE_TAMPERED")).toBe(true);
+    expect(error.rolledBack).toBe(true);
+    expect(isAgentTapeError(error.cause, "STORE_TAMPERED")).toBe(true);
     expect((await readFile(t.log)).equals(t.logBefore)).toBe(true);
     expect(await t.store.backend.listRecords(t.id)).not.toContain("rewind-intent");
   });
@@ -233,16 +236,18 @@ describe("byte-range archives and the rest of the store", () => {
   it("a rewind that fails once the cut part is copied is rolled back, and leaves no copy", async () => {
     const t = await awkwardTape();
     const before = await readFile(t.log);
-    const error = await rewind(t.store, t.id, {
-      toSequence: 2,
-      mode: "conversation",
-      onProgress: (step) => {
-        if (step === "log-archived") throw new Error("stop here");
-      },
-    }).catch((e: unknown) => e);
+    const error = await expectRejection(
+      rewind(t.store, t.id, {
+        toSequence: 2,
+        mode: "conversation",
+        onProgress: (step) => {
+          if (step === "log-archived") throw new Error("stop here");
+        },
+      }),
+      "REWIND_FAILED",
+    );
 
-    expect(isAgentTapeError(error, "REWIND_FAILED")).toBe(true);
-    expect((error as { rolledBack: boolean }).rolledBack).toBe(true);
+    expect(error.rolledBack).toBe(true);
     expect((await readFile(t.log)).equals(before)).toBe(true);
     expect(await recordFiles(t.root, t.id)).toEqual([]);
   });

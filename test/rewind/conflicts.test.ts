@@ -2,6 +2,7 @@ import { readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
+import { expectRejection } from "../helpers/expect-rejection.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { put } from "../helpers/rewind-workspace.js";
 
@@ -48,11 +49,10 @@ describe("a rewind never clobbers what it did not write: a hand edit after the a
     const t = await handEditAfterAgent();
     const lastBefore = (await t.store.get(t.id))!.lastSequence;
 
-    const error = await errorOf(rewind(t.store, t.id, { toSequence: t.target }));
+    const error = await expectRejection(rewind(t.store, t.id, { toSequence: t.target }), "REWIND_CONFLICT");
 
-    expect(isAgentTapeError(error, "REWIND_CONFLICT"), String(error)).toBe(true);
-    expect((error as Error).message).toContain("notes.md");
-    expect((error as { conflicts: { path: string }[] }).conflicts.map((c) => c.path)).toEqual(["notes.md"]);
+    expect(error.message).toContain("notes.md");
+    expect(error.conflicts.map((c) => c.path)).toEqual(["notes.md"]);
     expect(await t.read("notes.md")).toBe("v1 + a line typed by hand\n");
     expect(await t.read("other.md")).toBe("o1\n");
     expect((await t.store.get(t.id))!.lastSequence).toBe(lastBefore);
@@ -98,12 +98,12 @@ describe("a rewind never clobbers what it did not write: a hand edit after the a
     const shown = (await rewind(t.store, t.id, { toSequence: t.target, dryRun: true })).conflicts!;
     await writeFile(join(t.workspace, "other.md"), "o1 + typed while the question was up\n");
 
-    const error = await errorOf(
+    const error = await expectRejection(
       rewind(t.store, t.id, { toSequence: t.target, onConflict: "overwrite", overwriteOnly: shown }),
+      "REWIND_CONFLICT",
     );
 
-    expect(isAgentTapeError(error, "REWIND_CONFLICT"), String(error)).toBe(true);
-    expect((error as { conflicts: { path: string }[] }).conflicts.map((c) => c.path)).toEqual(["other.md"]);
+    expect(error.conflicts.map((c) => c.path)).toEqual(["other.md"]);
     expect(await t.read("notes.md")).toBe("v1 + a line typed by hand\n");
     expect(await t.read("other.md")).toBe("o1 + typed while the question was up\n");
   });

@@ -1,7 +1,8 @@
 import { readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind } from "../../src/index.js";
+import { CheckpointStore, SessionStore, rewind } from "../../src/index.js";
+import { expectRejection } from "../helpers/expect-rejection.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { put } from "../helpers/rewind-workspace.js";
 
@@ -48,14 +49,8 @@ async function twoSessionsTakingTurns() {
 describe("two sessions on one folder, taking turns (3 rounds each)", () => {
   it("A's rewind refuses to undo B's later edit of the shared file, and changes nothing", async () => {
     const { a, read } = await twoSessionsTakingTurns();
-    const error = await rewind(a.store, a.id, { toSequence: a.start }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(isAgentTapeError(error, "REWIND_CONFLICT"), String(error)).toBe(true);
-    expect((error as { conflicts: { path: string; change: string }[] }).conflicts).toMatchObject([
-      { path: "shared.txt", change: "modified" },
-    ]);
+    const error = await expectRejection(rewind(a.store, a.id, { toSequence: a.start }), "REWIND_CONFLICT");
+    expect(error.conflicts).toMatchObject([{ path: "shared.txt", change: "modified" }]);
     expect(await read("shared.txt")).toBe("b3\n");
     expect(await read("a.txt")).toBe("a3\n");
   });
