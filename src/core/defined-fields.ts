@@ -19,7 +19,5 @@ export type DefinedFields<T> = { [K in keyof T as undefined extends T[K] ? never
 
 /** `fields` without the ones that are undefined, e.g. `definedFields({ title: options.title, signal })`. */
 export function definedFields<T extends object>(fields: T): DefinedFields<T> {
-  const kept: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(fields)) if (value !== undefined) kept[name] = value;
-  return kept as DefinedFields<T>;
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as DefinedFields<T>;
 }
