@@ -1,6 +1,7 @@
 import type { FileHandle } from "node:fs/promises";
 import { lineBatch, parseEventLine, type LineBatch, type LineMark } from "../../core/envelope.js";
 import { readLines, type OpenLog } from "./lines.js";
+import { signalOf } from "../../core/defined-fields.js";
 
 // A reader holds a batch's events back until it knows the batch's end is in the log (whole-batches.ts). For a
 // batch too big to hold (an undo putting back 999,999 events) it looks ahead in the same open file instead,
@@ -101,7 +102,7 @@ async function releasedAhead(
   previous: number,
   signal?: AbortSignal,
 ): Promise<boolean> {
-  const reading = { handle: fh, startAt: async () => from, ...(signal && { signal }) };
+  const reading = { handle: fh, startAt: async () => from, ...signalOf(signal) };
   const lineMark: LineMark = { batch: undefined };
   for await (const lines of readLines(file, reading)) {
     for (const line of lines) {

@@ -34,6 +34,7 @@ import { moveLogToNewInode } from "./move-log.js";
 import { FsLockedSession } from "./locked-session.js";
 import { checkStoreFolder, openStoreFile, READ, readStoreFile } from "./store-files.js";
 import { readArchivedLogFile } from "./archive-log.js";
+import { signalOf } from "../../core/defined-fields.js";
 
 export interface FsBackendOptions {
   /** Folder that holds one sub-folder per session. Created on first use. */
@@ -246,7 +247,7 @@ class FsBackend implements StorageBackend {
     const mark: LineMark = { batch: undefined }; // the batch mark of the line at hand
     let log: OpenLog | undefined;
     const reading = {
-      ...(options.signal && { signal: options.signal }),
+      ...signalOf(options),
       startAt,
       cutsFile: this.layout.cuts(id),
       onOpen: (open: OpenLog) => (log = open),
