@@ -2,6 +2,7 @@
  * Every error agent-tape throws on purpose is an {@link AgentTapeError} with a stable string
  * `code`. Match on the code with {@link isAgentTapeError}, not on `instanceof`: an app can
  * load both the ESM and the CJS copy of this package, and a class check fails across them.
+ * The guard narrows to the class of the code ({@link AgentTapeErrorByCode}), fields and all.
  */
 
 import type { FileState } from "./events.js";
