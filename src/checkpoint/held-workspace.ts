@@ -1,5 +1,6 @@
 import { constants, existsSync, type Stats } from "node:fs";
-import { lstat, mkdir, open, readdir, readlink, type FileHandle } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
+import { lstat, mkdir, open, readdir, readlink } from "../core/named-fs.js";
 import { join } from "node:path";
 import { confine, isInside } from "./confine.js";
 

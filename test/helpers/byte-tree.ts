@@ -43,7 +43,11 @@ export function byteTreeOf(root: string, leaveOut: readonly string[] = []): Reco
 /** A name as printable text that still tells every byte: printable ASCII as is, anything else as `\xNN`. */
 export function shownName(name: Buffer): string {
   let out = "";
-  for (const byte of name) out += byte >= 0x20 && byte < 0x7f && byte !== 0x5c ? String.fromCharCode(byte) : `\\x${byte.toString(16).padStart(2, "0")}`;
+  for (const byte of name)
+    out +=
+      byte >= 0x20 && byte < 0x7f && byte !== 0x5c
+        ? String.fromCharCode(byte)
+        : `\\x${byte.toString(16).padStart(2, "0")}`;
   return out;
 }
 

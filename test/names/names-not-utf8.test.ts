@@ -78,7 +78,7 @@ describe("names that are not UTF-8", () => {
     const before = byteTreeOf(workspace);
     const target = await head();
     await command(`printf 'two\\n' >> "$(printf 'bad-\\377.txt')"`);
-    const event = (await store.readAll(sessionId)).findLast((e) => e.type === "session_checkpoint")!;
+    const event = (await store.readAll(sessionId)).filter((e) => e.type === "session_checkpoint").at(-1)!;
     const paths = (event.payload as CheckpointPayload).files.map((f) => f.path);
     expect(paths).toEqual(["bad-\udcff.txt"]);
     await rewind(store, sessionId, { toSequence: target, mode: "files" });
@@ -99,7 +99,10 @@ describe("names that are not UTF-8", () => {
     await command("true");
     await command(`rm -f bad-*`);
     const tape = await readFile(join(root, sessionId, "events.jsonl"), "utf8");
-    const line = tape.split("\n").findLast((l) => l.includes('"type":"session_checkpoint"'))!;
+    const line = tape
+      .split("\n")
+      .filter((l) => l.includes('"type":"session_checkpoint"'))
+      .at(-1)!;
     expect(line).toContain(String.raw`"path":"bad-\udcff.txt"`);
   });
 });

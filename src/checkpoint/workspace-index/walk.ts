@@ -1,4 +1,5 @@
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, type BigIntStats } from "node:fs";
+import { closeSync, constants, fstatSync, readSync, type BigIntStats } from "node:fs";
+import { lstatSync, openSync, readdirSync } from "../../core/named-fs.js";
 import { WorkspaceTooLargeError } from "../../core/errors.js";
 import type { FolderListing, IndexEntry } from "./index-entry.js";
 import type { IgnoreRules, Scope } from "./ignore-rules.js";
