@@ -326,8 +326,12 @@ class Walk {
     let info: BigIntStats | undefined;
     try {
       info = lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
-    } catch {
-      return undefined; // vanished or unreachable between the listing and the stat: not there
+    } catch (error) {
+      // Its folder vanished or became a file since the listing: not there. Anything else (EACCES, ENAMETOOLONG)
+      // is not "gone": what the index knew of it is kept, as for a folder that cannot be listed.
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== "ENOENT" && code !== "ENOTDIR") this.unlisted.push(path);
+      return undefined;
     }
     this.statted++;
     if (info === undefined) return undefined;
