@@ -53,7 +53,7 @@ export function bytesOfName(name: string): Buffer {
  * copy), else its bytes.
  */
 export function osPath(path: string): string | Buffer {
-  return SURROGATE.test(path) ? bytesOfName(path) : path;
+  return hasEscapedBytes(path) ? bytesOfName(path) : path;
 }
 
 /** True when the name holds a byte that is not UTF-8 (so it is shown or stored in its escaped form). */

@@ -1,5 +1,18 @@
 import { createHash } from "node:crypto";
-import { closeSync, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, constants } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 
 /**
  * The whole tree below `root`, byte for byte and at any depth: entry path (its bytes in hex where they are
@@ -53,4 +66,39 @@ export function shownName(name: Buffer): string {
 
 function sha(bytes: Buffer): string {
   return createHash("sha256").update(bytes).digest("hex").slice(0, 16);
+}
+
+/** One entry to plant: its name as bytes, and a file's bytes, a link's target bytes or a folder's entries. */
+export type PlantedEntry =
+  | { name: Buffer; kind: "file"; content: Buffer; mode: number }
+  | { name: Buffer; kind: "link"; target: Buffer }
+  | { name: Buffer; kind: "dir"; mode: number; entries: PlantedEntry[] };
+
+/** Makes `entries` in the folder `root`, at any depth and with any bytes in their names (see {@link byteTreeOf}). */
+export function plantTree(root: string, entries: readonly PlantedEntry[]): void {
+  const plant = (dirFd: number, list: readonly PlantedEntry[]) => {
+    for (const entry of list) {
+      const where = Buffer.concat([Buffer.from(`/proc/self/fd/${dirFd}/`), entry.name]);
+      if (entry.kind === "file") {
+        writeFileSync(where, entry.content, { flag: "wx" });
+        chmodSync(where, entry.mode);
+      } else if (entry.kind === "link") symlinkSync(entry.target, where);
+      else {
+        mkdirSync(where);
+        const fd = openSync(where, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+        try {
+          plant(fd, entry.entries);
+        } finally {
+          closeSync(fd);
+        }
+        chmodSync(where, entry.mode); // after what goes inside: a mode without the owner's w would stop it
+      }
+    }
+  };
+  const fd = openSync(root, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    plant(fd, entries);
+  } finally {
+    closeSync(fd);
+  }
 }
