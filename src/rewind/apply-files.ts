@@ -246,7 +246,7 @@ class TempNames {
   constructor(records: readonly FileSnapshot[], operation: string | undefined) {
     const seed = operation ?? randomUUID();
     this.tag = createHash("sha256").update(seed).digest("hex").slice(0, 16);
-    records.forEach((record, place) => this.places.set(record, place));
+    for (const [place, record] of records.entries()) this.places.set(record, place);
   }
 
   of(record: FileSnapshot, where: string): string {

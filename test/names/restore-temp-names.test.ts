@@ -45,7 +45,7 @@ async function edit(...paths: string[]): Promise<void> {
 
 describe("a user's entry named like the restore temp", () => {
   for (const kind of ["file", "folder", "link"] as const)
-    it(`a ${kind} named .tmp-notes.txt-agent-tape-rewind is neither deleted nor changed by a rewind of notes.txt`, async () => {
+    it(`a ${kind} named .tmp-notes.txt-agent-tape-rewind is kept as it is by a rewind of notes.txt`, async () => {
       await writeFile(join(workspace, "notes.txt"), "mine\n");
       const planted = join(workspace, ".tmp-notes.txt-agent-tape-rewind");
       if (kind === "file") await writeFile(planted, "the user's own\n");

@@ -35,7 +35,7 @@ async function editedFile() {
 }
 
 describe("what stands where a restore goes", () => {
-  it("a temp a crashed run of the same rewind left, as a file or as a link leading out: removed, never followed", async () => {
+  it("a temp a crashed run of the same rewind left, a file or a link leading out: removed, not followed", async () => {
     for (const leftover of ["file", "link"] as const) {
       const s = await editedFile();
       // The rewind's marker takes the next sequence; its only record is the first of its list.
