@@ -106,3 +106,20 @@ describe("names that are not UTF-8", () => {
     expect(line).toContain(String.raw`"path":"bad-\udcff.txt"`);
   });
 });
+
+describe("names that are not UTF-8, with a watched workspace index", () => {
+  it("commands creating, editing and deleting them are recorded through folder events, and rewound", async () => {
+    checkpoints = new CheckpointStore(store, { workspaceIndex: { watch: true } });
+    await command("true");
+    const empty = byteTreeOf(workspace);
+    const start = await head();
+    await command(HOSTILE);
+    const made = byteTreeOf(workspace);
+    const afterMade = await head();
+    await command(`printf 'more\\n' >> "$(printf 'dir-\\377/in-\\376\\375.txt')" && rm -f "$(printf 'bad-\\377.txt')"`);
+    await rewind(store, sessionId, { toSequence: afterMade, mode: "files" });
+    expect(byteTreeOf(workspace)).toEqual(made);
+    await rewind(store, sessionId, { toSequence: start, mode: "files" });
+    expect(byteTreeOf(workspace)).toEqual(empty);
+  });
+});
