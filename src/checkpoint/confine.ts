@@ -1,5 +1,5 @@
 import type { Stats } from "node:fs";
-import { lstat, realpath } from "node:fs/promises";
+import { lstat, realpath } from "../core/named-fs.js";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { InvalidArgumentError } from "../core/errors.js";
 

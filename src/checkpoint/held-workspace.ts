@@ -1,5 +1,6 @@
 import { constants, existsSync, type Stats } from "node:fs";
-import { lstat, mkdir, open, readdir, readlink, type FileHandle } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
+import { lstat, mkdir, open, readdir, readlink } from "../core/named-fs.js";
 import { join } from "node:path";
 import { confine, isInside } from "./confine.js";
 
@@ -151,11 +152,26 @@ export class HeldWorkspace {
       real = await readlink(descriptorPath(handle));
     } catch (error) {
       await handle.close();
+      if ((error as NodeJS.ErrnoException).code === "ENAMETOOLONG") return this.openInParent(rel);
       throw error;
     }
     if (isInside(this.realWorkspace, real)) return handle;
     await handle.close();
     throw new LeadsOutside();
+  }
+
+  /**
+   * A folder whose real path /proc cannot name (past PATH_MAX: readlink says ENAMETOOLONG) is checked another
+   * way: it is opened without following a link inside its parent, held and checked itself, so it lies inside.
+   */
+  private async openInParent(rel: string): Promise<FileHandle> {
+    const slash = rel.lastIndexOf("/");
+    const flags = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+    const opened = await this.folder(slash === -1 ? "" : rel.slice(0, slash), (dir) =>
+      open(`${dir}/${rel.slice(slash + 1)}`, flags),
+    );
+    if (opened === OUTSIDE) throw new LeadsOutside();
+    return opened;
   }
 
   /** Makes the missing folders of `rel` one at a time, each inside the folder before it as checked. */

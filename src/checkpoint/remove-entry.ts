@@ -1,5 +1,5 @@
 import { constants } from "node:fs";
-import { lstat, open, readdir, rm, rmdir, unlink } from "node:fs/promises";
+import { lstat, open, readdir, rm, rmdir, unlink } from "../core/named-fs.js";
 import { HeldWorkspace } from "./held-workspace.js";
 
 /**

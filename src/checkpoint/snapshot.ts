@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { constants } from "node:fs";
 import type { Stats } from "node:fs";
-import { lstat, open, readlink, type FileHandle } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
+import { lstat, open, readlink } from "../core/named-fs.js";
 import type { FileSnapshot } from "../core/events.js";
 import { forEachLimited, mapLimited } from "../core/bounded-concurrency.js";
 import { confine, placeLexically, type ConfinedPath, type ParentLooks } from "./confine.js";

@@ -1,5 +1,6 @@
+import { createHash, randomUUID } from "node:crypto";
 import { constants } from "node:fs";
-import { lstat, mkdir, open, rename, symlink, unlink } from "node:fs/promises";
+import { lstat, mkdir, open, rename, symlink, unlink } from "../core/named-fs.js";
 import { fsyncDir } from "../core/atomic-file.js";
 import { SYNC_FILESYSTEM_FROM, syncFilesystem } from "../core/sync-filesystem.js";
 import type { FileSnapshot } from "../core/events.js";
@@ -7,6 +8,16 @@ import { forEachLimited } from "../core/bounded-concurrency.js";
 import { confine, placeLexically, type ParentLooks } from "../checkpoint/confine.js";
 import { HeldWorkspace, OUTSIDE } from "../checkpoint/held-workspace.js";
 import { removeEntry } from "../checkpoint/remove-entry.js";
+
+export interface ApplyOptions {
+  concurrency?: number;
+  /**
+   * Names the operation (session, rewind, step) so that its temp names are the same each time it runs: a run
+   * that recovery repeats after a crash then clears what the crashed run left, and nothing else. Without it,
+   * the temp names are random.
+   */
+  operation?: string;
+}
 
 export interface ApplyResult {
   /** Paths that turned out to lead outside the workspace at the last moment, and were left alone. */
@@ -30,11 +41,12 @@ export async function applyFileRecords(
   realWorkspace: string,
   records: readonly FileSnapshot[],
   blobBytes: (hash: string) => Promise<Buffer>,
-  concurrency = 8,
+  options: ApplyOptions = {},
 ): Promise<ApplyResult> {
   const held = await HeldWorkspace.open(realWorkspace);
   try {
-    return await applyHeld(held, records, blobBytes, concurrency);
+    const temps = new TempNames(records, options.operation);
+    return await applyHeld(held, records, blobBytes, options.concurrency ?? 8, temps);
   } finally {
     await held.close();
   }
@@ -45,6 +57,7 @@ async function applyHeld(
   records: readonly FileSnapshot[],
   blobBytes: (hash: string) => Promise<Buffer>,
   concurrency: number,
+  temps: TempNames,
 ): Promise<ApplyResult> {
   const refused: string[] = [];
   const depth = (p: string) => (p === "." ? 0 : p.split("/").length);
@@ -82,7 +95,7 @@ async function applyHeld(
       done = await held.at(path, action, { create: true });
     } catch (error) {
       if (await leadsOutside(path)) return;
-      throw error;
+      throw naming(path, error);
     }
     if (done === OUTSIDE) refused.push(path);
     else touchedDirs.add(parentOf(path));
@@ -105,10 +118,10 @@ async function applyHeld(
     if (path === undefined || path === ".") return; // the workspace itself stays a folder
     if (record.kind === "blob") {
       const bytes = await blobBytes(record.blob);
-      await act(path, (where) => restoreFile(held, path, where, bytes, record.mode));
+      await act(path, (where) => restoreFile(held, path, where, temps.of(record, where), bytes, record.mode));
       written.push(path);
     } else if (record.kind === "symlink") {
-      await act(path, (where) => restoreSymlink(held, path, where, record.target));
+      await act(path, (where) => restoreSymlink(held, path, where, temps.of(record, where), record.target));
     }
   });
   for (const record of deletes) {
@@ -122,7 +135,7 @@ async function applyHeld(
       if (await leadsOutside(path)) continue;
       const code = (error as NodeJS.ErrnoException).code;
       if (code === "ENOENT" || code === "ENOTDIR") continue; // no folder to hold it: nothing to delete
-      throw error;
+      throw naming(path, error);
     }
     if (done === OUTSIDE) refused.push(path);
     else touchedDirs.add(parentOf(path));
@@ -155,8 +168,14 @@ async function clearFor(held: HeldWorkspace, path: string, where: string, keepDi
 }
 
 /** Writes the bytes to a temp beside the file and renames it over; durable only once applyHeld syncs at the end. */
-async function restoreFile(held: HeldWorkspace, path: string, where: string, bytes: Buffer, mode: number) {
-  const temp = tempFor(where);
+async function restoreFile(
+  held: HeldWorkspace,
+  path: string,
+  where: string,
+  temp: string,
+  bytes: Buffer,
+  mode: number,
+) {
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
   const fh = await clearedFirst(temp, () => open(temp, flags, 0o600));
   try {
@@ -173,8 +192,7 @@ async function restoreFile(held: HeldWorkspace, path: string, where: string, byt
   }
 }
 
-async function restoreSymlink(held: HeldWorkspace, path: string, where: string, target: string) {
-  const temp = tempFor(where);
+async function restoreSymlink(held: HeldWorkspace, path: string, where: string, temp: string, target: string) {
   await clearedFirst(temp, () => symlink(target, temp));
   try {
     await renameOver(held, path, temp, where);
@@ -199,7 +217,11 @@ async function renameOver(held: HeldWorkspace, path: string, temp: string, where
   }
 }
 
-/** Makes the temp with `make`; one a crash left there (a file, a link, a folder) is removed and it is tried again. */
+/**
+ * Makes the temp with `make` (exclusively: O_EXCL, or symlink, which never replaces). The name is this
+ * operation's own ({@link TempNames}), so one found there is what a crashed run of the same operation left: it
+ * is removed and the make tried again.
+ */
 async function clearedFirst<T>(temp: string, make: () => Promise<T>): Promise<T> {
   try {
     return await make();
@@ -211,13 +233,41 @@ async function clearedFirst<T>(temp: string, make: () => Promise<T>): Promise<T>
 }
 
 /**
- * The temp name a restore writes before renaming into place: fixed per file, not random, so what
- * a crash mid-restore leaves behind is cleared by the recovery's restore of the same path instead
- * of staying as litter in the user's workspace. It sits in the same held folder as the file.
+ * The temp names a restore writes before renaming into place, in the same held folder as the file. Never the
+ * user's name lengthened (a name of 233-255 bytes would pass NAME_MAX), never a name fixed per file (a user's
+ * file may be called that): `.agent-tape-<tag>-<n>`, at most 40 bytes, where the tag is drawn from the
+ * operation (so a run that recovery repeats makes the same names and clears what a crashed run left, instead
+ * of leaving litter in the user's workspace) and n is the record's place in the operation's list.
  */
-function tempFor(where: string): string {
-  const slash = where.lastIndexOf("/");
-  return `${where.slice(0, slash)}/.tmp-${where.slice(slash + 1)}-agent-tape-rewind`;
+class TempNames {
+  private readonly tag: string;
+  private readonly places = new Map<FileSnapshot, number>();
+
+  constructor(records: readonly FileSnapshot[], operation: string | undefined) {
+    const seed = operation ?? randomUUID();
+    this.tag = createHash("sha256").update(seed).digest("hex").slice(0, 16);
+    for (const [place, record] of records.entries()) this.places.set(record, place);
+  }
+
+  of(record: FileSnapshot, where: string): string {
+    return `${where.slice(0, where.lastIndexOf("/"))}/${tempName(this.tag, this.places.get(record)!)}`;
+  }
+}
+
+/** The temp name of the `place`-th record of `operation` (see {@link ApplyOptions.operation}). */
+export function restoreTempName(operation: string, place: number): string {
+  return tempName(createHash("sha256").update(operation).digest("hex").slice(0, 16), place);
+}
+
+function tempName(tag: string, place: number): string {
+  return `.agent-tape-${tag}-${place.toString(36)}`;
+}
+
+/** The OS error of one path, its message naming that path as the workspace has it (its code kept). */
+function naming(path: string, error: unknown): unknown {
+  if (!(error instanceof Error) || (error as NodeJS.ErrnoException).code === undefined) return error;
+  const named = new Error(`${path}: ${error.message}`, { cause: error });
+  return Object.assign(named, { code: (error as NodeJS.ErrnoException).code });
 }
 
 async function restoreDirectory(held: HeldWorkspace, path: string, where: string, mode: number): Promise<void> {

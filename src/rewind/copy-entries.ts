@@ -1,18 +1,14 @@
+import { closeSync, constants, fchmodSync, fstatSync, read, type Stats } from "node:fs";
 import {
-  closeSync,
-  constants,
+  copyFile,
   copyFileSync,
-  fchmodSync,
-  fstatSync,
   lstatSync,
   mkdirSync,
+  open,
   openSync,
-  read,
   readlinkSync,
   symlinkSync,
-  type Stats,
-} from "node:fs";
-import { copyFile, open } from "node:fs/promises";
+} from "../core/named-fs.js";
 import { promisify } from "node:util";
 import { forEachLimited } from "../core/bounded-concurrency.js";
 import { fsyncDir } from "../core/atomic-file.js";

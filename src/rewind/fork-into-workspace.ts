@@ -1,5 +1,6 @@
-import { lstatSync, readdirSync } from "node:fs";
-import { mkdir, readdir } from "node:fs/promises";
+import { readdirSync as readdirEntriesSync } from "node:fs";
+import { bytesOfName, nameFromBytes } from "../core/byte-names.js";
+import { lstatSync, mkdir, readdir } from "../core/named-fs.js";
 import { join, resolve } from "node:path";
 import type { SignalOption, StorageBackend } from "../backend/types.js";
 import {
@@ -304,8 +305,8 @@ function countTree(root: string): { files: number; symlinks: number; folders: nu
   const queue = [root];
   while (queue.length > 0) {
     const dir = queue.pop()!;
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const path = join(dir, entry.name);
+    for (const entry of readdirEntriesSync(bytesOfName(dir), { withFileTypes: true, encoding: "buffer" })) {
+      const path = join(dir, nameFromBytes(entry.name));
       if (entry.isDirectory()) {
         counts.folders++;
         queue.push(path);

@@ -139,9 +139,12 @@ export async function completeIntent(
     );
     const steps = await Promise.allSettled([
       intent.workspace !== undefined && intent.files.length > 0
-        ? applyFileRecords(intent.workspace, intent.files, async (hash) => {
-            return verified?.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash);
-          })
+        ? applyFileRecords(
+            intent.workspace,
+            intent.files,
+            async (hash) => verified?.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash),
+            { operation: operationOf(locked.sessionId, intent, "apply") },
+          )
         : { refused },
       storeUndoBlobs(backend, locked, undoBlobs, verified !== undefined),
     ]);
@@ -292,4 +295,9 @@ async function eventAt(backend: StorageBackend, sessionId: string, sequence: num
   for await (const event of backend.readEvents(sessionId, { fromSequence: sequence, toSequence: sequence }))
     return event;
   return undefined;
+}
+
+/** Names one step of one rewind or undo, the same in every run of it (its temp names derive from it). */
+export function operationOf(sessionId: string, intent: RewindIntent, step: "apply" | "roll-back"): string {
+  return `${sessionId}/${intent.kind}/${intent.markerSequence}/${step}`;
 }

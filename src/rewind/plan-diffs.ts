@@ -1,4 +1,4 @@
-import { lstat } from "node:fs/promises";
+import { lstat } from "../core/named-fs.js";
 import { diffBudget, diffFile, type DiffLimits } from "../core/file-diff.js";
 import type { FileSnapshot } from "../core/events.js";
 import type { FilePlan } from "./plan.js";

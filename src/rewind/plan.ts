@@ -1,5 +1,4 @@
-import type { Dirent } from "node:fs";
-import { lstat, readdir } from "node:fs/promises";
+import { lstat, readdirTyped } from "../core/named-fs.js";
 import { join } from "node:path";
 import type { StorageBackend } from "../backend/types.js";
 import type { FileChange, FileSnapshot, RewindPayload, StoredEvent } from "../core/events.js";
@@ -173,11 +172,9 @@ async function withUnlistedAbsent(
     const folder = queue.shift()!;
     const place = await confine(realWorkspace, folder, givenWorkspace, looks);
     if (!place.inside) continue;
-    let entries: Dirent[];
+    let entries: { name: string; isDirectory(): boolean }[];
     try {
-      entries = await readdir(place.path === "." ? realWorkspace : join(realWorkspace, place.path), {
-        withFileTypes: true,
-      });
+      entries = await readdirTyped(place.path === "." ? realWorkspace : join(realWorkspace, place.path));
     } catch {
       continue; // not a folder now (or gone): the folder's own record restores it
     }

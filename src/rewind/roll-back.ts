@@ -4,7 +4,7 @@ import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { registerRecoveryStep, type PendingRewind } from "../session/recovery.js";
 import { applyFileRecords } from "./apply-files.js";
 import { checkIntent } from "./intent-check.js";
-import { completeIntent, REWIND_INTENT_RECORD, type RewindIntent } from "./intent.js";
+import { completeIntent, operationOf, REWIND_INTENT_RECORD, type RewindIntent } from "./intent.js";
 import { undoBlobsOf } from "./undo-in-intent.js";
 
 // A rewind (or an undo) that did not finish (docs/ARCHITECTURE.md, "Rewind intent" and "Recovery"): its own
@@ -137,9 +137,12 @@ async function rollBack(backend: StorageBackend, locked: LockedSession, intent: 
   // A few before-blobs ride in the intent (undo-in-intent.ts), and may not be stored yet: their bytes come from it.
   const carried = undoBlobsOf(locked.sessionId, intent.undoBlobs ?? []);
   if (intent.workspace !== undefined && intent.before!.length > 0)
-    await applyFileRecords(intent.workspace, intent.before!, async (hash) => {
-      return carried.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash);
-    });
+    await applyFileRecords(
+      intent.workspace,
+      intent.before!,
+      async (hash) => carried.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash),
+      { operation: operationOf(locked.sessionId, intent, "roll-back") },
+    );
   // A copy of the part the log was to lose may be there already (step "log-archived"): nothing names it now.
   if (intent.archive?.copyAfter !== undefined) await locked.deleteRecord(intent.archive.name, { archivedLog: true });
   await locked.deleteRecord(REWIND_INTENT_RECORD);

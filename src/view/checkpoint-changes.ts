@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { lstat, readFile, readlink } from "node:fs/promises";
+import { lstat, readFile, readlink } from "../core/named-fs.js";
+import { osPath } from "../core/byte-names.js";
 import { resolve } from "node:path";
 import type { SignalOption } from "../backend/types.js";
 import { SessionNotFoundError } from "../core/errors.js";
@@ -222,6 +223,6 @@ function sha256(bytes: Buffer): string {
 
 async function sha256Of(path: string): Promise<string> {
   const hash = createHash("sha256");
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  for await (const chunk of createReadStream(osPath(path))) hash.update(chunk as Buffer);
   return hash.digest("hex");
 }

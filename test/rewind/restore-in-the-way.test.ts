@@ -1,3 +1,4 @@
+import { restoreTempName } from "../../src/rewind/apply-files.js";
 import { mkdir, readFile, readdir, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -34,10 +35,12 @@ async function editedFile() {
 }
 
 describe("what stands where a restore goes", () => {
-  it("a temp left by a crash, as a file or as a link leading out: removed, never followed", async () => {
+  it("a temp a crashed run of the same rewind left, a file or a link leading out: removed, not followed", async () => {
     for (const leftover of ["file", "link"] as const) {
       const s = await editedFile();
-      const temp = join(s.workspace, "src", ".tmp-a.txt-agent-tape-rewind");
+      // The rewind's marker takes the next sequence; its only record is the first of its list.
+      const marker = (await s.store.get(s.id))!.lastSequence + 1;
+      const temp = join(s.workspace, "src", restoreTempName(`${s.id}/rewind/${marker}/apply`, 0));
       if (leftover === "file") await writeFile(temp, "half written");
       else await symlink(join(s.outside, "keep.txt"), temp);
       await rewind(s.store, s.id, { toSequence: s.target });

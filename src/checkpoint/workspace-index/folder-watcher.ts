@@ -1,4 +1,5 @@
 import { type FSWatcher, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs";
+import { nameFromBytes, osPath } from "../../core/byte-names.js";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 
@@ -119,7 +120,8 @@ export class FolderWatcher {
       const absolute = folder === "" ? this.workspace : join(this.workspace, folder);
       const name = basename(absolute);
       const watched: Watched = { handle: undefined as unknown as FSWatcher, ino, dead: false };
-      watched.handle = watch(absolute, { persistent: false }, (type, changed) => {
+      watched.handle = watch(osPath(absolute), { persistent: false, encoding: "buffer" }, (type, bytes) => {
+        const changed = bytes === null ? null : nameFromBytes(bytes); // a name that is not UTF-8 compares exactly
         delivered++;
         this.dirty.add(folder);
         if (changed === ".gitignore") this.walkReason ??= "a .gitignore changed";

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { closeSync, constants, fstatSync, openSync, read, readSync } from "node:fs";
-import { readlink } from "node:fs/promises";
+import { closeSync, constants, fstatSync, read, readSync } from "node:fs";
+import { openSync, readlink } from "../../core/named-fs.js";
 import type { LockedSession } from "../../backend/types.js";
 import { forEachLimited } from "../../core/bounded-concurrency.js";
 import { markBlobsInFlight } from "../../blobs/in-flight.js";

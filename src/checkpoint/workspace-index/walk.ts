@@ -1,4 +1,5 @@
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, type BigIntStats } from "node:fs";
+import { closeSync, constants, fstatSync, readSync, type BigIntStats } from "node:fs";
+import { lstatSync, openSync, readdirSync } from "../../core/named-fs.js";
 import { WorkspaceTooLargeError } from "../../core/errors.js";
 import type { FolderListing, IndexEntry } from "./index-entry.js";
 import type { IgnoreRules, Scope } from "./ignore-rules.js";
@@ -326,8 +327,12 @@ class Walk {
     let info: BigIntStats | undefined;
     try {
       info = lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
-    } catch {
-      return undefined; // vanished or unreachable between the listing and the stat: not there
+    } catch (error) {
+      // Its folder vanished or became a file since the listing: not there. Anything else (EACCES, ENAMETOOLONG)
+      // is not "gone": what the index knew of it is kept, as for a folder that cannot be listed.
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== "ENOENT" && code !== "ENOTDIR") this.unlisted.push(path);
+      return undefined;
     }
     this.statted++;
     if (info === undefined) return undefined;
