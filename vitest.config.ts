@@ -48,7 +48,11 @@ export default defineConfig({
       },
       { extends: true, test: { name: "property", include: [propertyTests] } },
       { extends: true, test: { name: "scenario", include: [scenarioTests] } },
-      { extends: true, test: { name: "process", include: [processTests, cliAsProgram] } },
+      {
+        extends: true,
+        // The session page's browser test needs Chromium: installed here as root, or the one command to run.
+        test: { name: "process", include: [processTests, cliAsProgram], globalSetup: ["test/setup/chromium.ts"] },
+      },
       ...(onNode22 ? [{ extends: true as const, test: { name: "node22", include: [node22Tests] } }] : []),
       ...(claudeInstalled ? [{ extends: true as const, test: { name: "claude", include: [claudeTests] } }] : []),
     ],

@@ -12,6 +12,7 @@ import { SessionStore, isAgentTapeError } from "../../src/index.js";
 import { appendBatch, appendSingles, endOfLine, newSession } from "../helpers/big-batch.js";
 import { Child, childrenKilledAfterEach, runChild } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { rounds } from "../helpers/rounds.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
@@ -21,8 +22,9 @@ const EVENTS = 300_000; // ~100 MB of lines: held whole, ~300 MB of events
 const BEFORE = 10;
 /** A reader over a big batch may peak this much above the same reader over as many unmarked events. */
 const RATIO = 1.5;
-const KILL_ROUNDS = 3;
-const RACE_ROUNDS = 25;
+// Rounds: 2 kills and 8 rewind + undo races in `npm test`, 3 and 25 when soaking (test/helpers/rounds.ts).
+const KILL_ROUNDS = rounds(2, 3);
+const RACE_ROUNDS = rounds(8, 25);
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface ReadPeak {

@@ -10,6 +10,7 @@ import { fsBackend, type StoredEvent } from "../../src/index.js";
 import { keptEndFor, keptEndForwards } from "../../src/backend/fs/seek.js";
 import { serializeEvent } from "../../src/core/envelope.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { rounds } from "../helpers/rounds.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
@@ -134,7 +135,7 @@ describe("the backward seek agrees with a forwards model of the log", () => {
           await fh.close();
         }
       }),
-      { numRuns: 150 },
+      { numRuns: rounds(50, 300) },
     );
   });
 
@@ -157,7 +158,7 @@ describe("the backward seek agrees with a forwards model of the log", () => {
         const last = await backend.lastEvent(SESSION);
         expect(last?.sequence).toBe(whole.at(-1)?.sequence);
       }),
-      { numRuns: 150 },
+      { numRuns: rounds(50, 300) },
     );
   });
 });

@@ -6,12 +6,14 @@ import { CheckpointStore, SessionStore } from "../../src/index.js";
 import { childrenKilledAfterEach, Child } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { referencedBlobs } from "../../src/blobs/references.js";
+import { rounds } from "../helpers/rounds.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach(); // registered last, so it runs first: children die before their folders go
 
-const ROUNDS = 10;
+// 4 rounds in `npm test`, 10 when soaking (test/helpers/rounds.ts).
+const ROUNDS = rounds(4, 10);
 const FILE_BYTES = 2 * 1024 * 1024; // big enough that a kill often lands while blobs are being written
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

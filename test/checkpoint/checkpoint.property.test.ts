@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, type CheckpointEvent, type FileSnapshot } from "../../src/index.js";
 import { CONTENTS, FILES, FOLDERS, MODES } from "../helpers/little-tree.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { rounds } from "../helpers/rounds.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
@@ -187,7 +188,7 @@ describe("checkpoints against a model of the workspace", () => {
           await rm(base, { recursive: true, force: true });
         }
       }),
-      { numRuns: 60 },
+      { numRuns: rounds(25, 120) },
     );
   }, 120_000);
 });

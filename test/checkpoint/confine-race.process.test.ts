@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { rounds } from "../helpers/rounds.js";
 
 // Code in the workspace racing the library (docs/ARCHITECTURE.md, "Confinement"): a child process flips a folder
 // of the workspace between a place inside it and a folder outside, while this process captures, rewinds and undoes
@@ -13,9 +14,11 @@ const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach(); // registered last, so it runs first: children die before their folders go
 
-const CAPTURE_ROUNDS = 1500;
-const WALK_ROUNDS = 600;
-const REWIND_ROUNDS = 300; // each one rewind and one undo
+// Rounds in `npm test`, and when soaking (test/helpers/rounds.ts): 400 / 1500 captures, 150 / 600 walks,
+// 80 / 300 rewinds, each with one undo.
+const CAPTURE_ROUNDS = rounds(400, 1500);
+const WALK_ROUNDS = rounds(150, 600);
+const REWIND_ROUNDS = rounds(80, 300);
 const OUTSIDE = "OUTSIDE-SECRET";
 const OUTSIDE_NEW = "OUTSIDE-NEW";
 

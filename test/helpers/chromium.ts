@@ -3,15 +3,24 @@ import type { Readable, Writable } from "node:stream";
 
 // Headless Chromium driven over the DevTools protocol on a pipe (--remote-debugging-pipe: commands on
 // the child's fd 3, replies and events on its fd 4, each a JSON message ending in a NUL byte). No
-// WebSocket and no npm browser package: Debian's `chromium`, which `.ci/run` installs when missing.
+// WebSocket and no npm browser package: Debian's `chromium`, which test/setup/chromium.ts installs when missing.
 
-/** The browser binary, or an error saying how to get it: a missing browser fails the test, never skips it. */
-export function chromiumBinary(): string {
+/** The browser binary on PATH, if any. */
+export function findChromium(): string | undefined {
   for (const name of ["chromium", "chromium-browser", "google-chrome"]) {
     const found = spawnSync("sh", ["-c", `command -v ${name}`], { encoding: "utf8" });
     if (found.status === 0 && found.stdout.trim() !== "") return found.stdout.trim();
   }
-  throw new Error("No Chromium found: install it (Debian: apt-get install -y chromium); .ci/run does so in CI.");
+  return undefined;
+}
+
+/** The browser binary, or an error saying how to get it: a missing browser fails the test, never skips it. */
+export function chromiumBinary(): string {
+  const found = findChromium();
+  if (found) return found;
+  throw new Error(
+    "No Chromium found: install it (Debian: apt-get install -y chromium); the process tier's setup does.",
+  );
 }
 
 interface Message {

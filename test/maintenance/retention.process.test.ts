@@ -103,8 +103,8 @@ describe("retention: which sessions go", () => {
     expect(await remaining(store)).toEqual(["a", "c"]);
     expect((await store.readAll("a")).length).toBe(1);
 
-    // Killed, its lock is no longer refreshed: stale after lockStaleMs (mtime has coarse precision on some
-    // filesystems, so poll), then taken over and the session deleted.
+    // Killed: its lock is taken over and the session deleted, at once where the dead holder is known for sure
+    // (this machine's /proc), else once stale after lockStaleMs (mtime is coarse on some filesystems: poll).
     holder.kill();
     await holder.done();
     const killedAt = Date.now();

@@ -10,13 +10,15 @@ import { SessionStore, type RewindPayload, type StoredEvent } from "../../src/in
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { archivedEventsOf } from "../helpers/stored-events.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { rounds } from "../helpers/rounds.js";
 
 const temps = new TempRoots();
 const children = childrenKilledAfterEach();
 afterEach(() => temps.removeAll());
 
 const EVENTS = 30_000;
-const ROUNDS = 4;
+// 2 rounds of each in `npm test`, 6 when soaking (test/helpers/rounds.ts).
+const ROUNDS = rounds(2, 6);
 const PROBE = "opened after the crash";
 
 /** A session of EVENTS messages (a ~9 MB log) in a workspace with no files. */

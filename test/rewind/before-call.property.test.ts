@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { fsBackend, isAgentTapeError, type StoredEvent } from "../../src/index.js";
 import { resolveTarget } from "../../src/rewind/target.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { rounds } from "../helpers/rounds.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
@@ -68,7 +69,7 @@ describe("beforeCallId, found backwards in widening windows", () => {
           expect(found, callId).toBe(expected);
         }
       }),
-      { numRuns: 120 },
+      { numRuns: rounds(40, 240) },
     );
   });
 });

@@ -8,6 +8,7 @@ import { archivedEventsOf } from "../helpers/stored-events.js";
 import { CONTENTS, FILES, FOLDERS, MODES } from "../helpers/little-tree.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { referencedBlobs } from "../../src/blobs/references.js";
+import { rounds } from "../helpers/rounds.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
@@ -207,7 +208,7 @@ describe("rewind against a model of the workspace's history", () => {
           await rm(base, { recursive: true, force: true });
         }
       }),
-      { numRuns: 60 },
+      { numRuns: rounds(20, 120) },
     );
   }, 240_000);
 });

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore, memoryBackend, rewind, undoRewind, type StoredEvent } from "../../src/index.js";
 import type { RewindPayload } from "../../src/core/events.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { rounds } from "../helpers/rounds.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
@@ -105,7 +106,7 @@ describe("rewind + undo, against a model of the tape", () => {
           await memStore.close();
         }
       }),
-      { numRuns: 40 },
+      { numRuns: rounds(15, 80) },
     );
   });
 });

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore, type Durability, type StoredEvent } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { rounds } from "../helpers/rounds.js";
 
 // `appendMany` is all or nothing across kill -9. A child appends ~30 MB batches and is
 // killed while the log grows; the batch it was writing must then be in the log whole or not at all, for a
@@ -12,7 +13,8 @@ const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
-const ROUNDS_PER_MODE = 8;
+// Rounds per durability mode: 4 in `npm test`, 8 when soaking (test/helpers/rounds.ts).
+const ROUNDS_PER_MODE = rounds(4, 8);
 const BATCH = 40_000;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -4,12 +4,15 @@ import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore, type Durability } from "../../src/index.js";
 import { childrenKilledAfterEach, Child } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { rounds } from "../helpers/rounds.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach(); // registered last, so it runs first: children die before their folders go
 
-const ROUNDS = 14;
+// Rounds: 8 in `npm test`, 30 when soaking (test/helpers/rounds.ts). Acknowledging an append before its write
+// (undone by hand to check) failed in round 1 of one run and passed all of 4 rounds in another: 8, not fewer.
+const ROUNDS = rounds(8, 30);
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("a writer killed with SIGKILL mid-stream", () => {

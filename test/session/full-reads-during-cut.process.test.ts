@@ -11,12 +11,14 @@ import { afterEach, expect, it } from "vitest";
 import { SessionStore, isAgentTapeError, type StoredEvent } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { rounds } from "../helpers/rounds.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
-const ROUNDS = 60;
+// 15 rewind + undo rounds in `npm test`, 60 when soaking (test/helpers/rounds.ts).
+const ROUNDS = rounds(15, 60);
 const EVENTS = 300;
 
 /** What is wrong with a read, or undefined. `from`: the first sequence asked for. */

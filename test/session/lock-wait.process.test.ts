@@ -22,26 +22,32 @@ async function heldByChild(staleMs: number) {
 }
 
 describe("onLockWait", () => {
-  it("names the live holder and the time until its lock goes stale, then the dead one, until taken over", async () => {
-    const staleMs = 2000;
+  it("names the live holder and the time until its lock goes stale; once it dies, takes its lock at once", async () => {
+    // A minute: had the lock been taken only once stale, the append would wait out lockWaitMs and fail.
+    const staleMs = 60_000;
     const { root, id, holder } = await heldByChild(staleMs);
     const waits: LockWait[] = [];
-    const store = new SessionStore({ root, lockStaleMs: staleMs, onLockWait: (wait) => waits.push(wait) });
+    const store = new SessionStore({
+      root,
+      lockStaleMs: staleMs,
+      lockWaitMs: 20_000,
+      onLockWait: (wait) => waits.push(wait),
+    });
     try {
       setTimeout(() => holder.kill(), 1500);
       expect((await store.append(id, say("after the holder"))).sequence).toBe(1);
     } finally {
       await store.close();
     }
-    expect(waits.length).toBeGreaterThanOrEqual(2);
+    expect(waits.length).toBeGreaterThanOrEqual(1);
     const first = waits[0]!;
     expect(first).toMatchObject({ sessionId: id, holderPid: holder.process.pid, holderAlive: true });
     expect(first.staleInMs).toBeGreaterThan(0);
     // proper-lockfile stamps a new lock up to a second ahead (the next whole second + 5 ms).
     expect(first.staleInMs).toBeLessThanOrEqual(staleMs + 1000);
-    const last = waits.at(-1)!;
-    expect(last).toMatchObject({ holderPid: holder.process.pid, holderAlive: false });
-    expect(last.waitedMs).toBeGreaterThan(first.waitedMs);
+    // A holder of this machine that is gone is known for sure (src/backend/fs/holder-note.ts): never reported
+    // dead and still waited for.
+    expect(waits.every((wait) => wait.holderAlive === true)).toBe(true);
   });
 
   it("the CLI says on stderr whom it waits for", async () => {

@@ -9,12 +9,14 @@ import { afterEach, expect, it } from "vitest";
 import { SessionStore } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { rounds } from "../helpers/rounds.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
-const ROUNDS = 150;
+// 30 rewind + undo rounds in `npm test`, 150 when soaking (test/helpers/rounds.ts).
+const ROUNDS = rounds(30, 150);
 
 it(`head() and get() during in-place cuts see only states the tape had (${ROUNDS} rewind + undo rounds)`, {
   timeout: 300_000,

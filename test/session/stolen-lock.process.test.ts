@@ -1,20 +1,22 @@
 // A process whose lock is taken over as stale while it is stalled (event loop blocked by an
 // execSync, or the whole process SIGSTOPped) must never write under the lost lock. Another writer appends
 // throughout. Checked per round: no sequence acknowledged twice, no acknowledged event missing from the log,
-// the log reads cleanly, and the stalled writer's failures are typed. Rounds: 2 blocked + 2 paused.
+// the log reads cleanly, and the stalled writer's failures are typed. Rounds: see ROUNDS.
 import { access } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore, isAgentTapeError } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { rounds } from "../helpers/rounds.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
 const STALE_MS = 2000;
-const ROUNDS = 2;
+// 1 round of each in `npm test`, 4 when soaking (test/helpers/rounds.ts): each waits out lockStaleMs twice.
+const ROUNDS = rounds(1, 4);
 
 interface Acked {
   sequence: number;

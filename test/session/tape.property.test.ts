@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { SessionStore, isAgentTapeError, type Durability, type StoredEvent } from "../../src/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { rounds } from "../helpers/rounds.js";
 
 const temps = new TempRoots();
 
@@ -194,7 +195,7 @@ describe("the tape against an in-memory model", () => {
         fc.constantFrom(0, 50),
         runAgainstModel,
       ),
-      { numRuns: 60 },
+      { numRuns: rounds(25, 120) },
     );
   }, 120_000);
 });

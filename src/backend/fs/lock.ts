@@ -1,11 +1,12 @@
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
-import { mkdir, readFile, readdir, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import lockfile from "proper-lockfile";
 import { LockedError } from "../../core/errors.js";
 import type { LockWait } from "../types.js";
 import { sleep } from "../../core/sleep.js";
+import { folderKey, holderIsGone, holderPath, readHolderNote, signalable, writeHolderNote } from "./holder-note.js";
 
 export interface FileLockOptions {
   /** A lock whose holder stopped refreshing it for this long is taken over. */
@@ -66,11 +67,30 @@ class LeaseWatch {
   private own: OwnFolder | undefined;
   /** The mtime proper-lockfile believes the folder has (it compares it on every refresh). */
   private expectedMtimeMs = Number.NaN;
+  /** Another holder's folder, as found while acquiring: the one proper-lockfile may judge stale and remove. */
+  private found: { key: string; mtimeNs: bigint } | undefined;
+  private readonly lockDir: string;
 
   constructor(
     private readonly staleMs: number,
-    private readonly lockDir: string,
-  ) {}
+    private readonly file: string,
+  ) {
+    this.lockDir = `${file}.lock`;
+  }
+
+  /** The {@link folderKey} of the lock folder this holder created, once it has (and the system tells). */
+  folderKey(): string | undefined {
+    if (!this.own) return undefined;
+    try {
+      const info =
+        this.own.fd === undefined
+          ? fs.statSync(this.lockDir, { bigint: true })
+          : fs.fstatSync(this.own.fd, { bigint: true });
+      return folderKey(info);
+    } catch {
+      return undefined;
+    }
+  }
 
   lapsed(): boolean {
     return Date.now() - this.refreshedAt > this.staleMs - CLOCK_MARGIN_MS;
@@ -101,6 +121,20 @@ class LeaseWatch {
       return this.own !== undefined && info.ino === this.own.ino && info.dev === this.own.dev;
     } catch {
       return false;
+    }
+  }
+
+  /**
+   * Whether the lock's path holds the folder found, unchanged since, or nothing: false when another folder is
+   * there now (its birth time, or its mtime where there is none, tells it from one with a reused inode), or the
+   * found one was refreshed meanwhile (its holder is alive).
+   */
+  private stillAt(found: { key: string; mtimeNs: bigint }): boolean {
+    try {
+      const info = fs.statSync(this.lockDir, { bigint: true });
+      return (folderKey(info) ?? `${info.dev}:${info.ino}`) === found.key && info.mtimeNs === found.mtimeNs;
+    } catch {
+      return true;
     }
   }
 
@@ -144,6 +178,21 @@ class LeaseWatch {
       });
     },
     stat: (path: string, cb: Callback) => {
+      if (path === this.lockDir && this.phase === "acquiring" && !this.own) {
+        // Another holder's folder, which proper-lockfile judges stale by its mtime (all it reads of it). A holder
+        // of this machine that is gone (holder-note.ts) will never refresh it: shown stale now, not lockStaleMs
+        // later. Read with its birth time, so the folder removed is the one judged (see rmdir).
+        fs.stat(path, { bigint: true }, (error, info) => {
+          if (error) return cb(error);
+          const key = folderKey(info) ?? `${info.dev}:${info.ino}`;
+          this.found = { key, mtimeNs: info.mtimeNs };
+          readHolderNote(this.file).then(
+            (note) => cb(null, note && holderIsGone(note, folderKey(info)) ? { ...info, mtime: new Date(0) } : info),
+            () => cb(null, info),
+          );
+        });
+        return;
+      }
       fs.stat(path, (error, info) => {
         if (error || path !== this.lockDir) return cb(error, info);
         if (this.phase === "acquiring") {
@@ -173,7 +222,10 @@ class LeaseWatch {
     },
     rmdir: (path: string, cb: Callback) => {
       if (this.phase === "acquiring" && !this.own) {
-        // Only a stale lock is removed while acquiring: its holder crashed, or is stalled and alive.
+        // Only a stale lock is removed while acquiring: its holder crashed, or is stalled and alive. Only the
+        // folder judged stale: one another waiter made since (it removed the stale one first) is a live lock.
+        // A stale folder already gone was removed by such a waiter: the log is fenced all the same.
+        if (this.found && !this.stillAt(this.found)) return cb(null);
         this.tookOver = true;
         fs.rmdir(path, cb);
         return;
@@ -207,7 +259,7 @@ export async function acquireFileLock(sessionId: string, file: string, options: 
   try {
     for (let attempt = 0; ; attempt++) {
       options.signal?.throwIfAborted();
-      const watch = new LeaseWatch(options.staleMs, `${file}.lock`);
+      const watch = new LeaseWatch(options.staleMs, file);
       try {
         const release = await lockfile.lock(file, {
           stale: options.staleMs,
@@ -218,8 +270,9 @@ export async function acquireFileLock(sessionId: string, file: string, options: 
           onCompromised: options.onCompromised,
         });
         watch.phase = "held";
-        // Who holds it, for a waiter's onWait; a diagnostic only, never trusted for ownership.
-        await writeFile(holderPath(file), `${process.pid}\n`).catch(() => undefined);
+        // Who holds it: for a waiter's onWait, and so a waiter can tell when this process is gone (holder-note.ts).
+        // Never trusted for ownership: that is the lock folder's.
+        await writeHolderNote(file, watch.folderKey()).catch(() => undefined);
         const letGo = async (phase: Phase) => {
           if (watch.phase !== "held") return;
           // Still ours while releasing (not when abandoning a lost lock: the note may be the taker's by now).
@@ -256,34 +309,21 @@ export async function acquireFileLock(sessionId: string, file: string, options: 
   }
 }
 
-const holderPath = (file: string) => `${file.replace(/\.jsonl$/, "")}.holder`;
-
 /** What a waiter can tell about the lock on `file`: its holder's pid (if it wrote one) and its staleness. */
 async function describeWait(sessionId: string, file: string, staleMs: number, waitedMs: number): Promise<LockWait> {
-  const refreshed = await stat(`${file}.lock`).then(
-    (info) => info.mtimeMs,
-    () => Date.now(),
-  );
+  const folder = await stat(`${file}.lock`, { bigint: true }).catch(() => undefined);
+  const refreshed = folder ? Number(folder.mtimeMs) : Date.now();
   const wait: LockWait = {
     sessionId,
     staleInMs: Math.max(0, Math.round(staleMs - (Date.now() - refreshed))),
     waitedMs,
   };
-  const pid = Number.parseInt(await readFile(holderPath(file), "utf8").catch(() => ""), 10);
-  if (Number.isSafeInteger(pid) && pid > 0) {
-    wait.holderPid = pid;
-    wait.holderAlive = isRunning(pid);
+  const note = await readHolderNote(file);
+  if (note) {
+    wait.holderPid = note.pid;
+    wait.holderAlive = signalable(note.pid) && !(folder && holderIsGone(note, folderKey(folder)));
   }
   return wait;
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"; // alive, someone else's
-  }
 }
 
 /**

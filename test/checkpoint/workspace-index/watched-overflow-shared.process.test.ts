@@ -1,7 +1,7 @@
 // Two sessions' watchers in one process share one inotify descriptor (libuv's, one per event loop), so
 // one kernel queue: a burst in one session's workspace can overflow it and drop the events of the other
 // (docs/ARCHITECTURE.md, "Watched scans", the burst rule). The other session's next scan must still see
-// a change made after the flood, though none of its own events told of a burst. 3 rounds.
+// a change made after the flood, though none of its own events told of a burst. Rounds: see ROUNDS.
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdir, realpath, writeFile } from "node:fs/promises";
@@ -9,11 +9,13 @@ import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, type CheckpointPayload, type ScanReport } from "../../../src/index.js";
 import { TempRoots } from "../../helpers/temp-root.js";
+import { rounds } from "../../helpers/rounds.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 
-const ROUNDS = 3;
+// 2 rounds in `npm test`, 3 when soaking (test/helpers/rounds.ts).
+const ROUNDS = rounds(2, 3);
 
 function queueLength(): number {
   try {

@@ -1,7 +1,7 @@
 // Watched scans while another process changes the tree at random (test/children/tree-churner.ts):
 // events arrive during scans, folders appear and vanish while being watched and listed. Whatever
 // the interleaving, whenever the churner pauses and one more watched scan has run, a whole walk of
-// the same session must find nothing the watched index does not already know. 6 rounds of 25
+// the same session must find nothing the watched index does not already know. ROUNDS rounds of 25
 // commands, the churner paused and the index checked after every other command.
 import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -9,12 +9,14 @@ import { afterEach, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, type ScanReport } from "../../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../../helpers/children.js";
 import { TempRoots } from "../../helpers/temp-root.js";
+import { rounds } from "../../helpers/rounds.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
-const ROUNDS = 6;
+// 3 rounds in `npm test`, 6 when soaking (test/helpers/rounds.ts).
+const ROUNDS = rounds(3, 6);
 const COMMANDS = 25;
 
 it(`a whole walk after watched scans under churn finds nothing new (${ROUNDS} rounds)`, {

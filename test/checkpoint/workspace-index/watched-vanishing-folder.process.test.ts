@@ -2,19 +2,21 @@
 // renames it away and back, over and over): the scan can find it listed in its parent, fail to watch it (gone),
 // and then list it (back). Such a folder has no watch: a file written in it later raises no event, and only a
 // whole walk would find it. Required: the watcher never takes a folder it could not watch for a watched one.
-// 20 rounds of flips under watched scans, each followed by a write inside the folder and a check against a walk.
+// ROUNDS rounds of flips under watched scans, each followed by a write inside the folder and a check against a walk.
 import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, type ScanReport } from "../../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../../helpers/children.js";
 import { TempRoots } from "../../helpers/temp-root.js";
+import { rounds } from "../../helpers/rounds.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
-const ROUNDS = 20;
+// 8 rounds in `npm test`, 20 when soaking (test/helpers/rounds.ts).
+const ROUNDS = rounds(8, 20);
 
 it(`a folder found gone when watched and back when listed is still watched (${ROUNDS} rounds)`, {
   timeout: 300_000,
