@@ -22,6 +22,7 @@ import { recordedWorkspace } from "./recorded-workspace.js";
 import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.js";
 import { diffPlannedChanges } from "./plan-diffs.js";
 import { totalDiffs, type DiffTotals } from "../core/file-diff.js";
+import { assertExpectedHead, assertExpectedHeadForm } from "./expected-head.js";
 import { assertTargetRead, checkTargetForm, resolveTarget } from "./target.js";
 import {
   lastWrittenStates,
@@ -88,6 +89,12 @@ export interface RewindOptions extends SignalOption {
    * bounds (DIFF_LIMITS). Insertion and deletion counts are always there. @default false
    */
   diffs?: boolean;
+  /**
+   * The session's last sequence the caller decided at (a dry run's `lastSequence`, the head a person was
+   * shown): when the tape has moved since, SEQUENCE_CONFLICT and nothing changes.
+   * @default no check: the rewind acts on the tape as it is when it takes the lock
+   */
+  expectedLastSequence?: number;
 }
 
 /** A path in a report: the change, and its unified diff when `diffs` asked for it (never stored). */
@@ -97,6 +104,8 @@ export interface ReportedChange extends FileChange {
 
 export interface RewindReport {
   targetSequence: number;
+  /** The session's last sequence the rewind was planned at: pass it back as `expectedLastSequence`. */
+  lastSequence: number;
   dryRun: boolean;
   mode: RewindMode;
   filesRestored: number;
@@ -153,6 +162,7 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
     throw new InvalidArgumentError(
       `onConflict must be "refuse", "skip" or "overwrite", not ${JSON.stringify(onConflict)}.`,
     );
+  assertExpectedHeadForm(options.expectedLastSequence);
   const keepUndo = options.keepUndo ?? 1;
   if (!Number.isSafeInteger(keepUndo) || keepUndo < 0)
     throw new InvalidArgumentError("keepUndo must be a non-negative integer.");
@@ -170,11 +180,12 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
     id,
     async (locked) => {
       const last = locked.lastSequence;
+      assertExpectedHead(id, options.expectedLastSequence, last);
       const target = await resolveTarget(store.backend, id, options, last, {
         ...signalOf(options),
         callerReadsFromTarget: true,
       });
-      const report = emptyReport(target, mode.data, options.dryRun ?? false);
+      const report = emptyReport(target, last, mode.data, options.dryRun ?? false);
       if (target === last) return report;
 
       // Only the events after the target are read here; what the tape last wrote to each path (the conflicts)
@@ -385,9 +396,15 @@ async function blobsMaybeOrphaned(
 }
 
 /** A report of nothing done yet, filled in as the plan and the steps go. */
-export function emptyReport(targetSequence: number, mode: RewindMode, dryRun: boolean): RewindReport {
+export function emptyReport(
+  targetSequence: number,
+  lastSequence: number,
+  mode: RewindMode,
+  dryRun: boolean,
+): RewindReport {
   return {
     targetSequence,
+    lastSequence,
     dryRun,
     mode,
     filesRestored: 0,

@@ -10,6 +10,7 @@ import { SequenceRuns } from "../core/reappended.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { settleFailedRewind } from "./roll-back.js";
 import { realWorkspaceOf } from "../checkpoint/confine.js";
+import { assertExpectedHead, assertExpectedHeadForm } from "./expected-head.js";
 import { writeIntentWithUndo } from "./undo-in-intent.js";
 import { planFileChanges, type FilePlan } from "./plan.js";
 import { UNDO_LIMITS, emptyReport, summarizePlan, withPatches, type RewindReport } from "./rewind.js";
@@ -26,6 +27,12 @@ export interface UndoRewindOptions extends SignalOption {
   onProgress?: (step: "planned" | "intent-written" | RewindStep) => void;
   /** Put each changed text file's unified diff in the report, as `rewind`'s `diffs`. @default false */
   diffs?: boolean;
+  /**
+   * The session's last sequence the caller decided at (the rewind's `markerSequence`, or a dry run's
+   * `lastSequence`): when the tape has moved since, SEQUENCE_CONFLICT and nothing changes.
+   * @default no check
+   */
+  expectedLastSequence?: number;
 }
 
 export interface UndoReport extends RewindReport {
@@ -52,12 +59,14 @@ export async function undoRewind(
     throw new InvalidArgumentError(
       `onConflict must be "refuse", "skip" or "overwrite", not ${JSON.stringify(onConflict)}.`,
     );
+  assertExpectedHeadForm(options.expectedLastSequence);
   const record = await store.backend.getSession(id, signalOf(options));
   if (!record) throw new SessionNotFoundError(id);
   return withLockedSession(
     store,
     id,
     async (locked) => {
+      assertExpectedHead(id, options.expectedLastSequence, locked.lastSequence);
       const last = await store.backend.lastEvent(id, signalOf(options));
       if (last?.type !== "session_rewind")
         throw new NothingToUndoError(
@@ -102,7 +111,7 @@ export async function undoRewind(
       }
 
       const report: UndoReport = {
-        ...emptyReport(marker.targetSequence, marker.mode, options.dryRun ?? false),
+        ...emptyReport(marker.targetSequence, locked.lastSequence, marker.mode, options.dryRun ?? false),
         undoneMarker: last.sequence,
         eventsRestored: formerSequences.count,
       };
