@@ -138,6 +138,7 @@ export {
   LogCorruptError,
   LockedError,
   LockCompromisedError,
+  WorkspaceLockedError,
   StoreClosedError,
   BlobNotFoundError,
   BlobCorruptError,

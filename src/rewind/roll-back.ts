@@ -6,6 +6,7 @@ import { applyFileRecords } from "./apply-files.js";
 import { checkIntent } from "./intent-check.js";
 import { completeIntent, REWIND_INTENT_RECORD, type RewindIntent } from "./intent.js";
 import { undoBlobsOf } from "./undo-in-intent.js";
+import { withWorkspaceLock } from "./workspace-lock.js";
 
 // A rewind (or an undo) that did not finish (docs/ARCHITECTURE.md, "Rewind intent" and "Recovery"): its own
 // caller's failure, the next writer's recovery, and what readers report meanwhile.
@@ -58,6 +59,13 @@ export async function recoverInterruptedRewind(backend: StorageBackend, locked: 
   // Anyone who can write the session folder could have put it there: act on it only if it fits the tape.
   await checkIntent(backend, locked.sessionId, locked.lastSequence, found);
   const intent = found as RewindIntent;
+  // Finishing or rolling back writes the workspace: as a rewind does, under its lock ("Workspace lock").
+  if (intent.workspace !== undefined && (intent.files.length > 0 || (intent.before?.length ?? 0) > 0))
+    return withWorkspaceLock(intent.workspace, () => settleInterrupted(backend, locked, intent));
+  return settleInterrupted(backend, locked, intent);
+}
+
+async function settleInterrupted(backend: StorageBackend, locked: LockedSession, intent: RewindIntent) {
   if (intent.failed !== undefined && !(await canRollBack(locked, intent)))
     // Marked only while it could be rolled back: its before-state blobs were removed by hand since. Finishing
     // it would apply what its caller saw fail, so it is left to a person.
