@@ -7,6 +7,7 @@ import { forEachLimited } from "../core/bounded-concurrency.js";
 import { confine, placeLexically, type ParentLooks } from "../checkpoint/confine.js";
 import { HeldWorkspace, OUTSIDE } from "../checkpoint/held-workspace.js";
 import { removeEntry } from "../checkpoint/remove-entry.js";
+import { isStrictlyBelowAny } from "./plan.js";
 
 export interface ApplyResult {
   /** Paths that turned out to lead outside the workspace at the last moment, and were left alone. */
@@ -48,10 +49,16 @@ async function applyHeld(
 ): Promise<ApplyResult> {
   const refused: string[] = [];
   const depth = (p: string) => (p === "." ? 0 : p.split("/").length);
+  // Below a path made a file or a link, or removed, nothing is left of its own: acting there would act
+  // through the link just made (deleting what it leads to), so such records are done by their parent's.
+  const nonFolders = new Set(
+    records.filter((r) => r.kind === "blob" || r.kind === "symlink" || r.kind === "absent").map((r) => r.path),
+  );
+  const own = (r: FileSnapshot) => !isStrictlyBelowAny(r.path, nonFolders);
   const restores = records
-    .filter((r) => r.kind !== "absent" && r.kind !== "skipped")
+    .filter((r) => r.kind !== "absent" && r.kind !== "skipped" && own(r))
     .sort((a, b) => depth(a.path) - depth(b.path));
-  const deletes = records.filter((r) => r.kind === "absent").sort((a, b) => depth(b.path) - depth(a.path));
+  const deletes = records.filter((r) => r.kind === "absent" && own(r)).sort((a, b) => depth(b.path) - depth(a.path));
   const touchedDirs = new Set<string>();
   const parentOf = (path: string) => (path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "");
 

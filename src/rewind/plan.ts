@@ -135,14 +135,21 @@ export async function planFileChanges(
   const current = await currentState(realWorkspace, candidates, limits);
   const changing = new Set<string>();
   const currentByPath = new Map(current.files.map((f) => [f.path, f]));
+  // A path being replaced that is not a folder now (a link, a file, nothing) has nothing below it of its own:
+  // what is read below a link is what it leads to, which is neither "already right" nor the undo's to keep.
+  const replacedNonFolders = new Set<string>();
   for (const { path, becomes } of candidates) {
-    const now = currentByPath.get(path);
+    // Sorted by path, so a folder's own decision comes before the paths below it.
+    const now = isStrictlyBelowAny(path, replacedNonFolders) ? undefined : currentByPath.get(path);
     if (now && sameState(now, becomes)) continue;
+    if (now === undefined || now.kind !== "directory") replacedNonFolders.add(path);
     changing.add(path);
     changes.push({ path, action: becomes.kind === "absent" ? "delete" : "restore", becomes });
   }
   // Keep in the undo snapshot only what will change (and what lies below a folder that will).
-  const kept = current.files.filter((f) => isAtOrBelowAny(f.path, changing));
+  const kept = current.files.filter(
+    (f) => isAtOrBelowAny(f.path, changing) && !isStrictlyBelowAny(f.path, replacedNonFolders),
+  );
   const keptBlobs = new Map(
     [...current.blobs].filter(([hash]) => kept.some((f) => f.kind === "blob" && f.blob === hash)),
   );
@@ -271,4 +278,13 @@ export function isAtOrBelowAny(path: string, roots: ReadonlySet<string>): boolea
     if (slash === -1) return false;
     p = p.slice(0, slash);
   }
+}
+
+/** True when a folder strictly above `path` is one of `roots`. */
+export function isStrictlyBelowAny(path: string, roots: ReadonlySet<string>): boolean {
+  if (roots.size === 0 || path === ".") return false;
+  if (roots.has(".")) return true;
+  for (let slash = path.lastIndexOf("/"); slash > 0; slash = path.lastIndexOf("/", slash - 1))
+    if (roots.has(path.slice(0, slash))) return true;
+  return false;
 }

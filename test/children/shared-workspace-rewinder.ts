@@ -16,7 +16,7 @@ const store = new SessionStore({ root });
 async function report(markerSequence: number | undefined): Promise<void> {
   if (markerSequence === undefined) return;
   let payload: RewindPayload | undefined;
-  for await (const event of store.read(id, { fromSequence: markerSequence, toSequence: markerSequence }))
+  for await (const event of store.read(id!, { fromSequence: markerSequence, toSequence: markerSequence }))
     payload = event.payload as RewindPayload;
   if (!payload) throw new Error(`marker #${markerSequence} not on the tape`);
   const before = payload.undo?.files.find((f) => f.path === "shared.txt");
