@@ -8,10 +8,13 @@ import { confine, placeLexically, type ParentLooks } from "../checkpoint/confine
 import { HeldWorkspace, OUTSIDE } from "../checkpoint/held-workspace.js";
 import { removeEntry } from "../checkpoint/remove-entry.js";
 import { isStrictlyBelowAny } from "./plan.js";
+import { stillAsPlanned } from "./still-as-planned.js";
 
 export interface ApplyResult {
   /** Paths that turned out to lead outside the workspace at the last moment, and were left alone. */
   refused: string[];
+  /** Paths found changed just before they were to be replaced or deleted (see `planned`), and left as they are. */
+  changed: string[];
 }
 
 /**
@@ -32,10 +35,11 @@ export async function applyFileRecords(
   records: readonly FileSnapshot[],
   blobBytes: (hash: string) => Promise<Buffer>,
   concurrency = 8,
+  planned?: ReadonlyMap<string, readonly FileSnapshot[]>,
 ): Promise<ApplyResult> {
   const held = await HeldWorkspace.open(realWorkspace);
   try {
-    return await applyHeld(held, records, blobBytes, concurrency);
+    return await applyHeld(held, records, blobBytes, concurrency, planned);
   } finally {
     await held.close();
   }
@@ -46,8 +50,17 @@ async function applyHeld(
   records: readonly FileSnapshot[],
   blobBytes: (hash: string) => Promise<Buffer>,
   concurrency: number,
+  planned: ReadonlyMap<string, readonly FileSnapshot[]> | undefined,
 ): Promise<ApplyResult> {
   const refused: string[] = [];
+  const changed: string[] = [];
+  // Each path is looked at again right before it is replaced or deleted, in the folder the write uses: an edit
+  // saved since the conflict check is left as it is, never overwritten (docs/ARCHITECTURE.md, "Conflicts").
+  const unchanged = async (path: string, where: string, deep: boolean): Promise<boolean> => {
+    if (planned === undefined || (await stillAsPlanned(where, path, planned, deep))) return true;
+    changed.push(path);
+    return false;
+  };
   const depth = (p: string) => (p === "." ? 0 : p.split("/").length);
   // Below a path made a file or a link, or removed, nothing is left of its own: acting there would act
   // through the link just made (deleting what it leads to), so such records are done by their parent's.
@@ -101,7 +114,10 @@ async function applyHeld(
     const path = await place(record.path);
     if (path === undefined) continue;
     if (path === ".") await held.at(".", (where) => restoreMode(where, record.mode));
-    else await act(path, (where) => restoreDirectory(held, path, where, record.mode));
+    else
+      await act(path, async (where) => {
+        if (await unchanged(path, where, false)) await restoreDirectory(held, path, where, record.mode);
+      });
   }
   const files = restores.filter((r) => r.kind !== "directory");
   // Many files: made durable by one syncfs at the end instead of an fsync each.
@@ -112,10 +128,12 @@ async function applyHeld(
     if (path === undefined || path === ".") return; // the workspace itself stays a folder
     if (record.kind === "blob") {
       const bytes = await blobBytes(record.blob);
-      await act(path, (where) => restoreFile(held, path, where, bytes, record.mode));
+      await act(path, (where) =>
+        restoreFile(held, path, where, bytes, record.mode, () => unchanged(path, where, true)),
+      );
       written.push(path);
     } else if (record.kind === "symlink") {
-      await act(path, (where) => restoreSymlink(held, path, where, record.target));
+      await act(path, (where) => restoreSymlink(held, path, where, record.target, () => unchanged(path, where, true)));
     }
   });
   for (const record of deletes) {
@@ -124,7 +142,10 @@ async function applyHeld(
     held.forget(path);
     let done;
     try {
-      done = await held.at(path, removeEntry); // removes a link itself, never what it points at
+      // removes a link itself, never what it points at
+      done = await held.at(path, async (where) => {
+        if (await unchanged(path, where, true)) await removeEntry(where);
+      });
     } catch (error) {
       if (await leadsOutside(path)) continue;
       const code = (error as NodeJS.ErrnoException).code;
@@ -137,12 +158,12 @@ async function applyHeld(
   // Make the files, renames and unlinks durable before the log says the rewind happened: no file waited for
   // the disk on its own, so the waits overlap here (files and folders at once: until this returns nothing
   // relies on their order, recovery re-runs the whole step).
-  if (batched && (await syncFilesystem(held.realWorkspace))) return { refused };
+  if (batched && (await syncFilesystem(held.realWorkspace))) return { refused, changed };
   await Promise.all([
     forEachLimited(written, concurrency, (path) => held.at(path, fsyncFile).then(() => undefined, ignoreGone)),
     ...[...touchedDirs].map((dir) => held.folder(dir, fsyncDir).catch(() => undefined)),
   ]);
-  return { refused };
+  return { refused, changed };
 }
 
 /** Clears the way for a file or a link (a folder there goes, contents and all), or for a folder (a non-folder goes). */
@@ -162,7 +183,14 @@ async function clearFor(held: HeldWorkspace, path: string, where: string, keepDi
 }
 
 /** Writes the bytes to a temp beside the file and renames it over; durable only once applyHeld syncs at the end. */
-async function restoreFile(held: HeldWorkspace, path: string, where: string, bytes: Buffer, mode: number) {
+async function restoreFile(
+  held: HeldWorkspace,
+  path: string,
+  where: string,
+  bytes: Buffer,
+  mode: number,
+  unchanged: () => Promise<boolean>,
+) {
   const temp = tempFor(where);
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
   const fh = await clearedFirst(temp, () => open(temp, flags, 0o600));
@@ -173,6 +201,11 @@ async function restoreFile(held: HeldWorkspace, path: string, where: string, byt
     } finally {
       await fh.close();
     }
+    // Looked at last, with the new bytes ready: the time left between the look and the rename is the least.
+    if (!(await unchanged())) {
+      await unlink(temp).catch(ignoreMissing);
+      return;
+    }
     await renameOver(held, path, temp, where); // replaces a symlink itself, never writes through it
   } catch (error) {
     await unlink(temp).catch(ignoreMissing);
@@ -180,10 +213,20 @@ async function restoreFile(held: HeldWorkspace, path: string, where: string, byt
   }
 }
 
-async function restoreSymlink(held: HeldWorkspace, path: string, where: string, target: string) {
+async function restoreSymlink(
+  held: HeldWorkspace,
+  path: string,
+  where: string,
+  target: string,
+  unchanged: () => Promise<boolean>,
+) {
   const temp = tempFor(where);
   await clearedFirst(temp, () => symlink(target, temp));
   try {
+    if (!(await unchanged())) {
+      await unlink(temp).catch(ignoreMissing);
+      return;
+    }
     await renameOver(held, path, temp, where);
   } catch (error) {
     await unlink(temp).catch(ignoreMissing);

@@ -3,6 +3,7 @@ import { RewindFailedError, isAgentTapeError } from "../core/errors.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { registerRecoveryStep, type PendingRewind } from "../session/recovery.js";
 import { applyFileRecords } from "./apply-files.js";
+import { plannedStates } from "./still-as-planned.js";
 import { checkIntent } from "./intent-check.js";
 import { completeIntent, REWIND_INTENT_RECORD, type RewindIntent } from "./intent.js";
 import { undoBlobsOf } from "./undo-in-intent.js";
@@ -145,9 +146,14 @@ async function rollBack(backend: StorageBackend, locked: LockedSession, intent: 
   // A few before-blobs ride in the intent (undo-in-intent.ts), and may not be stored yet: their bytes come from it.
   const carried = undoBlobsOf(locked.sessionId, intent.undoBlobs ?? []);
   if (intent.workspace !== undefined && intent.before!.length > 0)
-    await applyFileRecords(intent.workspace, intent.before!, async (hash) => {
-      return carried.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash);
-    });
+    // A path changed since the plan looked (neither as it was nor as the rewind made it) is left as it is.
+    await applyFileRecords(
+      intent.workspace,
+      intent.before!,
+      async (hash) => carried.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash),
+      8,
+      plannedStates(intent.before!, intent.files),
+    );
   // A copy of the part the log was to lose may be there already (step "log-archived"): nothing names it now.
   if (intent.archive?.copyAfter !== undefined) await locked.deleteRecord(intent.archive.name, { archivedLog: true });
   await locked.deleteRecord(REWIND_INTENT_RECORD);
