@@ -135,20 +135,20 @@ export async function planFileChanges(
   const current = await currentState(realWorkspace, candidates, limits);
   const changing = new Set<string>();
   const currentByPath = new Map(current.files.map((f) => [f.path, f]));
-  // A path being replaced that is not a folder now (a link, a file, nothing) has nothing below it of its own:
-  // what is read below a link is what it leads to, which is neither "already right" nor the undo's to keep.
-  const replacedNonFolders = new Set<string>();
+  // A path being replaced that is a link now has nothing below it of its own: what is read below it is what the
+  // link leads to, which is neither "already right" nor the undo's to keep (an undo would delete through it).
+  const replacedLinks = new Set<string>();
   for (const { path, becomes } of candidates) {
     // Sorted by path, so a folder's own decision comes before the paths below it.
-    const now = isStrictlyBelowAny(path, replacedNonFolders) ? undefined : currentByPath.get(path);
+    const now = isStrictlyBelowAny(path, replacedLinks) ? undefined : currentByPath.get(path);
     if (now && sameState(now, becomes)) continue;
-    if (now === undefined || now.kind !== "directory") replacedNonFolders.add(path);
+    if (now?.kind === "symlink") replacedLinks.add(path);
     changing.add(path);
     changes.push({ path, action: becomes.kind === "absent" ? "delete" : "restore", becomes });
   }
   // Keep in the undo snapshot only what will change (and what lies below a folder that will).
   const kept = current.files.filter(
-    (f) => isAtOrBelowAny(f.path, changing) && !isStrictlyBelowAny(f.path, replacedNonFolders),
+    (f) => isAtOrBelowAny(f.path, changing) && !isStrictlyBelowAny(f.path, replacedLinks),
   );
   const keptBlobs = new Map(
     [...current.blobs].filter(([hash]) => kept.some((f) => f.kind === "blob" && f.blob === hash)),
