@@ -25,9 +25,10 @@ export interface WorkspaceLock {
   release(): Promise<void>;
 }
 
-// Long enough that a rewind blocking its event loop a while (hashing a big file) keeps its lease; a holder that
-// died is taken over after it. A waiter gives up only after a long wait: a rewind of many files takes a while.
-const STALE_MS = 10_000;
+// As the session lock's default (lockStaleMs): the same lease code, refreshed from a timer; a holder that died
+// (kill -9 mid-rewind) is taken over after it, so recovery waits no longer than for the session lock. A waiter
+// gives up only after a long wait: a rewind of many files takes a while.
+const STALE_MS = 5_000;
 const WAIT_MS = 120_000;
 
 /**
@@ -49,7 +50,10 @@ export async function lockWorkspace(
   const folder = await privateLockFolder();
   // A folder gone since (a pending rewind's) is keyed by its path: nothing else can be writing it.
   const info = await stat(realWorkspace).catch(() => undefined);
-  const folderItself = info ? `${info.dev}:${info.ino}` : `path:${realWorkspace}`;
+  // With its birth time: a folder made where a removed one was may get its inode number back, and would then meet
+  // a lock a killed process left on the old one (and wait for it to go stale). Where the filesystem keeps no
+  // birth time it is 0: device and inode alone.
+  const folderItself = info ? `${info.dev}:${info.ino}:${info.birthtimeMs}` : `path:${realWorkspace}`;
   const key = createHash("sha256").update(folderItself).digest("hex").slice(0, 40);
   const file = join(folder, key);
   // Which folder a lock is for, for a person looking at the lock folder; never read by the lock itself.
