@@ -98,7 +98,7 @@ export async function withWorkspaceLock<T>(
   }
 }
 
-/** The lock folder, made if missing; the default per-user one must be a folder of this user's that no one else can write. */
+/** The lock folder, made if missing; the default per-user one must be this user's, and no one else may write it. */
 async function privateLockFolder(): Promise<string> {
   const folder = workspaceLockFolder();
   const shared = process.env.AGENT_TAPE_LOCK_DIR !== undefined && process.env.AGENT_TAPE_LOCK_DIR !== "";

@@ -126,7 +126,7 @@ describe("skipped, with the reason", () => {
   });
 
   // chmod 000 does not stop root, and CI runs as root: these are failures root gets too.
-  it("absent, not unreadable: a path whose parent is a regular file (ENOTDIR: a folder turned into a file)", async () => {
+  it("absent, not unreadable: a path whose parent is a regular file (ENOTDIR: a folder became a file)", async () => {
     await put("file.txt", "not a folder");
     const { files } = await snapshot(["file.txt/child.txt", "file.txt/deeper/child.txt"]);
     expect(files).toEqual([

@@ -25,7 +25,7 @@ async function errorOf(promise: Promise<unknown>): Promise<unknown> {
 }
 
 describe("the workspace lock", () => {
-  it("is keyed by the folder itself: the same folder renamed while held is still locked (WORKSPACE_LOCKED)", async () => {
+  it("is keyed by the folder itself: the folder renamed while held is still locked (WORKSPACE_LOCKED)", async () => {
     const base = await realpath(await temps.make("agent-tape-wslock-"));
     process.env.AGENT_TAPE_LOCK_DIR = join(base, "locks");
     await mkdir(join(base, "ws"));
