@@ -57,6 +57,7 @@ const RUNTIME_EXPORTS = [
   "UnrecoverableChangeError",
   "UsagePayload",
   "VERIFY_NEVER_CHECKS",
+  "WorkspaceLockedError",
   "WorkspaceMismatchError",
   "WorkspaceNotEmptyError",
   "WorkspaceTooLargeError",
