@@ -164,4 +164,5 @@ export type {
   RewindFailedError,
   SequenceConflictError,
   EventTooLargeError,
+  WorkspaceLockedError,
 } from "./core/errors.js";

@@ -232,6 +232,7 @@ const TYPE_EXPORTS = [
   "VerifyReport",
   "WithLockOptions",
   "WorkspaceIndexOptions",
+  "WorkspaceLockedError",
   "WorkspaceMismatchError",
   "WorkspaceNotEmptyError",
   "WorkspaceTooLargeError",

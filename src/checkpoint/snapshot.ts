@@ -83,7 +83,8 @@ async function snapshotHeld(
     const { path } = found.place;
     if (seen.has(path)) continue;
     if ("error" in found) {
-      if (found.error === "ENOENT") note({ path, kind: "absent" });
+      // ENOTDIR: a folder above it is a file now, so nothing is there (a kind change), not an unreadable entry.
+      if (found.error === "ENOENT" || found.error === "ENOTDIR") note({ path, kind: "absent" });
       else note({ path, kind: "skipped", reason: "unreadable", detail: found.error });
       continue;
     }
@@ -249,7 +250,7 @@ async function readRegularFile(
     if (fh === OUTSIDE) return { record: { path, kind: "skipped", reason: "outside_workspace" } };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return { record: { path, kind: "absent" } };
+    if (code === "ENOENT" || code === "ENOTDIR") return { record: { path, kind: "absent" } };
     if (code === "ELOOP")
       return {
         record: { path, kind: "skipped", reason: "unreadable", detail: "became a symlink while being captured" },

@@ -37,7 +37,8 @@ export type AgentTapeErrorCode =
   | "SEQUENCE_CONFLICT"
   | "STORAGE_FAILED"
   | "EVENT_TOO_LARGE"
-  | "TAPE_REWOUND";
+  | "TAPE_REWOUND"
+  | "WORKSPACE_LOCKED";
 
 export abstract class AgentTapeError extends Error {
   abstract readonly code: AgentTapeErrorCode;
@@ -113,6 +114,26 @@ export class LockedError extends AgentTapeError {
       `Session "${sessionId}" is locked by another writer; gave up after ${waitedMs} ms. ` +
         `Retry later, or raise lockWaitMs. ` +
         `A lock left by a crashed process is taken over once it is stale (lockStaleMs).`,
+      options,
+    );
+  }
+}
+
+/**
+ * Another rewind or undo (of another session, maybe in another process) was changing the same workspace
+ * for longer than the wait (docs/ARCHITECTURE.md, "Workspace lock"). Nothing was changed.
+ */
+export class WorkspaceLockedError extends AgentTapeError {
+  readonly code = "WORKSPACE_LOCKED" as const;
+  constructor(
+    readonly workspace: string,
+    readonly waitedMs: number,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `The workspace "${workspace}" is being rewound or undone by another session (or process); gave up ` +
+        `after ${waitedMs} ms, changing nothing. Retry later, or raise lockWaitMs. A lock left by a crashed ` +
+        `process is taken over once it is stale (lockStaleMs).`,
       options,
     );
   }
@@ -515,6 +536,7 @@ export type AgentTapeErrorByCode = EveryCodeOnce<{
   SEQUENCE_CONFLICT: SequenceConflictError;
   EVENT_TOO_LARGE: EventTooLargeError;
   STORAGE_FAILED: StorageFailedError;
+  WORKSPACE_LOCKED: WorkspaceLockedError;
 }>;
 
 // Fails to compile when a code has no class here, or a class is listed under a code that is not its own.

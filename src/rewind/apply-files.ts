@@ -8,6 +8,8 @@ import { forEachLimited } from "../core/bounded-concurrency.js";
 import { confine, placeLexically, type ParentLooks } from "../checkpoint/confine.js";
 import { HeldWorkspace, OUTSIDE } from "../checkpoint/held-workspace.js";
 import { removeEntry } from "../checkpoint/remove-entry.js";
+import { isStrictlyBelowAny } from "./plan.js";
+import { stillAsPlanned } from "./still-as-planned.js";
 
 export interface ApplyOptions {
   concurrency?: number;
@@ -17,11 +19,18 @@ export interface ApplyOptions {
    * the temp names are random.
    */
   operation?: string;
+  /**
+   * What each path was when the plan looked, and what the records make it: a path found as neither right before
+   * it is replaced or deleted is left as it is and listed in `changed` (docs/ARCHITECTURE.md, "Conflicts").
+   */
+  planned?: ReadonlyMap<string, readonly FileSnapshot[]>;
 }
 
 export interface ApplyResult {
   /** Paths that turned out to lead outside the workspace at the last moment, and were left alone. */
   refused: string[];
+  /** Paths found changed just before they were to be replaced or deleted (see `planned`), and left as they are. */
+  changed: string[];
 }
 
 /**
@@ -46,7 +55,7 @@ export async function applyFileRecords(
   const held = await HeldWorkspace.open(realWorkspace);
   try {
     const temps = new TempNames(records, options.operation);
-    return await applyHeld(held, records, blobBytes, options.concurrency ?? 8, temps);
+    return await applyHeld(held, records, blobBytes, options.concurrency ?? 8, temps, options.planned);
   } finally {
     await held.close();
   }
@@ -58,13 +67,28 @@ async function applyHeld(
   blobBytes: (hash: string) => Promise<Buffer>,
   concurrency: number,
   temps: TempNames,
+  planned: ReadonlyMap<string, readonly FileSnapshot[]> | undefined,
 ): Promise<ApplyResult> {
   const refused: string[] = [];
+  const changed: string[] = [];
+  // Each path is looked at again right before it is replaced or deleted, in the folder the write uses: an edit
+  // saved since the conflict check is left as it is, never overwritten (docs/ARCHITECTURE.md, "Conflicts").
+  const unchanged = async (path: string, where: string, deep: boolean): Promise<boolean> => {
+    if (planned === undefined || (await stillAsPlanned(where, path, planned, deep))) return true;
+    changed.push(path);
+    return false;
+  };
   const depth = (p: string) => (p === "." ? 0 : p.split("/").length);
+  // Below a path made a file or a link, or removed, nothing is left of its own: acting there would act
+  // through the link just made (deleting what it leads to), so such records are done by their parent's.
+  const nonFolders = new Set(
+    records.filter((r) => r.kind === "blob" || r.kind === "symlink" || r.kind === "absent").map((r) => r.path),
+  );
+  const own = (r: FileSnapshot) => !isStrictlyBelowAny(r.path, nonFolders);
   const restores = records
-    .filter((r) => r.kind !== "absent" && r.kind !== "skipped")
+    .filter((r) => r.kind !== "absent" && r.kind !== "skipped" && own(r))
     .sort((a, b) => depth(a.path) - depth(b.path));
-  const deletes = records.filter((r) => r.kind === "absent").sort((a, b) => depth(b.path) - depth(a.path));
+  const deletes = records.filter((r) => r.kind === "absent" && own(r)).sort((a, b) => depth(b.path) - depth(a.path));
   const touchedDirs = new Set<string>();
   const parentOf = (path: string) => (path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "");
 
@@ -107,7 +131,10 @@ async function applyHeld(
     const path = await place(record.path);
     if (path === undefined) continue;
     if (path === ".") await held.at(".", (where) => restoreMode(where, record.mode));
-    else await act(path, (where) => restoreDirectory(held, path, where, record.mode));
+    else
+      await act(path, async (where) => {
+        if (await unchanged(path, where, false)) await restoreDirectory(held, path, where, record.mode);
+      });
   }
   const files = restores.filter((r) => r.kind !== "directory");
   // Many files: made durable by one syncfs at the end instead of an fsync each.
@@ -118,10 +145,14 @@ async function applyHeld(
     if (path === undefined || path === ".") return; // the workspace itself stays a folder
     if (record.kind === "blob") {
       const bytes = await blobBytes(record.blob);
-      await act(path, (where) => restoreFile(held, path, where, temps.of(record, where), bytes, record.mode));
+      await act(path, (where) =>
+        restoreFile(held, path, where, temps.of(record, where), bytes, record.mode, () => unchanged(path, where, true)),
+      );
       written.push(path);
     } else if (record.kind === "symlink") {
-      await act(path, (where) => restoreSymlink(held, path, where, temps.of(record, where), record.target));
+      await act(path, (where) =>
+        restoreSymlink(held, path, where, temps.of(record, where), record.target, () => unchanged(path, where, true)),
+      );
     }
   });
   for (const record of deletes) {
@@ -130,7 +161,10 @@ async function applyHeld(
     held.forget(path);
     let done;
     try {
-      done = await held.at(path, removeEntry); // removes a link itself, never what it points at
+      // removes a link itself, never what it points at
+      done = await held.at(path, async (where) => {
+        if (await unchanged(path, where, true)) await removeEntry(where);
+      });
     } catch (error) {
       if (await leadsOutside(path)) continue;
       const code = (error as NodeJS.ErrnoException).code;
@@ -143,12 +177,12 @@ async function applyHeld(
   // Make the files, renames and unlinks durable before the log says the rewind happened: no file waited for
   // the disk on its own, so the waits overlap here (files and folders at once: until this returns nothing
   // relies on their order, recovery re-runs the whole step).
-  if (batched && (await syncFilesystem(held.realWorkspace))) return { refused };
+  if (batched && (await syncFilesystem(held.realWorkspace))) return { refused, changed };
   await Promise.all([
     forEachLimited(written, concurrency, (path) => held.at(path, fsyncFile).then(() => undefined, ignoreGone)),
     ...[...touchedDirs].map((dir) => held.folder(dir, fsyncDir).catch(() => undefined)),
   ]);
-  return { refused };
+  return { refused, changed };
 }
 
 /** Clears the way for a file or a link (a folder there goes, contents and all), or for a folder (a non-folder goes). */
@@ -175,6 +209,7 @@ async function restoreFile(
   temp: string,
   bytes: Buffer,
   mode: number,
+  unchanged: () => Promise<boolean>,
 ) {
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
   const fh = await clearedFirst(temp, () => open(temp, flags, 0o600));
@@ -185,6 +220,11 @@ async function restoreFile(
     } finally {
       await fh.close();
     }
+    // Looked at last, with the new bytes ready: the time left between the look and the rename is the least.
+    if (!(await unchanged())) {
+      await unlink(temp).catch(ignoreMissing);
+      return;
+    }
     await renameOver(held, path, temp, where); // replaces a symlink itself, never writes through it
   } catch (error) {
     await unlink(temp).catch(ignoreMissing);
@@ -192,9 +232,20 @@ async function restoreFile(
   }
 }
 
-async function restoreSymlink(held: HeldWorkspace, path: string, where: string, temp: string, target: string) {
+async function restoreSymlink(
+  held: HeldWorkspace,
+  path: string,
+  where: string,
+  temp: string,
+  target: string,
+  unchanged: () => Promise<boolean>,
+) {
   await clearedFirst(temp, () => symlink(target, temp));
   try {
+    if (!(await unchanged())) {
+      await unlink(temp).catch(ignoreMissing);
+      return;
+    }
     await renameOver(held, path, temp, where);
   } catch (error) {
     await unlink(temp).catch(ignoreMissing);

@@ -3,6 +3,7 @@ import type { ArchivedLog, LockedSession, StorageBackend } from "../backend/type
 import type { FileSnapshot, RewindPayload, StoredEvent } from "../core/events.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { applyFileRecords } from "./apply-files.js";
+import { plannedStates } from "./still-as-planned.js";
 import { archivedEvents, type RewindArchive } from "../blobs/archives.js";
 import { pruneUnreferencedBlobs } from "../blobs/prune.js";
 import { referencedBlobs } from "../blobs/references.js";
@@ -124,6 +125,7 @@ export async function completeIntent(
     return { blobsPruned: 0, refused: [] };
   }
   let refused: string[] = [];
+  let changed: string[] = [];
   // Step 2 starts only once step 1 is done, so a log already cut back means the files are done —
   // and their blobs may be pruned already (keepUndo: 0 keeps no archive): step 1 must not run again.
   const filesDone =
@@ -143,13 +145,16 @@ export async function completeIntent(
             intent.workspace,
             intent.files,
             async (hash) => verified?.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash),
-            { operation: operationOf(locked.sessionId, intent, "apply") },
+            {
+              operation: operationOf(locked.sessionId, intent, "apply"),
+              planned: plannedStates(intent.before ?? [], intent.files),
+            },
           )
-        : { refused },
+        : { refused, changed },
       storeUndoBlobs(backend, locked, undoBlobs, verified !== undefined),
     ]);
     for (const step of steps) if (step.status === "rejected") throw step.reason;
-    ({ refused } = (steps[0] as PromiseFulfilledResult<{ refused: string[] }>).value);
+    ({ refused, changed } = (steps[0] as PromiseFulfilledResult<{ refused: string[]; changed: string[] }>).value);
   }
   onStep("files-restored");
   const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
@@ -175,6 +180,7 @@ export async function completeIntent(
   onStep("blobs-pruned");
   marker.blobsPruned = blobsPruned;
   if (refused.length > 0) reportRefused(marker, refused);
+  if (changed.length > 0) reportChangedMeanwhile(marker, changed);
   if (intent.reappend) await appendArchived(backend, locked, intent, intent.reappend);
   else await locked.append(intent.append, { sync: true });
   onStep("marker-appended");
@@ -289,6 +295,28 @@ function reportRefused(marker: RewindPayload, refused: readonly string[]): void 
     delete change.diff; // nothing changed there after all
     marker.skipped.push(change.path);
   }
+}
+
+/**
+ * Paths found changed after the conflict check, just before they were to be replaced, were left as they are: a
+ * conflict found late, skipped whatever `onConflict` said (the rest is written by then). Their before-state goes
+ * from the undo snapshot (an undo would put back what the edit replaced), and nothing is recorded as written.
+ */
+function reportChangedMeanwhile(marker: RewindPayload, changed: readonly string[]): void {
+  const set = new Set(changed);
+  for (const change of marker.changes) {
+    if (!set.has(change.path) || change.action === "skip") continue;
+    if (change.action === "restore") marker.filesRestored--;
+    else marker.filesDeleted--;
+    change.action = "skip";
+    change.reason = "conflict: changed during the rewind";
+    delete change.diff;
+    delete change.unrecoverable;
+    marker.skipped.push(change.path);
+  }
+  const left = (path: string) => [...set].some((p) => path === p || path.startsWith(`${p}/`));
+  if (marker.undo) marker.undo.files = marker.undo.files.filter((f) => !left(f.path));
+  if (marker.wrote) marker.wrote.files = marker.wrote.files.filter((f) => !set.has(f.path));
 }
 
 async function eventAt(backend: StorageBackend, sessionId: string, sequence: number): Promise<StoredEvent | undefined> {

@@ -134,14 +134,21 @@ export async function planFileChanges(
   const current = await currentState(realWorkspace, candidates, limits);
   const changing = new Set<string>();
   const currentByPath = new Map(current.files.map((f) => [f.path, f]));
+  // A path being replaced that is a link now has nothing below it of its own: what is read below it is what the
+  // link leads to, which is neither "already right" nor the undo's to keep (an undo would delete through it).
+  const replacedLinks = new Set<string>();
   for (const { path, becomes } of candidates) {
-    const now = currentByPath.get(path);
+    // Sorted by path, so a folder's own decision comes before the paths below it.
+    const now = isStrictlyBelowAny(path, replacedLinks) ? undefined : currentByPath.get(path);
     if (now && sameState(now, becomes)) continue;
+    if (now?.kind === "symlink") replacedLinks.add(path);
     changing.add(path);
     changes.push({ path, action: becomes.kind === "absent" ? "delete" : "restore", becomes });
   }
   // Keep in the undo snapshot only what will change (and what lies below a folder that will).
-  const kept = current.files.filter((f) => isAtOrBelowAny(f.path, changing));
+  const kept = current.files.filter(
+    (f) => isAtOrBelowAny(f.path, changing) && !isStrictlyBelowAny(f.path, replacedLinks),
+  );
   const keptBlobs = new Map(
     [...current.blobs].filter(([hash]) => kept.some((f) => f.kind === "blob" && f.blob === hash)),
   );
@@ -268,4 +275,13 @@ export function isAtOrBelowAny(path: string, roots: ReadonlySet<string>): boolea
     if (slash === -1) return false;
     p = p.slice(0, slash);
   }
+}
+
+/** True when a folder strictly above `path` is one of `roots`. */
+export function isStrictlyBelowAny(path: string, roots: ReadonlySet<string>): boolean {
+  if (roots.size === 0 || path === ".") return false;
+  if (roots.has(".")) return true;
+  for (let slash = path.lastIndexOf("/"); slash > 0; slash = path.lastIndexOf("/", slash - 1))
+    if (roots.has(path.slice(0, slash))) return true;
+  return false;
 }

@@ -22,6 +22,8 @@ import { recordedWorkspace } from "./recorded-workspace.js";
 import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.js";
 import { diffPlannedChanges } from "./plan-diffs.js";
 import { totalDiffs, type DiffTotals } from "../core/file-diff.js";
+import { lockWorkspace, type WorkspaceLock } from "./workspace-lock.js";
+import { assertExpectedHead, assertExpectedHeadForm } from "./expected-head.js";
 import { assertTargetRead, checkTargetForm, resolveTarget } from "./target.js";
 import {
   lastWrittenStates,
@@ -89,6 +91,12 @@ export interface RewindOptions extends SignalOption {
    * bounds (DIFF_LIMITS). Insertion and deletion counts are always there. @default false
    */
   diffs?: boolean;
+  /**
+   * The session's last sequence the caller decided at (a dry run's `lastSequence`, the head a person was
+   * shown): when the tape has moved since, SEQUENCE_CONFLICT and nothing changes.
+   * @default no check: the rewind acts on the tape as it is when it takes the lock
+   */
+  expectedLastSequence?: number;
 }
 
 /** A path in a report: the change, and its unified diff when `diffs` asked for it (never stored). */
@@ -98,6 +106,8 @@ export interface ReportedChange extends FileChange {
 
 export interface RewindReport {
   targetSequence: number;
+  /** The session's last sequence the rewind was planned at: pass it back as `expectedLastSequence`. */
+  lastSequence: number;
   dryRun: boolean;
   mode: RewindMode;
   filesRestored: number;
@@ -154,6 +164,7 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
     throw new InvalidArgumentError(
       `onConflict must be "refuse", "skip" or "overwrite", not ${JSON.stringify(onConflict)}.`,
     );
+  assertExpectedHeadForm(options.expectedLastSequence);
   const keepUndo = options.keepUndo ?? 1;
   if (!Number.isSafeInteger(keepUndo) || keepUndo < 0)
     throw new InvalidArgumentError("keepUndo must be a non-negative integer.");
@@ -170,105 +181,114 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
     store,
     id,
     async (locked) => {
-      const last = locked.lastSequence;
-      const target = await resolveTarget(store.backend, id, options, last, {
-        ...signalOf(options),
-        callerReadsFromTarget: true,
-      });
-      const report = emptyReport(target, mode.data, options.dryRun ?? false);
-      if (target === last) return report;
-
-      // Only the events after the target are read here; what the tape last wrote to each path (the conflicts)
-      // is decided by them when they name every path the plan changes, else by the whole tape (conflicts.ts).
-      // The cut events are held only for what needs them (the file plan, the archive for undo); otherwise
-      // counted and their blobs noted as they stream by, so a cut of any length costs no memory.
-      // A backend that can copy a byte range keeps the cut part that way for undo (see prepareRewind).
-      const byteRange = locked.archiveLogAfter !== undefined && store.backend.readArchivedLog !== undefined;
-      const keepAfter = touchesFiles || (keepUndo > 0 && !(options.dryRun ?? false) && !byteRange);
-      const after: StoredEvent[] = [];
-      const cut = { events: 0, blobs: new Set<string>() };
-      // Read from the target itself: finding it first is what shows it is on the tape (target.ts).
-      let first: StoredEvent | undefined;
-      for await (const event of store.backend.readEvents(id, {
-        fromSequence: Math.max(target, 1),
-        ...signalOf(options),
-      })) {
-        first ??= event;
-        if (target > 0 && first.sequence !== target) break; // not on the tape: refused below
-        if (event.sequence === target) continue;
-        assertPayloadActedOn(event); // a malformed checkpoint is refused here, before anything is planned
-        cut.events++;
-        addReferences(event, cut.blobs);
-        if (keepAfter) after.push(event);
-      }
-      await assertTargetRead(store.backend, id, target, first, last, signalOf(options));
-      if (mode.data !== "files") report.eventsRemoved = cut.events;
-      // A checkpoint retention dropped cannot put its files back: refuse rather than restore some paths only.
-      if (touchesFiles) {
-        const horizon = await readHorizon(store.backend, id, signalOf(options));
-        if (after.some((event) => isDroppedCheckpoint(event, horizon)))
-          throw new BeyondRetentionHorizonError(id, target, horizon);
-      }
-
-      let plan: FilePlan | undefined;
-      let realWorkspace: string | undefined;
-      if (touchesFiles) {
-        // Named by the caller: trusted. Taken from session.json: only if the tape recorded the same folder.
-        const workspace = options.workspace ?? (await recordedWorkspace(id, after, givenWorkspace!));
-        realWorkspace = await realWorkspaceOf(workspace);
-        const limits = { ...UNDO_LIMITS, maxFileBytes: options.maxFileBytes ?? UNDO_LIMITS.maxFileBytes };
-        plan = await planFileChanges(
-          store.backend,
-          id,
-          realWorkspace,
-          resolve(workspace),
-          closestSnapshotPerPath(after),
-          limits,
-        );
-        const written = await lastWrittenStates(
-          () => store.backend.readEvents(id, { toSequence: target, ...signalOf(options) }),
-          after,
-          realWorkspace,
-          plan.current.files.map((record) => record.path),
-        );
-        const conflicts = settleConflicts(id, plan, written, onConflict, report.dryRun, options.overwriteOnly);
-        if (conflicts.length > 0) report.conflicts = conflicts;
-        await diffPlannedChanges(plan, realWorkspace, { patches: options.diffs ?? false });
-        Object.assign(report, summarizePlan(plan));
-      }
-      options.onProgress?.("planned");
-      if (report.dryRun) return report;
-      if (report.unrecoverable && keepUndo > 0 && options.allowUnrecoverable !== true)
-        throw new UnrecoverableChangeError(id, report.unrecoverable);
-
-      const markerSequence = last + 1;
-      const intent = await prepareRewind(store, locked, {
-        report,
-        plan,
-        realWorkspace,
-        after,
-        cutBlobs: cut.blobs,
-        markerSequence,
-        keepUndo,
-        byteRange,
-      });
-      let done: { blobsPruned: number };
+      // Held from the conflict check to the last write (docs/ARCHITECTURE.md, "Workspace lock").
+      let workspaceLock: WorkspaceLock | undefined;
       try {
-        options.onProgress?.("intent-written");
-        done = await completeIntent(store.backend, locked, intent, options.onProgress, plan?.blobs);
-      } catch (error) {
-        done = await settleFailedRewind(store.backend, locked, intent, error);
+        const last = locked.lastSequence;
+        assertExpectedHead(id, options.expectedLastSequence, last);
+        const target = await resolveTarget(store.backend, id, options, last, {
+          ...signalOf(options),
+          callerReadsFromTarget: true,
+        });
+        const report = emptyReport(target, last, mode.data, options.dryRun ?? false);
+        if (target === last) return report;
+
+        // Only the events after the target are read here; what the tape last wrote to each path (the conflicts)
+        // is decided by them when they name every path the plan changes, else by the whole tape (conflicts.ts).
+        // The cut events are held only for what needs them (the file plan, the archive for undo); otherwise
+        // counted and their blobs noted as they stream by, so a cut of any length costs no memory.
+        // A backend that can copy a byte range keeps the cut part that way for undo (see prepareRewind).
+        const byteRange = locked.archiveLogAfter !== undefined && store.backend.readArchivedLog !== undefined;
+        const keepAfter = touchesFiles || (keepUndo > 0 && !(options.dryRun ?? false) && !byteRange);
+        const after: StoredEvent[] = [];
+        const cut = { events: 0, blobs: new Set<string>() };
+        // Read from the target itself: finding it first is what shows it is on the tape (target.ts).
+        let first: StoredEvent | undefined;
+        for await (const event of store.backend.readEvents(id, {
+          fromSequence: Math.max(target, 1),
+          ...signalOf(options),
+        })) {
+          first ??= event;
+          if (target > 0 && first.sequence !== target) break; // not on the tape: refused below
+          if (event.sequence === target) continue;
+          assertPayloadActedOn(event); // a malformed checkpoint is refused here, before anything is planned
+          cut.events++;
+          addReferences(event, cut.blobs);
+          if (keepAfter) after.push(event);
+        }
+        await assertTargetRead(store.backend, id, target, first, last, signalOf(options));
+        if (mode.data !== "files") report.eventsRemoved = cut.events;
+        // A checkpoint retention dropped cannot put its files back: refuse rather than restore some paths only.
+        if (touchesFiles) {
+          const horizon = await readHorizon(store.backend, id, signalOf(options));
+          if (after.some((event) => isDroppedCheckpoint(event, horizon)))
+            throw new BeyondRetentionHorizonError(id, target, horizon);
+        }
+
+        let plan: FilePlan | undefined;
+        let realWorkspace: string | undefined;
+        if (touchesFiles) {
+          // Named by the caller: trusted. Taken from session.json: only if the tape recorded the same folder.
+          const workspace = options.workspace ?? (await recordedWorkspace(id, after, givenWorkspace!));
+          realWorkspace = await realWorkspaceOf(workspace);
+          if (!report.dryRun) workspaceLock = await lockWorkspace(realWorkspace, signalOf(options));
+          const limits = { ...UNDO_LIMITS, maxFileBytes: options.maxFileBytes ?? UNDO_LIMITS.maxFileBytes };
+          plan = await planFileChanges(
+            store.backend,
+            id,
+            realWorkspace,
+            resolve(workspace),
+            closestSnapshotPerPath(after),
+            limits,
+          );
+          const written = await lastWrittenStates(
+            () => store.backend.readEvents(id, { toSequence: target, ...signalOf(options) }),
+            after,
+            realWorkspace,
+            plan.current.files.map((record) => record.path),
+          );
+          const conflicts = settleConflicts(id, plan, written, onConflict, report.dryRun, options.overwriteOnly);
+          if (conflicts.length > 0) report.conflicts = conflicts;
+          await diffPlannedChanges(plan, realWorkspace, { patches: options.diffs ?? false });
+          Object.assign(report, summarizePlan(plan));
+        }
+        options.onProgress?.("planned");
+        if (report.dryRun) return report;
+        if (report.unrecoverable && keepUndo > 0 && options.allowUnrecoverable !== true)
+          throw new UnrecoverableChangeError(id, report.unrecoverable);
+
+        const markerSequence = last + 1;
+        const intent = await prepareRewind(store, locked, {
+          report,
+          plan,
+          realWorkspace,
+          after,
+          cutBlobs: cut.blobs,
+          markerSequence,
+          keepUndo,
+          byteRange,
+        });
+        let done: { blobsPruned: number };
+        try {
+          options.onProgress?.("intent-written");
+          workspaceLock?.assertHeld();
+          done = await completeIntent(store.backend, locked, intent, options.onProgress, plan?.blobs);
+        } catch (error) {
+          done = await settleFailedRewind(store.backend, locked, intent, error);
+        }
+        const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
+        return {
+          ...report,
+          filesRestored: marker.filesRestored,
+          filesDeleted: marker.filesDeleted,
+          skipped: marker.skipped,
+          changes: withPatches(marker.changes, report.changes),
+          blobsPruned: done.blobsPruned,
+          markerSequence,
+        };
+      } finally {
+        await workspaceLock?.release();
       }
-      const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
-      return {
-        ...report,
-        filesRestored: marker.filesRestored,
-        filesDeleted: marker.filesDeleted,
-        skipped: marker.skipped,
-        changes: withPatches(marker.changes, report.changes),
-        blobsPruned: done.blobsPruned,
-        markerSequence,
-      };
     },
     { ...signalOf(options), detectReentry: false }, // runs no user code while locked
   );
@@ -386,9 +406,15 @@ async function blobsMaybeOrphaned(
 }
 
 /** A report of nothing done yet, filled in as the plan and the steps go. */
-export function emptyReport(targetSequence: number, mode: RewindMode, dryRun: boolean): RewindReport {
+export function emptyReport(
+  targetSequence: number,
+  lastSequence: number,
+  mode: RewindMode,
+  dryRun: boolean,
+): RewindReport {
   return {
     targetSequence,
+    lastSequence,
     dryRun,
     mode,
     filesRestored: 0,

@@ -3,9 +3,11 @@ import { RewindFailedError, isAgentTapeError } from "../core/errors.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { registerRecoveryStep, type PendingRewind } from "../session/recovery.js";
 import { applyFileRecords } from "./apply-files.js";
+import { plannedStates } from "./still-as-planned.js";
 import { checkIntent } from "./intent-check.js";
 import { completeIntent, operationOf, REWIND_INTENT_RECORD, type RewindIntent } from "./intent.js";
 import { undoBlobsOf } from "./undo-in-intent.js";
+import { withWorkspaceLock } from "./workspace-lock.js";
 
 // A rewind (or an undo) that did not finish (docs/ARCHITECTURE.md, "Rewind intent" and "Recovery"): its own
 // caller's failure, the next writer's recovery, and what readers report meanwhile.
@@ -58,6 +60,13 @@ export async function recoverInterruptedRewind(backend: StorageBackend, locked: 
   // Anyone who can write the session folder could have put it there: act on it only if it fits the tape.
   await checkIntent(backend, locked.sessionId, locked.lastSequence, found);
   const intent = found as RewindIntent;
+  // Finishing or rolling back writes the workspace: as a rewind does, under its lock ("Workspace lock").
+  if (intent.workspace !== undefined && (intent.files.length > 0 || (intent.before?.length ?? 0) > 0))
+    return withWorkspaceLock(intent.workspace, () => settleInterrupted(backend, locked, intent));
+  return settleInterrupted(backend, locked, intent);
+}
+
+async function settleInterrupted(backend: StorageBackend, locked: LockedSession, intent: RewindIntent) {
   if (intent.failed !== undefined && !(await canRollBack(locked, intent)))
     // Marked only while it could be rolled back: its before-state blobs were removed by hand since. Finishing
     // it would apply what its caller saw fail, so it is left to a person.
@@ -137,11 +146,15 @@ async function rollBack(backend: StorageBackend, locked: LockedSession, intent: 
   // A few before-blobs ride in the intent (undo-in-intent.ts), and may not be stored yet: their bytes come from it.
   const carried = undoBlobsOf(locked.sessionId, intent.undoBlobs ?? []);
   if (intent.workspace !== undefined && intent.before!.length > 0)
+    // A path changed since the plan looked (neither as it was nor as the rewind made it) is left as it is.
     await applyFileRecords(
       intent.workspace,
       intent.before!,
       async (hash) => carried.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash),
-      { operation: operationOf(locked.sessionId, intent, "roll-back") },
+      {
+        operation: operationOf(locked.sessionId, intent, "roll-back"),
+        planned: plannedStates(intent.before!, intent.files),
+      },
     );
   // A copy of the part the log was to lose may be there already (step "log-archived"): nothing names it now.
   if (intent.archive?.copyAfter !== undefined) await locked.deleteRecord(intent.archive.name, { archivedLog: true });

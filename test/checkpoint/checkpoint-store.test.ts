@@ -130,7 +130,8 @@ describe("capture", () => {
     expect(files["folder"]).toMatchObject({ kind: "directory" });
     expect(files["big.bin"]).toMatchObject({ kind: "skipped", reason: "too_large" });
     expect(files["pipe"]).toMatchObject({ kind: "skipped", reason: "not_a_regular_file" });
-    expect(files["file.txt/under"]).toMatchObject({ kind: "skipped", reason: "unreadable", detail: "ENOTDIR" });
+    // Below a file there is nothing (a folder turned into a file): absent, not unreadable (ENOTDIR).
+    expect(files["file.txt/under"]).toEqual({ path: "file.txt/under", kind: "absent" });
     expect(files["../outside/secret.txt"]).toMatchObject({ kind: "skipped", reason: "outside_workspace" });
     expect(files["many"]).toMatchObject({ kind: "skipped", reason: "over_budget" });
     expect(files["many/a"]).toMatchObject({ kind: "blob" });

@@ -126,10 +126,13 @@ describe("skipped, with the reason", () => {
   });
 
   // chmod 000 does not stop root, and CI runs as root: these are failures root gets too.
-  it("unreadable: a path whose parent is a regular file (ENOTDIR)", async () => {
+  it("absent, not unreadable: a path whose parent is a regular file (ENOTDIR: a folder became a file)", async () => {
     await put("file.txt", "not a folder");
-    const { files } = await snapshot(["file.txt/child.txt"]);
-    expect(files).toEqual([{ path: "file.txt/child.txt", kind: "skipped", reason: "unreadable", detail: "ENOTDIR" }]);
+    const { files } = await snapshot(["file.txt/child.txt", "file.txt/deeper/child.txt"]);
+    expect(files).toEqual([
+      { path: "file.txt/child.txt", kind: "absent" },
+      { path: "file.txt/deeper/child.txt", kind: "absent" },
+    ]);
   });
 
   it("unreadable: a name longer than the filesystem allows (ENAMETOOLONG), last or in the middle", async () => {

@@ -198,6 +198,24 @@ describe("agent-tape rewind at a terminal: asks before overwriting", () => {
   });
 });
 
+describe("agent-tape rewind at a terminal: the tape the person was shown", () => {
+  it("an event appended while the question is up: refused with SEQUENCE_CONFLICT, nothing changes", async () => {
+    const t = await handEdited();
+    const you = person("y", () =>
+      withStore(t.root, async (store) => {
+        await store.append(t.id, { type: "message", payload: { role: "user", content: "typed while asked" } });
+      }),
+    );
+    const run = await cli(["rewind", t.id, "--to", "2", "--root", t.root], you);
+    expect(you.questions.length).toBe(1);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("(SEQUENCE_CONFLICT)");
+    expect(run.stderr).toContain("#7, not #6");
+    expect(await t.read("a.txt")).toBe(HAND_EDIT);
+    expect(await t.sequences()).toEqual([1, 2, 3, 4, 5, 6, 7]);
+  });
+});
+
 describe("agent-tape rewind --before-call", () => {
   it("goes back to just before the tool call with that id", async () => {
     const { root, workspace, id } = await seedSession(temps, { afterState: true });

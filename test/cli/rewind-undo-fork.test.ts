@@ -88,6 +88,7 @@ describe("agent-tape rewind", () => {
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual({
       targetSequence: 2,
+      lastSequence: 5,
       dryRun: false,
       mode: "all",
       filesRestored: 1,

@@ -62,6 +62,7 @@ describe("rewinding the story", () => {
 
     expect(report).toEqual({
       targetSequence: s.target,
+      lastSequence: last,
       dryRun: false,
       mode: "all",
       ...STORY_REPORT,
@@ -97,6 +98,7 @@ describe("rewinding the story", () => {
 
     expect(report).toEqual({
       targetSequence: s.target,
+      lastSequence: last,
       dryRun: false,
       mode: "files",
       ...STORY_REPORT,
@@ -121,6 +123,7 @@ describe("rewinding the story", () => {
 
     expect(report).toEqual({
       targetSequence: s.target,
+      lastSequence: last,
       dryRun: false,
       mode: "conversation",
       filesRestored: 0,
@@ -550,6 +553,7 @@ describe("sequences", () => {
     const report = await rewind(s.store, s.id, { toSequence: last });
     expect(report).toEqual({
       targetSequence: last,
+      lastSequence: last,
       dryRun: false,
       mode: "all",
       filesRestored: 0,

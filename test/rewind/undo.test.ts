@@ -55,6 +55,7 @@ describe("undoRewind puts back what the last rewind changed", () => {
     const undoSequence = marker + removed.length + 1;
     expect(report).toEqual({
       targetSequence: s.target,
+      lastSequence: marker,
       dryRun: false,
       mode: "all",
       filesRestored: 3,

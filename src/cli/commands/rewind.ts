@@ -88,6 +88,7 @@ Options:
     // --yes answers the question: overwrite. Without a choice (or --yes), a rewind refuses on a conflict.
     let onConflict: OnConflict = (choice as OnConflict | undefined) ?? (yes ? "overwrite" : "refuse");
     let overwriteOnly: RewindOptions["overwriteOnly"];
+    let expectedLastSequence: number | undefined;
     if (!dryRun && !yes && ctx.ask && (choice === undefined || choice === "overwrite")) {
       // A person is there: show what would be overwritten, and go ahead only with those paths as shown.
       const preview = await rewind(ctx.store(), id, { ...options, dryRun: true, onConflict: "refuse" });
@@ -106,6 +107,8 @@ Options:
         }
         onConflict = "overwrite";
         overwriteOnly = conflicts;
+        // What the person agreed to was this tape: an event appended while they read is not cut unseen.
+        expectedLastSequence = preview.lastSequence;
       } else onConflict = "refuse"; // one appearing meanwhile was not shown: refused
     }
 
@@ -115,6 +118,7 @@ Options:
       diffs,
       onConflict,
       ...(overwriteOnly && { overwriteOnly }),
+      ...(expectedLastSequence !== undefined && { expectedLastSequence }),
     });
     ctx.progress.clear();
     if (ctx.json) {
