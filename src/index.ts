@@ -157,5 +157,6 @@ export {
   EventTooLargeError,
   StorageFailedError,
   TapeRewoundError,
+  PathOutsideWorkspaceError,
 } from "./core/errors.js";
 export type { AgentTapeErrorCode, RewindConflict } from "./core/errors.js";

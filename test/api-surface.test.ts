@@ -37,6 +37,7 @@ const RUNTIME_EXPORTS = [
   "LogCorruptError",
   "MessagePayload",
   "NothingToUndoError",
+  "PathOutsideWorkspaceError",
   "PermissionDecisionPayload",
   "RewindConflictError",
   "RewindFailedError",

@@ -1,10 +1,16 @@
 import { resolve } from "node:path";
 import type { SignalOption } from "../backend/types.js";
-import { InvalidArgumentError, SessionNotFoundError, WorkspaceMismatchError } from "../core/errors.js";
+import {
+  InvalidArgumentError,
+  PathOutsideWorkspaceError,
+  SessionNotFoundError,
+  WorkspaceMismatchError,
+} from "../core/errors.js";
 import type { CheckpointPayload, FileStatesPayload, StoredEvent } from "../core/events.js";
 import { appendUnderLock, eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import { snapshotPaths, type SnapshotLimits } from "./snapshot.js";
 import { realWorkspaceOf } from "./confine.js";
+import { refusedToolPaths } from "./tool-paths.js";
 import { isTheRecordedWorkspace, lastRecordedWorkspace } from "./recorded-workspace.js";
 import { readFileStates } from "./after-state.js";
 import { readVerifiedBlob, storeBlobsThenReference } from "../blobs/store-then-reference.js";
@@ -48,6 +54,13 @@ export interface CaptureInput extends SignalOption {
   workspace?: string;
   /** Your id for this tool call, recorded with the checkpoint. */
   callId?: string;
+  /**
+   * What to do with a path that leads outside the workspace (`../x`, an absolute path elsewhere, a link leading
+   * out, the last component included) or names no file (`""`). `"allow"` records it `skipped` (nothing of it can
+   * be rewound) and goes on; `"refuse"` throws PATH_OUTSIDE_WORKSPACE, naming each path and why, before anything
+   * is recorded (the tool wrapper's default, so the tool does not run). @default "allow"
+   */
+  outsidePaths?: "allow" | "refuse";
 }
 
 export type CheckpointEvent = StoredEvent<"session_checkpoint", CheckpointPayload>;
@@ -161,6 +174,10 @@ export class CheckpointStore {
       return undefined;
     }
     let realWorkspace = await this.realWorkspace(givenWorkspace);
+    if (input.outsidePaths === "refuse") {
+      const refused = await refusedToolPaths(realWorkspace, resolve(givenWorkspace), input.paths);
+      if (refused.length > 0) throw new PathOutsideWorkspaceError(input.tool, realWorkspace, refused);
+    }
 
     // Read, hash and store under one hold of the lock: no prune or rewind can see a blob before
     // its event exists, and what is hashed is what is stored.
