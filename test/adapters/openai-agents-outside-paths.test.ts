@@ -32,7 +32,7 @@ function writeTool() {
   return {
     type: "function" as const,
     name: "write_file",
-    invoke: async (_runContext: unknown, raw: string) => {
+    invoke: async (_runContext: unknown, raw: string, _details?: unknown) => {
       const { path, text } = JSON.parse(raw) as { path: string; text: string };
       await writeFile(join(workspace, path), text);
       return `wrote ${path}`;
