@@ -111,6 +111,7 @@ export {
   ErrorPayload,
   CompactionPayload,
   CheckpointPayload,
+  IgnoredChanges,
   FileSnapshot,
   FileState,
   FileStatesPayload,

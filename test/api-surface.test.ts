@@ -29,6 +29,7 @@ const RUNTIME_EXPORTS = [
   "FileStatesPayload",
   "ForkFailedError",
   "ForkPayload",
+  "IgnoredChanges",
   "InvalidArgumentError",
   "InvalidEventError",
   "InvalidSessionIdError",
