@@ -1,4 +1,5 @@
-import { resolve } from "node:path";
+import { lstat } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import type { SignalOption } from "../backend/types.js";
 import {
   InvalidArgumentError,
@@ -6,7 +7,7 @@ import {
   SessionNotFoundError,
   WorkspaceMismatchError,
 } from "../core/errors.js";
-import type { CheckpointPayload, FileStatesPayload, StoredEvent } from "../core/events.js";
+import type { CheckpointPayload, FileSnapshot, FileStatesPayload, StoredEvent } from "../core/events.js";
 import { appendUnderLock, eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import { snapshotPaths, type SnapshotLimits } from "./snapshot.js";
 import { realWorkspaceOf } from "./confine.js";
@@ -194,6 +195,7 @@ export class CheckpointStore {
             snapshot = await snapshotPaths(realWorkspace, resolve(givenWorkspace), input.paths, this.limits);
           }
         }
+        snapshot.files.push(...(await missingFolders(realWorkspace, snapshot.files)));
         const payload: CheckpointPayload = { tool: input.tool, workspace: realWorkspace, files: snapshot.files };
         if (input.callId !== undefined) payload.callId = input.callId;
         const unwritten = eventFor(this.store, id, { type: "session_checkpoint", payload });
@@ -330,4 +332,32 @@ function mayBeStale(record: { kind: string; reason?: string }): boolean {
 
 function signalOf(input: SignalOption): SignalOption {
   return input.signal ? { signal: input.signal } : {};
+}
+
+/**
+ * The highest missing folder above each absent path, recorded absent too: a tool that writes `new/a.txt` makes
+ * `new` on the way (`mkdir -p`), and a rewind must take it away with the file, not leave an empty folder the
+ * workspace never had. Only looked at (lstat), never written; the absent paths were placed inside already.
+ */
+async function missingFolders(realWorkspace: string, files: readonly FileSnapshot[]): Promise<FileSnapshot[]> {
+  const named = new Set(files.map((file) => file.path));
+  const found: FileSnapshot[] = [];
+  for (const file of files) {
+    if (file.kind !== "absent" || !file.path.includes("/")) continue;
+    const parts = file.path.split("/").slice(0, -1);
+    for (let depth = 1; depth <= parts.length; depth++) {
+      const folder = parts.slice(0, depth).join("/");
+      const there = await lstat(join(realWorkspace, folder)).then(
+        () => true,
+        (error: NodeJS.ErrnoException) => error.code !== "ENOENT",
+      );
+      if (there) continue;
+      if (!named.has(folder)) {
+        named.add(folder);
+        found.push({ path: folder, kind: "absent" });
+      }
+      break;
+    }
+  }
+  return found;
 }
