@@ -26,6 +26,7 @@ import { settleFailedRewind } from "./roll-back.js";
 import { carriesUndo, writeIntentWithUndo } from "./undo-in-intent.js";
 import { realWorkspaceOf } from "../checkpoint/confine.js";
 import { recordedWorkspace } from "./recorded-workspace.js";
+import { hardLinksSplit } from "./hard-link-splits.js";
 import { ignoredChangesIn } from "../checkpoint/workspace-index/ignored-changes.js";
 import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.js";
 import { diffPlannedChanges } from "./plan-diffs.js";
@@ -133,6 +134,11 @@ export interface RewindReport {
    * list and a count of all; set when any.
    */
   ignoredChanges?: IgnoredChanges;
+  /**
+   * Files this rewind restores that share their inode with other names (hard links): each comes back as a file of
+   * its own, and the other names keep what they hold. Set when any; checked when planned.
+   */
+  hardLinksSplit?: string[];
 }
 
 export const UNDO_LIMITS: SnapshotLimits = {
@@ -250,6 +256,8 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
         Object.assign(report, summarizePlan(plan));
         const ignoredChanges = ignoredChangesIn(after.flatMap(checkpointPayloadOf));
         if (ignoredChanges !== undefined) report.ignoredChanges = ignoredChanges;
+        const split = await hardLinksSplit(realWorkspace, plan.changes);
+        if (split.length > 0) report.hardLinksSplit = split;
       }
       options.onProgress?.("planned");
       if (report.dryRun) return report;
