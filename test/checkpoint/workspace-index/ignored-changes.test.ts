@@ -8,12 +8,14 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, rewind, type CheckpointPayload } from "../../../src/index.js";
 import { TempRoots } from "../../helpers/temp-root.js";
+import { cli } from "../../cli/harness.js";
 
 const temps = new TempRoots();
 let store: SessionStore;
 let checkpoints: CheckpointStore;
 let workspace: string;
 let sessionId: string;
+let root: string;
 
 async function setUp(watch: boolean): Promise<void> {
   const base = await realpath(await temps.make("agent-tape-ignored-"));
@@ -26,7 +28,8 @@ async function setUp(watch: boolean): Promise<void> {
   await writeFile(join(workspace, "node_modules/pkg/index.js"), "module\n");
   await writeFile(join(workspace, ".env"), "SECRET=1\n");
   await writeFile(join(workspace, "src/a.txt"), "a\n");
-  store = new SessionStore({ root: join(base, "sessions") });
+  root = join(base, "sessions");
+  store = new SessionStore({ root });
   checkpoints = new CheckpointStore(store, { workspaceIndex: { watch } });
   sessionId = (await store.create({ workspace })).id;
   await store.append(sessionId, { type: "message", payload: { role: "user", content: "start" } });
@@ -78,6 +81,9 @@ for (const watch of [false, true])
         ],
       };
       expect(dry.ignoredChanges).toEqual(expected);
+      const shown = await cli(["rewind", sessionId, "--to", String(start), "--dry-run", "--root", root]);
+      expect(shown.stdout).toContain("Not rewound: ignored content the commands removed or changed (never stored), 3:");
+      expect(shown.stdout).toContain("  node_modules (removed)");
       const report = await rewind(store, sessionId, { toSequence: start });
       expect(report.ignoredChanges).toEqual(expected);
     });
