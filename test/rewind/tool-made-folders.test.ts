@@ -10,7 +10,7 @@ import { TempRoots } from "../helpers/temp-root.js";
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 
-it("a tool that makes folders on the way to the file it names: a rewind removes them, an undo brings them back", async () => {
+it("folders a tool makes on the way to the file it names: a rewind removes them, an undo puts them back", async () => {
   const base = await realpath(await temps.make("agent-tape-tool-folders-"));
   const workspace = join(base, "ws");
   await mkdir(workspace);

@@ -57,7 +57,7 @@ for (const watch of [false, true])
       expect(checkpoint?.ignoredChanges).toEqual({ count: 1, paths: [{ path: "build", change: "removed" }] });
     });
 
-    it("mv node_modules x and a rewritten .env: named beside the tracked changes; the dry run and the report too", async () => {
+    it("mv node_modules x and a rewritten .env: named with tracked changes, in dry run and report", async () => {
       const start = (await store.get(sessionId))!.lastSequence;
       await checkpoints.aroundCommand(sessionId, { tool: "bash" }, sh("mv node_modules x && echo 'SECRET=2' > .env"));
       const checkpoint = await lastCheckpoint();
