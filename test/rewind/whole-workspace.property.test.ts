@@ -206,7 +206,7 @@ async function toolEdit(workspace: string, edit: { path: string; content: string
   }
 }
 
-it(`a generated workspace under shell commands and tool edits rewinds and undoes to whole trees (${RUNS} runs)`, async () => {
+it(`generated workspace under shell and tool edits rewinds and undoes whole trees (${RUNS} runs)`, async () => {
   console.log(
     `whole-workspace property: ${RUNS} runs, seed ${SEED}, families [${[...families].join(", ") || "none"}]` +
       " (AGENT_TAPE_PROPERTY_RUNS, AGENT_TAPE_PROPERTY_SEED, AGENT_TAPE_PROPERTY_FAMILIES)",
