@@ -11,7 +11,7 @@ import type { CheckpointPayload, FileSnapshot, FileStatesPayload, StoredEvent } 
 import { appendUnderLock, eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import { snapshotPaths, type SnapshotLimits } from "./snapshot.js";
 import { realWorkspaceOf } from "./confine.js";
-import { refusedToolPaths } from "./tool-paths.js";
+import { linkTargetInside, refusedToolPaths } from "./tool-paths.js";
 import { isTheRecordedWorkspace, lastRecordedWorkspace } from "./recorded-workspace.js";
 import { readFileStates } from "./after-state.js";
 import { readVerifiedBlob, storeBlobsThenReference } from "../blobs/store-then-reference.js";
@@ -196,6 +196,13 @@ export class CheckpointStore {
           }
         }
         snapshot.files.push(...(await missingFolders(realWorkspace, snapshot.files)));
+        // A tool handed a link writes through it: its target's before-state is taken too (links only: no cost else).
+        const targets = await linkTargets(realWorkspace, resolve(givenWorkspace), snapshot.files);
+        if (targets.length > 0) {
+          const more = await snapshotPaths(realWorkspace, resolve(givenWorkspace), targets, this.limits);
+          snapshot.files.push(...more.files);
+          for (const [hash, bytes] of more.blobs) snapshot.blobs.set(hash, bytes);
+        }
         const payload: CheckpointPayload = { tool: input.tool, workspace: realWorkspace, files: snapshot.files };
         if (input.callId !== undefined) payload.callId = input.callId;
         const unwritten = eventFor(this.store, id, { type: "session_checkpoint", payload });
@@ -360,4 +367,23 @@ async function missingFolders(realWorkspace: string, files: readonly FileSnapsho
     }
   }
   return found;
+}
+
+/** The targets inside the workspace of the links among `files` that no record names yet (`linkTargetInside`). */
+async function linkTargets(
+  realWorkspace: string,
+  givenWorkspace: string,
+  files: readonly FileSnapshot[],
+): Promise<string[]> {
+  const named = new Set(files.map((file) => file.path));
+  const targets: string[] = [];
+  for (const file of files) {
+    if (file.kind !== "symlink") continue;
+    const target = await linkTargetInside(realWorkspace, givenWorkspace, file.path);
+    if (target !== undefined && !named.has(target)) {
+      named.add(target);
+      targets.push(target);
+    }
+  }
+  return targets;
 }

@@ -54,3 +54,34 @@ async function whyRefused(realWorkspace: string, givenWorkspace: string, path: s
   }
   return "is a chain of symbolic links too long to follow";
 }
+
+/**
+ * The path inside the workspace that `path`, a link inside it, leads to at the end of its chain, when that is not
+ * `path` itself: a tool handed a link writes through it, so the capture takes the target's before-state too (else
+ * a rewind puts the link back and leaves the bytes the tool wrote in its target). Undefined for anything else.
+ */
+export async function linkTargetInside(
+  realWorkspace: string,
+  givenWorkspace: string,
+  path: string,
+): Promise<string | undefined> {
+  if (path.trim() === "") return undefined;
+  const placed = await confine(realWorkspace, path, givenWorkspace);
+  if (!placed.inside) return undefined;
+  let current = placed.absolute;
+  for (let hop = 0; hop < MAX_LINK_HOPS; hop++) {
+    let target: string;
+    try {
+      if (!(await lstat(current)).isSymbolicLink())
+        return current === placed.absolute ? undefined : relative(realWorkspace, current);
+      target = resolve(await realpath(dirname(current)), await readlink(current));
+    } catch {
+      return current === placed.absolute ? undefined : relative(realWorkspace, current); // dangling: made there
+    }
+    if (!isInside(realWorkspace, target) || target === realWorkspace) return undefined;
+    const next = await confine(realWorkspace, relative(realWorkspace, target));
+    if (!next.inside) return undefined;
+    current = next.absolute;
+  }
+  return undefined;
+}
