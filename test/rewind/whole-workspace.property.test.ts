@@ -37,8 +37,8 @@ const FAMILIES = {
   "hard-links": false,
   /** Owners and groups changed by `chown`, and compared. */
   owners: false,
-  /** Tool edits naming a link inside the workspace: the write lands on the link's target, which is not captured. */
-  "tool-through-links": false,
+  /** Tool edits naming a link inside the workspace (the write lands on the link's target, captured by its name). */
+  "tool-through-links": true,
 } satisfies Record<string, boolean>;
 type Family = keyof typeof FAMILIES;
 
