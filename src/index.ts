@@ -111,6 +111,7 @@ export {
   ErrorPayload,
   CompactionPayload,
   CheckpointPayload,
+  IgnoredChanges,
   FileSnapshot,
   FileState,
   FileStatesPayload,
@@ -165,4 +166,5 @@ export type {
   SequenceConflictError,
   EventTooLargeError,
   WorkspaceLockedError,
+  PathOutsideWorkspaceError,
 } from "./core/errors.js";

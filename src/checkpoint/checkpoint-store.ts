@@ -1,10 +1,17 @@
-import { resolve } from "node:path";
+import { lstat } from "../core/named-fs.js";
+import { join, resolve } from "node:path";
 import type { SignalOption } from "../backend/types.js";
-import { InvalidArgumentError, SessionNotFoundError, WorkspaceMismatchError } from "../core/errors.js";
-import type { CheckpointPayload, FileStatesPayload, StoredEvent } from "../core/events.js";
+import {
+  InvalidArgumentError,
+  PathOutsideWorkspaceError,
+  SessionNotFoundError,
+  WorkspaceMismatchError,
+} from "../core/errors.js";
+import type { CheckpointPayload, FileSnapshot, FileStatesPayload, StoredEvent } from "../core/events.js";
 import { appendUnderLock, eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import { snapshotPaths, type SnapshotLimits } from "./snapshot.js";
 import { realWorkspaceOf } from "./confine.js";
+import { linkTargetInside, refusedToolPaths } from "./tool-paths.js";
 import { isTheRecordedWorkspace, lastRecordedWorkspace } from "./recorded-workspace.js";
 import { readFileStates } from "./after-state.js";
 import { readVerifiedBlob, storeBlobsThenReference } from "../blobs/store-then-reference.js";
@@ -49,6 +56,13 @@ export interface CaptureInput extends SignalOption {
   workspace?: string;
   /** Your id for this tool call, recorded with the checkpoint. */
   callId?: string;
+  /**
+   * What to do with a path that leads outside the workspace (`../x`, an absolute path elsewhere, a link leading
+   * out, the last component included) or names no file (`""`). `"allow"` records it `skipped` (nothing of it can
+   * be rewound) and goes on; `"refuse"` throws PATH_OUTSIDE_WORKSPACE, naming each path and why, before anything
+   * is recorded (the tool wrapper's default, so the tool does not run). @default "allow"
+   */
+  outsidePaths?: "allow" | "refuse";
 }
 
 export type CheckpointEvent = StoredEvent<"session_checkpoint", CheckpointPayload>;
@@ -162,6 +176,10 @@ export class CheckpointStore {
       return undefined;
     }
     let realWorkspace = await this.realWorkspace(givenWorkspace);
+    if (input.outsidePaths === "refuse") {
+      const refused = await refusedToolPaths(realWorkspace, resolve(givenWorkspace), input.paths);
+      if (refused.length > 0) throw new PathOutsideWorkspaceError(input.tool, realWorkspace, refused);
+    }
 
     // Read, hash and store under one hold of the lock: no prune or rewind can see a blob before
     // its event exists, and what is hashed is what is stored.
@@ -177,6 +195,14 @@ export class CheckpointStore {
             realWorkspace = now;
             snapshot = await snapshotPaths(realWorkspace, resolve(givenWorkspace), input.paths, this.limits);
           }
+        }
+        snapshot.files.push(...(await missingFolders(realWorkspace, snapshot.files)));
+        // A tool handed a link writes through it: its target's before-state is taken too (links only: no cost else).
+        const targets = await linkTargets(realWorkspace, resolve(givenWorkspace), snapshot.files);
+        if (targets.length > 0) {
+          const more = await snapshotPaths(realWorkspace, resolve(givenWorkspace), targets, this.limits);
+          snapshot.files.push(...more.files);
+          for (const [hash, bytes] of more.blobs) snapshot.blobs.set(hash, bytes);
         }
         const payload: CheckpointPayload = { tool: input.tool, workspace: realWorkspace, files: snapshot.files };
         if (input.callId !== undefined) payload.callId = input.callId;
@@ -310,4 +336,51 @@ export class CheckpointStore {
 function mayBeStale(record: { kind: string; reason?: string }): boolean {
   if (record.kind === "absent") return true;
   return (record.kind === "skipped" || record.kind === "unknown") && record.reason === "outside_workspace";
+}
+
+/**
+ * The highest missing folder above each absent path, recorded absent too: a tool that writes `new/a.txt` makes
+ * `new` on the way (`mkdir -p`), and a rewind must take it away with the file, not leave an empty folder the
+ * workspace never had. Only looked at (lstat), never written; the absent paths were placed inside already.
+ */
+async function missingFolders(realWorkspace: string, files: readonly FileSnapshot[]): Promise<FileSnapshot[]> {
+  const named = new Set(files.map((file) => file.path));
+  const found: FileSnapshot[] = [];
+  for (const file of files) {
+    if (file.kind !== "absent" || !file.path.includes("/")) continue;
+    const parts = file.path.split("/").slice(0, -1);
+    for (let depth = 1; depth <= parts.length; depth++) {
+      const folder = parts.slice(0, depth).join("/");
+      const there = await lstat(join(realWorkspace, folder)).then(
+        () => true,
+        (error: NodeJS.ErrnoException) => error.code !== "ENOENT",
+      );
+      if (there) continue;
+      if (!named.has(folder)) {
+        named.add(folder);
+        found.push({ path: folder, kind: "absent" });
+      }
+      break;
+    }
+  }
+  return found;
+}
+
+/** The targets inside the workspace of the links among `files` that no record names yet (`linkTargetInside`). */
+async function linkTargets(
+  realWorkspace: string,
+  givenWorkspace: string,
+  files: readonly FileSnapshot[],
+): Promise<string[]> {
+  const named = new Set(files.map((file) => file.path));
+  const targets: string[] = [];
+  for (const file of files) {
+    if (file.kind !== "symlink") continue;
+    const target = await linkTargetInside(realWorkspace, givenWorkspace, file.path);
+    if (target !== undefined && !named.has(target)) {
+      named.add(target);
+      targets.push(target);
+    }
+  }
+  return targets;
 }

@@ -32,6 +32,14 @@ export interface CheckpointToolOptions<Call = any> {
   afterCall?: (call: ToolCallInfo, outcome: ToolOutcome) => Promise<void> | void;
   /** The framework's id for the call, from the arguments after the input. @default `call?.toolCallId` */
   callIdOf?: (call: Call, ...more: any[]) => string | undefined;
+  /**
+   * A call whose `touches` names a path outside the workspace (`../x`, an absolute path elsewhere, a link
+   * leading out) or `""` (which would snapshot the whole workspace): `"refuse"` fails the call before the tool
+   * runs with PATH_OUTSIDE_WORKSPACE, whose message names each path and why (a framework hands it to the model
+   * as the tool's error); `"allow"` runs the tool, the path recorded `skipped` (a rewind cannot undo what the
+   * tool did there). @default "refuse"
+   */
+  outsidePaths?: "refuse" | "allow";
   /** The call's abort signal, from the arguments after the input. @default `call?.abortSignal` */
   signalOf?: (call: Call, ...more: any[]) => AbortSignal | undefined;
 }
@@ -68,6 +76,7 @@ export function checkpointTool<Input, Rest extends unknown[], Result>(
     );
   const callIdOf = options.callIdOf ?? ((call: any) => stringOrUndefined(call?.toolCallId));
   const signalOf = options.signalOf ?? ((call: any) => signalOrUndefined(call?.abortSignal));
+  const outsidePaths = options.outsidePaths ?? "refuse";
   return async function checkpointed(this: unknown, input: Input, ...rest: Rest): Promise<Awaited<Result>> {
     const callId = callIdOf(rest[0], ...rest.slice(1));
     const signal = signalOf(rest[0], ...rest.slice(1));
@@ -82,7 +91,7 @@ export function checkpointTool<Input, Rest extends unknown[], Result>(
           ? await run()
           : touches === "shell"
             ? await checkpoints.aroundCommand(sessionId, capture, run)
-            : await checkpoints.around(sessionId, { ...capture, paths: touches(input) }, run);
+            : await checkpoints.around(sessionId, { ...capture, paths: touches(input), outsidePaths }, run);
       outcome = { ok: true, output };
     } catch (error) {
       outcome = { ok: false, error };

@@ -38,7 +38,8 @@ export type AgentTapeErrorCode =
   | "STORAGE_FAILED"
   | "EVENT_TOO_LARGE"
   | "TAPE_REWOUND"
-  | "WORKSPACE_LOCKED";
+  | "WORKSPACE_LOCKED"
+  | "PATH_OUTSIDE_WORKSPACE";
 
 export abstract class AgentTapeError extends Error {
   abstract readonly code: AgentTapeErrorCode;
@@ -224,6 +225,26 @@ export class WorkspaceMismatchError extends AgentTapeError {
           ? "Refusing to write into a folder the tape did not record; nothing was changed. "
           : "Refusing to take snapshots in a folder the tape did not record; nothing was recorded. ") +
         `If the workspace moved, pass \`workspace\` explicitly; otherwise session.json was edited.`,
+    );
+  }
+}
+
+/**
+ * A tool call named paths that lead outside the workspace or name no file, and was refused before the tool ran
+ * (the tool wrapper's default, `outsidePaths: "refuse"`). Its message is written for the model that made the
+ * call: it names each path and why, so the model can call again with a path inside.
+ */
+export class PathOutsideWorkspaceError extends AgentTapeError {
+  readonly code = "PATH_OUTSIDE_WORKSPACE" as const;
+  constructor(
+    readonly tool: string,
+    readonly workspace: string,
+    /** Each refused path as the call named it, and why. */
+    readonly refused: readonly { path: string; why: string }[],
+  ) {
+    super(
+      `Tool "${tool}" was not run: ${refused.map((r) => `the path ${JSON.stringify(r.path)} ${r.why}`).join("; ")}. ` +
+        `Only paths inside the workspace "${workspace}" can be changed (and rewound); name a file inside it.`,
     );
   }
 }
@@ -537,6 +558,7 @@ export type AgentTapeErrorByCode = EveryCodeOnce<{
   EVENT_TOO_LARGE: EventTooLargeError;
   STORAGE_FAILED: StorageFailedError;
   WORKSPACE_LOCKED: WorkspaceLockedError;
+  PATH_OUTSIDE_WORKSPACE: PathOutsideWorkspaceError;
 }>;
 
 // Fails to compile when a code has no class here, or a class is listed under a code that is not its own.

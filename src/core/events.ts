@@ -103,12 +103,25 @@ export const FileSnapshot = z.discriminatedUnion("kind", [
 ]);
 export type FileSnapshot = z.infer<typeof FileSnapshot>;
 
+/**
+ * What a shell command did to content the workspace index ignores (`.gitignore`, `.git`, the caller's patterns):
+ * never stored, so it cannot be rewound, only named. `paths` is bounded (the first in path order); `count` is all.
+ * A removed ignored folder is one path (what was below it was never listed).
+ */
+export const IgnoredChanges = z.object({
+  count: z.number().int().nonnegative(),
+  paths: z.array(z.object({ path: z.string(), change: z.enum(["removed", "changed"]) })),
+});
+export type IgnoredChanges = z.infer<typeof IgnoredChanges>;
+
 export const CheckpointPayload = z.object({
   tool: z.string().min(1),
   callId: z.string().optional(),
   /** Absolute real path the `files` paths are relative to. */
   workspace: z.string(),
   files: z.array(FileSnapshot),
+  /** A command's checkpoint: ignored content it removed or changed, which no rewind can put back. */
+  ignoredChanges: IgnoredChanges.optional(),
 });
 export type CheckpointPayload = z.infer<typeof CheckpointPayload>;
 

@@ -73,6 +73,7 @@ function atBoth<T>(from: string, to: string, call: (a: OsPath, b: OsPath) => Pro
 }
 
 export const lstat = (path: string) => atAsync(path, (os) => fsp.lstat(os));
+export const stat = (path: string) => atAsync(path, (os) => fsp.stat(os));
 export const open = (path: string, flags?: number | string, mode?: Mode) =>
   atAsync(path, (os) => fsp.open(os, flags, mode));
 export const rename = (from: string, to: string) => atBoth(from, to, (a, b) => fsp.rename(a, b));

@@ -1,6 +1,8 @@
 import { createHash, randomUUID } from "node:crypto";
 import { constants } from "node:fs";
-import { lstat, mkdir, open, rename, symlink, unlink } from "../core/named-fs.js";
+import type { FileHandle } from "node:fs/promises";
+import { dirname } from "node:path";
+import { lstat, mkdir, open, rename, stat, symlink, unlink } from "../core/named-fs.js";
 import { fsyncDir } from "../core/atomic-file.js";
 import { SYNC_FILESYSTEM_FROM, syncFilesystem } from "../core/sync-filesystem.js";
 import type { FileSnapshot } from "../core/events.js";
@@ -201,6 +203,21 @@ async function clearFor(held: HeldWorkspace, path: string, where: string, keepDi
   if (!info.isDirectory() && keepDirectory) await unlink(where).catch(ignoreMissing);
 }
 
+/**
+ * Gives the new file the owner and group of the name it replaces, or, where nothing is, of the folder it is made
+ * in: a harness running as root would otherwise make every file it restores root's. Only where the process may
+ * (root, or its own uid); snapshots do not record owners, so a `chown` a rewind undoes is not undone.
+ */
+async function keepOwner(fh: FileHandle, where: string): Promise<void> {
+  const uid = process.getuid?.();
+  if (uid === undefined) return;
+  // The folder is named through its held descriptor (/proc/self/fd/N): stat follows that to the folder checked.
+  const there = await lstat(where).catch(() => stat(dirname(where)).catch(() => undefined));
+  if (there === undefined || (there.uid === uid && there.gid === process.getgid?.())) return;
+  if (uid !== 0 && there.uid !== uid) return;
+  await fh.chown(there.uid, there.gid).catch(() => undefined); // a group the process is not in: keep its own
+}
+
 /** Writes the bytes to a temp beside the file and renames it over; durable only once applyHeld syncs at the end. */
 async function restoreFile(
   held: HeldWorkspace,
@@ -216,7 +233,8 @@ async function restoreFile(
   try {
     try {
       await fh.writeFile(bytes);
-      await fh.chmod(mode); // after writing, and explicitly: open()'s mode is cut by the umask
+      await keepOwner(fh, where);
+      await fh.chmod(mode); // after writing (and chown, which clears set-id bits): open()'s mode is cut by the umask
     } finally {
       await fh.close();
     }

@@ -8,7 +8,14 @@ import {
   UnrecoverableChangeError,
   type RewindConflict,
 } from "../core/errors.js";
-import { RewindMode, type FileChange, type RewindPayload, type StoredEvent } from "../core/events.js";
+import {
+  RewindMode,
+  type CheckpointPayload,
+  type FileChange,
+  type IgnoredChanges,
+  type RewindPayload,
+  type StoredEvent,
+} from "../core/events.js";
 import { eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import type { SnapshotLimits } from "../checkpoint/snapshot.js";
 import { archiveName, archivedEvents, listArchives, readArchive } from "../blobs/archives.js";
@@ -19,6 +26,8 @@ import { settleFailedRewind } from "./roll-back.js";
 import { carriesUndo, writeIntentWithUndo } from "./undo-in-intent.js";
 import { realWorkspaceOf } from "../checkpoint/confine.js";
 import { recordedWorkspace } from "./recorded-workspace.js";
+import { hardLinksSplit } from "./hard-link-splits.js";
+import { ignoredChangesIn } from "../checkpoint/workspace-index/ignored-changes.js";
 import { closestSnapshotPerPath, planFileChanges, type FilePlan } from "./plan.js";
 import { diffPlannedChanges } from "./plan-diffs.js";
 import { totalDiffs, type DiffTotals } from "../core/file-diff.js";
@@ -130,6 +139,17 @@ export interface RewindReport {
   markerSequence?: number;
   /** Paths changed outside the session since the tape last wrote them, and what was done about each; set when any. */
   conflicts?: RewindConflict[];
+  /**
+   * Ignored content (`.gitignore`, `.git`, `workspaceIndex.ignore`) that the shell commands being rewound removed
+   * or changed: never stored, so this rewind cannot put it back (`rm -rf build`, `mv node_modules x`). A bounded
+   * list and a count of all; set when any.
+   */
+  ignoredChanges?: IgnoredChanges;
+  /**
+   * Files this rewind restores that share their inode with other names (hard links): each comes back as a file of
+   * its own, and the other names keep what they hold. Set when any; checked when planned.
+   */
+  hardLinksSplit?: string[];
 }
 
 export const UNDO_LIMITS: SnapshotLimits = {
@@ -251,6 +271,10 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
           if (conflicts.length > 0) report.conflicts = conflicts;
           await diffPlannedChanges(plan, realWorkspace, { patches: options.diffs ?? false });
           Object.assign(report, summarizePlan(plan));
+          const ignoredChanges = ignoredChangesIn(after.flatMap(checkpointPayloadOf));
+          if (ignoredChanges !== undefined) report.ignoredChanges = ignoredChanges;
+          const split = await hardLinksSplit(realWorkspace, plan.changes);
+          if (split.length > 0) report.hardLinksSplit = split;
         }
         options.onProgress?.("planned");
         if (report.dryRun) return report;
@@ -449,4 +473,8 @@ export function withPatches(stored: FileChange[], planned: readonly ReportedChan
     const patch = patches.get(change.path);
     return patch === undefined || change.action === "skip" ? change : { ...change, patch };
   });
+}
+
+function checkpointPayloadOf(event: StoredEvent): CheckpointPayload[] {
+  return event.type === "session_checkpoint" ? [event.payload as CheckpointPayload] : [];
 }

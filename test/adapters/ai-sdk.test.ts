@@ -152,6 +152,43 @@ describe("agent-tape/ai-sdk", () => {
     }
   });
 
+  it("refuses a tool call naming a path outside the workspace: the model reads why, nothing is written", async () => {
+    const t = aiSdkTape({ store, sessionId });
+    await t.user("Write outside.");
+    const script = [
+      {
+        text: "Writing.",
+        calls: [{ id: "o1", tool: "write_file" as const, input: { path: "../escape.txt", text: "x" } }],
+      },
+      { text: "Could not.", calls: [] },
+    ];
+    const result = await generateText({
+      model: t.model(scriptedModel(script)),
+      tools: t.tools(agentTools(workspace), TOUCHES),
+      prompt: "Write outside.",
+      stopWhen: stepCountIs(5),
+    });
+    const toolError = result.steps[0]!.content.find((part) => part.type === "tool-error");
+    expect(String((toolError as { error?: unknown } | undefined)?.error)).toMatch(
+      /"\.\.\/escape\.txt" leads outside the workspace/,
+    );
+    const [toolResult] = await store.readAll(sessionId, { types: ["tool_result"] });
+    expect(toolResult?.payload).toMatchObject({ callId: "o1", isError: true });
+    expect(String(toolResult?.payload.output)).toContain('"../escape.txt" leads outside the workspace');
+    await expect(readFile(join(workspace, "../escape.txt"))).rejects.toMatchObject({ code: "ENOENT" });
+    expect(await store.readAll(sessionId, { types: ["session_checkpoint"] })).toEqual([]);
+
+    // With outsidePaths: "allow" the same call runs, as before (recorded skipped).
+    const allowing = aiSdkTape({ store, sessionId, outsidePaths: "allow" });
+    await generateText({
+      model: allowing.model(scriptedModel(script)),
+      tools: allowing.tools(agentTools(workspace), TOUCHES),
+      prompt: "Write outside.",
+      stopWhen: stepCountIs(5),
+    });
+    expect(await readFile(join(workspace, "../escape.txt"), "utf8")).toBe("x");
+  });
+
   it("fails closed: when the tape cannot be written, the model call fails and no tool runs", async () => {
     const t = aiSdkTape({ store, sessionId: "gone" });
     let ran = 0;

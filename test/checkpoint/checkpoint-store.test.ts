@@ -360,12 +360,15 @@ describe("confinement: nothing outside the workspace is read or recorded absent"
     await everyBlobHoldsNoSecret(sessionId);
   });
 
-  it("records a symlink to an inside file as its target text and stores no blob for it", async () => {
-    await put("real.txt", "never read through the link");
+  it("records a symlink to an inside file as its target text, and the file it leads to by its own name", async () => {
+    // A tool handed the link writes through it: the target's before-state is what a rewind needs.
+    await put("real.txt", "read by its own name");
     await symlink("real.txt", join(workspace, "alias.txt"));
     const event = await checkpoints.capture(sessionId, { tool: "edit", paths: ["alias.txt"] });
-    expect(event?.payload.files).toEqual([{ path: "alias.txt", kind: "symlink", target: "real.txt" }]);
-    expect(await filesUnderBlobs(sessionId)).toEqual([]);
+    expect(event?.payload.files).toEqual([
+      { path: "alias.txt", kind: "symlink", target: "real.txt" },
+      { path: "real.txt", kind: "blob", blob: sha256("read by its own name"), bytes: 20, mode: 0o644 },
+    ]);
   });
 });
 

@@ -19,6 +19,13 @@ export interface AiSdkTapeOptions {
   sessionId: string;
   /** @default a new CheckpointStore on `store` with its defaults */
   checkpoints?: CheckpointStore;
+  /**
+   * A tool call naming a path outside the workspace (`../x`, an absolute path elsewhere, a link leading out)
+   * or `""`: `"refuse"` fails it before the tool runs, with an error the model reads naming the path and why;
+   * `"allow"` runs it, the path recorded `skipped` (a rewind cannot undo what the tool did there).
+   * @default "refuse"
+   */
+  outsidePaths?: "refuse" | "allow";
 }
 
 export interface AiSdkTape {
@@ -69,6 +76,7 @@ export function aiSdkTape(options: AiSdkTapeOptions): AiSdkTape {
     model: (model) => wrapLanguageModel({ model, middleware }),
     tools: (tools, touches = {}) =>
       withCheckpoints(tools, checkpoints, sessionId, touches as Record<string, ToolTouches>, {
+        ...(options.outsidePaths !== undefined && { outsidePaths: options.outsidePaths }),
         async beforeCall(call) {
           if (call.callId !== undefined && recorded.has(call.callId)) return;
           await store.append(sessionId, {

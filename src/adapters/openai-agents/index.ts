@@ -27,6 +27,13 @@ export interface OpenAIAgentsTapeOptions {
   sessionId: string;
   /** @default a new CheckpointStore on `store` with its defaults */
   checkpoints?: CheckpointStore;
+  /**
+   * A tool call naming a path outside the workspace (`../x`, an absolute path elsewhere, a link leading out)
+   * or `""`: `"refuse"` fails it before the tool runs, with an error the model reads naming the path and why;
+   * `"allow"` runs it, the path recorded `skipped` (a rewind cannot undo what the tool did there).
+   * @default "refuse"
+   */
+  outsidePaths?: "refuse" | "allow";
 }
 
 export interface OpenAIAgentsTape {
@@ -181,6 +188,7 @@ export function openaiAgentsTape(options: OpenAIAgentsTapeOptions): OpenAIAgents
           {
             callIdOf: (_runContext, _raw, details: Details) => details?.toolCall?.callId,
             signalOf: (_runContext, _raw, details: Details) => details?.signal,
+            ...(options.outsidePaths !== undefined && { outsidePaths: options.outsidePaths }),
           },
         );
         const invokeCheckpointed = async (runContext: unknown, raw: string, details?: Details) => {

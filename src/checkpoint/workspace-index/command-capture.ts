@@ -6,7 +6,8 @@ import type { CheckpointPayload, FileSnapshot, FileStatesPayload, StoredEvent } 
 import { appendUnderLock, eventFor, withLockedSession, type SessionStore } from "../../session/session-store.js";
 import { isInside, realWorkspaceOf } from "../confine.js";
 import { IgnoreRules } from "./ignore-rules.js";
-import { snapshotOf, stateOf, type WorkspaceIndex } from "./index-entry.js";
+import { snapshotOf, stateOf, type IndexEntry, type WorkspaceIndex } from "./index-entry.js";
+import { ignoredChangesBetween } from "./ignored-changes.js";
 import { loadIndex, rememberIndex, saveIndex, storedGeneration } from "./index-record.js";
 import { scanWorkspace, type ScanOptions, type ScanResult, type Watching } from "./scan.js";
 import { FolderWatcher } from "./folder-watcher.js";
@@ -96,6 +97,8 @@ export class CommandCapture {
   private readonly cached = new Map<string, WorkspaceIndex>();
   // With `watch`: each session's watcher, and the index its last scan left (the state its events follow).
   private readonly watchers = new Map<string, { watcher: FolderWatcher; since?: WorkspaceIndex | undefined }>();
+  // The ignored entries each command's scan before it met, for its scan after to judge what it did to them.
+  private readonly ignoredBefore = new WeakMap<CommandInProgress, ReadonlyMap<string, IndexEntry>>();
 
   constructor(
     private readonly store: SessionStore<any>,
@@ -129,6 +132,7 @@ export class CommandCapture {
       async (locked) => {
         const scan = await this.scan(locked, workspace, "before");
         await this.commit(locked, scan, async () => undefined);
+        this.ignoredBefore.set(handle, new Map(scan.index.ignored));
       },
       { ...signalOf(input), detectReentry: false },
     );
@@ -146,15 +150,20 @@ export class CommandCapture {
       handle.sessionId,
       async (locked) => {
         const scan = await this.scan(locked, handle.workspace, "after");
+        const ignoredBefore = this.ignoredBefore.get(handle);
+        const ignoredChanges =
+          ignoredBefore && scan.index.ignored ? ignoredChangesBetween(ignoredBefore, scan.index.ignored) : undefined;
         const files: FileSnapshot[] = scan.changed.sort().map((path) => {
           const entry = scan.before(path);
           return entry ? snapshotOf(path, entry) : { path, kind: "absent" };
         });
         return this.commit(locked, scan, async () => {
-          if (files.length === 0) return undefined;
+          // A command that only destroyed ignored content still leaves a checkpoint: the one trace of it.
+          if (files.length === 0 && ignoredChanges === undefined) return undefined;
           // Index blobs were written without fsync; the log must never reference one a power loss can take.
           await locked.syncBlobs?.(files.flatMap((f) => (f.kind === "blob" ? [f.blob] : [])));
           const payload: CheckpointPayload = { tool: handle.tool, workspace: handle.workspace, files };
+          if (ignoredChanges !== undefined) payload.ignoredChanges = ignoredChanges;
           if (handle.callId !== undefined) payload.callId = handle.callId;
           const events = [eventFor(this.store, handle.sessionId, { type: "session_checkpoint", payload })];
           if (this.options.afterState) {

@@ -42,6 +42,11 @@ export class IgnoreRules {
     return [];
   }
 
+  /** True for the library's own folders (the session store, the watcher's barrier) when they lie inside. */
+  isOwn(path: string): boolean {
+    return this.alwaysOut.has(path);
+  }
+
   /** True when `path` (workspace-relative, `/`-separated) is left out of the scan. */
   ignores(scope: Scope, path: string, name: string, isDirectory: boolean): boolean {
     if (name === GIT_DIR || this.alwaysOut.has(path)) return true;

@@ -57,6 +57,8 @@ export interface WorkspaceIndex {
   linked?: Set<string>;
   /** Bytes of the tracked files (each up to `maxFileBytes`), as the last walk counted them: in memory only. */
   bytes?: number;
+  /** The ignored entries the last walk met (walk.ts, `Walked.ignored`): in memory only, like `folders`. */
+  ignored?: Map<string, IndexEntry>;
 }
 
 /** True when the stat says nothing changed (content is then trusted, unless the entry is racy). */

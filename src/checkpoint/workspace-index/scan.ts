@@ -155,6 +155,7 @@ export async function scanWorkspace(
       scopes: walked.scopes,
       linked: walked.linked,
       bytes: walked.bytes,
+      ignored: walked.ignored,
     },
     before,
     revert,
@@ -182,6 +183,7 @@ async function walkOf(
       folders,
       scopes,
       linked,
+      ...(previous.ignored === undefined ? {} : { ignored: previous.ignored }),
       ...(previous.bytes === undefined ? {} : { bytes: previous.bytes }),
     };
     const walked = await walkChangedFolders(

@@ -22,6 +22,8 @@ export interface Known {
   linked?: ReadonlySet<string>;
   /** Bytes of the tracked files (each up to `maxFileBytes`), when known. */
   bytes?: number;
+  /** Ignored entries met (see {@link Walked.ignored}). */
+  ignored?: ReadonlyMap<string, IndexEntry>;
 }
 
 /** Told of every folder the walk is about to list, so it can be watched first (folder-watcher.ts). */
@@ -60,6 +62,12 @@ export interface Walked {
   statted: number;
   /** Bytes of the tracked files (each up to `maxFileBytes`). */
   bytes: number;
+  /**
+   * The ignored entries the walk met in the folders it listed (not entered, not read: their stat only, which the
+   * walk takes anyway), the library's own folders left out. A command's changes to them cannot be rewound, only
+   * named (docs/ARCHITECTURE.md, "Workspace index"). A walk of changed folders starts from the known ones.
+   */
+  ignored: Map<string, IndexEntry>;
   /**
    * From {@link walkChangedFolders}, which changes the maps of `known` in place (copying 50k entries per
    * scan cost more than the scan): what each path it changed held before, undefined for a path it added.
@@ -126,6 +134,7 @@ export async function walkChangedFolders(
   const { entries, folders, scopes, linked } = known;
   const walk = new Walk(realWorkspace, limits, known, hooks, entries, folders, scopes, linked, new Map());
   try {
+    if (known.ignored !== undefined) walk.ignored = new Map(known.ignored);
     if (known.bytes !== undefined) walk.bytes = known.bytes;
     else for (const entry of walk.entries.values()) walk.count(undefined, entry);
     const relisted = new Set(changed);
@@ -151,6 +160,7 @@ export interface InPlace {
   scopes: Map<string, Scope>;
   linked: Set<string>;
   bytes?: number;
+  ignored?: ReadonlyMap<string, IndexEntry>;
 }
 
 /** Puts back what an in-place walk changed (`Walked.prior`), so the index is again the one it started from. */
@@ -177,6 +187,7 @@ class Walk {
   private readonly whole: string[] = [];
   foundAgain = 0;
   bytes = 0;
+  ignored = new Map<string, IndexEntry>();
   /**
    * An in-place walk found what only a whole walk can follow: a file with more than one link not known
    * to have them (where are its other names?), or a `.gitignore` changed without an event naming it
@@ -222,7 +233,7 @@ class Walk {
   }
 
   result(foundAgain: number): Walked {
-    const { entries, unlisted, folders, scopes, linked, listed, statted, bytes, prior } = this;
+    const { entries, unlisted, folders, scopes, linked, listed, statted, bytes, prior, ignored } = this;
     // A folder relisted after its parent's listing already took its new stat would be here twice.
     const differing = this.differing.length > 1 ? [...new Set(this.differing)] : this.differing;
     const walked: Walked = {
@@ -236,6 +247,7 @@ class Walk {
       listed,
       statted,
       bytes,
+      ignored,
     };
     if (prior !== undefined) walked.prior = prior;
     return walked;
@@ -293,6 +305,7 @@ class Walk {
     this.hooks?.beforeListing(folder, info.ino);
     const names = this.list(dir);
     if (names === undefined) return true;
+    for (const path of [...this.ignored.keys()]) if (parentOf(path) === folder) this.ignored.delete(path);
     const now = new Set(names);
     for (const name of listing.names) if (!now.has(name)) this.takeOut(joined(folder, name));
     for (const name of names) {
@@ -338,7 +351,10 @@ class Walk {
     if (info === undefined) return undefined;
     const mode = Number(info.mode); // once: BigIntStats' isDirectory() and friends make BigInts per call
     const kind = kindOfMode(mode);
-    if (rules.ignores(scope, path, name, kind === "directory")) return undefined;
+    if (rules.ignores(scope, path, name, kind === "directory")) {
+      if (!rules.isOwn(path)) this.ignored.set(path, entryOf(info));
+      return undefined;
+    }
     if (kind === "file" && info.nlink > 1n) {
       if (this.prior !== undefined && !this.linked.has(path)) this.doubt = true;
       this.linked.add(path);
@@ -429,6 +445,7 @@ class Walk {
     else for (const path of [...this.entries.keys()]) if (isBelow(path, folder) && path !== folder) this.takeOut(path);
     this.folders.delete(folder);
     this.scopes.delete(folder);
+    for (const path of [...this.ignored.keys()]) if (isBelow(path, folder)) this.ignored.delete(path);
   }
 
   private async pace(): Promise<void> {

@@ -1,4 +1,4 @@
-import { RewindMode, rewind, type OnConflict, type RewindOptions } from "../../index.js";
+import { RewindMode, rewind, type OnConflict, type RewindOptions, type RewindReport } from "../../index.js";
 import {
   UsageError,
   flag,
@@ -146,6 +146,7 @@ Options:
     if (diffs) printPatches(ctx, report.changes);
     printConflicts(ctx.stdout, report.conflicts ?? []);
     printUnrecoverable(ctx.stdout, report.changes, dryRun);
+    printNotRewound(ctx.stdout, report);
     const events =
       report.mode === "files"
         ? "the conversation is kept"
@@ -164,6 +165,23 @@ Options:
     return 0;
   },
 };
+
+/** What the rewind cannot put back as it was: ignored content commands destroyed, hard-link groups it splits. */
+function printNotRewound(
+  out: Parameters<typeof printLine>[0],
+  report: Pick<RewindReport, "ignoredChanges" | "hardLinksSplit">,
+): void {
+  const ignored = report.ignoredChanges;
+  if (ignored !== undefined) {
+    printLine(out, `Not rewound: ignored content the commands removed or changed (never stored), ${ignored.count}:`);
+    for (const item of ignored.paths) printLine(out, `  ${item.path} (${item.change})`);
+    if (ignored.count > ignored.paths.length) printLine(out, `  and ${ignored.count - ignored.paths.length} more`);
+  }
+  if (report.hardLinksSplit !== undefined) {
+    printLine(out, "Split from their hard-link group (restored as files of their own):");
+    for (const path of report.hardLinksSplit) printLine(out, `  ${path}`);
+  }
+}
 
 /** Content the rewind destroys (or would) with no copy for undo, each with why it was not kept; how many. */
 function printUnrecoverable(

@@ -1,0 +1,69 @@
+// Hard links and owners across a rewind (docs/ARCHITECTURE.md, "Workspace index"). A restore writes a new file and
+// renames it over the name, so (1) the file took the rewinding process's owner (root, in a harness running as
+// root: every restored file of the user's became root's), and (2) names that shared an inode come back as separate
+// files. Now a restore keeps the owner and group the name has when the process may set them, and the dry run and
+// the report name each file a rewind splits from its hard-link group. Runs as root in tests and CI (chown works).
+import { execFileSync } from "node:child_process";
+import { chown, link, lstat, mkdir, readFile, realpath, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { TempRoots } from "../helpers/temp-root.js";
+
+const temps = new TempRoots();
+let workspace: string;
+let store: SessionStore;
+let checkpoints: CheckpointStore;
+let id: string;
+
+beforeEach(async () => {
+  const base = await realpath(await temps.make("agent-tape-links-owners-"));
+  workspace = join(base, "ws");
+  await mkdir(join(workspace, "d"), { recursive: true });
+  await writeFile(join(workspace, "mine.txt"), "mine\n");
+  await chown(join(workspace, "mine.txt"), 1000, 1001);
+  await writeFile(join(workspace, "hard-1"), "linked\n");
+  await link(join(workspace, "hard-1"), join(workspace, "d/hard-2"));
+  store = new SessionStore({ root: join(base, "sessions") });
+  checkpoints = new CheckpointStore(store);
+  id = (await store.create({ workspace })).id;
+  await store.append(id, { type: "message", payload: { role: "user", content: "start" } });
+});
+afterEach(async () => {
+  checkpoints.close();
+  await store.close();
+  await temps.removeAll();
+});
+
+const sh = (command: string) => () => execFileSync("sh", ["-c", command], { cwd: workspace, stdio: "ignore" });
+const owner = async (path: string) => {
+  const info = await lstat(join(workspace, path));
+  return `${info.uid}:${info.gid}`;
+};
+
+it.runIf(process.getuid?.() === 0)(
+  "a restored file keeps its owner and group (a command's edit, a tool's edit)",
+  async () => {
+    await checkpoints.aroundCommand(id, { tool: "bash" }, sh("echo more >> mine.txt"));
+    await checkpoints.around(id, { tool: "edit", paths: ["mine.txt"] }, () =>
+      writeFile(join(workspace, "mine.txt"), "x"),
+    );
+    await rewind(store, id, { toSequence: 1, mode: "files" });
+    expect(await readFile(join(workspace, "mine.txt"), "utf8")).toBe("mine\n");
+    expect(await owner("mine.txt")).toBe("1000:1001");
+    await undoRewind(store, id);
+    expect(await readFile(join(workspace, "mine.txt"), "utf8")).toBe("x");
+    expect(await owner("mine.txt")).toBe("1000:1001");
+  },
+);
+
+it("a rewind that splits a hard-link group says so in the dry run and the report", async () => {
+  await checkpoints.aroundCommand(id, { tool: "bash" }, sh("echo more >> hard-1 && echo other > mine.txt"));
+  const dry = await rewind(store, id, { toSequence: 1, dryRun: true });
+  expect(dry.hardLinksSplit).toEqual(["d/hard-2", "hard-1"]);
+  const report = await rewind(store, id, { toSequence: 1 });
+  expect(report.hardLinksSplit).toEqual(["d/hard-2", "hard-1"]);
+  expect(await readFile(join(workspace, "hard-1"), "utf8")).toBe("linked\n");
+  expect(await readFile(join(workspace, "d/hard-2"), "utf8")).toBe("linked\n");
+  expect((await lstat(join(workspace, "hard-1"))).nlink).toBe(1); // split, as the report said
+});

@@ -1,0 +1,36 @@
+// Found by the whole-workspace property test (family "tool-through-links"), shrunk to: a tool is handed
+// `in-link` (a link to `a.txt` inside the workspace) and writes through it; a rewind to before it put the link
+// back and left `a.txt` as the tool wrote it, since the capture recorded the link and never its target.
+import { mkdir, readFile, readlink, realpath, symlink, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, expect, it } from "vitest";
+import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { TempRoots } from "../helpers/temp-root.js";
+
+const temps = new TempRoots();
+afterEach(() => temps.removeAll());
+
+it("a tool that writes through a link inside the workspace: the rewind puts the link's target back", async () => {
+  const base = await realpath(await temps.make("agent-tape-tool-link-"));
+  const workspace = join(base, "ws");
+  await mkdir(join(workspace, "d"), { recursive: true });
+  await writeFile(join(workspace, "d/a.txt"), "before\n");
+  await symlink("d/a.txt", join(workspace, "in-link"));
+  await symlink("in-link", join(workspace, "link-to-link"));
+  const store = new SessionStore({ root: join(base, "sessions") });
+  try {
+    const checkpoints = new CheckpointStore(store);
+    const { id } = await store.create({ workspace });
+    await store.append(id, { type: "message", payload: { role: "user", content: "start" } });
+    await checkpoints.around(id, { tool: "write_file", paths: ["link-to-link"] }, () =>
+      writeFile(join(workspace, "link-to-link"), "written through the links\n"),
+    );
+    await rewind(store, id, { toSequence: 1, mode: "files" });
+    expect(await readFile(join(workspace, "d/a.txt"), "utf8")).toBe("before\n");
+    expect(await readlink(join(workspace, "link-to-link"))).toBe("in-link");
+    await undoRewind(store, id);
+    expect(await readFile(join(workspace, "d/a.txt"), "utf8")).toBe("written through the links\n");
+  } finally {
+    await store.close();
+  }
+});
