@@ -157,5 +157,6 @@ export {
   EventTooLargeError,
   StorageFailedError,
   TapeRewoundError,
+  StoreTooNewError,
 } from "./core/errors.js";
 export type { AgentTapeErrorCode, RewindConflict } from "./core/errors.js";

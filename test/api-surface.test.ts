@@ -51,6 +51,7 @@ const RUNTIME_EXPORTS = [
   "StorageFailedError",
   "StoreClosedError",
   "StoreTamperedError",
+  "StoreTooNewError",
   "TapeRewoundError",
   "ToolCallPayload",
   "ToolResultPayload",
