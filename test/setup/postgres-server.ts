@@ -23,7 +23,7 @@ interface Started {
 
 // One server per run, however many projects name this setup: the promise lives on the main process's globalThis.
 const KEY = Symbol.for("agent-tape.test.postgres-server");
-type Shared = { started?: Promise<Started>; users: number };
+type Shared = { started?: Promise<Started> | undefined; users: number };
 const shared: Shared = ((globalThis as Record<symbol, Shared>)[KEY] ??= { users: 0 });
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
