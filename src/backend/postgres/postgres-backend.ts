@@ -1,10 +1,11 @@
 import pg from "pg";
-import type { Pool } from "pg";
+import type { Pool, PoolClient } from "pg";
 import { serializeEvent } from "../../core/envelope.js";
 import {
   InvalidArgumentError,
   SessionExistsError,
   SessionNotFoundError,
+  StorageFailedError,
   StoreTamperedError,
 } from "../../core/errors.js";
 import type { StoredEvent } from "../../core/events.js";
@@ -88,8 +89,14 @@ class PostgresBackend implements StorageBackend {
   /** The pool, once the schema is ready (made or migrated on first use; again after a failed try). */
   private ready(): Promise<Pool> {
     this.prepared ??= (async () => {
-      const pool = this.pool();
-      const client = await pool.connect();
+      let client: PoolClient;
+      let pool: Pool;
+      try {
+        pool = this.pool();
+        client = await pool.connect();
+      } catch (error) {
+        throw cannotConnect(error);
+      }
       try {
         await prepareSchema(client, this.schema, this.s);
       } finally {
@@ -375,6 +382,18 @@ class PostgresBackend implements StorageBackend {
       throw new StoreTamperedError(id, `${what} in ${this.schema} is not valid JSON`, { cause: error });
     }
   }
+}
+
+/**
+ * What failed before any query could run (a connection string that does not parse, a host that does not
+ * resolve, a server that is down or refuses the login) as STORAGE_FAILED, the driver's error as the cause.
+ */
+function cannotConnect(error: unknown): unknown {
+  const typed = typedPostgresError(error);
+  if (typed !== error || !(error instanceof Error)) return typed;
+  const cause = error as NodeJS.ErrnoException;
+  cause.syscall ??= "connect to PostgreSQL";
+  return new StorageFailedError(cause, typeof cause.code === "string" ? cause.code : "ECONNECT");
 }
 
 /** Rows of a new session's log sent in one statement: its memory stays flat however long the log. */
