@@ -6,6 +6,7 @@ import { fsBackend } from "../../src/backend/fs/fs-backend.js";
 import { postgresBackend, SCHEMA_VERSION } from "../../src/backend/postgres/index.js";
 import type { StorageBackend } from "../../src/backend/types.js";
 import { isAgentTapeError } from "../../src/core/errors.js";
+import type { StoredEvent } from "../../src/core/events.js";
 import { SessionStore, withLockedSession } from "../../src/session/session-store.js";
 import { event, expectCode, range, readAll, record, withLock } from "../../src/testing/fixtures.js";
 import { pgBackend, pgUrl, useSchemas } from "../helpers/postgres.js";
@@ -240,7 +241,7 @@ describe("the log", () => {
 
     // The log is now 1-100 and 4501-7500; a new reader's first page ends at 6400.
     const above = b.readEventBatches!("s1")[Symbol.asyncIterator]();
-    const seen = (await above.next()).value!.map((e) => e.sequence);
+    const seen = ((await above.next()).value as StoredEvent[]).map((e) => e.sequence);
     expect(seen.at(-1)).toBe(6400);
     await withLock(b, "s1", async (locked) => {
       await locked.truncateAfter(7000); // above what was handed out
