@@ -47,9 +47,13 @@ export class PgLockedSession implements LockedSession {
     if (this.released) throw new InvalidArgumentError(`The lock on session "${this.sessionId}" was already released.`);
   }
 
-  /** The fence every write starts with: the session's row at this lock's epoch, share-locked till commit. */
+  /**
+   * The fence every write starts with: the session's row at this lock's epoch. No row lock is needed to make the
+   * check and the write one: a take-over bumps the epoch only once it holds the advisory lock, which this
+   * connection holds until it ends, and a statement of a connection that ended never commits.
+   */
   private get fence(): string {
-    return `f AS (SELECT 1 FROM ${this.s}.sessions WHERE incarnation = $1 AND lock_epoch = $2 FOR SHARE)`;
+    return `f AS (SELECT 1 FROM ${this.s}.sessions WHERE incarnation = $1 AND lock_epoch = $2)`;
   }
 
   /** Runs a fenced statement; `fenced` says from its result whether the fence held. */
