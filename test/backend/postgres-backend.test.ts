@@ -4,6 +4,7 @@ import pg from "pg";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/fs/fs-backend.js";
 import { postgresBackend, SCHEMA_VERSION } from "../../src/backend/postgres/index.js";
+import { sessionLockKeys } from "../../src/backend/postgres/lock.js";
 import type { StorageBackend } from "../../src/backend/types.js";
 import { isAgentTapeError } from "../../src/core/errors.js";
 import type { StoredEvent } from "../../src/core/events.js";
@@ -116,16 +117,17 @@ describe("failures are typed: STORAGE_FAILED with the driver's error as cause", 
 
 describe("the lock fences", () => {
   it("a holder whose connection was cut writes nothing more: LOCK_COMPROMISED; the next holder goes on", async () => {
-    const b = backend(schemas.make());
+    const schema = schemas.make();
+    const b = backend(schema);
     await b.createSession(record("s1"), [event("s1", 1)]);
     const first = await b.lock("s1");
     await first.append([event("s1", 2)], { sync: true });
     // The server ends the holder's connection (a network cut, a failover, an operator): its lock goes with it.
-    await schemas
-      .admin()
-      .query(
-        `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()`,
-      );
+    await schemas.admin().query(
+      `SELECT pg_terminate_backend(pid) FROM pg_locks
+        WHERE locktype = 'advisory' AND granted AND classid = $1 AND objid = $2 AND objsubid = 2`,
+      sessionLockKeys(schema, "s1"),
+    );
     const second = await b.lock("s1", { waitMs: 10_000 });
     await expectCode(
       first.append([event("s1", 3, { role: "user", content: "late" })], { sync: true }),
@@ -138,7 +140,7 @@ describe("the lock fences", () => {
     expect(await readAll(b, "s1")).toEqual(range(1, 3).map((n) => event("s1", n)));
   });
 
-  it("a write under an epoch that moved on (another acquisition since) is refused whole: LOCK_COMPROMISED", async () => {
+  it("a write under an epoch that moved on (another acquisition since) is refused: LOCK_COMPROMISED", async () => {
     const schema = schemas.make();
     const b = backend(schema);
     await b.createSession(record("s1"), [event("s1", 1)]);
@@ -174,7 +176,9 @@ describe("the lock fences", () => {
           },
           on: () => undefined,
           off: () => undefined,
-          release: () => clients.forEach((c) => c.release()),
+          release: () => {
+            for (const c of clients) c.release();
+          },
         };
       },
     };
@@ -202,11 +206,10 @@ describe("the log", () => {
       await withLockedSession(store, "same", (locked) => locked.truncateAfter(4)); // inside the batch: closes it
     }
     const fsText = await readFile(join(root, "same", "events.jsonl"), "utf8");
-    const rows = await schemas
-      .admin()
-      .query<{ line: string }>(
-        `SELECT line FROM "${schema}".events e JOIN "${schema}".sessions s USING (incarnation) WHERE s.id = 'same' ORDER BY sequence`,
-      );
+    const rows = await schemas.admin().query<{ line: string }>(
+      `SELECT line FROM "${schema}".events e JOIN "${schema}".sessions s USING (incarnation)
+          WHERE s.id = 'same' ORDER BY sequence`,
+    );
     const pgText = rows.rows.map((r) => `${r.line}\n`).join("");
     // createdAt and ids differ between the two stores; everything else, byte for byte.
     const normal = (text: string) =>
@@ -216,7 +219,7 @@ describe("the log", () => {
     for (const store of stores) await store.close();
   });
 
-  it("a reader paused between pages: a cut below what it handed out is TAPE_REWOUND; one above it reads on", async () => {
+  it("a reader paused between pages: a cut below what it read is TAPE_REWOUND; one above it reads on", async () => {
     const b = backend(schemas.make());
     const total = 4500; // more than two pages of 2000
     await b.createSession(

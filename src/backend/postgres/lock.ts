@@ -114,7 +114,8 @@ export async function acquireSessionLock(
     const lease = String(settings.leaseMs);
     const tried = await client.query<{ got: boolean; pid: number }>(
       `SELECT pg_try_advisory_lock($1, $2) AS got, pg_backend_pid() AS pid,
-              set_config('idle_session_timeout', $3, false), set_config('idle_in_transaction_session_timeout', $3, false)`,
+              set_config('idle_session_timeout', $3, false),
+              set_config('idle_in_transaction_session_timeout', $3, false)`,
       [...keys, lease],
     );
     const pid = tried.rows[0]!.pid;

@@ -323,8 +323,10 @@ class PostgresBackend implements StorageBackend {
     const pool = await this.ready();
     const s = this.s;
     const found = await pool.query<{ log: string; blobs: string; count: string; records: string; other: string }>(
-      `SELECT (SELECT coalesce(sum(octet_length(line) + 1), 0) FROM ${s}.events WHERE incarnation = x.incarnation) AS log,
-              (SELECT coalesce(sum(octet_length(stored)), 0) FROM ${s}.blobs WHERE incarnation = x.incarnation) AS blobs,
+      `SELECT (SELECT coalesce(sum(octet_length(line) + 1), 0) FROM ${s}.events
+                WHERE incarnation = x.incarnation) AS log,
+              (SELECT coalesce(sum(octet_length(stored)), 0) FROM ${s}.blobs
+                WHERE incarnation = x.incarnation) AS blobs,
               (SELECT count(*) FROM ${s}.blobs WHERE incarnation = x.incarnation) AS count,
               (SELECT coalesce(sum(octet_length(value)), 0) FROM ${s}.records WHERE incarnation = x.incarnation)
               + (SELECT coalesce(sum(octet_length(bytes)), 0) FROM ${s}.archived_logs
