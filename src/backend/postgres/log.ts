@@ -61,7 +61,7 @@ export async function* readLogPages(
                  FROM ${s}.cuts WHERE incarnation = $1) c
          LEFT JOIN LATERAL (SELECT sequence, line FROM ${s}.events
                              WHERE incarnation = $1 AND sequence > $3 AND sequence <= $4
-                             ORDER BY sequence LIMIT $5) e ON true`,
+                             ORDER BY incarnation, sequence LIMIT $5) e ON true`,
       [incarnation, mark, after, to, PAGE_ROWS],
     );
     const first = page.rows[0]!;

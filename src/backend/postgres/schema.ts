@@ -34,6 +34,9 @@ const MIGRATIONS: readonly ((s: string) => string)[] = [
       line text NOT NULL,
       PRIMARY KEY (incarnation, sequence)
     );
+    -- A reader's page is a LIMIT over this key: with no statistics yet (a new table) the planner sorts every
+    -- row after the reader's place instead of walking the index. Analyzed early and often, it walks the index.
+    ALTER TABLE ${s}.events SET (autovacuum_analyze_threshold = 1000, autovacuum_analyze_scale_factor = 0.02);
     -- Every cut of the log (a rewind's truncation): a reader paging by sequence compares the lowest cut
     -- since it started with what it already handed out (TAPE_REWOUND).
     CREATE TABLE ${s}.cuts (
