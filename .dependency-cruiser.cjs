@@ -36,6 +36,22 @@ module.exports = {
       to: { path: `^src/(${layers.join("|")}|cli|testing)/` },
     },
     {
+      name: "only-the-postgres-backend-imports-it",
+      comment:
+        "src/backend/postgres/ is its own entry (agent-tape/postgres), so `pg`, an optional peer, loads only there: " +
+        "nothing else in the library imports it, and it imports only the backend layer and core.",
+      severity: "error",
+      from: { path: "^src/", pathNot: "^src/backend/postgres/" },
+      to: { path: "^src/backend/postgres/|^node_modules/pg/" },
+    },
+    {
+      name: "postgres-backend-imports-only-backend-and-core",
+      comment: "The PostgreSQL backend is a backend like fs and memory: it sees src/backend and src/core only.",
+      severity: "error",
+      from: { path: "^src/backend/postgres/" },
+      to: { path: "^src/", pathNot: "^src/(backend|core)/" },
+    },
+    {
       name: "no-circular",
       comment: "A cycle makes two files one idea; split it or merge them.",
       severity: "error",

@@ -25,6 +25,7 @@ export default defineConfig({
     "adapters/ai-sdk": "src/adapters/ai-sdk/index.ts",
     "adapters/claude-agent-sdk": "src/adapters/claude-agent-sdk/index.ts",
     "adapters/openai-agents": "src/adapters/openai-agents/index.ts",
+    "backend/postgres": "src/backend/postgres/index.ts",
   },
   format: ["esm", "cjs"],
   // TS 6 deprecates options tsup's d.ts step still passes; this silences that without changing output.
@@ -36,7 +37,7 @@ export default defineConfig({
   sourcemap: true,
   clean: true,
   splitting: false,
-  // The frameworks are the user's (optional peers): never bundled.
-  external: ["vitest", "ai", "@openai/agents"],
+  // The frameworks and the PostgreSQL driver are the user's (optional peers): never bundled.
+  external: ["vitest", "ai", "@openai/agents", "pg"],
   esbuildPlugins: [adaptersUseThePackage as never],
 });

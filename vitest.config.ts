@@ -17,6 +17,10 @@ const onNode22 = Number(process.versions.node.split(".")[0]) >= 22;
 // Tests of the Claude Agent SDK adapter with the real SDK and Claude Code: a project of their own, defined only
 // where .ci/run installed the SDK into .tools/ (its package brings a 400 MB binary: no devDependency).
 const claudeTests = "test/**/*.claude.test.ts";
+// PostgreSQL tests: projects of their own, the only ones that start (or reach) a server (test/setup/postgres-server.ts).
+const postgresTests = "test/**/postgres-*.test.ts";
+const postgresProcessTests = "test/**/postgres-*.process.test.ts";
+const postgresServer = ["test/setup/postgres-server.ts"];
 const claudeInstalled = existsSync(".tools/claude-agent-sdk/node_modules/@anthropic-ai/claude-agent-sdk/sdk.mjs");
 
 export default defineConfig({
@@ -43,15 +47,34 @@ export default defineConfig({
             cliAsProgram,
             node22Tests,
             claudeTests,
+            postgresTests,
           ],
         },
+      },
+      {
+        extends: true,
+        test: {
+          name: "postgres",
+          include: [postgresTests],
+          exclude: [...configDefaults.exclude, postgresProcessTests],
+          globalSetup: postgresServer,
+        },
+      },
+      {
+        extends: true,
+        test: { name: "postgres-process", include: [postgresProcessTests], globalSetup: postgresServer },
       },
       { extends: true, test: { name: "property", include: [propertyTests] } },
       { extends: true, test: { name: "scenario", include: [scenarioTests] } },
       {
         extends: true,
-        // The session page's browser test needs Chromium: installed here as root, or the one command to run.
-        test: { name: "process", include: [processTests, cliAsProgram], globalSetup: ["test/setup/chromium.ts"] },
+        test: {
+          name: "process",
+          include: [processTests, cliAsProgram],
+          exclude: [...configDefaults.exclude, postgresTests],
+          // The session page's browser test needs Chromium: installed here as root, or the one command to run.
+          globalSetup: ["test/setup/chromium.ts"],
+        },
       },
       ...(onNode22 ? [{ extends: true as const, test: { name: "node22", include: [node22Tests] } }] : []),
       ...(claudeInstalled ? [{ extends: true as const, test: { name: "claude", include: [claudeTests] } }] : []),

@@ -17,6 +17,7 @@ import { forkSuite } from "./fork.bench.js";
 import { forkWorkspaceSuite } from "./fork-workspace.bench.js";
 import { markdownTable, score, withTempDirs, type ScoredRow, type Suite } from "./harness.js";
 import { lockSuite } from "./lock.bench.js";
+import { postgresSuite } from "./postgres.bench.js";
 import { replaySuite } from "./replay.bench.js";
 import { rewindSuite } from "./rewind.bench.js";
 import { scaleSuite } from "./scale.bench.js";
@@ -40,6 +41,7 @@ const suites: Suite[] = [
   scaleSuite,
   shellSuite,
   diskSuite,
+  postgresSuite,
 ];
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -39,6 +39,7 @@ const RUNTIME_EXPORTS = [
   "SessionStore",
   "StorageFailedError",
   "StoreTamperedError",
+  "StoreTooNewError",
   "TapeRewoundError",
   "ToolCallPayload",
   "ToolResultPayload",

@@ -18,20 +18,22 @@ export function typedStorageError(error: unknown): unknown {
   return error;
 }
 
-function rethrowTyped(error: unknown): never {
-  throw typedStorageError(error);
-}
+/** How a backend turns what its storage threw into a typed error (or leaves it as it is). */
+export type ErrorTyping = (error: unknown) => unknown;
 
-async function* typedStream<T>(stream: AsyncGenerator<T>): AsyncGenerator<T> {
+async function* typedStream<T>(stream: AsyncGenerator<T>, typed: ErrorTyping): AsyncGenerator<T> {
   try {
     yield* stream;
   } catch (error) {
-    rethrowTyped(error);
+    throw typed(error);
   }
 }
 
 /** `target` whose methods fail with typed errors; `lock()`'s LockedSession and read streams too. */
-function typedMethods<T extends object>(target: T): T {
+function typedMethods<T extends object>(target: T, typed: ErrorTyping): T {
+  const rethrowTyped = (error: unknown): never => {
+    throw typed(error);
+  };
   const wrapped = new Map<PropertyKey, unknown>();
   return new Proxy(target, {
     get(object, key) {
@@ -48,9 +50,9 @@ function typedMethods<T extends object>(target: T): T {
           }
           if (result instanceof Promise)
             return key === "lock"
-              ? result.then((locked: LockedSession) => typedMethods(locked), rethrowTyped)
+              ? result.then((locked: LockedSession) => typedMethods(locked, typed), rethrowTyped)
               : result.catch(rethrowTyped);
-          if (isAsyncGenerator(result)) return typedStream(result);
+          if (isAsyncGenerator(result)) return typedStream(result, typed);
           return result;
         };
         wrapped.set(key, method);
@@ -69,7 +71,13 @@ function isAsyncGenerator(value: unknown): value is AsyncGenerator<unknown> {
   );
 }
 
-/** The backend, its held sessions and its streams failing with typed errors only. */
-export function withTypedStorageErrors(backend: StorageBackend): StorageBackend {
-  return typedMethods(backend);
+/**
+ * The backend, its held sessions and its streams failing with typed errors only: OS errors as STORAGE_FAILED,
+ * or as `typed` says for a backend whose storage fails in its own way (a database's errors).
+ */
+export function withTypedStorageErrors(
+  backend: StorageBackend,
+  typed: ErrorTyping = typedStorageError,
+): StorageBackend {
+  return typedMethods(backend, typed);
 }

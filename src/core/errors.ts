@@ -39,7 +39,8 @@ export type AgentTapeErrorCode =
   | "EVENT_TOO_LARGE"
   | "TAPE_REWOUND"
   | "WORKSPACE_LOCKED"
-  | "PATH_OUTSIDE_WORKSPACE";
+  | "PATH_OUTSIDE_WORKSPACE"
+  | "STORE_TOO_NEW";
 
 export abstract class AgentTapeError extends Error {
   abstract readonly code: AgentTapeErrorCode;
@@ -559,6 +560,7 @@ export type AgentTapeErrorByCode = EveryCodeOnce<{
   STORAGE_FAILED: StorageFailedError;
   WORKSPACE_LOCKED: WorkspaceLockedError;
   PATH_OUTSIDE_WORKSPACE: PathOutsideWorkspaceError;
+  STORE_TOO_NEW: StoreTooNewError;
 }>;
 
 // Fails to compile when a code has no class here, or a class is listed under a code that is not its own.
@@ -576,4 +578,23 @@ export function isAgentTapeError<C extends AgentTapeErrorCode = AgentTapeErrorCo
   if (typeof error !== "object" || error === null) return false;
   if ((error as { [BRAND]?: unknown })[BRAND] !== true) return false;
   return code === undefined || (error as { code?: unknown }).code === code;
+}
+
+/**
+ * The store was written by a newer version of agent-tape (its schema version is above the ones this version
+ * knows), so reading or writing it could misread or damage what the newer version keeps. Nothing was changed.
+ */
+export class StoreTooNewError extends AgentTapeError {
+  readonly code = "STORE_TOO_NEW" as const;
+  constructor(
+    /** Where the store is, e.g. the PostgreSQL schema's name. */
+    readonly where: string,
+    readonly storeVersion: number,
+    readonly knownVersion: number,
+  ) {
+    super(
+      `The store ${where} was written by a newer agent-tape (its schema version is ${storeVersion}; this one ` +
+        `knows up to ${knownVersion}). Nothing was changed. Upgrade agent-tape on this machine to use it.`,
+    );
+  }
 }

@@ -1,0 +1,145 @@
+import { join } from "node:path";
+import pg from "pg";
+import { postgresBackend } from "../src/backend/postgres/index.js";
+import { serializeEvent } from "../src/core/envelope.js";
+import { SessionStore } from "../src/index.js";
+import { interleavedRounds, median, settleDisk, type Figure, type Row, type Suite } from "./harness.js";
+import { messageEvent } from "./workload.js";
+
+/**
+ * The PostgreSQL backend against the fs backend on the same machine (docs/postgres.md), one run, ratios:
+ * single durable appends (p50, p99), a store append against a bare `pg` insert of the same row (the library's
+ * own overhead), `appendMany` of 100, and a replay of a long log. The server is AGENT_TAPE_PG_URL, else the
+ * machine's (postgres://postgres@127.0.0.1:5432/test); the suite works in a schema of its own, dropped after.
+ */
+export const postgresSuite: Suite = {
+  name: "postgres",
+  async run({ quick, tempDir, log }) {
+    const url = process.env.AGENT_TAPE_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+    const schema = `bench_${process.pid}`;
+    const admin = new pg.Pool({ connectionString: url, max: 2 });
+    const dir = await tempDir();
+    const fsStore = new SessionStore({ root: join(dir, "store"), durability: "fsync", lockIdleMs: 60_000 });
+    const pgStore = new SessionStore({
+      backend: postgresBackend({ connectionString: url, schema }),
+      durability: "fsync",
+      lockIdleMs: 60_000,
+    });
+    const rows: Row[] = [];
+    try {
+      // Single appends: timed one by one, in interleaved blocks so both meet the same disk weather.
+      const appends = quick ? 100 : 500;
+      const [fsId, pgId] = [(await fsStore.create()).id, (await pgStore.create()).id];
+      await fsStore.append(fsId, messageEvent);
+      await pgStore.append(pgId, messageEvent); // takes the leases
+      await admin.query(`CREATE TABLE "${schema}".bare (a bigint, b bigint, line text, PRIMARY KEY (a, b))`);
+      const bareLine = serializeEvent({
+        v: 1,
+        id: "x",
+        sessionId: pgId,
+        sequence: 1,
+        type: messageEvent.type,
+        createdAt: new Date().toISOString(),
+        payload: messageEvent.payload,
+      });
+      const bare = await admin.connect();
+      let bareSequence = 0;
+      const single = { fs: [] as number[], pg: [] as number[], bare: [] as number[] };
+      await settleDisk(dir);
+      const block = async (name: keyof typeof single, append: () => Promise<unknown>) => {
+        for (let i = 0; i < 50; i++) {
+          const started = performance.now();
+          await append();
+          single[name].push(performance.now() - started);
+        }
+        return 0;
+      };
+      await interleavedRounds(appends / 50, {
+        fs: () => block("fs", () => fsStore.append(fsId, messageEvent)),
+        pg: () => block("pg", () => pgStore.append(pgId, messageEvent)),
+        bare: () =>
+          block("bare", () =>
+            bare.query(`INSERT INTO "${schema}".bare (a, b, line) VALUES (1, $1, $2)`, [++bareSequence, bareLine]),
+          ),
+      });
+      bare.release();
+      const p = (samples: number[], q: number) => [...samples].sort((a, b) => a - b)[Math.floor(q * samples.length)]!;
+      const ms = (label: string, value: number, samples?: number[]): Figure => ({
+        label,
+        value,
+        unit: "ms",
+        ...(samples && { samples }),
+      });
+      rows.push(
+        row(ms("pg store append p50", p(single.pg, 0.5)), ms("fs store append p50", p(single.fs, 0.5)), 1.6),
+        row(ms("pg store append p99", p(single.pg, 0.99)), ms("fs store append p99", p(single.fs, 0.99)), 1.2),
+        row(
+          ms("pg store append p50", p(single.pg, 0.5)),
+          ms("bare pg INSERT of the same row p50", p(single.bare, 0.5)),
+          1.3,
+        ),
+      );
+      log(`  single appends done (${appends} each)`);
+
+      // appendMany of 100.
+      const batch = Array.from({ length: 100 }, () => messageEvent);
+      const many = await interleavedRounds(quick ? 5 : 20, {
+        fs: async () => timed(() => fsStore.appendMany(fsId, batch)),
+        pg: async () => timed(() => pgStore.appendMany(pgId, batch)),
+      });
+      rows.push(
+        row(ms("pg appendMany(100)", median(many.pg), many.pg), ms("fs appendMany(100)", median(many.fs), many.fs), 4),
+      );
+      log("  appendMany done");
+
+      // Replay of a long log: events/s of a full read.
+      const events = quick ? 20_000 : 100_000;
+      const [fsLong, pgLong] = [(await fsStore.create()).id, (await pgStore.create()).id];
+      for (let done = 0; done < events; done += 1000) {
+        const chunk = Array.from({ length: 1000 }, () => messageEvent);
+        await fsStore.appendMany(fsLong, chunk);
+        await pgStore.appendMany(pgLong, chunk);
+      }
+      const replay = await interleavedRounds(quick ? 2 : 3, {
+        fs: async () => timed(async () => void (await fsStore.readAll(fsLong))),
+        pg: async () => timed(async () => void (await pgStore.readAll(pgLong))),
+      });
+      const rate = (label: string, samples: number[]): Figure => ({
+        label,
+        value: median(samples.map((m) => events / (m / 1000))),
+        unit: "events/s",
+        samples: samples.map((m) => events / (m / 1000)),
+      });
+      rows.push(
+        row(
+          rate(`pg replay of ${events} events`, replay.pg),
+          rate(`fs replay of ${events} events`, replay.fs),
+          0.6,
+          ">=",
+        ),
+      );
+    } finally {
+      await fsStore.close();
+      await pgStore.close();
+      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+      await admin.end();
+    }
+    return rows;
+  },
+};
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const started = performance.now();
+  await fn();
+  return performance.now() - started;
+}
+
+function row(ours: Figure, baseline: Figure, target: number, op: "<=" | ">=" = "<="): Row {
+  return {
+    suite: "postgres",
+    ours,
+    baseline,
+    ratio: ours.value / baseline.value,
+    target: { op, value: target, on: "ratio" },
+  };
+}

@@ -1,0 +1,247 @@
+import { lineBatch, parseEventLine, serializeEvent } from "../../core/envelope.js";
+import { InvalidArgumentError, LockCompromisedError } from "../../core/errors.js";
+import type { StoredEvent } from "../../core/events.js";
+import { isBlobHash, isRecordName } from "../names.js";
+import type { AppendOptions, LockedSession } from "../types.js";
+import { encodeBlob } from "../fs/blob-codec.js";
+import { deleteArchivedLog } from "./archive.js";
+import type { HeldLock } from "./lock.js";
+import { isConnectionLost } from "./pg-errors.js";
+
+/**
+ * A PostgreSQL session while its lock is held. Every write goes through the lock's connection and checks the
+ * session's lock epoch in the same statement (the fence, `f` below): a statement that finds another epoch, or a
+ * connection that died, marks the lock lost and throws LOCK_COMPROMISED, having written nothing.
+ */
+export class PgLockedSession implements LockedSession {
+  private released = false;
+  private compromisedBy: Error | undefined;
+  private last: number;
+
+  constructor(
+    readonly sessionId: string,
+    private readonly s: string,
+    private readonly lock: HeldLock,
+    private readonly onRelease: () => void,
+    private readonly waiting: () => Promise<boolean>,
+  ) {
+    this.last = lock.lastSequence;
+  }
+
+  get lastSequence(): number {
+    return this.last;
+  }
+
+  get held(): boolean {
+    return !this.released && this.compromisedBy === undefined && this.lock.lost === undefined;
+  }
+
+  othersWaiting(): Promise<boolean> {
+    return this.waiting();
+  }
+
+  assertHeld(): void {
+    if (this.compromisedBy === undefined && !this.released && this.lock.lost !== undefined)
+      this.compromisedBy = this.lock.lost;
+    if (this.compromisedBy) throw new LockCompromisedError(this.sessionId, { cause: this.compromisedBy });
+    if (this.released) throw new InvalidArgumentError(`The lock on session "${this.sessionId}" was already released.`);
+  }
+
+  /**
+   * The fence every write starts with: the session's row at this lock's epoch. No row lock is needed to make the
+   * check and the write one: a take-over bumps the epoch only once it holds the advisory lock, which this
+   * connection holds until it ends, and a statement of a connection that ended never commits.
+   */
+  private get fence(): string {
+    return `f AS (SELECT 1 FROM ${this.s}.sessions WHERE incarnation = $1 AND lock_epoch = $2)`;
+  }
+
+  /** Runs a fenced statement; `fenced` says from its result whether the fence held. */
+  private async write<R>(
+    text: string,
+    values: unknown[],
+    fenced: (result: { rows: R[]; rowCount: number | null }) => boolean,
+  ): Promise<R[]> {
+    this.assertHeld();
+    let result: { rows: R[]; rowCount: number | null };
+    try {
+      result = await this.lock.client.query<R & object>(text, [this.lock.incarnation, this.lock.epoch, ...values]);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      // A connection that died took the lock with it; a row already there under our key means another writer.
+      if (isConnectionLost(error) || this.lock.lost !== undefined || code === "23505") {
+        this.lose(error as Error);
+        throw new LockCompromisedError(this.sessionId, { cause: error });
+      }
+      throw error;
+    }
+    if (!fenced(result)) {
+      const why = new Error(`session "${this.sessionId}" was locked again since (its lock epoch moved on) or deleted`);
+      this.lose(why);
+      throw new LockCompromisedError(this.sessionId, { cause: why });
+    }
+    return result.rows;
+  }
+
+  private lose(error: Error): void {
+    this.compromisedBy ??= error;
+    this.lock.lose(error);
+  }
+
+  async append(events: readonly StoredEvent[], options: AppendOptions = {}): Promise<void> {
+    this.assertHeld();
+    if (events.length === 0) return;
+    let previous = this.last;
+    for (const event of events) {
+      if (!Number.isSafeInteger(event.sequence) || event.sequence <= previous)
+        throw new InvalidArgumentError(
+          `Event sequence ${event.sequence} does not come after ${previous} in session "${this.sessionId}".`,
+        );
+      previous = event.sequence;
+    }
+    // The same lines the fs backend writes, batch mark included, so a log's bytes match across backends.
+    const batch =
+      events.length > 1 && !options.separately
+        ? { first: events[0]!.sequence, last: events[events.length - 1]!.sequence }
+        : undefined;
+    const lines = events.map((event) => serializeEvent(event, batch));
+    // One statement: all or nothing by construction. Without sync, this transaction alone commits without
+    // waiting for its WAL to reach the disk (synchronous_commit off): a server crash may lose it, never tear it.
+    const relaxed = options.sync === false ? `, c AS (SELECT set_config('synchronous_commit', 'off', true))` : "";
+    const from = options.sync === false ? "f, c," : "f,";
+    await this.write(
+      `WITH ${this.fence}${relaxed}
+       INSERT INTO ${this.s}.events (incarnation, sequence, line)
+       SELECT $1, u.sequence, u.line FROM ${from} unnest($3::bigint[], $4::text[]) AS u(sequence, line)`,
+      [events.map((event) => event.sequence), lines],
+      (result) => result.rowCount === events.length,
+    );
+    this.last = previous;
+  }
+
+  async truncateAfter(sequence: number): Promise<void> {
+    this.assertHeld();
+    if (sequence >= this.last) return;
+    const s = this.s;
+    // The last line kept: when it is inside a batch that went on past the cut, it is written again marked as
+    // that batch's end, as the fs backend does, so the log's bytes stay the same across backends.
+    const kept = await this.lock.client.query<{ sequence: string; line: string }>(
+      `SELECT sequence, line FROM ${s}.events WHERE incarnation = $1 AND sequence <= $2
+        ORDER BY sequence DESC LIMIT 1`,
+      [this.lock.incarnation, Math.max(0, Math.floor(sequence))],
+    );
+    const lastKept = kept.rows[0] ? Number(kept.rows[0].sequence) : 0;
+    let closingLine: string | null = null;
+    if (kept.rows[0]) {
+      const event = parseEventLine(kept.rows[0].line);
+      const batch = typeof event === "string" ? undefined : lineBatch(event);
+      if (batch && batch.last > lastKept) {
+        const closed = batch.first < lastKept ? { first: batch.first, last: lastKept } : undefined;
+        closingLine = serializeEvent(event as StoredEvent, closed);
+      }
+    }
+    // One statement, so one transaction: the delete, the cut readers check, and the closing line.
+    await this.write<{ fenced: string }>(
+      `WITH ${this.fence},
+         d AS (DELETE FROM ${s}.events WHERE incarnation = $1 AND sequence > $3 AND EXISTS (SELECT 1 FROM f)),
+         c AS (INSERT INTO ${s}.cuts (incarnation, after_sequence) SELECT $1, $3 FROM f),
+         u AS (UPDATE ${s}.events SET line = $4 WHERE incarnation = $1 AND sequence = $3 AND $4::text IS NOT NULL
+                 AND EXISTS (SELECT 1 FROM f))
+       SELECT count(*) AS fenced FROM f`,
+      [lastKept, closingLine],
+      (result) => result.rows[0]?.fenced === "1",
+    );
+    this.last = lastKept;
+  }
+
+  async writeBlob(hash: string, bytes: Uint8Array, options: { durable?: boolean } = {}): Promise<boolean> {
+    this.assertHeld();
+    assertBlobHash(hash);
+    const stored = Buffer.from(await encodeBlob(bytes)); // a copy either way: the caller may reuse its buffer
+    // Not durable: committed without waiting for the WAL flush. The WAL is one ordered log, so the next
+    // durable commit on this connection (the event that references the blob) makes the blob durable too.
+    const relaxed = options.durable === false ? `, c AS (SELECT set_config('synchronous_commit', 'off', true))` : "";
+    const from = options.durable === false ? "f, c" : "f";
+    const rows = await this.write<{ fenced: string; written: string }>(
+      `WITH ${this.fence}${relaxed},
+         i AS (INSERT INTO ${this.s}.blobs (incarnation, hash, stored) SELECT $1, $3, $4 FROM ${from}
+                 ON CONFLICT (incarnation, hash) DO NOTHING RETURNING 1)
+       SELECT (SELECT count(*) FROM f) AS fenced, (SELECT count(*) FROM i) AS written`,
+      [hash, stored],
+      (result) => result.rows[0]?.fenced === "1",
+    );
+    return rows[0]?.written === "1";
+  }
+
+  /** Nothing to do: a later durable commit on this connection flushes the WAL up to it, blobs included. */
+  async syncBlobs(_hashes: Iterable<string>): Promise<void> {
+    this.assertHeld();
+  }
+
+  async hasBlob(hash: string): Promise<boolean> {
+    this.assertHeld();
+    if (!isBlobHash(hash)) return false;
+    const found = await this.lock.client.query(`SELECT 1 FROM ${this.s}.blobs WHERE incarnation = $1 AND hash = $2`, [
+      this.lock.incarnation,
+      hash,
+    ]);
+    return found.rows.length > 0;
+  }
+
+  async deleteBlob(hash: string): Promise<void> {
+    this.assertHeld();
+    if (!isBlobHash(hash)) return; // no blob has that name
+    await this.write<{ fenced: string }>(
+      `WITH ${this.fence},
+         d AS (DELETE FROM ${this.s}.blobs WHERE incarnation = $1 AND hash = $3 AND EXISTS (SELECT 1 FROM f))
+       SELECT count(*) AS fenced FROM f`,
+      [hash],
+      (result) => result.rows[0]?.fenced === "1",
+    );
+  }
+
+  async writeRecord(name: string, value: unknown, options: { durable?: boolean } = {}): Promise<void> {
+    this.assertHeld();
+    assertRecordName(name);
+    const text = JSON.stringify(value);
+    if (text === undefined) throw new InvalidArgumentError(`Record "${name}" has no JSON form.`);
+    const relaxed = options.durable === false ? `, c AS (SELECT set_config('synchronous_commit', 'off', true))` : "";
+    const from = options.durable === false ? "f, c" : "f";
+    await this.write(
+      `WITH ${this.fence}${relaxed}
+       INSERT INTO ${this.s}.records (incarnation, name, value) SELECT $1, $3, $4 FROM ${from}
+       ON CONFLICT (incarnation, name) DO UPDATE SET value = EXCLUDED.value`,
+      [name, text],
+      (result) => result.rowCount === 1,
+    );
+  }
+
+  async deleteRecord(name: string, options: { archivedLog?: boolean } = {}): Promise<void> {
+    this.assertHeld();
+    assertRecordName(name);
+    await this.write<{ fenced: string }>(
+      `WITH ${this.fence},
+         d AS (DELETE FROM ${this.s}.records WHERE incarnation = $1 AND name = $3 AND EXISTS (SELECT 1 FROM f))
+         ${options.archivedLog ? `, a AS (${deleteArchivedLog(this.s)})` : ""}
+       SELECT count(*) AS fenced FROM f`,
+      [name],
+      (result) => result.rows[0]?.fenced === "1",
+    );
+  }
+
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    this.onRelease();
+    await this.lock.release();
+  }
+}
+
+function assertBlobHash(hash: string): void {
+  if (!isBlobHash(hash))
+    throw new InvalidArgumentError(`"${hash}" is not a blob name: a blob is named by its lowercase hex sha256.`);
+}
+
+function assertRecordName(name: string): void {
+  if (!isRecordName(name)) throw new InvalidArgumentError(`Invalid record name "${name}".`);
+}

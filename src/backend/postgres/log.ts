@@ -1,0 +1,135 @@
+import { parseEventLine } from "../../core/envelope.js";
+import { LogCorruptError, SessionNotFoundError, TapeRewoundError } from "../../core/errors.js";
+import type { StoredEvent } from "../../core/events.js";
+import type { ReadEventsOptions } from "../types.js";
+import type { Queryable } from "./queryable.js";
+
+// Reading the log: pages by sequence, each one statement (its own snapshot), so no transaction stays open
+// however slow the reader; a cut that passes under a paused reader is seen in the cut table of the next page's
+// snapshot (docs/postgres.md, "Readers").
+
+/**
+ * Rows per page. One page is one round trip: 2000 lines of ~300 bytes is ~600 KB, about the fs backend's
+ * read chunk ten times over, and keeps a long replay's memory flat.
+ */
+const PAGE_ROWS = 2000;
+
+/** Where a damaged line is reported: the schema's events table and the session. */
+export function logName(schema: string, sessionId: string): string {
+  return `PostgreSQL ${schema}.events of session "${sessionId}"`;
+}
+
+/** The session's incarnation, or SESSION_NOT_FOUND. */
+export async function incarnationOf(db: Queryable, s: string, sessionId: string): Promise<string> {
+  const found = await db.query<{ incarnation: string }>(`SELECT incarnation FROM ${s}.sessions WHERE id = $1`, [
+    sessionId,
+  ]);
+  const row = found.rows[0];
+  if (!row) throw new SessionNotFoundError(sessionId);
+  return row.incarnation;
+}
+
+interface PageRow {
+  low: string | null;
+  mark: string;
+  sequence: string | null;
+  line: string | null;
+}
+
+/** The log in sequence order, a page of events at a time. */
+export async function* readLogPages(
+  db: Queryable,
+  s: string,
+  schema: string,
+  sessionId: string,
+  options: ReadEventsOptions,
+): AsyncGenerator<StoredEvent[]> {
+  options.signal?.throwIfAborted();
+  const incarnation = await incarnationOf(db, s, sessionId);
+  const from = Math.max(1, Math.ceil(options.fromSequence ?? 1));
+  const to = Math.min(Number.MAX_SAFE_INTEGER, Math.floor(options.toSequence ?? Number.MAX_SAFE_INTEGER));
+  if (from > to) return;
+  let after = from - 1; // the last sequence handed out (or below the range)
+  let handedOut = false;
+  let mark = "-1"; // cuts seen so far: -1 until the first page says
+  let lineNumber = 0;
+  for (;;) {
+    options.signal?.throwIfAborted();
+    const page = await db.query<PageRow>(
+      `SELECT c.low, c.mark, e.sequence, e.line
+         FROM (SELECT min(after_sequence) FILTER (WHERE cut > $2) AS low, coalesce(max(cut), 0) AS mark
+                 FROM ${s}.cuts WHERE incarnation = $1) c
+         LEFT JOIN LATERAL (SELECT sequence, line FROM ${s}.events
+                             WHERE incarnation = $1 AND sequence > $3 AND sequence <= $4
+                             ORDER BY incarnation, sequence LIMIT $5) e ON true`,
+      [incarnation, mark, after, to, PAGE_ROWS],
+    );
+    const first = page.rows[0]!;
+    // A cut below what this read handed out: those events are gone, and what follows now is another tape.
+    if (mark !== "-1" && handedOut && first.low !== null && Number(first.low) < after)
+      throw new TapeRewoundError(sessionId);
+    mark = first.mark;
+    const events: StoredEvent[] = [];
+    let rows = 0;
+    for (const row of page.rows) {
+      if (row.sequence === null || row.line === null) continue;
+      rows++;
+      lineNumber++;
+      const sequence = Number(row.sequence);
+      let event = parseEventLine(row.line);
+      if (typeof event !== "string" && event.sequence !== sequence)
+        event = `the line says sequence ${event.sequence}, its row ${sequence}`;
+      after = sequence;
+      if (typeof event === "string") {
+        const number = from === 1 ? lineNumber : await lineNumberOf(db, s, incarnation, sequence);
+        if (!options.onCorrupt) {
+          if (events.length > 0) yield events;
+          throw new LogCorruptError(logName(schema, sessionId), number, event);
+        }
+        options.onCorrupt({ line: number, reason: event, text: row.line.slice(0, 200) });
+        continue;
+      }
+      events.push(event);
+    }
+    if (events.length > 0) {
+      handedOut = true;
+      yield events;
+    }
+    if (rows < PAGE_ROWS) return;
+  }
+}
+
+/** 1-based line number of the row `sequence`: how many rows come before it, plus one. */
+async function lineNumberOf(db: Queryable, s: string, incarnation: string, sequence: number): Promise<number> {
+  const found = await db.query<{ n: string }>(
+    `SELECT count(*) AS n FROM ${s}.events WHERE incarnation = $1 AND sequence <= $2`,
+    [incarnation, sequence],
+  );
+  return Number(found.rows[0]?.n ?? 0);
+}
+
+/** The last event of the log, undefined when it is empty; SESSION_NOT_FOUND when there is no session. */
+export async function lastLoggedEvent(
+  db: Queryable,
+  s: string,
+  schema: string,
+  sessionId: string,
+): Promise<StoredEvent | undefined> {
+  const found = await db.query<{ incarnation: string; sequence: string | null; line: string | null }>(
+    `SELECT x.incarnation, e.sequence, e.line
+       FROM ${s}.sessions x
+       LEFT JOIN LATERAL (SELECT sequence, line FROM ${s}.events WHERE incarnation = x.incarnation
+                           ORDER BY sequence DESC LIMIT 1) e ON true
+      WHERE x.id = $1`,
+    [sessionId],
+  );
+  const row = found.rows[0];
+  if (!row) throw new SessionNotFoundError(sessionId);
+  if (row.line === null || row.sequence === null) return undefined;
+  const event = parseEventLine(row.line);
+  if (typeof event === "string") {
+    const number = await lineNumberOf(db, s, row.incarnation, Number(row.sequence));
+    throw new LogCorruptError(logName(schema, sessionId), number, event);
+  }
+  return event;
+}
