@@ -98,6 +98,8 @@ export type {
   SignalOption,
   CreateSessionOptions,
   StorageUsage,
+  BlobReadOptions,
+  BlobDigest,
 } from "./backend/types.js";
 
 export {

@@ -152,6 +152,8 @@ function declaredExports(entry: string): string[] {
 const TYPE_EXPORTS = [
   "AgentTapeErrorCode",
   "AppendOptions",
+  "BlobDigest",
+  "BlobReadOptions",
   "BlobReference",
   "BuiltinEvents",
   "CaptureInput",

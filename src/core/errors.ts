@@ -152,13 +152,23 @@ export class BlobNotFoundError extends AgentTapeError {
 
 export class BlobCorruptError extends AgentTapeError {
   readonly code = "BLOB_CORRUPT" as const;
+  /**
+   * @param actual the sha256 of the bytes read: of their first `recordedBytes + 1` when the blob is longer
+   *   than its snapshot recorded (a reader stops there: a compression bomb is not inflated to hash it whole).
+   * @param recordedBytes the length its snapshot recorded, when the blob's is another.
+   */
   constructor(
     readonly sessionId: string,
     readonly hash: string,
     readonly actual: string,
+    readonly recordedBytes?: number,
   ) {
     super(
-      `Blob ${hash} in session "${sessionId}" no longer matches its name (its bytes hash to ${actual}); ` +
+      `Blob ${hash} in session "${sessionId}" no longer matches its name (${
+        recordedBytes === undefined
+          ? `its bytes hash to ${actual}`
+          : `it does not hold the ${recordedBytes} bytes its snapshot recorded`
+      }); ` +
         `refusing to use it. ` +
         `Run \`agent-tape verify ${sessionId}\` to list every damaged blob.`,
     );

@@ -1,6 +1,7 @@
 import type { LockedSession, SignalOption, StorageBackend } from "../backend/types.js";
 import { RewindFailedError, isAgentTapeError } from "../core/errors.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
+import { recordedSizes } from "./recorded-sizes.js";
 import { registerRecoveryStep, type PendingRewind } from "../session/recovery.js";
 import { applyFileRecords } from "./apply-files.js";
 import { checkIntent } from "./intent-check.js";
@@ -136,9 +137,10 @@ async function canRollBack(locked: LockedSession, intent: RewindIntent): Promise
 async function rollBack(backend: StorageBackend, locked: LockedSession, intent: RewindIntent): Promise<void> {
   // A few before-blobs ride in the intent (undo-in-intent.ts), and may not be stored yet: their bytes come from it.
   const carried = undoBlobsOf(locked.sessionId, intent.undoBlobs ?? []);
+  const sizes = recordedSizes(intent.before ?? []);
   if (intent.workspace !== undefined && intent.before!.length > 0)
     await applyFileRecords(intent.workspace, intent.before!, async (hash) => {
-      return carried.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash);
+      return carried.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash, { bytes: sizes.get(hash) });
     });
   // A copy of the part the log was to lose may be there already (step "log-archived"): nothing names it now.
   if (intent.archive?.copyAfter !== undefined) await locked.deleteRecord(intent.archive.name, { archivedLog: true });
