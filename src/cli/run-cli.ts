@@ -19,6 +19,7 @@ import { rewindCommand } from "./commands/rewind.js";
 import { showCommand } from "./commands/show.js";
 import { undoCommand } from "./commands/undo.js";
 import { verifyCommand } from "./commands/verify.js";
+import { repairCommand } from "./commands/repair.js";
 import { defaultRoot } from "./default-root.js";
 import { optionError } from "./option-error.js";
 import { commandHelp, overallHelp } from "./help.js";
@@ -51,6 +52,7 @@ export const commands: readonly Command[] = [
   exportCommand,
   gcCommand,
   verifyCommand,
+  repairCommand,
 ];
 
 const GLOBAL_OPTIONS: OptionSpecs = {

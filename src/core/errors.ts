@@ -218,15 +218,17 @@ export class WorkspaceMismatchError extends AgentTapeError {
 
 export class StoreTamperedError extends AgentTapeError {
   readonly code = "STORE_TAMPERED" as const;
+  /** @param options.remedy what the person can do, in place of the default pointer at `agent-tape verify`. */
   constructor(
     readonly sessionId: string,
     readonly what: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; remedy?: string },
   ) {
     super(
       `Session "${sessionId}" was changed by hand or by another program: ${what}. ` +
-        `Refusing to use it; nothing was changed. Run \`agent-tape verify ${sessionId}\` to see what else is wrong.`,
-      options,
+        "Refusing to use it; nothing was changed. " +
+        (options?.remedy ?? `Run \`agent-tape verify ${sessionId}\` to see what else is wrong.`),
+      options?.cause === undefined ? undefined : { cause: options.cause },
     );
   }
 }

@@ -4,7 +4,7 @@ import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { recordedSizes } from "./recorded-sizes.js";
 import { registerRecoveryStep, type PendingRewind } from "../session/recovery.js";
 import { applyFileRecords } from "./apply-files.js";
-import { checkIntent } from "./intent-check.js";
+import { checkIntent, readIntentRecord } from "./intent-check.js";
 import { completeIntent, REWIND_INTENT_RECORD, type RewindIntent } from "./intent.js";
 import { undoBlobsOf } from "./undo-in-intent.js";
 
@@ -54,7 +54,7 @@ export async function settleFailedRewind(
  * cause, never the restore's bare error.
  */
 export async function recoverInterruptedRewind(backend: StorageBackend, locked: LockedSession): Promise<void> {
-  const found = await backend.readRecord(locked.sessionId, REWIND_INTENT_RECORD);
+  const found = await readIntentRecord(backend, locked.sessionId);
   if (found === undefined) return;
   // Anyone who can write the session folder could have put it there: act on it only if it fits the tape.
   await checkIntent(backend, locked.sessionId, locked.lastSequence, found);
@@ -96,14 +96,14 @@ export async function pendingRewindForReaders(
   options: SignalOption,
 ): Promise<PendingRewind | undefined> {
   for (let attempt = 1; ; attempt++) {
-    const found = await backend.readRecord(sessionId, REWIND_INTENT_RECORD, options);
+    const found = await readIntentRecord(backend, sessionId, options);
     if (found === undefined) return undefined;
     const last = (await backend.lastEvent(sessionId, options))?.sequence ?? 0;
     try {
       await checkIntent(backend, sessionId, last, found);
     } catch (error) {
       if (!isAgentTapeError(error, "STORE_TAMPERED") || attempt >= 5) throw error;
-      const again = await backend.readRecord(sessionId, REWIND_INTENT_RECORD, options);
+      const again = await readIntentRecord(backend, sessionId, options).catch(() => undefined);
       const lastAgain = (await backend.lastEvent(sessionId, options))?.sequence ?? 0;
       if (lastAgain === last && JSON.stringify(again) === JSON.stringify(found)) throw error;
       continue; // it moved on while we looked: look again
