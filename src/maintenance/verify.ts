@@ -12,7 +12,7 @@ import { builtinPayloadProblem } from "../core/payload-check.js";
 import { archivedEvents, isArchiveName, isArchiveShape } from "../blobs/archives.js";
 import { referencedBlobs, snapshotsIn } from "../blobs/references.js";
 import { checkBlob } from "../blobs/store-then-reference.js";
-import { HORIZON_RECORD, isDroppedCheckpoint, readHorizon } from "../blobs/retention-horizon.js";
+import { HORIZON_RECORD, type HorizonMark, isDroppedCheckpoint, readHorizonMark } from "../blobs/retention-horizon.js";
 import type { SessionStore } from "../session/session-store.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
 import { REWIND_INTENT_RECORD } from "../rewind/intent.js";
@@ -154,15 +154,15 @@ export async function verify(
   }
 
   // Checkpoints retention dropped have no blobs left to check (docs/ARCHITECTURE.md, "Retention").
-  let horizon = 0;
+  let horizon: HorizonMark = { through: 0 };
   try {
-    horizon = await readHorizon(backend, sessionId, signalOf(signal));
+    horizon = await readHorizonMark(backend, sessionId, signalOf(signal));
   } catch (error) {
     if (signal?.aborted) throw error;
     problems.push({ kind: "record_malformed", record: HORIZON_RECORD, message: summarizeError(error).message });
   }
-  if (horizon > 0)
-    notChecked.push(`the blobs of checkpoints retention dropped (up to #${horizon}): removed on purpose`);
+  if (horizon.through > 0)
+    notChecked.push(`the blobs of checkpoints retention dropped (up to #${horizon.through}): removed on purpose`);
   const firstReference = new Map<string, BlobReference>();
   /** The length the first snapshot naming a blob recorded: the blob is hashed up to it and one byte more. */
   const recordedBytes = new Map<string, number>();
