@@ -163,7 +163,8 @@ function renderRewind(p: Record<string, unknown>): string {
     .map((change) => {
       const c = recordOf(change);
       return (
-        `<tr class="action-${cssName(String(c.action))}"><td>${esc(c.action)}</td><td class="path">${esc(c.path)}</td>` +
+        `<tr class="action-${cssName(String(c.action))}"><td>${esc(c.action)}</td>` +
+        `<td class="path">${esc(c.path)}</td>` +
         `<td class="num">${figure(c.diff)}</td><td>${c.reason ? esc(c.reason) : ""}</td></tr>`
       );
     })

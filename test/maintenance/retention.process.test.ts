@@ -209,7 +209,7 @@ describe("retention: old checkpoints dropped, the conversation kept", () => {
 describe("retention, then a conversation rewind and its undo", () => {
   // The undo puts the dropped checkpoint back under a new sequence above the horizon: what retention dropped
   // is known by the checkpoint itself (docs/ARCHITECTURE.md, "Retention"), not by where it now stands.
-  it("verify reports no missing blob, and a files rewind to before the re-appended checkpoint is refused whole", async () => {
+  it("verify finds no blob missing; a files rewind to before the re-appended checkpoint is refused whole", async () => {
     const s = await openStore();
     const { store, checkpoints, workspace } = s;
     const id = (await store.create({ workspace })).id;

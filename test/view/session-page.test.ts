@@ -85,7 +85,7 @@ describe("renderSessionPage", () => {
     expect(html).toContain(`<span class="ins">+&#60;/pre&#62;&#60;script&#62;`);
   });
 
-  it("is self-contained: a CSP that forbids scripts, fetches and forms, its own style only, no external URL", async () => {
+  it("is self-contained: a CSP forbidding scripts, fetches and forms, its own style only, no URL", async () => {
     const s = await hostileSession();
     const { html } = await page(s.store, s.id);
     const style = html.match(/<style>([\s\S]*?)<\/style>/)![1]!;

@@ -124,7 +124,8 @@ describe("the session page from a tampered tape, in headless Chromium", () => {
     const inPage = await browser.evaluate<{ href: string; foreign: string[]; csp: string | null }>(
       page,
       `({ href: location.href,
-          foreign: [...document.querySelectorAll("img, form, iframe, link, script, base, button, body meta, body style")]
+          foreign: [...document.querySelectorAll(
+            "img, form, iframe, link, script, base, button, body meta, body style")]
             .map((e) => e.outerHTML),
           csp: document.querySelector('meta[http-equiv="Content-Security-Policy"]')?.content ?? null })`,
     );
