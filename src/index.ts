@@ -68,6 +68,8 @@ export type {
   BlobReference,
 } from "./maintenance/verify.js";
 export type { ErrorSummary } from "./maintenance/failure.js";
+export { repair } from "./maintenance/repair.js";
+export type { RepairOptions, RepairReport, RepairIntent } from "./maintenance/repair.js";
 export { applyRetention } from "./maintenance/retention.js";
 export type {
   RetentionPolicy,
@@ -98,6 +100,8 @@ export type {
   SignalOption,
   CreateSessionOptions,
   StorageUsage,
+  BlobReadOptions,
+  BlobDigest,
 } from "./backend/types.js";
 
 export {

@@ -41,8 +41,19 @@ export interface StorageBackend {
    * pays one await per array instead of one per event. `SessionStore.read` uses it when present.
    */
   readEventBatches?(id: string, options?: ReadEventsOptions): AsyncIterable<StoredEvent[]>;
-  /** Bytes of a blob, unverified; undefined when absent. Callers that care re-hash. */
-  readBlob(id: string, hash: string, options?: SignalOption): Promise<Buffer | undefined>;
+  /**
+   * Bytes of a blob, unverified; undefined when absent. Callers that care re-hash. With `maxBytes` (the
+   * length the referencing snapshot recorded) no more than `maxBytes + 1` bytes come back, and no more than
+   * about that is read or inflated: a blob longer than it should be is seen to be (and a compression bomb
+   * never inflates past what was recorded, whatever length the blob file itself claims).
+   */
+  readBlob(id: string, hash: string, options?: BlobReadOptions): Promise<Buffer | undefined>;
+  /**
+   * Optional: the sha256 and length of a blob's bytes, read as a stream (memory: a chunk, whatever the blob
+   * holds or claims); undefined when absent. Hashing stops past `maxBytes + 1` bytes. `verify` uses it when
+   * present, else `readBlob` with `maxBytes`.
+   */
+  digestBlob?(id: string, hash: string, options?: BlobReadOptions): Promise<BlobDigest | undefined>;
   /** Hashes of every blob the session holds. */
   listBlobs(id: string, options?: SignalOption): Promise<string[]>;
   /**
@@ -258,4 +269,16 @@ export interface LockedSession {
   assertHeld(): void;
   /** Gives the lock up. Idempotent. */
   release(): Promise<void>;
+}
+
+/** How much of a blob a reader is prepared to hold. */
+export interface BlobReadOptions extends SignalOption {
+  /** The length the referencing snapshot recorded: a blob longer than it is cut to `maxBytes + 1` bytes. */
+  maxBytes?: number;
+}
+
+/** What {@link StorageBackend.digestBlob} finds: the sha256 (hex) and length of the bytes it read. */
+export interface BlobDigest {
+  sha256: string;
+  bytes: number;
 }

@@ -4,7 +4,7 @@ import { forEachLimited, mapLimited } from "../core/bounded-concurrency.js";
 import { referencedBlobs } from "./references.js";
 import { archivedEvents, listArchives, readArchive } from "./archives.js";
 import { addRootReferences, dropRootReferences } from "./reference-roots.js";
-import { isDroppedCheckpoint, readHorizon } from "./retention-horizon.js";
+import { type HorizonMark, isDroppedCheckpoint, laterHorizon, readHorizonMark } from "./retention-horizon.js";
 
 export interface UnreferencedOptions {
   /** Events about to be appended: what they reference is kept. */
@@ -14,7 +14,7 @@ export interface UnreferencedOptions {
   /** Archives about to be dropped: what only they reference counts as unreferenced. */
   ignoreArchives?: readonly string[];
   /** A horizon about to be recorded, when above the stored one: checkpoints through it keep nothing. */
-  horizon?: number;
+  horizon?: number | HorizonMark;
   /** Look only at these blobs (the ones an operation may have orphaned); none to look at reads nothing. */
   candidates?: readonly string[];
   /**
@@ -41,7 +41,7 @@ export async function findUnreferencedBlobs(
   const { candidates, exists } = options;
   if (candidates && exists) return unreferencedCandidates(backend, sessionId, { ...options, candidates, exists }, keep);
   // Checkpoints retention dropped keep nothing alive (docs/ARCHITECTURE.md, "Retention").
-  const horizon = Math.max(options.horizon ?? 0, await readHorizon(backend, sessionId));
+  const horizon = laterHorizon(await readHorizonMark(backend, sessionId), options.horizon);
   for await (const event of backend.readEvents(sessionId))
     if (!isDroppedCheckpoint(event, horizon)) referencedBlobs([event], keep);
   await addRootReferences(backend, sessionId, keep);
@@ -72,7 +72,7 @@ async function unreferencedCandidates(
   const left = new Set(options.candidates.filter((hash) => !keep.has(hash)));
   if (left.size > 0) await dropRootReferences(backend, sessionId, left);
   if (left.size > 0) {
-    const horizon = Math.max(options.horizon ?? 0, await readHorizon(backend, sessionId));
+    const horizon = laterHorizon(await readHorizonMark(backend, sessionId), options.horizon);
     for await (const event of backend.readEvents(sessionId)) {
       if (!isDroppedCheckpoint(event, horizon)) for (const hash of referencedBlobs([event])) left.delete(hash);
       if (left.size === 0) break;

@@ -13,6 +13,12 @@ export interface RetentionHorizon {
   v: 1;
   /** Every `session_checkpoint` with a sequence at or below this no longer keeps its blobs alive. */
   throughSequence: number;
+  /**
+   * The greatest event id among the checkpoints dropped: a checkpoint whose own id is at or below it was
+   * dropped too, wherever it stands now. An undo of a conversation rewind puts events back under new
+   * sequences above `throughSequence`, keeping their ids. Absent on records written before it.
+   */
+  throughId?: string;
   /** When it last moved. */
   droppedAt: string;
 }
@@ -27,14 +33,61 @@ export async function readHorizon(backend: StorageBackend, id: string, options: 
   return through;
 }
 
+/** The horizon as the checkpoints themselves are judged by: its sequence and, when recorded, its id. */
+export interface HorizonMark {
+  through: number;
+  throughId?: string;
+}
+
+/** {@link readHorizon}, with the id: what {@link isDroppedCheckpoint} needs. */
+export async function readHorizonMark(
+  backend: StorageBackend,
+  id: string,
+  options: SignalOption = {},
+): Promise<HorizonMark> {
+  const through = await readHorizon(backend, id, options);
+  if (through === 0) return { through };
+  const record = (await backend.readRecord(id, HORIZON_RECORD, options)) as Partial<RetentionHorizon> | undefined;
+  const throughId = record?.throughId;
+  if (throughId !== undefined && (typeof throughId !== "string" || !/^[0-9A-Z]{26}$/.test(throughId)))
+    throw new StoreTamperedError(id, `records/${HORIZON_RECORD}.json names no event id`);
+  return throughId === undefined ? { through } : { through, throughId };
+}
+
+/** The later of two horizons, field by field: what a prune told of a horizon not yet written must honour. */
+export function laterHorizon(a: HorizonMark, b: number | HorizonMark | undefined): HorizonMark {
+  const other = typeof b === "number" ? { through: b } : (b ?? { through: 0 });
+  const ids = [a.throughId, other.throughId].filter((id): id is string => id !== undefined).sort();
+  const through = Math.max(a.through, other.through);
+  return ids.length > 0 ? { through, throughId: ids.at(-1)! } : { through };
+}
+
 /** Moves the horizon forward (never back), durably, before any blob it frees is deleted. */
-export async function raiseHorizon(locked: LockedSession, current: number, through: number): Promise<void> {
-  if (through <= current) return;
-  const record: RetentionHorizon = { v: 1, throughSequence: through, droppedAt: new Date().toISOString() };
+export async function raiseHorizon(
+  locked: LockedSession,
+  current: number | HorizonMark,
+  through: number,
+  throughId?: string,
+): Promise<void> {
+  const was = typeof current === "number" ? { through: current } : current;
+  const next = laterHorizon(was, throughId === undefined ? through : { through, throughId });
+  if (next.through === was.through && next.throughId === was.throughId) return;
+  const record: RetentionHorizon = { v: 1, throughSequence: next.through, droppedAt: new Date().toISOString() };
+  if (next.throughId !== undefined) record.throughId = next.throughId;
   await locked.writeRecord(HORIZON_RECORD, record);
 }
 
-/** Whether retention dropped this event's snapshots: a checkpoint at or below the horizon. */
-export function isDroppedCheckpoint(event: StoredEvent, horizon: number): boolean {
-  return event.type === "session_checkpoint" && event.sequence <= horizon;
+/**
+ * Whether retention dropped this event's snapshots: a checkpoint at or below the horizon's sequence, or, by its
+ * own id, one retention dropped that an undo has since put back under a newer sequence (ids sort by creation:
+ * src/core/ids.ts). A checkpoint made later on a machine whose clock lies before the dropped ones counts as
+ * dropped too: a rewind that needs it is refused (BEYOND_RETENTION_HORIZON), never done in part.
+ */
+export function isDroppedCheckpoint(event: StoredEvent, horizon: number | HorizonMark): boolean {
+  if (event.type !== "session_checkpoint") return false;
+  if (typeof horizon === "number") return event.sequence <= horizon;
+  return (
+    event.sequence <= horizon.through ||
+    (horizon.throughId !== undefined && typeof event.id === "string" && event.id <= horizon.throughId)
+  );
 }

@@ -36,19 +36,56 @@ export async function storeBlobsThenReference<T>(
   }
 }
 
+/** How a blob is read: `bytes`, when known, is the length its snapshot recorded. */
+export interface VerifiedBlobOptions extends SignalOption {
+  /**
+   * The length the referencing snapshot recorded. Given, no more than it (and one byte) is read or
+   * inflated, whatever the blob file claims, and a blob of another length is BLOB_CORRUPT: a compression
+   * bomb costs what the checkpoint said the file was (docs/ARCHITECTURE.md, "Blobs").
+   */
+  bytes?: number | undefined;
+}
+
 /** A blob's bytes, re-hashed: BLOB_NOT_FOUND if absent, BLOB_CORRUPT if they no longer match their name. */
 export async function readVerifiedBlob(
   backend: StorageBackend,
   id: string,
   hash: string,
-  options: SignalOption = {},
+  options: VerifiedBlobOptions = {},
 ): Promise<Buffer> {
-  const bytes = await backend.readBlob(id, hash, options);
+  const { bytes: recorded, ...rest } = options;
+  const bytes = await backend.readBlob(id, hash, recorded === undefined ? rest : { ...rest, maxBytes: recorded });
   if (!bytes) {
-    if (!(await backend.getSession(id, options))) throw new SessionNotFoundError(id);
+    if (!(await backend.getSession(id, rest))) throw new SessionNotFoundError(id);
     throw new BlobNotFoundError(id, hash);
   }
   const actual = createHash("sha256").update(bytes).digest("hex");
+  if (recorded !== undefined && bytes.length !== recorded) throw new BlobCorruptError(id, hash, actual, recorded);
   if (actual !== hash) throw new BlobCorruptError(id, hash, actual);
   return bytes;
+}
+
+/**
+ * {@link readVerifiedBlob} without holding the blob: its bytes hashed as a stream where the backend can
+ * (`digestBlob`: memory of a chunk whatever the store holds), else read with the recorded length as cap.
+ */
+export async function checkBlob(
+  backend: StorageBackend,
+  id: string,
+  hash: string,
+  options: VerifiedBlobOptions = {},
+): Promise<void> {
+  if (!backend.digestBlob) {
+    await readVerifiedBlob(backend, id, hash, options);
+    return;
+  }
+  const { bytes: recorded, ...rest } = options;
+  const digest = await backend.digestBlob(id, hash, recorded === undefined ? rest : { ...rest, maxBytes: recorded });
+  if (!digest) {
+    if (!(await backend.getSession(id, rest))) throw new SessionNotFoundError(id);
+    throw new BlobNotFoundError(id, hash);
+  }
+  if (recorded !== undefined && digest.bytes !== recorded)
+    throw new BlobCorruptError(id, hash, digest.sha256, recorded);
+  if (digest.sha256 !== hash) throw new BlobCorruptError(id, hash, digest.sha256);
 }

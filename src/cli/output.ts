@@ -1,6 +1,50 @@
+import { randomBytes } from "node:crypto";
+
 /** What the CLI writes to: process.stdout / process.stderr, or a test's collector. */
 export interface TextSink {
   write(text: string): unknown;
+}
+
+/**
+ * Marks the control sequences the CLI writes itself (its colours, the progress line's redraw): random per
+ * process, so no title, payload, file name or content can carry it. {@link terminalText} lets a marked
+ * sequence through and shows every other control as a visible escape (docs/ARCHITECTURE.md, "Session view").
+ */
+const OWN = `\u{F8FF}${randomBytes(8).toString("hex")}`;
+const OWN_SEQUENCE = new RegExp(`${OWN}(\r|\x1b[[0-9;]*[A-Za-z])`, "g");
+
+/**
+ * What a terminal acts on: C0 controls but newline and tab (a carriage return or backspace overwrites what
+ * was shown), DEL, C1 controls (U+009B is a CSI, U+009D an OSC on many terminals), and the bidi controls
+ * that reorder a line (U+202A–U+202E, U+2066–U+2069, LRM, RLM, ALM) and the Unicode line separators.
+ */
+const STEERING = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+function visibleEscape(c: string): string {
+  if (c === "\r") return "\\r";
+  const code = c.charCodeAt(0);
+  return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+}
+
+/**
+ * Text as it may reach a terminal: every control but newline and tab shown as a visible escape (`\x1b`,
+ * `\x9b`, `\u202e`), so no window title, clipboard write, screen clear, colour or reordering from the tape
+ * or the workspace takes effect; only the sequences the CLI marked as its own stay. Not used for `--json`,
+ * which stays exact.
+ */
+export function terminalText(text: string): string {
+  let shown = "";
+  let from = 0;
+  for (const own of text.matchAll(OWN_SEQUENCE)) {
+    shown += text.slice(from, own.index).replace(STEERING, visibleEscape) + own[1];
+    from = own.index + own[0].length;
+  }
+  return shown + text.slice(from).replace(STEERING, visibleEscape);
+}
+
+/** A sink that writes {@link terminalText}: what every human-readable line of the CLI goes through. */
+export function terminalSink(sink: TextSink): TextSink {
+  return { write: (text: string) => sink.write(terminalText(text)) };
 }
 
 /** ANSI styling that turns itself off: the same calls print plain text when piped or under NO_COLOR. */
@@ -15,7 +59,7 @@ export interface Style {
 
 export function makeStyle(enabled: boolean): Style {
   const wrap = (open: number, close: number) => (text: string) =>
-    enabled ? `\x1b[${open}m${text}\x1b[${close}m` : text;
+    enabled ? `${OWN}\x1b[${open}m${text}${OWN}\x1b[${close}m` : text;
   return { enabled, green: wrap(32, 39), red: wrap(31, 39), yellow: wrap(33, 39), bold: wrap(1, 22), dim: wrap(2, 22) };
 }
 
@@ -29,10 +73,9 @@ export function wantsColour(isTTY: boolean, env: Record<string, string | undefin
   return env.TERM !== "dumb";
 }
 
-// ANSI codes take no room on screen: measure widths without them.
-const ANSI = /\x1b\[[0-9;]*m/g;
+// The CLI's own colours take no room on screen, and a control from the tape takes its escape's width.
 function visibleLength(text: string): number {
-  return text.replace(ANSI, "").length;
+  return text.replace(OWN_SEQUENCE, "").replace(STEERING, visibleEscape).length;
 }
 
 /** Lines of a table with columns padded to their widest cell; "right" columns hold numbers. */
@@ -115,12 +158,12 @@ export class Progress {
     if (!force && this.shown && now - this.lastWrite < 100) return;
     this.lastWrite = now;
     this.shown = true;
-    this.sink.write(`\r\x1b[2K${text}`);
+    this.sink.write(`${OWN}\r${OWN}\x1b[2K${text}`);
   }
 
   clear(): void {
     if (!this.enabled || !this.shown) return;
     this.shown = false;
-    this.sink.write("\r\x1b[2K");
+    this.sink.write(`${OWN}\r${OWN}\x1b[2K`);
   }
 }

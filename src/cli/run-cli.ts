@@ -19,10 +19,11 @@ import { rewindCommand } from "./commands/rewind.js";
 import { showCommand } from "./commands/show.js";
 import { undoCommand } from "./commands/undo.js";
 import { verifyCommand } from "./commands/verify.js";
+import { repairCommand } from "./commands/repair.js";
 import { defaultRoot } from "./default-root.js";
 import { optionError } from "./option-error.js";
 import { commandHelp, overallHelp } from "./help.js";
-import { Progress, makeStyle, wantsColour, type TextSink } from "./output.js";
+import { Progress, makeStyle, terminalSink, terminalText, wantsColour, type TextSink } from "./output.js";
 import { resolveSessionPrefix } from "./session-prefix.js";
 import { VERSION } from "./version.js";
 
@@ -51,6 +52,7 @@ export const commands: readonly Command[] = [
   exportCommand,
   gcCommand,
   verifyCommand,
+  repairCommand,
 ];
 
 const GLOBAL_OPTIONS: OptionSpecs = {
@@ -65,9 +67,19 @@ const GLOBAL_OPTIONS: OptionSpecs = {
  * code: 0 ok, 1 problems found or the operation failed, 2 usage error. Never throws and never
  * touches `process`, so tests run it in-process against temp roots.
  */
-export async function runCli(argv: readonly string[], io: CliIO): Promise<number> {
-  const tty = typeof io.isTTY === "boolean" ? { stdout: io.isTTY, stderr: io.isTTY } : (io.isTTY ?? {});
+export async function runCli(argv: readonly string[], given: CliIO): Promise<number> {
+  const tty = typeof given.isTTY === "boolean" ? { stdout: given.isTTY, stderr: given.isTTY } : (given.isTTY ?? {});
   const wantsJson = argv.includes("--json");
+  // Every line for a person goes through terminalText: a control sequence from the tape or the workspace is
+  // shown, never acted on. --json is for programs and stays exact (JSON escapes what it must).
+  const io: CliIO = wantsJson
+    ? given
+    : {
+        ...given,
+        stdout: terminalSink(given.stdout),
+        stderr: terminalSink(given.stderr),
+        ...(given.ask !== undefined && { ask: (question: string) => given.ask!(terminalText(question)) }),
+      };
   let store: SessionStore | undefined;
   let command: Command | undefined;
   let root: string | undefined;

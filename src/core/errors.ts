@@ -176,13 +176,23 @@ export class BlobNotFoundError extends AgentTapeError {
 
 export class BlobCorruptError extends AgentTapeError {
   readonly code = "BLOB_CORRUPT" as const;
+  /**
+   * @param actual the sha256 of the bytes read: of their first `recordedBytes + 1` when the blob is longer
+   *   than its snapshot recorded (a reader stops there: a compression bomb is not inflated to hash it whole).
+   * @param recordedBytes the length its snapshot recorded, when the blob's is another.
+   */
   constructor(
     readonly sessionId: string,
     readonly hash: string,
     readonly actual: string,
+    readonly recordedBytes?: number,
   ) {
     super(
-      `Blob ${hash} in session "${sessionId}" no longer matches its name (its bytes hash to ${actual}); ` +
+      `Blob ${hash} in session "${sessionId}" no longer matches its name (${
+        recordedBytes === undefined
+          ? `its bytes hash to ${actual}`
+          : `it does not hold the ${recordedBytes} bytes its snapshot recorded`
+      }); ` +
         `refusing to use it. ` +
         `Run \`agent-tape verify ${sessionId}\` to list every damaged blob.`,
     );
@@ -252,15 +262,17 @@ export class PathOutsideWorkspaceError extends AgentTapeError {
 
 export class StoreTamperedError extends AgentTapeError {
   readonly code = "STORE_TAMPERED" as const;
+  /** @param options.remedy what the person can do, in place of the default pointer at `agent-tape verify`. */
   constructor(
     readonly sessionId: string,
     readonly what: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; remedy?: string },
   ) {
     super(
       `Session "${sessionId}" was changed by hand or by another program: ${what}. ` +
-        `Refusing to use it; nothing was changed. Run \`agent-tape verify ${sessionId}\` to see what else is wrong.`,
-      options,
+        "Refusing to use it; nothing was changed. " +
+        (options?.remedy ?? `Run \`agent-tape verify ${sessionId}\` to see what else is wrong.`),
+      options?.cause === undefined ? undefined : { cause: options.cause },
     );
   }
 }

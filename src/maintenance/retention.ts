@@ -3,7 +3,7 @@ import type { SignalOption } from "../backend/types.js";
 import { forEachLimited } from "../core/bounded-concurrency.js";
 import { InvalidArgumentError, isAgentTapeError } from "../core/errors.js";
 import { findUnreferencedBlobs } from "../blobs/prune.js";
-import { readHorizon, raiseHorizon } from "../blobs/retention-horizon.js";
+import { readHorizonMark, raiseHorizon } from "../blobs/retention-horizon.js";
 import { withLockedSession, type SessionInfo, type SessionStore } from "../session/session-store.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
 import { storedBlobBytes } from "./stored-bytes.js";
@@ -223,16 +223,20 @@ async function dropOldCheckpoints(
     store,
     sessionId,
     async (locked) => {
-      const current = await readHorizon(backend, sessionId, signalOf(signal));
+      const mark = await readHorizonMark(backend, sessionId, signalOf(signal));
+      const current = mark.through;
       let horizon = current;
+      let throughId = mark.throughId;
       let checkpointsDropped = 0;
       for await (const event of backend.readEvents(sessionId, signalOf(signal))) {
         if (event.type !== "session_checkpoint" || Date.parse(event.createdAt) >= cutoff) continue;
         horizon = Math.max(horizon, event.sequence);
+        if (throughId === undefined || event.id > throughId) throughId = event.id;
       }
       for await (const event of backend.readEvents(sessionId, { fromSequence: current + 1, toSequence: horizon }))
         if (event.type === "session_checkpoint") checkpointsDropped++;
-      const blobsDropped = await findUnreferencedBlobs(backend, sessionId, { horizon });
+      const next = throughId === undefined ? { through: horizon } : { through: horizon, throughId };
+      const blobsDropped = await findUnreferencedBlobs(backend, sessionId, { horizon: next });
       const trim: CheckpointTrim = { sessionId, horizon, checkpointsDropped, blobsDropped, bytesFreed: undefined };
       if (dryRun) {
         if (backend.sizeOf) {
@@ -243,7 +247,7 @@ async function dropOldCheckpoints(
         return trim;
       }
       const before = backend.sizeOf ? await backend.sizeOf(sessionId) : undefined;
-      await raiseHorizon(locked, current, horizon);
+      await raiseHorizon(locked, mark, horizon, throughId);
       await forEachLimited(blobsDropped, 8, (hash) => locked.deleteBlob(hash));
       if (before !== undefined) trim.bytesFreed = Math.max(0, before - (await backend.sizeOf!(sessionId)));
       return trim;

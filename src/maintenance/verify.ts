@@ -6,8 +6,8 @@ import type { StoredEvent } from "../core/events.js";
 import { builtinPayloadProblem } from "../core/payload-check.js";
 import { archivedEvents, isArchiveName, isArchiveShape } from "../blobs/archives.js";
 import { referencedBlobs, snapshotsIn } from "../blobs/references.js";
-import { readVerifiedBlob } from "../blobs/store-then-reference.js";
-import { HORIZON_RECORD, isDroppedCheckpoint, readHorizon } from "../blobs/retention-horizon.js";
+import { checkBlob } from "../blobs/store-then-reference.js";
+import { HORIZON_RECORD, type HorizonMark, isDroppedCheckpoint, readHorizonMark } from "../blobs/retention-horizon.js";
 import type { SessionStore } from "../session/session-store.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
 import { REWIND_INTENT_RECORD } from "../rewind/intent.js";
@@ -76,7 +76,10 @@ export type VerifyProblem =
   | { kind: "workspace_mismatch"; message: string; named?: string; recorded: string[] }
   /** An event names a blob the session does not hold. */
   | { kind: "blob_missing"; message: string; hash: string; referencedBy: BlobReference }
-  /** A blob's bytes no longer hash to its name. */
+  /**
+   * A blob's bytes no longer hash to its name, or it is longer or shorter than its snapshot recorded (then
+   * `actualHash` is of the bytes read: at most the recorded length and one byte more).
+   */
   | { kind: "blob_corrupt"; message: string; hash: string; actualHash: string; referencedBy: BlobReference }
   /** A blob cannot be read (e.g. EACCES). */
   | { kind: "blob_unreadable"; message: string; hash: string; referencedBy: BlobReference; error: ErrorSummary };
@@ -147,16 +150,18 @@ export async function verify(
   }
 
   // Checkpoints retention dropped have no blobs left to check (docs/ARCHITECTURE.md, "Retention").
-  let horizon = 0;
+  let horizon: HorizonMark = { through: 0 };
   try {
-    horizon = await readHorizon(backend, sessionId, signalOf(signal));
+    horizon = await readHorizonMark(backend, sessionId, signalOf(signal));
   } catch (error) {
     if (signal?.aborted) throw error;
     problems.push({ kind: "record_malformed", record: HORIZON_RECORD, message: summarizeError(error).message });
   }
-  if (horizon > 0)
-    notChecked.push(`the blobs of checkpoints retention dropped (up to #${horizon}): removed on purpose`);
+  if (horizon.through > 0)
+    notChecked.push(`the blobs of checkpoints retention dropped (up to #${horizon.through}): removed on purpose`);
   const firstReference = new Map<string, BlobReference>();
+  /** The length the first snapshot naming a blob recorded: the blob is hashed up to it and one byte more. */
+  const recordedBytes = new Map<string, number>();
   const recordedWorkspaces = new Set<string>();
   const inconsistentMarker = (sequence: number, reason: string, archive?: string) => {
     const where = archive === undefined ? "" : ` in ${archive}`;
@@ -199,6 +204,7 @@ export async function verify(
     for (const file of snapshotsIn(event)) {
       if (file.kind !== "blob" || !hashes.has(file.blob) || firstReference.has(file.blob)) continue;
       firstReference.set(file.blob, { sequence: event.sequence, type: event.type, path: file.path, ...where });
+      recordedBytes.set(file.blob, file.bytes);
     }
     for (const hash of hashes)
       if (!firstReference.has(hash)) firstReference.set(hash, { sequence: event.sequence, type: event.type, ...where });
@@ -256,7 +262,8 @@ export async function verify(
   await forEachLimited(hashes, 8, async (hash) => {
     signal?.throwIfAborted();
     try {
-      await readVerifiedBlob(backend, sessionId, hash, signalOf(signal));
+      // Hashed as a stream (checkBlob): 8 blobs at once hold a chunk each, whatever the store holds or claims.
+      await checkBlob(backend, sessionId, hash, { ...signalOf(signal), bytes: recordedBytes.get(hash) });
     } catch (error) {
       if (signal?.aborted) throw error;
       blobProblems.set(hash, blobProblem(hash, firstReference.get(hash)!, error));
@@ -444,13 +451,17 @@ function blobProblem(hash: string, referencedBy: BlobReference, error: unknown):
   if (isAgentTapeError(error, "BLOB_NOT_FOUND"))
     return { kind: "blob_missing", hash, referencedBy, message: `blob ${hash} is missing ${at}` };
   if (isAgentTapeError(error, "BLOB_CORRUPT")) {
-    const actualHash = error.actual;
+    const { actual: actualHash, recordedBytes } = error;
+    const found =
+      recordedBytes === undefined
+        ? `its bytes hash to ${actualHash}`
+        : `it does not hold the ${recordedBytes} bytes its snapshot recorded`;
     return {
       kind: "blob_corrupt",
       hash,
       actualHash,
       referencedBy,
-      message: `blob ${hash} is damaged: its bytes hash to ${actualHash} ${at}`,
+      message: `blob ${hash} is damaged: ${found} ${at}`,
     };
   }
   const summary = summarizeError(error);

@@ -16,7 +16,7 @@ import type { FileSnapshot, FileStatesPayload, StoredEvent } from "../core/event
 import { assertSessionId, newId } from "../core/ids.js";
 import { assertPayloadActedOn } from "../core/payload-check.js";
 import { snapshotsIn } from "../blobs/references.js";
-import { isDroppedCheckpoint, readHorizon } from "../blobs/retention-horizon.js";
+import { isDroppedCheckpoint, readHorizonMark } from "../blobs/retention-horizon.js";
 import { forkUnderLock, withLockedSession, type SessionInfo, type SessionStore } from "../session/session-store.js";
 import { checkForkPointForm, resolveForkPoint } from "../session/sequence-on-tape.js";
 import { isInside, realWorkspaceOf } from "../checkpoint/confine.js";
@@ -115,9 +115,9 @@ export async function forkIntoWorkspace(
       async (locked) => {
         const at = await resolveForkPoint(store.backend, parentId, options, locked.lastSequence, signal);
         const tape = await readTape(store.backend, parentId, at, signal);
-        const horizon = await readHorizon(store.backend, parentId, signal);
+        const horizon = await readHorizonMark(store.backend, parentId, signal);
         if (tape.after.some((event) => isDroppedCheckpoint(event, horizon)))
-          throw new BeyondRetentionHorizonError(parentId, at, horizon);
+          throw new BeyondRetentionHorizonError(parentId, at, horizon.through);
         // The folder to copy from is the one the tape recorded, not merely what session.json says.
         const from = await realWorkspaceOf(await recordedWorkspace(parentId, tape.recordedIn, parent.workspace!));
         if (isInside(from, folder.real) || isInside(folder.real, from))

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { StorageBackend } from "../backend/types.js";
-import { StoreTamperedError } from "../core/errors.js";
+import type { SignalOption, StorageBackend } from "../backend/types.js";
+import { StoreTamperedError, isAgentTapeError } from "../core/errors.js";
 import { FileSnapshot, RewindPayload, type StoredEvent } from "../core/events.js";
 import { archiveName, isArchiveName } from "../blobs/archives.js";
 import { closestSnapshotPerPath } from "./plan.js";
@@ -68,7 +68,8 @@ export async function checkIntent(
   lastSequence: number,
   value: unknown,
 ): Promise<void> {
-  const tampered = (what: string) => new StoreTamperedError(sessionId, `records/rewind-intent.json ${what}`);
+  const tampered = (what: string) =>
+    new StoreTamperedError(sessionId, `records/rewind-intent.json ${what}`, { remedy: repairRemedy(sessionId) });
   const malformed = intentShapeProblem(value);
   if (malformed !== undefined) throw tampered(malformed);
   const intent = value as Intent;
@@ -207,4 +208,32 @@ function belowCompleteListing(path: string, wanted: ReadonlyMap<string, FileSnap
     if (folder?.kind === "directory" && folder.complete) return true;
   }
   return false;
+}
+
+/** What a person does about an intent that cannot be acted on: the `repair` command (src/maintenance/repair.ts). */
+export function repairRemedy(sessionId: string): string {
+  return (
+    `Run \`agent-tape repair ${sessionId}\` to see the rewind intent; \`agent-tape repair ${sessionId} --discard\` ` +
+    "drops it (the files it may have changed stay as they are)."
+  );
+}
+
+/**
+ * The intent record as stored, or undefined when there is none. One that cannot even be read as a record (not
+ * JSON) is STORE_TAMPERED naming `repair`, like one that does not fit the tape.
+ */
+export async function readIntentRecord(
+  backend: StorageBackend,
+  sessionId: string,
+  options: SignalOption = {},
+): Promise<unknown> {
+  try {
+    return await backend.readRecord(sessionId, "rewind-intent", options);
+  } catch (error) {
+    if (!isAgentTapeError(error, "STORE_TAMPERED")) throw error;
+    throw new StoreTamperedError(sessionId, "records/rewind-intent.json cannot be read as a rewind intent", {
+      cause: error,
+      remedy: repairRemedy(sessionId),
+    });
+  }
 }

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { ArchivedLog, LockedSession, StorageBackend } from "../backend/types.js";
 import type { FileSnapshot, RewindPayload, StoredEvent } from "../core/events.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
+import { recordedSizes } from "./recorded-sizes.js";
 import { applyFileRecords } from "./apply-files.js";
 import { plannedStates } from "./still-as-planned.js";
 import { archivedEvents, type RewindArchive } from "../blobs/archives.js";
@@ -139,12 +140,14 @@ export async function completeIntent(
     const undoBlobs = new Map(
       [...undoBlobsOf(locked.sessionId, intent.undoBlobs ?? [])].filter(([hash]) => named.has(hash)),
     );
+    const sizes = recordedSizes(intent.files);
     const steps = await Promise.allSettled([
       intent.workspace !== undefined && intent.files.length > 0
         ? applyFileRecords(
             intent.workspace,
             intent.files,
-            async (hash) => verified?.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash),
+            async (hash) =>
+              verified?.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash, { bytes: sizes.get(hash) }),
             {
               operation: operationOf(locked.sessionId, intent, "apply"),
               planned: plannedStates(intent.before ?? [], intent.files),

@@ -92,9 +92,9 @@ export async function planFileChanges(
 
   // Each path is placed and its blob read and verified independently, `concurrency` at a time.
   const blobReads = new Map<string, Promise<Buffer>>();
-  const readOnce = (hash: string) => {
+  const readOnce = (hash: string, bytes: number) => {
     let read = blobReads.get(hash);
-    if (!read) blobReads.set(hash, (read = readVerifiedBlob(backend, sessionId, hash)));
+    if (!read) blobReads.set(hash, (read = readVerifiedBlob(backend, sessionId, hash, { bytes })));
     return read;
   };
   const looks: ParentLooks = new Map();
@@ -116,7 +116,7 @@ export async function planFileChanges(
     }
     if (becomes.kind === "blob") {
       try {
-        blobs.set(becomes.blob, await readOnce(becomes.blob));
+        blobs.set(becomes.blob, await readOnce(becomes.blob, becomes.bytes));
       } catch (error) {
         if (isAgentTapeError(error, "BLOB_NOT_FOUND"))
           changes.push({ path: place.path, action: "skip", reason: "blob_missing" });

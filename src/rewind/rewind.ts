@@ -20,7 +20,7 @@ import { eventFor, withLockedSession, type SessionStore } from "../session/sessi
 import type { SnapshotLimits } from "../checkpoint/snapshot.js";
 import { archiveName, archivedEvents, listArchives, readArchive } from "../blobs/archives.js";
 import { addReferences } from "../blobs/references.js";
-import { isDroppedCheckpoint, readHorizon } from "../blobs/retention-horizon.js";
+import { isDroppedCheckpoint, readHorizonMark } from "../blobs/retention-horizon.js";
 import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
 import { settleFailedRewind } from "./roll-back.js";
 import { carriesUndo, writeIntentWithUndo } from "./undo-in-intent.js";
@@ -240,9 +240,9 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
         if (mode.data !== "files") report.eventsRemoved = cut.events;
         // A checkpoint retention dropped cannot put its files back: refuse rather than restore some paths only.
         if (touchesFiles) {
-          const horizon = await readHorizon(store.backend, id, signalOf(options));
+          const horizon = await readHorizonMark(store.backend, id, signalOf(options));
           if (after.some((event) => isDroppedCheckpoint(event, horizon)))
-            throw new BeyondRetentionHorizonError(id, target, horizon);
+            throw new BeyondRetentionHorizonError(id, target, horizon.through);
         }
 
         let plan: FilePlan | undefined;

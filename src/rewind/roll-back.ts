@@ -1,10 +1,11 @@
 import type { LockedSession, SignalOption, StorageBackend } from "../backend/types.js";
 import { RewindFailedError, isAgentTapeError } from "../core/errors.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
+import { recordedSizes } from "./recorded-sizes.js";
 import { registerRecoveryStep, type PendingRewind } from "../session/recovery.js";
 import { applyFileRecords } from "./apply-files.js";
 import { plannedStates } from "./still-as-planned.js";
-import { checkIntent } from "./intent-check.js";
+import { checkIntent, readIntentRecord } from "./intent-check.js";
 import { completeIntent, operationOf, REWIND_INTENT_RECORD, type RewindIntent } from "./intent.js";
 import { undoBlobsOf } from "./undo-in-intent.js";
 import { withWorkspaceLock } from "./workspace-lock.js";
@@ -55,7 +56,7 @@ export async function settleFailedRewind(
  * cause, never the restore's bare error.
  */
 export async function recoverInterruptedRewind(backend: StorageBackend, locked: LockedSession): Promise<void> {
-  const found = await backend.readRecord(locked.sessionId, REWIND_INTENT_RECORD);
+  const found = await readIntentRecord(backend, locked.sessionId);
   if (found === undefined) return;
   // Anyone who can write the session folder could have put it there: act on it only if it fits the tape.
   await checkIntent(backend, locked.sessionId, locked.lastSequence, found);
@@ -104,14 +105,14 @@ export async function pendingRewindForReaders(
   options: SignalOption,
 ): Promise<PendingRewind | undefined> {
   for (let attempt = 1; ; attempt++) {
-    const found = await backend.readRecord(sessionId, REWIND_INTENT_RECORD, options);
+    const found = await readIntentRecord(backend, sessionId, options);
     if (found === undefined) return undefined;
     const last = (await backend.lastEvent(sessionId, options))?.sequence ?? 0;
     try {
       await checkIntent(backend, sessionId, last, found);
     } catch (error) {
       if (!isAgentTapeError(error, "STORE_TAMPERED") || attempt >= 5) throw error;
-      const again = await backend.readRecord(sessionId, REWIND_INTENT_RECORD, options);
+      const again = await readIntentRecord(backend, sessionId, options).catch(() => undefined);
       const lastAgain = (await backend.lastEvent(sessionId, options))?.sequence ?? 0;
       if (lastAgain === last && JSON.stringify(again) === JSON.stringify(found)) throw error;
       continue; // it moved on while we looked: look again
@@ -145,12 +146,14 @@ async function canRollBack(locked: LockedSession, intent: RewindIntent): Promise
 async function rollBack(backend: StorageBackend, locked: LockedSession, intent: RewindIntent): Promise<void> {
   // A few before-blobs ride in the intent (undo-in-intent.ts), and may not be stored yet: their bytes come from it.
   const carried = undoBlobsOf(locked.sessionId, intent.undoBlobs ?? []);
+  const sizes = recordedSizes(intent.before ?? []);
   if (intent.workspace !== undefined && intent.before!.length > 0)
     // A path changed since the plan looked (neither as it was nor as the rewind made it) is left as it is.
     await applyFileRecords(
       intent.workspace,
       intent.before!,
-      async (hash) => carried.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash),
+      async (hash) =>
+        carried.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash, { bytes: sizes.get(hash) }),
       {
         operation: operationOf(locked.sessionId, intent, "roll-back"),
         planned: plannedStates(intent.before!, intent.files),

@@ -4,7 +4,7 @@ import { StoreTamperedError, isAgentTapeError } from "../core/errors.js";
 import { SYNC_FILESYSTEM_FROM } from "../core/sync-filesystem.js";
 import { forEachLimited } from "../core/bounded-concurrency.js";
 import { markBlobsInFlight } from "../blobs/in-flight.js";
-import { readVerifiedBlob, storeBlobsThenReference } from "../blobs/store-then-reference.js";
+import { checkBlob, storeBlobsThenReference } from "../blobs/store-then-reference.js";
 
 /**
  * Up to this many bytes of undo snapshot (and fewer blobs than a bulk rewind makes durable by one syncfs)
@@ -75,16 +75,16 @@ export async function storeUndoBlobs(
   await markBlobsInFlight(locked);
   const later = locked.syncBlobs !== undefined; // else every write is made durable on its own
   await forEachLimited([...blobs], 8, async ([hash, bytes]) => {
-    if (!fresh && (await intact(backend, locked.sessionId, hash))) return;
+    if (!fresh && (await intact(backend, locked.sessionId, hash, bytes.length))) return;
     if (!fresh) await locked.deleteBlob(hash);
     await locked.writeBlob(hash, bytes, { durable: !later });
   });
   if (later) await locked.syncBlobs!(blobs.keys());
 }
 
-async function intact(backend: StorageBackend, id: string, hash: string): Promise<boolean> {
+async function intact(backend: StorageBackend, id: string, hash: string, bytes: number): Promise<boolean> {
   try {
-    await readVerifiedBlob(backend, id, hash);
+    await checkBlob(backend, id, hash, { bytes });
     return true;
   } catch (error) {
     if (isAgentTapeError(error, "BLOB_NOT_FOUND") || isAgentTapeError(error, "BLOB_CORRUPT")) return false;

@@ -38,7 +38,7 @@ import { payloadAsStored } from "../core/payload-json.js";
 import { mapLimited } from "../core/bounded-concurrency.js";
 import { clearBlobsInFlight } from "../blobs/in-flight.js";
 import { addReferences } from "../blobs/references.js";
-import { isDroppedCheckpoint, raiseHorizon, readHorizon } from "../blobs/retention-horizon.js";
+import { isDroppedCheckpoint, raiseHorizon, readHorizonMark } from "../blobs/retention-horizon.js";
 import { SessionLease } from "./lease.js";
 import { checkForkPointForm, resolveForkPoint } from "./sequence-on-tape.js";
 import { foldConversation, type Conversation } from "./conversation.js";
@@ -796,7 +796,7 @@ export class SessionStore<E extends EventSchemas = {}> {
     if (move) forkPayload.workspace = move.to;
     const forkEvent = this.#toEvent(id, { type: "session_fork", payload: forkPayload });
     const backend = this.backend;
-    const horizon = await readHorizon(backend, parentId, options);
+    const horizon = await readHorizonMark(backend, parentId, options);
     let last = 0;
     async function* copied(): AsyncGenerator<StoredEvent> {
       for await (const event of backend.readEvents(parentId, { toSequence: at, ...signalOf(options) })) {
@@ -823,10 +823,10 @@ export class SessionStore<E extends EventSchemas = {}> {
     });
     // The copied checkpoints retention dropped came without blobs: the fork inherits the horizon,
     // capped at its copied prefix so its own new checkpoints stay whole.
-    if (horizon > 0 && last > 0) {
+    if (horizon.through > 0 && last > 0) {
       const child = await this.backend.lock(id, signalOf(options));
       try {
-        await raiseHorizon(child, 0, Math.min(horizon, last));
+        await raiseHorizon(child, 0, Math.min(horizon.through, last), horizon.throughId);
       } finally {
         await child.release();
       }

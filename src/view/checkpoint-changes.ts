@@ -85,7 +85,7 @@ export async function checkpointChanges(
   const workspace = options.workspace ?? info.workspace;
   const now = workspace === undefined ? undefined : await workspaceReader(workspace, limits);
   const budget = diffBudget(limits);
-  const blobOf = (hash: string) => readVerifiedBlob(store.backend, id, hash, signal);
+  const blobOf = (hash: string, bytes: number) => readVerifiedBlob(store.backend, id, hash, { ...signal, bytes });
 
   // Walk backwards, so "the next snapshot of this path" is the last one seen.
   const next = new Map<string, FileSnapshot>();
@@ -120,7 +120,10 @@ export async function checkpointChanges(
   return result.reverse();
 }
 
-async function fromSnapshot(file: FileSnapshot, blobOf: (hash: string) => Promise<Buffer>): Promise<State> {
+async function fromSnapshot(
+  file: FileSnapshot,
+  blobOf: (hash: string, bytes: number) => Promise<Buffer>,
+): Promise<State> {
   switch (file.kind) {
     case "absent":
       return { kind: "absent" };
@@ -132,7 +135,13 @@ async function fromSnapshot(file: FileSnapshot, blobOf: (hash: string) => Promis
       return { kind: "unknown", reason: `not captured (${file.reason})` };
     case "blob":
       try {
-        return { kind: "file", bytes: await blobOf(file.blob), size: file.bytes, hash: file.blob, mode: file.mode };
+        return {
+          kind: "file",
+          bytes: await blobOf(file.blob, file.bytes),
+          size: file.bytes,
+          hash: file.blob,
+          mode: file.mode,
+        };
       } catch (error) {
         const code = (error as { code?: string }).code;
         if (code === "BLOB_NOT_FOUND" || code === "BLOB_CORRUPT") return { kind: "unknown", reason: code };

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { FileDiff, RewindPayload, StoredEvent } from "../core/events.js";
 import type { SessionInfo } from "../session/session-store.js";
 import type { CheckpointChanges } from "./checkpoint-changes.js";
@@ -16,6 +17,18 @@ export interface SessionPageInput {
 
 /** The most characters of one payload or diff shown; the page says what it left out. */
 const MAX_TEXT = 20_000;
+
+/**
+ * The page's Content Security Policy: nothing may be fetched, framed or submitted, no `<base>` may move its
+ * links, and the only style that applies is the page's own `<style>` element, named by its hash (no
+ * `'unsafe-inline'`: a `<style>` or `style=` that slipped through the escaping is ignored). There is no
+ * script-src at all: `default-src 'none'` forbids every script. A meta refresh is not something a policy
+ * can forbid; the escaping is what keeps one off the page (docs/ARCHITECTURE.md, "Session view").
+ */
+export const SESSION_PAGE_POLICY =
+  "default-src 'none'; " +
+  `style-src 'sha256-${createHash("sha256").update(PAGE_STYLE).digest("base64")}'; ` +
+  "form-action 'none'; base-uri 'none'";
 
 /**
  * The session as one self-contained HTML page (docs/ARCHITECTURE.md, "Session view"): the timeline
@@ -37,15 +50,16 @@ export function renderSessionPage(input: SessionPageInput): string {
     ["session", session.id],
     ["workspace", session.workspace ?? "(none recorded)"],
     ["created", session.createdAt],
-    ["last event", `#${session.lastSequence} at ${session.updatedAt}`],
+    ["last event", `#${String(session.lastSequence)} at ${String(session.updatedAt)}`],
   ];
-  if (session.parent) facts.push(["forked from", `${session.parent.id} at #${session.parent.atSequence}`]);
+  if (session.parent)
+    facts.push(["forked from", `${String(session.parent.id)} at #${String(session.parent.atSequence)}`]);
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<meta http-equiv="Content-Security-Policy" content="${SESSION_PAGE_POLICY}">
 <meta name="generator" content="agent-tape">
 <title>${esc(title)}</title>
 <style>${PAGE_STYLE}</style>
@@ -71,11 +85,12 @@ ${count === 0 ? '<p class="empty">This session has no events yet.</p>' : ""}
 
 function renderEvent(sessionId: string, event: StoredEvent, checkpoint: CheckpointChanges | undefined): string {
   const kind = cssName(event.type);
+  const seq = num(event.sequence);
   const head =
-    `<div class="head"><a class="seq" href="#seq-${event.sequence}">#${event.sequence}</a>` +
+    `<div class="head"><a class="seq" href="#seq-${seq}">#${seq}</a>` +
     `<span class="type">${esc(event.type)}</span><time>${esc(event.createdAt)}</time></div>`;
   return (
-    `<li id="seq-${event.sequence}" class="event ${kind}" data-sequence="${event.sequence}" ` +
+    `<li id="seq-${seq}" class="event ${kind}" data-sequence="${seq}" ` +
     `data-type="${esc(event.type)}">${head}<div class="body">${renderBody(sessionId, event, checkpoint)}</div></li>`
   );
 }
@@ -94,9 +109,9 @@ function renderBody(sessionId: string, event: StoredEvent, checkpoint: Checkpoin
     case "session_checkpoint":
       return checkpoint ? renderCheckpoint(sessionId, event.sequence, checkpoint) : text(p);
     case "session_rewind":
-      return renderRewind(p as RewindPayload);
+      return renderRewind(p);
     case "session_fork":
-      return `<p>Forked from <code>${esc(String(p.parentId))}</code> at #${esc(String(p.atSequence))}.</p>`;
+      return `<p>Forked from <code>${esc(p.parentId)}</code> at #${num(p.atSequence)}.</p>`;
     default:
       return text(p);
   }
@@ -135,30 +150,42 @@ function renderCheckpoint(sessionId: string, sequence: number, c: CheckpointChan
   );
 }
 
-function renderRewind(p: RewindPayload): string {
+/**
+ * A rewind or undo marker. Read as a record of unknowns, not as its schema says: a hand-written line is not
+ * checked on read, so every field may be anything (a string of markup where a count belongs).
+ */
+function renderRewind(p: Record<string, unknown>): string {
   const undo = p.undoOf !== undefined;
   const what = undo
-    ? `Undo of rewind #${p.undoOf}`
-    : `Rewind to #${p.targetSequence} (mode ${esc(p.mode)}), ${p.eventsRemoved} events removed`;
-  const rows = (p.changes ?? [])
-    .map(
-      (c) =>
-        `<tr class="action-${cssName(c.action)}"><td>${esc(c.action)}</td><td class="path">${esc(c.path)}</td>` +
-        `<td class="num">${figure(c.diff)}</td><td>${c.reason ? esc(c.reason) : ""}</td></tr>`,
-    )
+    ? `Undo of rewind #${num(p.undoOf)}`
+    : `Rewind to #${num(p.targetSequence)} (mode ${esc(p.mode)}), ${num(p.eventsRemoved)} events removed`;
+  const rows = listOf(p.changes)
+    .map((change) => {
+      const c = recordOf(change);
+      return (
+        `<tr class="action-${cssName(String(c.action))}"><td>${esc(c.action)}</td>` +
+        `<td class="path">${esc(c.path)}</td>` +
+        `<td class="num">${figure(c.diff)}</td><td>${c.reason ? esc(c.reason) : ""}</td></tr>`
+      );
+    })
     .join("");
+  const skipped = listOf(p.skipped).length;
   return (
-    `<p>${what}: ${p.filesRestored} restored, ${p.filesDeleted} deleted` +
-    `${p.skipped?.length ? `, ${p.skipped.length} skipped` : ""}` +
-    `${undo ? `, ${reappendedCount(p)} events put back` : ""}.</p>` +
+    `<p>${what}: ${num(p.filesRestored)} restored, ${num(p.filesDeleted)} deleted` +
+    `${skipped ? `, ${skipped} skipped` : ""}` +
+    `${undo ? `, ${num(reappendedCount(p as RewindPayload))} events put back` : ""}.</p>` +
     (rows ? `<table class="files"><tbody>${rows}</tbody></table>` : "")
   );
 }
 
-function figure(diff: FileDiff | undefined): string {
-  if (!diff) return "";
+function figure(value: FileDiff | unknown): string {
+  if (typeof value !== "object" || value === null) return "";
+  const diff = value as Record<string, unknown>;
   const unit = diff.unit === "bytes" ? " B" : "";
-  return `<span class="ins">+${diff.insertions}${unit}</span> <span class="del">\u2212${diff.deletions}${unit}</span>`;
+  return (
+    `<span class="ins">+${num(diff.insertions)}${unit}</span> ` +
+    `<span class="del">\u2212${num(diff.deletions)}${unit}</span>`
+  );
 }
 
 function diffLines(patch: string): string {
@@ -200,7 +227,23 @@ function cssName(text: string): string {
   return `t-${text.replace(/[^A-Za-z0-9_-]/g, "-")}`;
 }
 
-/** HTML-escapes text for element content and double- or single-quoted attributes alike. */
-export function esc(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/**
+ * HTML-escapes text for element content and double- or single-quoted attributes alike. Takes anything: a
+ * value read from the tape is a string only if its schema was checked, and a hand-written line's was not.
+ */
+export function esc(text: unknown): string {
+  return String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/** A count or sequence from the tape: its digits when it is a safe integer, else what it holds, escaped. */
+function num(value: unknown): string {
+  return Number.isSafeInteger(value) ? String(value) : esc(value);
+}
+
+function listOf(value: unknown): readonly unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
+function recordOf(value: unknown): Record<string, unknown> {
+  return typeof value === "object" && value !== null ? (value as Record<string, unknown>) : {};
 }

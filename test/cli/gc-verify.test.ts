@@ -150,7 +150,7 @@ describe("agent-tape verify", () => {
     expect(run.stdout).toBe(
       `FAIL  ${s.id}  4 events, 1 blob: 2 problems\n` +
         `      events.jsonl line 4: ${run.stdout.match(/line 4: (.*)\n/)![1]}\n` +
-        `      blob ${hash} is damaged: its bytes hash to ${sha256("not one\n")} (a.txt, checkpoint #3)\n` +
+        `      blob ${hash} is damaged: it does not hold the 4 bytes its snapshot recorded (a.txt, checkpoint #3)\n` +
         "1 of 1 session has problems.\n",
     );
     expect(run.stdout).toMatch(/line 4: not valid JSON/);

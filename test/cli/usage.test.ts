@@ -10,7 +10,7 @@ import { cli, seedSession } from "./harness.js";
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 
-const VERBS = ["list", "show", "rewind", "undo", "fork", "export", "gc", "verify"];
+const VERBS = ["list", "show", "rewind", "undo", "fork", "export", "gc", "verify", "repair"];
 
 describe("help and version", () => {
   it("--help lists every verb, the --root default and the exit codes", async () => {

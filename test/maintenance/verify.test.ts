@@ -60,9 +60,10 @@ describe.each(BACKENDS)("verify (%s backend)", (kind) => {
       {
         kind: "blob_corrupt",
         hash: bee,
-        actualHash: sha256("not bee\n"),
+        // Longer than the 4 bytes recorded: read no further than 5, the hash is theirs.
+        actualHash: sha256("not b"),
         referencedBy: { sequence: 5, type: "session_checkpoint", path: "b.txt" },
-        message: `blob ${bee} is damaged: its bytes hash to ${sha256("not bee\n")} (b.txt, checkpoint #5)`,
+        message: `blob ${bee} is damaged: it does not hold the 4 bytes its snapshot recorded (b.txt, checkpoint #5)`,
       },
     ]);
   });

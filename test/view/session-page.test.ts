@@ -1,5 +1,6 @@
 // The session page (docs/ARCHITECTURE.md, "Session view") as text: every event with its sequence,
 // checkpoints with their diffs, and nothing from the tape able to become markup, a script or a fetch.
+import { createHash } from "node:crypto";
 import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -84,10 +85,14 @@ describe("renderSessionPage", () => {
     expect(html).toContain(`<span class="ins">+&#60;/pre&#62;&#60;script&#62;`);
   });
 
-  it("is self-contained: a CSP that forbids scripts and fetches, inline style only, no external URL", async () => {
+  it("is self-contained: a CSP forbidding scripts, fetches and forms, its own style only, no URL", async () => {
     const s = await hostileSession();
     const { html } = await page(s.store, s.id);
-    expect(html).toContain(`content="default-src 'none'; style-src 'unsafe-inline'"`);
+    const style = html.match(/<style>([\s\S]*?)<\/style>/)![1]!;
+    const hash = createHash("sha256").update(style).digest("base64");
+    expect(html).toContain(
+      `content="default-src 'none'; style-src 'sha256-${hash}'; form-action 'none'; base-uri 'none'"`,
+    );
     expect(html).not.toMatch(/<link|<script|@import|url\(/i);
     expect(html).toContain('<meta name="viewport" content="width=device-width, initial-scale=1">');
   });

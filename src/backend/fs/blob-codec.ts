@@ -9,11 +9,11 @@ import { deflateRaw, deflateRawSync, inflateRaw, inflateRawSync } from "node:zli
  * still reads (its name, the sha256 of what is returned, is checked by the caller as before).
  */
 const MAGIC = Buffer.from([0x00, 0x61, 0x74, 0x7a]);
-const HEADER_BYTES = MAGIC.length + 1 + 6;
+export const HEADER_BYTES = MAGIC.length + 1 + 6;
 /** The bytes follow the header unchanged: a raw blob that starts with MAGIC is written this way. */
 const STORED = 0;
 /** deflate-raw at level 6: chosen by measurement on source code (docs/ARCHITECTURE.md, "Blobs"). */
-const DEFLATE_RAW = 1;
+export const DEFLATE_RAW = 1;
 const LEVEL = 6;
 /** Below this a blob is stored raw: the header and deflate's framing eat most of what it would save. */
 const MIN_COMPRESS_BYTES = 128;
@@ -48,16 +48,22 @@ export function encodeBlobSync(bytes: Uint8Array): Uint8Array {
   return bytes;
 }
 
-/** A blob's original bytes from what its file holds. Unverified: the caller re-hashes. */
-export async function decodeBlob(stored: Buffer): Promise<Buffer> {
-  if (stored.length < HEADER_BYTES || !startsWithMagic(stored)) return stored;
+/**
+ * A blob's original bytes from what its file holds (or the first `maxBytes + 1` of them: see
+ * {@link readBlobFile}). Unverified: the caller re-hashes. With `maxBytes`, a blob claiming more is not
+ * inflated at all: its raw prefix comes back, longer than recorded, and the caller refuses it.
+ */
+export async function decodeBlob(stored: Buffer, maxBytes = Number.POSITIVE_INFINITY): Promise<Buffer> {
+  const raw = () => (stored.length > maxBytes ? stored.subarray(0, maxBytes + 1) : stored);
+  if (stored.length < HEADER_BYTES || !startsWithMagic(stored)) return raw();
   const method = stored[MAGIC.length];
   const length = stored.readUIntBE(MAGIC.length + 1, 6);
   const body = stored.subarray(HEADER_BYTES);
   try {
-    if (method === STORED && body.length === length) return body;
-    if (method === DEFLATE_RAW) {
-      // maxOutputLength: a planted "blob" cannot inflate past the length it claims (a zip bomb).
+    if (method === STORED && body.length === length) return length > maxBytes ? body.subarray(0, maxBytes + 1) : body;
+    if (method === DEFLATE_RAW && length <= maxBytes) {
+      // maxOutputLength: a planted "blob" cannot inflate past the length it claims, and (above) a claim past what
+      // the snapshot recorded is not inflated at all (a zip bomb: docs/ARCHITECTURE.md, "Blobs").
       const options = { maxOutputLength: Math.max(1, length) };
       const out = length > SYNC_LIMIT ? await inflateAsync(body, options) : inflateRawSync(body, options);
       if (out.length === length) return out;
@@ -66,7 +72,16 @@ export async function decodeBlob(stored: Buffer): Promise<Buffer> {
     // Not ours after all (an old raw blob that starts with the marker), or damaged: the raw bytes
     // go back, and the caller's hash check tells which.
   }
-  return stored;
+  return raw();
+}
+
+/** The method and claimed length of a blob file's header, or undefined when it has none (a raw blob). */
+export function blobHeader(head: Uint8Array): { method: number; length: number } | undefined {
+  if (head.length < HEADER_BYTES || !startsWithMagic(head)) return undefined;
+  return {
+    method: head[MAGIC.length]!,
+    length: Buffer.from(head.buffer, head.byteOffset).readUIntBE(MAGIC.length + 1, 6),
+  };
 }
 
 function header(method: number, length: number): Buffer {

@@ -1,14 +1,17 @@
 import { closeSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
-import { open, readdir, rename, rm, lstat, mkdir } from "node:fs/promises";
+import { open, readdir, rename, rm, lstat, mkdir, type FileHandle } from "node:fs/promises";
+import { Readable } from "node:stream";
+import { createInflateRaw } from "node:zlib";
 import { dirname, join } from "node:path";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { fsyncDir } from "../../core/atomic-file.js";
 import { mapLimited } from "../../core/bounded-concurrency.js";
 import { SYNC_FILESYSTEM_FROM, syncFilesystem } from "../../core/sync-filesystem.js";
 import { isBlobHash } from "../names.js";
 import type { SessionLayout } from "./layout.js";
-import { checkStoreFolder, checkStoreFolderSync, readStoreFile } from "./store-files.js";
-import { decodeBlob, encodeBlob, encodeBlobSync } from "./blob-codec.js";
+import { checkStoreFolder, checkStoreFolderSync, openStoreFile, READ, readStoreFile } from "./store-files.js";
+import { blobHeader, decodeBlob, DEFLATE_RAW, encodeBlob, encodeBlobSync, HEADER_BYTES } from "./blob-codec.js";
+import type { BlobDigest } from "../types.js";
 
 /** blobs/ and the blob's shard must be real folders of the store, not links out of it (both looked at at once). */
 async function checkBlobFolders(layout: SessionLayout, id: string, hash: string): Promise<void> {
@@ -16,15 +19,113 @@ async function checkBlobFolders(layout: SessionLayout, id: string, hash: string)
 }
 
 /** Reads a blob's original bytes (decompressed), or undefined if there is none. */
-export async function readBlobFile(layout: SessionLayout, id: string, hash: string): Promise<Buffer | undefined> {
+export async function readBlobFile(
+  layout: SessionLayout,
+  id: string,
+  hash: string,
+  maxBytes?: number,
+): Promise<Buffer | undefined> {
   if (!isBlobHash(hash)) return undefined;
   try {
     await checkBlobFolders(layout, id, hash);
-    return await decodeBlob(await readStoreFile(id, layout.blob(id, hash)));
+    // A blob of maxBytes is at most that plus a header as stored (compressed only when it saved a tenth):
+    // reading one more byte than that is enough to see a longer one, and all a planted giant costs.
+    const prefix = maxBytes === undefined ? undefined : maxBytes + HEADER_BYTES + 1;
+    return await decodeBlob(await readStoreFile(id, layout.blob(id, hash), prefix), maxBytes);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
   }
+}
+
+/** Bytes a blob file is read by, and inflated into, when hashed as a stream. */
+const DIGEST_CHUNK = 64 * 1024;
+
+/**
+ * The sha256 and length of a blob's original bytes, read and inflated a chunk at a time (memory: about two
+ * chunks, whatever the file holds or claims), or undefined if there is none. Hashing stops once more than
+ * `maxBytes` came out: the length then says "longer than recorded". A file that starts with the marker and
+ * does not inflate to its claim is hashed raw, as `decodeBlob` returns it.
+ */
+export async function digestBlobFile(
+  layout: SessionLayout,
+  id: string,
+  hash: string,
+  maxBytes = Number.POSITIVE_INFINITY,
+): Promise<BlobDigest | undefined> {
+  if (!isBlobHash(hash)) return undefined;
+  let handle;
+  try {
+    await checkBlobFolders(layout, id, hash);
+    handle = await openStoreFile(id, layout.blob(id, hash), READ);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
+  try {
+    const head = Buffer.alloc(HEADER_BYTES);
+    const { bytesRead } = await handle.read(head, 0, HEADER_BYTES, 0);
+    const header = blobHeader(head.subarray(0, bytesRead));
+    if (header && header.length <= maxBytes) {
+      const from = header.method === DEFLATE_RAW ? await inflatedDigest(handle, header.length) : undefined;
+      if (from) return from;
+      if (header.method !== DEFLATE_RAW) {
+        const stored = await chunkDigest(handle, HEADER_BYTES, maxBytes);
+        if (stored.bytes === header.length) return stored;
+      }
+    }
+    return await chunkDigest(handle, 0, maxBytes);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Hashes the file's bytes from `start`, a chunk at a time, stopping past `maxBytes`. */
+async function chunkDigest(handle: FileHandle, start: number, maxBytes: number): Promise<BlobDigest> {
+  const hasher = createHash("sha256");
+  const chunk = Buffer.allocUnsafe(DIGEST_CHUNK);
+  let bytes = 0;
+  while (bytes <= maxBytes) {
+    const want = Math.min(chunk.length, maxBytes + 1 - bytes);
+    const { bytesRead } = await handle.read(chunk, 0, want, start + bytes);
+    if (bytesRead === 0) break;
+    hasher.update(chunk.subarray(0, bytesRead));
+    bytes += bytesRead;
+  }
+  return { sha256: hasher.digest("hex"), bytes };
+}
+
+async function* chunksOf(handle: FileHandle, start: number): AsyncGenerator<Buffer> {
+  for (let at = start; ; ) {
+    const chunk = Buffer.allocUnsafe(DIGEST_CHUNK);
+    const { bytesRead } = await handle.read(chunk, 0, chunk.length, at);
+    if (bytesRead === 0) return;
+    at += bytesRead;
+    yield chunk.subarray(0, bytesRead);
+  }
+}
+
+/** The digest of what the body after the header inflates to, or undefined when it is not `length` bytes of it. */
+async function inflatedDigest(handle: FileHandle, length: number): Promise<BlobDigest | undefined> {
+  const hasher = createHash("sha256");
+  const inflate = createInflateRaw({ chunkSize: DIGEST_CHUNK });
+  let bytes = 0;
+  // Read by hand, not handle.createReadStream: destroying that stream early closes the handle the caller owns.
+  const source = Readable.from(chunksOf(handle, HEADER_BYTES), { objectMode: false });
+  try {
+    for await (const out of source.pipe(inflate) as AsyncIterable<Buffer>) {
+      bytes += out.length;
+      if (bytes > length) return undefined; // more than it claims: not ours (hashed raw instead)
+      hasher.update(out);
+    }
+  } catch {
+    return undefined; // does not inflate: an old raw blob that happens to start with the marker, or damage
+  } finally {
+    source.unpipe(inflate);
+    source.destroy();
+    inflate.destroy();
+  }
+  return bytes === length ? { sha256: hasher.digest("hex"), bytes } : undefined;
 }
 
 /** The size of a blob's file as it lies on disk (compressed or raw), or undefined if there is none. */

@@ -16,13 +16,15 @@ import type {
   ReadEventsOptions,
   SessionRecord,
   SignalOption,
+  BlobReadOptions,
+  BlobDigest,
   StorageBackend,
   StorageUsage,
 } from "../types.js";
 import { fsyncDir } from "../../core/atomic-file.js";
 import { withTypedStorageErrors } from "../typed-storage-errors.js";
 import { forEachLimited, mapLimited } from "../../core/bounded-concurrency.js";
-import { listBlobFiles, readBlobFile, storedBlobFileBytes } from "./blobs.js";
+import { digestBlobFile, listBlobFiles, readBlobFile, storedBlobFileBytes } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import { SessionLayout } from "./layout.js";
 import { lineNumberAt, readLines, readTail, type OpenLog } from "./lines.js";
@@ -327,10 +329,16 @@ class FsBackend implements StorageBackend {
     }
   }
 
-  async readBlob(id: string, hash: string, options: SignalOption = {}): Promise<Buffer | undefined> {
+  async readBlob(id: string, hash: string, options: BlobReadOptions = {}): Promise<Buffer | undefined> {
     assertSessionId(id);
     options.signal?.throwIfAborted();
-    return readBlobFile(this.layout, id, hash);
+    return readBlobFile(this.layout, id, hash, options.maxBytes);
+  }
+
+  async digestBlob(id: string, hash: string, options: BlobReadOptions = {}): Promise<BlobDigest | undefined> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    return digestBlobFile(this.layout, id, hash, options.maxBytes);
   }
 
   async storedBlobBytes(id: string, hash: string, options: SignalOption = {}): Promise<number | undefined> {

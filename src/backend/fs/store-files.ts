@@ -58,8 +58,13 @@ async function openChecked(
  * check saw, in one read where `readFile` would stat again and read once more to find the end.
  * A file cut short meanwhile gives fewer bytes, which the caller's hash check refuses.
  */
-export async function readStoreFile(sessionId: string, path: string): Promise<Buffer> {
-  const { handle, size } = await openChecked(sessionId, path, READ);
+export async function readStoreFile(
+  sessionId: string,
+  path: string,
+  maxBytes = Number.POSITIVE_INFINITY,
+): Promise<Buffer> {
+  const { handle, size: whole } = await openChecked(sessionId, path, READ);
+  const size = Math.min(whole, maxBytes); // a prefix when asked: a planted giant is never read whole
   try {
     const bytes = Buffer.allocUnsafe(size);
     let filled = 0;

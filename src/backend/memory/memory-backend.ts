@@ -3,6 +3,7 @@ import type { StoredEvent } from "../../core/events.js";
 import { assertSessionId } from "../../core/ids.js";
 import { isRecordName } from "../names.js";
 import type {
+  BlobReadOptions,
   CreateSessionOptions,
   NewSessionEvents,
   LockOptions,
@@ -118,11 +119,12 @@ class MemoryBackend implements StorageBackend {
     }
   }
 
-  async readBlob(id: string, hash: string, options: SignalOption = {}): Promise<Buffer | undefined> {
+  async readBlob(id: string, hash: string, options: BlobReadOptions = {}): Promise<Buffer | undefined> {
     assertSessionId(id);
     options.signal?.throwIfAborted();
     const bytes = this.sessions.get(id)?.blobs.get(hash);
-    return bytes && Buffer.from(bytes);
+    const max = options.maxBytes === undefined ? undefined : options.maxBytes + 1;
+    return bytes && Buffer.from(bytes.subarray(0, max));
   }
 
   async listBlobs(id: string, options: SignalOption = {}): Promise<string[]> {
