@@ -3,6 +3,7 @@ import { wrapLanguageModel, type LanguageModelMiddleware, type ModelMessage, typ
 import {
   CheckpointStore,
   InvalidArgumentError,
+  assertTouchesNameTools,
   withCheckpoints,
   type SessionStore,
   type ToolTouches,
@@ -67,8 +68,9 @@ export function aiSdkTape(options: AiSdkTapeOptions): AiSdkTape {
       await store.append(sessionId, { type: "message", payload: { role: "user", content } });
     },
     model: (model) => wrapLanguageModel({ model, middleware }),
-    tools: (tools, touches = {}) =>
-      withCheckpoints(tools, checkpoints, sessionId, touches as Record<string, ToolTouches>, {
+    tools: (tools, touches = {}) => {
+      assertTouchesNameTools("tape.tools()", "the touches map", touches, Object.keys(tools));
+      return withCheckpoints(tools, checkpoints, sessionId, touches as Record<string, ToolTouches>, {
         async beforeCall(call) {
           if (call.callId !== undefined && recorded.has(call.callId)) return;
           await store.append(sessionId, {
@@ -85,7 +87,8 @@ export function aiSdkTape(options: AiSdkTapeOptions): AiSdkTape {
               : { callId: call.callId ?? "", output: errorText(outcome.error), isError: true },
           });
         },
-      }),
+      });
+    },
     messages: async () => toModelMessages(await store.conversation(sessionId)),
   };
 }

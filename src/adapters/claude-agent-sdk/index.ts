@@ -3,6 +3,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { CheckpointStore, InvalidArgumentError, SessionStore, isAgentTapeError } from "../../index.js";
+import { assertStoreKnows } from "../store-knows-events.js";
 import { type CheckpointHooksOptions, type ClaudeCheckpointHooks, checkpointHooks } from "./hooks.js";
 
 export {
@@ -106,6 +107,14 @@ export function claudeSessionStore(options: ClaudeSessionStoreOptions): ClaudeTa
   if (!options.store && !options.root)
     throw new InvalidArgumentError("claudeSessionStore() needs a `root` folder or a `store`.");
   const store = options.store ?? new SessionStore({ root: options.root!, events: claudeEvents });
+  if (options.store)
+    assertStoreKnows(
+      options.store,
+      claudeEvents,
+      "claudeSessionStore({ store })",
+      "claudeEvents",
+      "agent-tape/claude-agent-sdk",
+    );
   const owned = options.store === undefined;
   const fold = options.foldSessionSummary;
   const mainTranscripts = mainTranscriptIndex(store, fold);
