@@ -8,8 +8,15 @@ import { readdirSync, readFileSync } from "node:fs";
 import { folders, sourceLines } from "./source-lines.mjs";
 
 const outside = /\bDESIGN\.md\b|\bissue #?\d+/i;
-const runHistory =
-  /\bload (average )?(of )?\d|\b\d{1,2}:\d{2}(–\d{1,2}:\d{2})? UTC\b|\b20\d\d-\d\d-\d\d\b|\bthis session\b|\b(a|an) (later|earlier) (run|session)\b|\bbusier machine\b|\bquiet run\b/i;
+const runHistory = new RegExp(
+  [
+    String.raw`\bload (average )?(of )?\d`, // a run's load
+    String.raw`\b\d{1,2}:\d{2}(–\d{1,2}:\d{2})? UTC\b`, // its hour
+    String.raw`\b20\d\d-\d\d-\d\d\b`, // its date
+    String.raw`\bthis session\b|\b(a|an) (later|earlier) (run|session)\b|\bbusier machine\b|\bquiet run\b`,
+  ].join("|"),
+  "i",
+);
 
 const found = [];
 for await (const { path, number, line } of sourceLines(new Set(["scripts/check-pointers.mjs"])))

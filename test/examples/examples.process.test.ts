@@ -194,5 +194,5 @@ describe("examples/readme-own-loop.ts (the README's first quickstart, scripts/ch
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('app.ts after the undo: console.log("v2");');
     expect(await leftBehind(run.tmp)).toEqual([]);
-  });
+  }, 120_000); // one tsx child: seconds alone, more on a loaded machine
 });
