@@ -17,7 +17,13 @@ console.log(run("npx", ["publint"]).trim());
 const folder = mkdtempSync(join(tmpdir(), "agent-tape-pack-"));
 try {
   const [pack] = JSON.parse(run("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", folder]));
-  console.log(run("npx", ["attw", join(folder, pack.filename), "--profile", "node16", "--format", "table-flipped"]));
+  const tarball = join(folder, pack.filename);
+  // Every entry for Node 16+ (ESM and CommonJS) and bundlers, but the conformance suite: it registers vitest tests,
+  // so it is ESM only (no `require` condition) and is checked for ESM alone.
+  const attw = (...args) =>
+    console.log(run("npx", ["attw", tarball, "--no-color", "--format", "table-flipped", ...args]));
+  attw("--profile", "node16", "--exclude-entrypoints", "./testing");
+  attw("--profile", "esm-only", "--entrypoints", "./testing");
   const kb = (bytes) => `${(bytes / 1000).toFixed(1)} KB`;
   const summary = `${kb(pack.size)} packed, ${kb(pack.unpackedSize)} unpacked, ${pack.entryCount} files`;
   if (pack.size > BUDGET) {
