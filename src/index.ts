@@ -23,6 +23,7 @@ export type {
   FileStatesEvent,
 } from "./checkpoint/checkpoint-store.js";
 export { withCheckpoints, checkpointTool } from "./checkpoint/tool-wrapper.js";
+export { assertTouchesNameTools } from "./checkpoint/touches-names.js";
 export type {
   ToolTouches,
   ToolCallInfo,

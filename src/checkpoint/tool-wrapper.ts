@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from "../core/errors.js";
+import { assertTouchesNameTools } from "./touches-names.js";
 import type { CheckpointStore } from "./checkpoint-store.js";
 import { definedFields } from "../core/defined-fields.js";
 
@@ -116,9 +117,12 @@ export function withCheckpoints<T extends Record<string, ExecutableTool>>(
   options: CheckpointToolOptions = {},
 ): T {
   const named = touches as Record<string, ToolTouches | undefined>;
-  for (const name of Object.keys(named))
-    if (!(name in tools))
-      throw new InvalidArgumentError(`withCheckpoints(): no tool "${name}" to checkpoint (a typo in \`touches\`?).`);
+  assertTouchesNameTools(
+    "withCheckpoints(tools, checkpoints, sessionId, touches)",
+    "the touches argument",
+    named,
+    Object.keys(tools),
+  );
   const hooked = options.beforeCall !== undefined || options.afterCall !== undefined;
   const wrapped: Record<string, ExecutableTool> = {};
   for (const [name, tool] of Object.entries(tools)) {

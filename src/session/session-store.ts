@@ -351,6 +351,14 @@ export class SessionStore<E extends EventSchemas = {}> {
     return (await this.backend.lastEvent(id, options))?.sequence ?? 0;
   }
 
+  /**
+   * Whether this store validates events of `type` (a built-in one, or one of `events`): what an adapter checks
+   * when it is given a store, so that a store opened without its event set is refused at once, by name.
+   */
+  knowsEventType(type: string): boolean {
+    return this.schemas.has(type);
+  }
+
   /** The session's info, or undefined if there is none. */
   async get(id: string, options: SignalOption = {}): Promise<SessionInfo | undefined> {
     this.assertOpen();

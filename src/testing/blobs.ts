@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { StorageBackend } from "../backend/types.js";
-import { isAgentTapeError } from "../core/errors.js";
+import { isAgentTapeError } from "../index.js";
 import { blob, event, expectCode, readAll, record, sha256, withLock } from "./fixtures.js";
 import { runAreas, type BackendConformanceOptions, type ConformanceArea } from "./suite.js";
 

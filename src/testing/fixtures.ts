@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { expect } from "vitest";
 import type { LockedSession, SessionRecord, StorageBackend } from "../backend/types.js";
-import { isAgentTapeError, type AgentTapeErrorCode } from "../core/errors.js";
+import { type AgentTapeErrorCode, isAgentTapeError } from "../index.js";
 import type { CheckpointPayload, StoredEvent } from "../core/events.js";
 
 // Small builders and assertions every area of the conformance suite shares.
@@ -61,6 +61,28 @@ export async function readAll(
   const events: StoredEvent[] = [];
   for await (const e of backend.readEvents(id, options)) events.push(e);
   return events;
+}
+
+/**
+ * The side records a crash can leave, by the names the on-disk format gives them (docs/ARCHITECTURE.md,
+ * "On disk"): the suite names them itself, so a rename of either is a format change it catches.
+ */
+export const BLOBS_IN_FLIGHT_RECORD = "blobs-in-flight";
+export const REWIND_INTENT_RECORD = "rewind-intent";
+
+/** Every blob the events' checkpoints and undo snapshots name: what a prune must keep. */
+export function blobsNamedBy(events: Iterable<StoredEvent>): Set<string> {
+  const named = new Set<string>();
+  for (const e of events) {
+    const payload = e.payload as {
+      files?: { kind: string; blob?: string }[];
+      undo?: { files?: { kind: string; blob?: string }[] };
+    };
+    const files =
+      e.type === "session_checkpoint" ? payload.files : e.type === "session_rewind" ? payload.undo?.files : [];
+    for (const file of files ?? []) if (file.kind === "blob" && file.blob) named.add(file.blob);
+  }
+  return named;
 }
 
 export async function withLock<T>(

@@ -1,14 +1,19 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { CorruptLine, ReadEventsOptions, StorageBackend } from "../backend/types.js";
-import { BLOBS_IN_FLIGHT_RECORD } from "../blobs/in-flight.js";
-import { serializeEvent } from "../core/envelope.js";
-import { isAgentTapeError } from "../core/errors.js";
 import type { StoredEvent } from "../core/events.js";
-import { rewind } from "../rewind/rewind.js";
-import { REWIND_INTENT_RECORD } from "../rewind/intent.js";
-import { undoRewind } from "../rewind/undo.js";
-import { SessionStore } from "../session/session-store.js";
-import { blob, checkpoint, event, expectCode, range, readAll, record, withLock } from "./fixtures.js";
+import { isAgentTapeError, rewind, SessionStore, undoRewind } from "../index.js";
+import {
+  BLOBS_IN_FLIGHT_RECORD,
+  blob,
+  checkpoint,
+  event,
+  expectCode,
+  REWIND_INTENT_RECORD,
+  range,
+  readAll,
+  record,
+  withLock,
+} from "./fixtures.js";
 import { runAreas, type BackendConformanceOptions, type ConformanceArea } from "./suite.js";
 import { editSession, folderTree, useWorkspaces } from "./workspace.js";
 
@@ -224,7 +229,7 @@ export const recoveryArea: ConformanceArea = (suite) => {
   async function corruptInTheMiddle(appendToLog: (b: StorageBackend, id: string, text: string) => Promise<void>) {
     await backend.createSession(record("s1"), [event("s1", 1), event("s1", 2)]);
     let text = "this is no event\n";
-    for (const n of [4, 5]) text += `${serializeEvent(event("s1", n))}\n`;
+    for (const n of [4, 5]) text += `${JSON.stringify(event("s1", n))}\n`;
     await appendToLog(backend, "s1", text);
   }
 };

@@ -1,14 +1,9 @@
 import { tmpdir } from "node:os";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { StorageBackend } from "../backend/types.js";
-import { BLOBS_IN_FLIGHT_RECORD } from "../blobs/in-flight.js";
-import { referencedBlobs } from "../blobs/references.js";
-import { CheckpointStore } from "../checkpoint/checkpoint-store.js";
 import type { StoredEvent } from "../core/events.js";
-import { rewind } from "../rewind/rewind.js";
-import { undoRewind } from "../rewind/undo.js";
-import { SessionStore, withLockedSession } from "../session/session-store.js";
-import { blob, checkpoint, expectCode, range } from "./fixtures.js";
+import { CheckpointStore, rewind, SessionStore, undoRewind } from "../index.js";
+import { BLOBS_IN_FLIGHT_RECORD, blob, blobsNamedBy, checkpoint, expectCode, range, withLock } from "./fixtures.js";
 import { editSession, folderTree, put, useWorkspaces, type EditedSession } from "./workspace.js";
 import { runAreas, type BackendConformanceOptions, type ConformanceArea } from "./suite.js";
 
@@ -68,7 +63,7 @@ export const rewindArea: ConformanceArea = (suite) => {
       const before = blob("export const a = 1;\n");
       const later = blob("export const a = 2;\n");
       await store.append(parent.id, { type: "message", payload: { role: "user", content: "edit a.ts" } });
-      await withLockedSession(store, parent.id, async (locked) => {
+      await withLock(backend, parent.id, async (locked) => {
         await locked.writeBlob(before.hash, before.bytes);
         await locked.writeBlob(later.hash, later.bytes);
       });
@@ -163,7 +158,7 @@ export const rewindArea: ConformanceArea = (suite) => {
         expect((await checkpoints.readBlob(id, hash)).toString("utf8")).toBe(text);
         expect(await backend.readBlob(id, hash)).toEqual(Buffer.from(text));
       }
-      expect((await backend.listBlobs(id)).sort()).toEqual([...referencedBlobs([captured!])].sort());
+      expect((await backend.listBlobs(id)).sort()).toEqual([...blobsNamedBy([captured!])].sort());
       expect(await store.readAll(id)).toEqual([captured]);
     });
 
@@ -225,7 +220,7 @@ export const rewindArea: ConformanceArea = (suite) => {
       const before = await backend.listBlobs(s.id);
       const report = await rewind(s.store, s.id, { toSequence: s.target, keepUndo: 0 });
       const kept = (await backend.listBlobs(s.id)).sort();
-      expect(kept).toEqual([...referencedBlobs(await s.store.readAll(s.id))].sort());
+      expect(kept).toEqual([...blobsNamedBy(await s.store.readAll(s.id))].sort());
       expect(report.blobsPruned).toBe(before.length - kept.length);
       expect(report.blobsPruned).toBeGreaterThan(0);
     });
@@ -234,7 +229,7 @@ export const rewindArea: ConformanceArea = (suite) => {
       const s = await edited();
       const fork = await s.store.fork(s.id, { id: "fork" });
       // The parent's blobs go: the fork must not depend on them.
-      await withLockedSession(s.store, s.id, async (locked) => {
+      await withLock(backend, s.id, async (locked) => {
         for (const hash of await backend.listBlobs(s.id)) await locked.deleteBlob(hash);
       });
       await rewind(s.store, fork.id, { toSequence: s.target });

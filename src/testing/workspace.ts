@@ -3,9 +3,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach } from "vitest";
 import type { StorageBackend } from "../backend/types.js";
-import { CheckpointStore } from "../checkpoint/checkpoint-store.js";
 import type { StoredEvent } from "../core/events.js";
-import { SessionStore } from "../session/session-store.js";
+import { CheckpointStore, SessionStore } from "../index.js";
 
 /**
  * Real temp workspace folders for the areas that capture and rewind files, removed after each test

@@ -158,7 +158,7 @@ describe("withCheckpoints", () => {
       withCheckpoints({ write_file: { execute: write } }, checkpoints, sessionId, {
         wirte_file: () => ["a.txt"],
       } as never),
-    ).toThrow(/no tool "wirte_file"/);
+    ).toThrow(/the touches argument names "wirte_file", which is none of the tools it was given \(write_file\)/);
   });
 });
 

@@ -186,3 +186,13 @@ describe("examples/shell-tool.ts", () => {
 function range(from: number, to: number): number[] {
   return Array.from({ length: to - from + 1 }, (_, i) => from + i);
 }
+
+describe("examples/readme-own-loop.ts (the README's first quickstart, scripts/check-readme-snippets.mjs)", () => {
+  it("runs as the README shows it: the edit is rewound, the rewind undone, and it cleans up after itself", async () => {
+    const run = await runExample("readme-own-loop.ts");
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('app.ts after the undo: console.log("v2");');
+    expect(await leftBehind(run.tmp)).toEqual([]);
+  }, 120_000); // one tsx child: seconds alone, more on a loaded machine
+});

@@ -3,6 +3,7 @@ import { wrapLanguageModel, type LanguageModelMiddleware, type ModelMessage, typ
 import {
   CheckpointStore,
   InvalidArgumentError,
+  assertTouchesNameTools,
   withCheckpoints,
   type SessionStore,
   type ToolTouches,
@@ -74,8 +75,9 @@ export function aiSdkTape(options: AiSdkTapeOptions): AiSdkTape {
       await store.append(sessionId, { type: "message", payload: { role: "user", content } });
     },
     model: (model) => wrapLanguageModel({ model, middleware }),
-    tools: (tools, touches = {}) =>
-      withCheckpoints(tools, checkpoints, sessionId, touches as Record<string, ToolTouches>, {
+    tools: (tools, touches = {}) => {
+      assertTouchesNameTools("tape.tools()", "the touches map", touches, Object.keys(tools));
+      return withCheckpoints(tools, checkpoints, sessionId, touches as Record<string, ToolTouches>, {
         ...(options.outsidePaths !== undefined && { outsidePaths: options.outsidePaths }),
         async beforeCall(call) {
           if (call.callId !== undefined && recorded.has(call.callId)) return;
@@ -93,7 +95,8 @@ export function aiSdkTape(options: AiSdkTapeOptions): AiSdkTape {
               : { callId: call.callId ?? "", output: errorText(outcome.error), isError: true },
           });
         },
-      }),
+      });
+    },
     messages: async () => toModelMessages(await store.conversation(sessionId)),
   };
 }

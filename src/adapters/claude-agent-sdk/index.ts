@@ -3,6 +3,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { CheckpointStore, InvalidArgumentError, SessionStore, isAgentTapeError } from "../../index.js";
+import { assertStoreKnows } from "../store-knows-events.js";
 import { type CheckpointHooksOptions, type ClaudeCheckpointHooks, checkpointHooks } from "./hooks.js";
 
 export {
@@ -22,6 +23,24 @@ export interface ClaudeSessionKey {
 /** The SDK's `SessionStoreEntry`: one JSONL transcript line, opaque but for `type` and an optional `uuid`. */
 export type ClaudeSessionEntry = { type: string; uuid?: string; timestamp?: string; [key: string]: unknown };
 
+/**
+ * The SDK's `SessionSummaryEntry`: what `listSessionSummaries` returns per session. `data` belongs to the SDK (its
+ * `foldSessionSummary` makes it); `mtime` is the one `listSessions` reports for the session.
+ */
+export interface ClaudeSessionSummary {
+  sessionId: string;
+  mtime: number;
+  data: Record<string, unknown>;
+}
+
+/** The SDK's `foldSessionSummary`: pure, and folding two batches in turn gives what folding them at once gives. */
+export type FoldSessionSummary = (
+  prev: ClaudeSessionSummary | undefined,
+  key: ClaudeSessionKey,
+  entries: ClaudeSessionEntry[],
+  options?: { mtime?: number },
+) => ClaudeSessionSummary;
+
 /** The event types the adapter writes: one per transcript entry, and the mark of a deleted subagent transcript. */
 export const claudeEvents = {
   claude_entry: z.object({ subpath: z.string().optional(), entry: z.looseObject({ type: z.string() }) }),
@@ -35,7 +54,15 @@ export const claudeEvents = {
 export interface ClaudeTapeSessionStore {
   append(key: ClaudeSessionKey, entries: ClaudeSessionEntry[]): Promise<void>;
   load(key: ClaudeSessionKey): Promise<ClaudeSessionEntry[] | null>;
+  /** The project's sessions that have a main transcript (one holding only a subagent's is left out). */
   listSessions(projectKey: string): Promise<Array<{ sessionId: string; mtime: number }>>;
+  /**
+   * Present when the SDK's `foldSessionSummary` was passed: each listed session's main transcript folded by it,
+   * with the `mtime` `listSessions` reports, so the SDK lists without loading every session. Folded from the tape
+   * (each tape only from where this store last looked, again from the start after a rewind), so a rewind or
+   * another process's appends are in it.
+   */
+  listSessionSummaries?(projectKey: string): Promise<ClaudeSessionSummary[]>;
   delete(key: ClaudeSessionKey): Promise<void>;
   listSubkeys(key: { projectKey: string; sessionId: string }): Promise<string[]>;
   /** The agent-tape session holding a Claude session's transcripts, for rewind, fork and the CLI. */
@@ -61,6 +88,12 @@ export interface ClaudeSessionStoreOptions {
   workspace?: string;
   /** For {@link ClaudeTapeSessionStore.checkpointHooks}. @default a new CheckpointStore on the store */
   checkpoints?: CheckpointStore;
+  /**
+   * The SDK's own `foldSessionSummary` (`import { foldSessionSummary } from "@anthropic-ai/claude-agent-sdk"`):
+   * with it the store has `listSessionSummaries`. The adapter never imports the SDK itself.
+   * @default none: the SDK lists by `listSessions` and a `load` per session
+   */
+  foldSessionSummary?: FoldSessionSummary;
 }
 
 /**
@@ -74,7 +107,17 @@ export function claudeSessionStore(options: ClaudeSessionStoreOptions): ClaudeTa
   if (!options.store && !options.root)
     throw new InvalidArgumentError("claudeSessionStore() needs a `root` folder or a `store`.");
   const store = options.store ?? new SessionStore({ root: options.root!, events: claudeEvents });
+  if (options.store)
+    assertStoreKnows(
+      options.store,
+      claudeEvents,
+      "claudeSessionStore({ store })",
+      "claudeEvents",
+      "agent-tape/claude-agent-sdk",
+    );
   const owned = options.store === undefined;
+  const fold = options.foldSessionSummary;
+  const mainTranscripts = mainTranscriptIndex(store, fold);
   // Per tape: the uuids on it through `seen`, so each append reads only what others wrote since.
   const known = new Map<string, { seen: number; uuids: Set<string> }>();
   // For the hooks, which are told only the Claude session id: its tape, as the keys of appends and loads name it.
@@ -96,7 +139,7 @@ export function claudeSessionStore(options: ClaudeSessionStoreOptions): ClaudeTa
     try {
       await store.create({
         id,
-        title: `claude-agent-sdk ${key.sessionId}`,
+        title: `${TITLE_PREFIX}${key.sessionId}`,
         ...(options.workspace !== undefined && { workspace: options.workspace }),
       });
     } catch (error) {
@@ -169,12 +212,16 @@ export function claudeSessionStore(options: ClaudeSessionStoreOptions): ClaudeTa
     },
 
     async listSessions(projectKey) {
-      const prefix = `${projectPrefix(projectKey)}-`;
-      const sessions = await store.list();
-      return sessions
-        .filter((info) => info.id.startsWith(prefix) && !info.unreadable)
-        .map((info) => ({ sessionId: info.id.slice(prefix.length), mtime: Math.floor(Date.parse(info.updatedAt)) }));
+      const listed = await mainTranscripts.list(projectKey);
+      return listed.map(({ sessionId, mtime }) => ({ sessionId, mtime }));
     },
+
+    ...(fold !== undefined && {
+      async listSessionSummaries(projectKey: string) {
+        const listed = await mainTranscripts.list(projectKey);
+        return listed.map(({ sessionId, mtime, summary }) => ({ sessionId, mtime, data: summary?.data ?? {} }));
+      },
+    }),
 
     async delete(key) {
       checkKey(key);
@@ -243,6 +290,76 @@ export function claudeSessionStore(options: ClaudeSessionStoreOptions): ClaudeTa
     },
   };
 }
+
+/** A listed Claude session: its id as the SDK gave it, its tape's last write, its main transcript's summary. */
+interface ListedSession {
+  sessionId: string;
+  mtime: number;
+  summary: ClaudeSessionSummary | undefined;
+}
+
+/**
+ * Which tapes of a project hold a main transcript, and (with the SDK's fold) its summary: kept per tape up to the
+ * sequence last read, so a listing reads only what was appended since; a rewind on the tape starts it over.
+ */
+function mainTranscriptIndex(store: SessionStore<typeof claudeEvents>, fold: FoldSessionSummary | undefined) {
+  type Seen = { seen: number; hasMain: boolean; summary: ClaudeSessionSummary | undefined };
+  const byTape = new Map<string, Seen>();
+
+  const catchUp = async (tapeId: string, key: ClaudeSessionKey, from: Seen, lastSequence: number, restart: boolean) => {
+    const state = { ...from };
+    const batch: ClaudeSessionEntry[] = [];
+    for await (const event of store.read(tapeId, {
+      fromSequence: state.seen + 1,
+      toSequence: lastSequence,
+      types: ["claude_entry", "session_rewind"],
+    })) {
+      // A rewind (or its undo) changed which entries are on the tape: fold it again from the start.
+      if (event.type === "session_rewind") {
+        if (restart) return undefined;
+        continue;
+      }
+      if (event.payload.subpath !== undefined) continue;
+      state.hasMain = true;
+      if (fold === undefined) break; // that is all a listing without summaries needs
+      batch.push(event.payload.entry as ClaudeSessionEntry);
+    }
+    if (fold !== undefined && batch.length > 0) state.summary = fold(state.summary, key, batch);
+    state.seen = lastSequence;
+    return state;
+  };
+
+  return {
+    async list(projectKey: string): Promise<ListedSession[]> {
+      const prefix = `${projectPrefix(projectKey)}-`;
+      const listed: ListedSession[] = [];
+      for (const info of await store.list()) {
+        if (!info.id.startsWith(prefix) || info.unreadable) continue;
+        // The SDK's own id, as the title keeps it: the tape id holds a hash of an id outside its pattern.
+        const sessionId = info.title?.startsWith(TITLE_PREFIX)
+          ? info.title.slice(TITLE_PREFIX.length)
+          : info.id.slice(prefix.length);
+        const key = { projectKey, sessionId };
+        const fresh = { seen: 0, hasMain: false, summary: undefined };
+        let state = byTape.get(info.id) ?? fresh;
+        if (state.seen !== info.lastSequence) {
+          state =
+            (await catchUp(info.id, key, state, info.lastSequence, true)) ??
+            (await catchUp(info.id, key, fresh, info.lastSequence, false))!;
+          byTape.set(info.id, state);
+        }
+        if (!state.hasMain) continue;
+        const mtime = Math.floor(Date.parse(info.updatedAt));
+        const summary = state.summary && { ...state.summary, sessionId, mtime };
+        listed.push({ sessionId, mtime, summary });
+      }
+      return listed;
+    },
+  };
+}
+
+/** The title a tape of the adapter is created with: it keeps the SDK's session id as given. */
+const TITLE_PREFIX = "claude-agent-sdk ";
 
 /** The ids of the tool_use blocks of an assistant transcript entry. */
 function toolUseIds(entry: ClaudeSessionEntry): string[] {

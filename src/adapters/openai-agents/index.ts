@@ -4,6 +4,7 @@ import type { AgentInputItem, Model, ModelRequest, Session, Tool } from "@openai
 import {
   CheckpointStore,
   InvalidArgumentError,
+  assertTouchesNameTools,
   checkpointTool,
   type SessionStore,
   type ToolTouches,
@@ -15,8 +16,9 @@ import {
   foldItems,
   itemKey,
   itemToEvent,
-  type openaiAgentsEvents,
+  openaiAgentsEvents,
 } from "./items.js";
+import { assertStoreKnows } from "../store-knows-events.js";
 
 export { INTERRUPTED, openaiAgentsEvents } from "./items.js";
 
@@ -76,6 +78,7 @@ export function openaiAgentsTape(options: OpenAIAgentsTapeOptions): OpenAIAgents
   const { store, sessionId } = options;
   if (typeof sessionId !== "string" || sessionId === "")
     throw new InvalidArgumentError("openaiAgentsTape() needs the `sessionId` to record on.");
+  assertStoreKnows(store, openaiAgentsEvents, "openaiAgentsTape()", "openaiAgentsEvents", "agent-tape/openai-agents");
   const checkpoints = options.checkpoints ?? new CheckpointStore(store);
   // Keys of the items written ahead of the runner (by the model and the tools), not yet handed to `addItems`:
   // when the runner hands them over at the run's end, they are on the tape already.
@@ -172,9 +175,8 @@ export function openaiAgentsTape(options: OpenAIAgentsTapeOptions): OpenAIAgents
       return wrapped;
     },
     tools(tools, touches = {}) {
-      for (const name of Object.keys(touches))
-        if (!tools.some((tool) => tool.type === "function" && tool.name === name))
-          throw new InvalidArgumentError(`tools(): no function tool "${name}" to checkpoint (a typo in \`touches\`?).`);
+      const functionTools = tools.flatMap((tool) => (tool.type === "function" ? [tool.name] : []));
+      assertTouchesNameTools("tape.tools()", "the touches map", touches, functionTools);
       return tools.map((tool) => {
         if (tool.type !== "function") return tool;
         const invoke = tool.invoke.bind(tool);
