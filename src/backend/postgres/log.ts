@@ -9,8 +9,8 @@ import type { Queryable } from "./queryable.js";
 // snapshot (docs/postgres.md, "Readers").
 
 /**
- * Rows per page. One page is one round trip: 2000 lines of ~300 bytes is ~600 KB, about the fs backend's
- * read chunk ten times over, and keeps a long replay's memory flat.
+ * Rows per page. One page is one round trip, and a page of lines is what a reader holds at once, so a long
+ * replay's memory stays flat (docs/postgres.md, "Readers").
  */
 const PAGE_ROWS = 2000;
 
