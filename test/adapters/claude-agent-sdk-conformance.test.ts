@@ -13,6 +13,7 @@ import {
 } from "../../src/adapters/claude-agent-sdk/index.js";
 import { SessionStore, rewind } from "../../src/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { rounds } from "../helpers/rounds.js";
 
 const temps = new TempRoots();
 const closers: (() => Promise<void>)[] = [];
@@ -87,8 +88,8 @@ describe("agent-tape/claude-agent-sdk, the SDK's SessionStore conformance cases"
   });
 
   // Rounds: AGENT_TAPE_ROUNDS (8 by default, 200 in the soak tier); each round is a project of its own in one store.
-  const rounds = Number(process.env.AGENT_TAPE_ROUNDS ?? 8);
-  it(`any session id round-trips: listSessions gives the ids load finds (generated, ${rounds} runs)`, async () => {
+  const projects = rounds(8, 200);
+  it(`any session id round-trips: listSessions gives the ids load finds (generated, ${projects} runs)`, async () => {
     const { store } = await open();
     let project = 0;
     await fc.assert(
@@ -103,7 +104,7 @@ describe("agent-tape/claude-agent-sdk, the SDK's SessionStore conformance cases"
             expect(await store.load({ projectKey, sessionId })).toEqual([entry(sessionId)]);
         },
       ),
-      { numRuns: rounds },
+      { numRuns: projects },
     );
   }, 120_000);
 

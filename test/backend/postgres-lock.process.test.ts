@@ -5,6 +5,7 @@ import { SessionStore } from "../../src/session/session-store.js";
 import { event, range, readAll, record } from "../../src/testing/fixtures.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { pgBackend, pgUrl, useSchemas } from "../helpers/postgres.js";
+import { rounds } from "../helpers/rounds.js";
 
 // PostgreSQL with real processes: several writers on one session, a holder killed, a holder frozen past its
 // lease, a holder's connection cut mid-batch. The workers are test/children/pg-session-worker.ts.
@@ -33,8 +34,8 @@ function worker(mode: string, schema: string, sessionId: string, arg?: string): 
   return child;
 }
 
-// Appends per process: 500 by default as a quick check; AGENT_TAPE_ROUNDS raises it in a soak run (e.g. 5000).
-const ROUNDS = Number(process.env.AGENT_TAPE_ROUNDS ?? 500);
+// Appends per process: 500 in npm test, 1500 in the soak run (rounds(), test/helpers/rounds.ts).
+const ROUNDS = rounds(500, 1500);
 
 describe("PostgreSQL with real processes", () => {
   it(`4 processes x ${ROUNDS} appends to one session: no duplicate, no gap, nothing acknowledged lost`, async () => {
@@ -94,8 +95,8 @@ describe("PostgreSQL with real processes", () => {
     expect(events[1]?.payload).toEqual({ role: "user", content: "from the new holder" });
   }, 60_000);
 
-  // Cuts per run: 3 by default; AGENT_TAPE_ROUNDS / 100 in a soak run.
-  const CUTS = Math.max(3, Math.floor(Number(process.env.AGENT_TAPE_ROUNDS ?? 0) / 100));
+  // Cuts per run: 3 in npm test, 10 in the soak run.
+  const CUTS = rounds(3, 10);
   it(`the holder's connection cut mid-appendMany (${CUTS} times) leaves every batch whole or absent`, async () => {
     const { schema, backend } = setup();
     const size = 500;

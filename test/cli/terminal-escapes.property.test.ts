@@ -10,11 +10,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore } from "../../src/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { cli } from "./harness.js";
+import { rounds } from "../helpers/rounds.js";
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
 
-const ROUNDS = Number(process.env.AGENT_TAPE_ROUNDS ?? 12);
+const ROUNDS = rounds(12, 100);
 const NOW = new Date("2030-01-01T00:00:00Z");
 
 /** What a terminal acts on: C0 but newline and tab, DEL, C1, and the bidi controls that reorder a line. */

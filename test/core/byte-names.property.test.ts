@@ -3,8 +3,9 @@
 import fc from "fast-check";
 import { expect, it } from "vitest";
 import { bytesOfName, hasEscapedBytes, nameFromBytes, osPath } from "../../src/core/byte-names.js";
+import { rounds } from "../helpers/rounds.js";
 
-const RUNS = Number(process.env.AGENT_TAPE_ROUNDS ?? 2000);
+const RUNS = rounds(2000, 20000);
 
 it(`any bytes -> name -> JSON -> bytes is exact (${RUNS} runs)`, () => {
   const bytes = fc.oneof(

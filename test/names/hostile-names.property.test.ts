@@ -12,8 +12,9 @@ import { afterEach, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
 import { byteTreeOf, plantTree, type PlantedEntry } from "../helpers/byte-tree.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { rounds } from "../helpers/rounds.js";
 
-const RUNS = Number(process.env.AGENT_TAPE_ROUNDS ?? 6);
+const RUNS = rounds(6, 200);
 
 const temps = new TempRoots();
 const made: string[] = [];

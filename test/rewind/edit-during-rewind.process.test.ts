@@ -7,10 +7,11 @@ import { CheckpointStore, SessionStore, rewind, type RewindPayload } from "../..
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { put } from "../helpers/rewind-workspace.js";
+import { rounds } from "../helpers/rounds.js";
 
 // An edit saved by another process after the rewind's conflict check and before it replaces the file
 // (docs/ARCHITECTURE.md, "Conflicts"). Rounds: AGENT_TAPE_ROUNDS, 40 by default (npm test); the soak tier runs 500.
-const ROUNDS = Number(process.env.AGENT_TAPE_ROUNDS ?? 40);
+const ROUNDS = rounds(40, 500);
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());

@@ -6,11 +6,12 @@ import { CheckpointStore, SessionStore } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { put } from "../helpers/rewind-workspace.js";
+import { rounds } from "../helpers/rounds.js";
 
 // Two sessions, in two stores, on one folder, each rewound and undone by its own process at the same time
 // (docs/ARCHITECTURE.md, "Workspace lock"). Rounds per process: AGENT_TAPE_ROUNDS, 15 by default (npm test);
 // the soak tier runs 300.
-const ROUNDS = Number(process.env.AGENT_TAPE_ROUNDS ?? 15);
+const ROUNDS = rounds(15, 300);
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());

@@ -17,6 +17,7 @@ import { afterEach, expect, it } from "vitest";
 import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
 import { byteTreeOf } from "../helpers/whole-tree.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { rounds } from "../helpers/rounds.js";
 
 const sh = promisify(execFile);
 const temps = new TempRoots();
@@ -43,7 +44,7 @@ const FAMILIES = {
 type Family = keyof typeof FAMILIES;
 
 const families = familiesFromEnvironment();
-const RUNS = Number(process.env.AGENT_TAPE_PROPERTY_RUNS ?? 8);
+const RUNS = Number(process.env.AGENT_TAPE_PROPERTY_RUNS ?? rounds(8, 300));
 const SEED = Number(process.env.AGENT_TAPE_PROPERTY_SEED ?? Date.now() % 2 ** 31);
 
 function familiesFromEnvironment(): Set<Family> {
