@@ -2,7 +2,7 @@
 // bytes long) and, in some runs, a chain of folders past PATH_MAX, changed by one command captured by the
 // workspace index (everything created, everything deleted, every file appended to). A rewind to before the
 // command must give back the tree byte for byte, and its undo the tree after it. Runs: AGENT_TAPE_ROUNDS,
-// 6 by default (each run is a few real commands, rewinds and undos); the soak tier runs 200. The seed is
+// 6 by default (each run is a few real commands, rewinds and undos); the soak tier runs 40 (rounds()). The seed is
 // printed on failure by fast-check, and the shrunk case is a regression test to add.
 import { execFileSync } from "node:child_process";
 import { mkdir, realpath } from "node:fs/promises";
@@ -14,7 +14,7 @@ import { byteTreeOf, plantTree, type PlantedEntry } from "../helpers/byte-tree.j
 import { TempRoots } from "../helpers/temp-root.js";
 import { rounds } from "../helpers/rounds.js";
 
-const RUNS = rounds(6, 200);
+const RUNS = rounds(6, 40);
 
 const temps = new TempRoots();
 const made: string[] = [];

@@ -10,8 +10,8 @@ import { put } from "../helpers/rewind-workspace.js";
 import { rounds } from "../helpers/rounds.js";
 
 // An edit saved by another process after the rewind's conflict check and before it replaces the file
-// (docs/ARCHITECTURE.md, "Conflicts"). Rounds: AGENT_TAPE_ROUNDS, 40 by default (npm test); the soak tier runs 500.
-const ROUNDS = rounds(40, 500);
+// (docs/ARCHITECTURE.md, "Conflicts"). Rounds (test/helpers/rounds.ts): 40 in npm test, 300 in the soak tier.
+const ROUNDS = rounds(40, 300);
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());

@@ -10,8 +10,8 @@ import { rounds } from "../helpers/rounds.js";
 
 // Two sessions, in two stores, on one folder, each rewound and undone by its own process at the same time
 // (docs/ARCHITECTURE.md, "Workspace lock"). Rounds per process: AGENT_TAPE_ROUNDS, 15 by default (npm test);
-// the soak tier runs 300.
-const ROUNDS = rounds(15, 300);
+// the soak tier runs 100 (rounds()).
+const ROUNDS = rounds(15, 100);
 
 const temps = new TempRoots();
 afterEach(() => temps.removeAll());
