@@ -6,8 +6,8 @@
 // right after must give back the tree before the rewind. Failures shrink to a minimal sequence.
 //
 // Settings (docs/ARCHITECTURE.md, "Tests"): AGENT_TAPE_PROPERTY_RUNS (default rounds(8, 60): 8 in npm test,
-// 60 in the soak tier), AGENT_TAPE_PROPERTY_SEED (default: a new one, printed), AGENT_TAPE_PROPERTY_FAMILIES (a comma list
-// of the hostile families below, or "all"; the default is the families the library handles today).
+// 60 in the soak tier), AGENT_TAPE_PROPERTY_SEED (default: a new one, printed), AGENT_TAPE_PROPERTY_FAMILIES
+// (a comma list of the hostile families below, or "all"; the default is the families the library handles today).
 import { execFile } from "node:child_process";
 import { chown, link, mkdir, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
