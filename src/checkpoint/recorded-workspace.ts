@@ -1,4 +1,5 @@
-import { realpath } from "node:fs/promises";
+// named-fs: recorded workspaces are real paths in the library's form (docs/ARCHITECTURE.md, "Names and depths").
+import { realpath } from "../core/named-fs.js";
 import { resolve } from "node:path";
 import type { SignalOption, StorageBackend } from "../backend/types.js";
 import { isAgentTapeError } from "../core/errors.js";

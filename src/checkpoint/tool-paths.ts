@@ -1,4 +1,6 @@
-import { lstat, readlink, realpath } from "node:fs/promises";
+// named-fs: the path a tool names and a link's target may hold bytes that are not UTF-8, which plain node:fs would
+// turn into U+FFFD (docs/ARCHITECTURE.md, "Names and depths").
+import { lstat, readlink, realpath } from "../core/named-fs.js";
 import { dirname, relative, resolve } from "node:path";
 import { confine, isInside, placeLexically } from "./confine.js";
 

@@ -1,4 +1,5 @@
-import { lstat } from "node:fs/promises";
+// named-fs: a workspace name may hold bytes that are not UTF-8 (docs/ARCHITECTURE.md, "Names and depths").
+import { lstat } from "../core/named-fs.js";
 import { confine } from "../checkpoint/confine.js";
 import type { FileChange } from "../core/events.js";
 

@@ -7,7 +7,7 @@ import { forEachLimited } from "../core/bounded-concurrency.js";
 import { snapshotPaths, type Snapshot, type SnapshotLimits } from "../checkpoint/snapshot.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { snapshotsIn } from "../blobs/references.js";
-import { confine, type ParentLooks } from "../checkpoint/confine.js";
+import { confine, placeLexically, type ParentLooks } from "../checkpoint/confine.js";
 
 /**
  * The rewind rule (docs/ARCHITECTURE.md, "Rewind intent"): visit the snapshots taken after the
@@ -100,10 +100,14 @@ export async function planFileChanges(
   const looks: ParentLooks = new Map();
   const wanted = await withUnlistedAbsent(realWorkspace, givenWorkspace, wantedAtTarget, limits, looks);
   await forEachLimited([...wanted], limits.concurrency, async ([recordedPath, becomes]) => {
-    const place = await confine(realWorkspace, recordedPath, givenWorkspace, looks);
+    let place = await confine(realWorkspace, recordedPath, givenWorkspace, looks);
     if (!place.inside) {
-      changes.push({ path: recordedPath, action: "skip", reason: "outside_workspace" });
-      return;
+      const lexical = placeLexically(realWorkspace, recordedPath, givenWorkspace);
+      if (!lexical.inside || !(await belowLinkMadeFolder(realWorkspace, givenWorkspace, lexical.path, wanted, looks))) {
+        changes.push({ path: recordedPath, action: "skip", reason: "outside_workspace" });
+        return;
+      }
+      place = lexical;
     }
     if (place.path === "." && becomes.kind !== "directory") {
       // Only a tampered record asks this: replacing or deleting the workspace itself would wipe it.
@@ -194,6 +198,32 @@ async function withUnlistedAbsent(
     }
   }
   return result;
+}
+
+/**
+ * True when a folder above `path` that the rewind makes a folder is a symlink now (the folder itself placed
+ * inside). The rewind replaces that link with a real folder before it writes anything below it (parents first),
+ * so where the link leads (outside, or nowhere: a dangling link is outside for `confine`) says nothing of where
+ * `path` will be: it is inside, in the new folder. Apply still checks each folder it writes in when it uses it,
+ * so if the link is still there then, the write is refused (docs/ARCHITECTURE.md, "Confinement"). What is read
+ * below the link now is not this plan's to keep (see `replacedLinks`). Asked only of paths `confine` put outside.
+ */
+async function belowLinkMadeFolder(
+  realWorkspace: string,
+  givenWorkspace: string,
+  path: string,
+  wanted: ReadonlyMap<string, FileSnapshot>,
+  looks: ParentLooks,
+): Promise<boolean> {
+  for (let slash = path.indexOf("/"); slash > 0; slash = path.indexOf("/", slash + 1)) {
+    const folder = path.slice(0, slash);
+    if (wanted.get(folder)?.kind !== "directory") continue;
+    const place = await confine(realWorkspace, folder, givenWorkspace, looks);
+    if (!place.inside) return false; // a link above the folder leads out: so does everything below it
+    const info = await lstat(place.absolute).catch(() => undefined);
+    if (info?.isSymbolicLink()) return true;
+  }
+  return false;
 }
 
 async function currentState(

@@ -1,6 +1,9 @@
 import { createHash } from "node:crypto";
 import { constants, type Stats } from "node:fs";
-import { lstat, open, readdir, readlink } from "node:fs/promises";
+// Through named-fs, as every call on a workspace name: a name that is not UTF-8 handed to node:fs as a string
+// becomes another name (U+FFFD), found absent, and the path wrongly reported as changed during the rewind
+// (docs/ARCHITECTURE.md, "Names and depths").
+import { lstat, open, readdir, readlink } from "../core/named-fs.js";
 import type { FileSnapshot } from "../core/events.js";
 
 /**

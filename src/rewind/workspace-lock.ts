@@ -1,5 +1,7 @@
 import { createHash } from "node:crypto";
-import { lstat, mkdir, stat, writeFile } from "node:fs/promises";
+import { lstat, mkdir, writeFile } from "node:fs/promises";
+// The workspace's path may hold bytes that are not UTF-8 (docs/ARCHITECTURE.md, "Names and depths").
+import { stat } from "../core/named-fs.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { acquireFileLock, type FileLock } from "../backend/fs/lock.js";

@@ -1,4 +1,6 @@
-import { realpath } from "node:fs/promises";
+// named-fs: compared with the workspace's real path, which is in the library's form for names that are not UTF-8
+// (docs/ARCHITECTURE.md, "Names and depths").
+import { realpath } from "../../core/named-fs.js";
 import { relative, resolve, sep } from "node:path";
 import type { LockedSession, SignalOption } from "../../backend/types.js";
 import { InvalidArgumentError } from "../../core/errors.js";
