@@ -148,6 +148,7 @@ export {
   StoreTamperedError,
   StorageFailedError,
   TapeRewoundError,
+  StoreTooNewError,
 } from "./core/errors.js";
 export type {
   AgentTapeErrorByCode,

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { lstat, mkdir, writeFile } from "node:fs/promises";
+import { lstat, mkdir, unlink, writeFile } from "node:fs/promises";
 // The workspace's path may hold bytes that are not UTF-8 (docs/ARCHITECTURE.md, "Names and depths").
 import { stat } from "../core/named-fs.js";
 import { tmpdir } from "node:os";
@@ -7,7 +7,6 @@ import { join } from "node:path";
 import { acquireFileLock, type FileLock } from "../backend/fs/lock.js";
 import {
   LockCompromisedError,
-  type LockedError,
   StorageFailedError,
   WorkspaceLockedError,
   isAgentTapeError,
@@ -58,8 +57,6 @@ export async function lockWorkspace(
   const folderItself = info ? `${info.dev}:${info.ino}:${info.birthtimeMs}` : `path:${realWorkspace}`;
   const key = createHash("sha256").update(folderItself).digest("hex").slice(0, 40);
   const file = join(folder, key);
-  // Which folder a lock is for, for a person looking at the lock folder; never read by the lock itself.
-  await writeFile(`${file}.workspace`, `${realWorkspace}\n`, { flag: "w" }).catch(() => undefined);
   let lost: Error | undefined;
   let lock: FileLock;
   try {
@@ -73,16 +70,23 @@ export async function lockWorkspace(
     });
   } catch (error) {
     if (isAgentTapeError(error, "LOCKED"))
-      throw new WorkspaceLockedError(realWorkspace, (error as LockedError).waitedMs, { cause: error.cause });
+      throw new WorkspaceLockedError(realWorkspace, error.waitedMs, { cause: error.cause });
     if (isAgentTapeError(error)) throw error;
     throw new StorageFailedError(error as NodeJS.ErrnoException);
   }
+  // Which folder a held lock is for, for a person looking at the lock folder; never read by the lock itself.
+  // Written by the holder and removed before it lets go, so the folder is empty when no rewind runs.
+  const note = `${file}.workspace`;
+  await writeFile(note, `${realWorkspace}\n`, { flag: "w" }).catch(() => undefined);
   return {
     assertHeld: () => {
       if (lost !== undefined || lock.lapsed())
         throw new LockCompromisedError(`workspace ${realWorkspace}`, { cause: lost });
     },
-    release: () => lock.release(),
+    release: async () => {
+      await unlink(note).catch(() => undefined);
+      await lock.release();
+    },
   };
 }
 
