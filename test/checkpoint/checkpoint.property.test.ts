@@ -70,11 +70,24 @@ class WorkspaceModel {
     for (const path of [...this.folders]) if (path === folder || isBelow(path, folder)) this.folders.delete(path);
   }
 
+  /**
+   * A tool that writes an absent path makes the folders above it on the way, so the capture records the highest
+   * missing one absent too (a rewind then removes it with the file). Below a file nothing is missing: not a folder.
+   */
+  highestMissingFolder(target: string): FileSnapshot[] {
+    for (const folder of parentsOf(target)) {
+      if (this.folders.has(folder)) continue;
+      if (this.files.has(folder)) return [];
+      return [{ path: folder, kind: "absent" }];
+    }
+    return [];
+  }
+
   /** The records a capture of `target` must make right now. */
   expected(target: string): FileSnapshot[] {
     const file = this.files.get(target);
     if (file) return [blobRecord(target, file.content, file.mode)];
-    if (!this.folders.has(target)) return [{ path: target, kind: "absent" }];
+    if (!this.folders.has(target)) return [{ path: target, kind: "absent" }, ...this.highestMissingFolder(target)];
     // A folder captured whole, and each folder below it, is a complete listing of what is below it.
     const records: FileSnapshot[] = [{ path: target, kind: "directory", mode: FOLDER_MODE, complete: true }];
     for (const folder of this.folders)

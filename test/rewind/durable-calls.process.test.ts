@@ -51,7 +51,7 @@ describe("durable calls of a rewind (strace)", () => {
   );
 
   it(
-    "a 1-file shell command in a 1000-file workspace (files, keepUndo 0): 4 fsyncs and under 70 calls",
+    "a 1-file shell command in a 1000-file workspace (files, keepUndo 0): 4 fsyncs and under 100 calls",
     async () => {
       const { report, total, fsCalls, calls } = await rewindTraced(1000, "shell-rewind-traced.ts");
       expect(report).toEqual({ filesRestored: 1, intact: true });
@@ -60,8 +60,11 @@ describe("durable calls of a rewind (strace)", () => {
       // undo) and not pruned (they were there before). Before: 7 fsyncs and 102 calls (those bytes fsynced
       // with their shard and blobs/; a prune that listed records/ and read the whole log; the target read
       // twice; records/ made and looked at again for the intent; the intent looked at twice to delete it).
+      // The calls went from under 70 to 92 with two safety steps that write nothing durable: the workspace lock
+      // (its folder looked at and made, its note written and removed) and the look at each path right before it
+      // is replaced (opened, read, hashed: docs/ARCHITECTURE.md, "Conflicts" and "Workspace lock").
       expect(total, JSON.stringify(calls)).toBeLessThanOrEqual(4);
-      expect(fsCalls, JSON.stringify(calls)).toBeLessThanOrEqual(70);
+      expect(fsCalls, JSON.stringify(calls)).toBeLessThanOrEqual(100);
     },
     TRACED_TIMEOUT,
   );
