@@ -5,12 +5,7 @@ import { stat } from "../core/named-fs.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { acquireFileLock, type FileLock } from "../backend/fs/lock.js";
-import {
-  LockCompromisedError,
-  StorageFailedError,
-  WorkspaceLockedError,
-  isAgentTapeError,
-} from "../core/errors.js";
+import { LockCompromisedError, StorageFailedError, WorkspaceLockedError, isAgentTapeError } from "../core/errors.js";
 
 /**
  * The cross-process lock on one workspace folder (docs/ARCHITECTURE.md, "Workspace lock"): every rewind and
