@@ -98,7 +98,9 @@ export async function planFileChanges(
     return read;
   };
   const looks: ParentLooks = new Map();
-  const wanted = await withUnlistedAbsent(realWorkspace, givenWorkspace, wantedAtTarget, limits, looks);
+  const wanted = withoutBelowNonFolders(
+    await withUnlistedAbsent(realWorkspace, givenWorkspace, wantedAtTarget, limits, looks),
+  );
   await forEachLimited([...wanted], limits.concurrency, async ([recordedPath, becomes]) => {
     let place = await confine(realWorkspace, recordedPath, givenWorkspace, looks);
     if (!place.inside) {
@@ -198,6 +200,23 @@ async function withUnlistedAbsent(
     }
   }
   return result;
+}
+
+/**
+ * `wanted` without the records below a path wanted as a file or a link: at the target nothing of its own was
+ * below it. The closest records of such paths can come from a later snapshot than their parent's (an undo
+ * snapshot keeps nothing below a link it replaces, the next one may list a folder there); restoring them would
+ * write through the link, or into a file (docs/ARCHITECTURE.md, "Rewind intent"). Apply drops them as well, but
+ * only below the paths that change. Records below a path wanted absent stay: deleting them is what it says.
+ */
+function withoutBelowNonFolders(wanted: Map<string, FileSnapshot>): Map<string, FileSnapshot> {
+  const nonFolders = new Set<string>();
+  for (const [path, snapshot] of wanted)
+    if (snapshot.kind === "blob" || snapshot.kind === "symlink") nonFolders.add(path);
+  if (nonFolders.size === 0) return wanted;
+  const kept = new Map<string, FileSnapshot>();
+  for (const [path, snapshot] of wanted) if (!isStrictlyBelowAny(path, nonFolders)) kept.set(path, snapshot);
+  return kept;
 }
 
 /**

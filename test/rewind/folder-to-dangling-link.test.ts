@@ -66,3 +66,22 @@ it("a folder made a link to a folder outside comes back whole, and nothing outsi
   await undoRewind(store, id);
   expect(await readFile(join(outside, "c.txt"), "utf8")).toBe("outside\n");
 });
+
+it("a rewind to where a folder was a link, after rewinds and an undo through it, writes nothing below", async () => {
+  const { id } = await store.create({ workspace });
+  await store.append(id, { type: "message", payload: { role: "user", content: "start" } });
+  const start = (await store.get(id))!.lastSequence;
+  await checkpoints.aroundCommand(id, { tool: "bash" }, sh("rm -rf d && ln -s a.txt d"));
+  const linked = byteTreeOf(workspace);
+  const afterCommand = (await store.get(id))!.lastSequence;
+  await rewind(store, id, { toSequence: start, mode: "files" });
+  await undoRewind(store, id);
+  const afterUndo = (await store.get(id))!.lastSequence;
+  await rewind(store, id, { toSequence: afterCommand, mode: "files" });
+  expect(byteTreeOf(workspace)).toEqual(linked);
+  // The records after this point: the first rewind's undo snapshot says `d` was a link (nothing kept below it),
+  // the second's says what was below the folder `d`; below a link at the target there is nothing of its own.
+  const report = await rewind(store, id, { toSequence: afterUndo, mode: "files" });
+  expect(report.changes).toEqual([]);
+  expect(byteTreeOf(workspace)).toEqual(linked);
+});
