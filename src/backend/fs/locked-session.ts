@@ -4,6 +4,7 @@ import { dirname, join } from "node:path";
 import { lineBatch, serializeEvent, parseEventLine } from "../../core/envelope.js";
 import { InvalidArgumentError, LockCompromisedError, LogCorruptError } from "../../core/errors.js";
 import type { StoredEvent } from "../../core/events.js";
+import { appendBatch } from "../append-batch.js";
 import type { AppendOptions, ArchivedLog, LockedSession } from "../types.js";
 import { copyLogRange } from "./archive-log.js";
 import { fsyncDir, tempPathFor, writeFileAtomic } from "../../core/atomic-file.js";
@@ -126,20 +127,7 @@ export class FsLockedSession implements LockedSession {
   async append(events: readonly StoredEvent[], options: AppendOptions = {}): Promise<void> {
     this.assertHeld();
     if (events.length === 0) return;
-    let previous = this.last;
-    for (const event of events) {
-      if (!Number.isSafeInteger(event.sequence) || event.sequence <= previous)
-        throw new InvalidArgumentError(
-          `Event sequence ${event.sequence} does not come after ${previous} in session "${this.sessionId}".`,
-        );
-      previous = event.sequence;
-    }
-    // The lines of several events that stand or fall together carry their batch's bounds, so a crash
-    // mid-write leaves lines the next lock holder recognises and cuts (see `open`).
-    const batch =
-      events.length > 1 && !options.separately
-        ? { first: events[0]!.sequence, last: events[events.length - 1]!.sequence }
-        : undefined;
+    const batch = appendBatch(this.sessionId, this.last, events, options);
     let text = "";
     for (const event of events) text += serializeEvent(event, batch) + "\n";
     const bytes = Buffer.from(text, "utf8");

@@ -2,6 +2,7 @@ import { lineBatch, parseEventLine, serializeEvent } from "../../core/envelope.j
 import { InvalidArgumentError, LockCompromisedError } from "../../core/errors.js";
 import type { StoredEvent } from "../../core/events.js";
 import { isBlobHash, isRecordName } from "../names.js";
+import { appendBatch } from "../append-batch.js";
 import type { AppendOptions, LockedSession } from "../types.js";
 import { encodeBlob } from "../fs/blob-codec.js";
 import { deleteArchivedLog } from "./archive.js";
@@ -91,19 +92,7 @@ export class PgLockedSession implements LockedSession {
   async append(events: readonly StoredEvent[], options: AppendOptions = {}): Promise<void> {
     this.assertHeld();
     if (events.length === 0) return;
-    let previous = this.last;
-    for (const event of events) {
-      if (!Number.isSafeInteger(event.sequence) || event.sequence <= previous)
-        throw new InvalidArgumentError(
-          `Event sequence ${event.sequence} does not come after ${previous} in session "${this.sessionId}".`,
-        );
-      previous = event.sequence;
-    }
-    // The same lines the fs backend writes, batch mark included, so a log's bytes match across backends.
-    const batch =
-      events.length > 1 && !options.separately
-        ? { first: events[0]!.sequence, last: events[events.length - 1]!.sequence }
-        : undefined;
+    const batch = appendBatch(this.sessionId, this.last, events, options);
     const lines = events.map((event) => serializeEvent(event, batch));
     // One statement: all or nothing by construction. Without sync, this transaction alone commits without
     // waiting for its WAL to reach the disk (synchronous_commit off): a server crash may lose it, never tear it.
@@ -116,7 +105,7 @@ export class PgLockedSession implements LockedSession {
       [events.map((event) => event.sequence), lines],
       (result) => result.rowCount === events.length,
     );
-    this.last = previous;
+    this.last = events[events.length - 1]!.sequence;
   }
 
   async truncateAfter(sequence: number): Promise<void> {
