@@ -1,10 +1,9 @@
 import { execFileSync } from "node:child_process";
-import { mkdir, realpath } from "node:fs/promises";
-import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { type CheckpointStore, type SessionStore, rewind, undoRewind } from "../../src/index.js";
 import { byteTreeOf } from "../helpers/byte-tree.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { workspaceWithStore } from "../helpers/workspace-session.js";
 
 // A file whose name is not UTF-8 that is there before the session starts, emptied by the first command: its
 // content must be kept by the index's first scan under its exact name, so a rewind brings it back
@@ -17,11 +16,7 @@ let workspace: string;
 let sessionId: string;
 
 beforeEach(async () => {
-  const base = await realpath(await temps.make("agent-tape-truncates-"));
-  workspace = join(base, "ws");
-  await mkdir(workspace);
-  store = new SessionStore({ root: join(base, "sessions") });
-  checkpoints = new CheckpointStore(store);
+  ({ workspace, store, checkpoints } = await workspaceWithStore(temps, "agent-tape-truncates-"));
 });
 afterEach(async () => {
   checkpoints?.close();

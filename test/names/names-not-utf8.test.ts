@@ -1,10 +1,11 @@
 import { execFileSync } from "node:child_process";
-import { mkdir, readFile, realpath } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind, type CheckpointPayload } from "../../src/index.js";
+import { CheckpointStore, type SessionStore, rewind, undoRewind, type CheckpointPayload } from "../../src/index.js";
 import { byteTreeOf } from "../helpers/byte-tree.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { workspaceWithStore } from "../helpers/workspace-session.js";
 
 // Names are bytes: a name that is not valid UTF-8 is tracked, recorded, rewound and undone exactly
 // (docs/ARCHITECTURE.md, "On disk", names on the tape).
@@ -17,12 +18,7 @@ let sessionId: string;
 let root: string;
 
 beforeEach(async () => {
-  const base = await realpath(await temps.make("agent-tape-names-"));
-  workspace = join(base, "ws");
-  await mkdir(workspace);
-  root = join(base, "sessions");
-  store = new SessionStore({ root });
-  checkpoints = new CheckpointStore(store);
+  ({ workspace, root, store, checkpoints } = await workspaceWithStore(temps, "agent-tape-names-"));
   sessionId = (await store.create({ workspace })).id;
 });
 afterEach(async () => {

@@ -1,10 +1,11 @@
 import { execFileSync } from "node:child_process";
-import { mkdir, readFile, realpath, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
+import { type CheckpointStore, type SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
 import { byteTreeOf } from "../helpers/byte-tree.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { workspaceWithStore } from "../helpers/workspace-session.js";
 
 // The restore writes each file to a temp name in its folder and renames it into place. That name is short and
 // unique to the operation, made exclusively: never the user's name lengthened (a name of 233-255 bytes would pass
@@ -12,19 +13,13 @@ import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
 const immutable: string[] = [];
-let root: string;
 let store: SessionStore;
 let checkpoints: CheckpointStore;
 let workspace: string;
 let sessionId: string;
 
 beforeEach(async () => {
-  const base = await realpath(await temps.make("agent-tape-temp-names-"));
-  workspace = join(base, "ws");
-  await mkdir(workspace);
-  root = join(base, "sessions");
-  store = new SessionStore({ root });
-  checkpoints = new CheckpointStore(store);
+  ({ workspace, store, checkpoints } = await workspaceWithStore(temps, "agent-tape-temp-names-"));
   sessionId = (await store.create({ workspace })).id;
 });
 afterEach(async () => {
