@@ -116,6 +116,26 @@ describe("failures are typed: STORAGE_FAILED with the driver's error as cause", 
 });
 
 describe("the lock fences", () => {
+  it("a connection the pool hands out again and again does not gather error listeners", async () => {
+    // One pooled connection held and released many times: each release used to add a listener to it, until Node
+    // warned of a leak (MaxListenersExceededWarning) in any long-running worker.
+    const pool = new pg.Pool({ connectionString: pgUrl(), max: 1 });
+    pool.on("error", () => undefined);
+    const b = backend(schemas.make(), { pool, connectionString: undefined });
+    await b.createSession(record("s1"), [event("s1", 1)]);
+    const listenersAfter = async (holds: number) => {
+      for (let i = 0; i < holds; i++) await (await b.lock("s1")).release();
+      const client = await pool.connect();
+      const count = client.listenerCount("error");
+      client.release();
+      return count;
+    };
+    const afterOne = await listenersAfter(1);
+    expect(await listenersAfter(20)).toBe(afterOne);
+    await b.close();
+    await pool.end();
+  });
+
   it("a holder whose connection was cut writes nothing more: LOCK_COMPROMISED; the next holder goes on", async () => {
     const schema = schemas.make();
     const b = backend(schema);
