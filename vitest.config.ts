@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { configDefaults, defineConfig } from "vitest/config";
 
 // Four tiers, chosen by file name (README, "Tests"): `npm run test:fast` runs "unit", `npm run test:slow` the
@@ -24,6 +25,11 @@ const postgresServer = ["test/setup/postgres-server.ts"];
 const claudeInstalled = existsSync(".tools/claude-agent-sdk/node_modules/@anthropic-ai/claude-agent-sdk/sdk.mjs");
 
 export default defineConfig({
+  resolve: {
+    // The CLI loads the PostgreSQL backend by the package's own entry (src/cli/store-location.ts); in the tests,
+    // as under tsx (tsconfig.json "paths"), that entry is its source.
+    alias: { "agent-tape/postgres": fileURLToPath(new URL("src/backend/postgres/index.ts", import.meta.url)) },
+  },
   test: {
     testTimeout: 30_000,
     hookTimeout: 30_000,

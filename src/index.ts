@@ -149,6 +149,7 @@ export {
   StorageFailedError,
   TapeRewoundError,
   StoreTooNewError,
+  MissingPackageError,
 } from "./core/errors.js";
 export type {
   AgentTapeErrorByCode,

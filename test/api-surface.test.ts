@@ -31,6 +31,7 @@ const RUNTIME_EXPORTS = [
   "LockedError",
   "LogCorruptError",
   "MessagePayload",
+  "MissingPackageError",
   "PermissionDecisionPayload",
   "RewindMode",
   "RewindPayload",

@@ -233,6 +233,16 @@ export interface LockedSession {
    */
   writeBlob(hash: string, bytes: Uint8Array, options?: { durable?: boolean }): Promise<boolean>;
   /**
+   * Optional: {@link writeBlob} for many blobs at once, each as `writeBlob` would store it, in as few round
+   * trips as the backend can (PostgreSQL: one statement per batch of blobs). Returns the hashes it wrote (those
+   * already stored are left out). All or nothing: when it throws, none of them was written. The blob layer uses
+   * it for a capture's snapshot when present (docs/ARCHITECTURE.md, "Blobs").
+   */
+  writeBlobs?(
+    blobs: Iterable<readonly [hash: string, bytes: Uint8Array]>,
+    options?: { durable?: boolean },
+  ): Promise<string[]>;
+  /**
    * Optional (backends whose writes are always durable need not have it): makes blobs written
    * with `durable: false` durable. Blobs that do not exist are ignored.
    */

@@ -239,6 +239,35 @@ describe("the log", () => {
     for (const store of stores) await store.close();
   });
 
+  it("an archived log range is the fs backend's byte for byte: same length, sha256 and lines", async () => {
+    const root = await temps.make("agent-tape-pg-archive-");
+    const backends = [fsBackend({ root }), backend(schemas.make())];
+    const archives = [];
+    for (const b of backends) {
+      await b.createSession(record("same"), [event("same", 1, { role: "user", content: 'quotes " and \n ünï 🎉' })]);
+      archives.push(
+        await withLock(b, "same", async (locked) => {
+          await locked.append(range(2, 6).map((n) => event("same", n))); // one batch: every line marked
+          await locked.truncateAfter(4); // inside the batch: its last kept line is closed
+          await locked.append([event("same", 7), event("same", 8)], { separately: true });
+          return { log: await locked.archiveLogAfter!(1, "rewind-archive-9"), bytes: await bytesOf(b) };
+        }),
+      );
+    }
+    const [onFs, onPg] = archives;
+    expect(onPg!.log).toEqual(onFs!.log);
+    expect(onPg!.bytes.equals(onFs!.bytes)).toBe(true);
+    expect(onFs!.log.events).toBe(5);
+    expect(onFs!.bytes.toString("utf8")).toContain('"batch":[2,4]');
+    await backends[0]!.close();
+
+    async function bytesOf(b: StorageBackend): Promise<Buffer> {
+      const chunks: Buffer[] = [];
+      for await (const chunk of b.readArchivedLog!("same", "rewind-archive-9")) chunks.push(Buffer.from(chunk));
+      return Buffer.concat(chunks);
+    }
+  });
+
   it("a reader paused between pages: a cut below what it read is TAPE_REWOUND; one above it reads on", async () => {
     const b = backend(schemas.make());
     const total = 4500; // more than two pages of 2000

@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { CheckpointStore, SessionStore } from "../../src/index.js";
+import { CheckpointStore, SessionStore, type StorageBackend } from "../../src/index.js";
 import { runCli, type CliIO } from "../../src/cli/run-cli.js";
 import type { TempRoots } from "../helpers/temp-root.js";
 
@@ -42,14 +42,15 @@ export interface Seeded {
  */
 export async function seedSession(
   temps: TempRoots,
-  options: { root?: string; title?: string; afterState?: boolean } = {},
+  options: { root?: string; title?: string; afterState?: boolean; backend?: StorageBackend } = {},
 ): Promise<Seeded> {
   const base = await temps.make("agent-tape-cli-");
   const root = options.root ?? join(base, "root");
   const workspace = join(base, "workspace");
   await mkdir(workspace);
   await writeFile(join(workspace, "a.txt"), "one\n");
-  const store = new SessionStore({ root });
+  // A backend given (a PostgreSQL one) holds the session instead of `root`; the store leaves it open.
+  const store = new SessionStore(options.backend ? { backend: options.backend } : { root });
   try {
     // The CLI tests count events: after-states (one more, #4, then the result is #5) only when asked for.
     const checkpoints = new CheckpointStore(store, { afterState: options.afterState ?? false });

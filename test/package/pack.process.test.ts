@@ -95,6 +95,23 @@ describe("the packed package, installed into a fresh project", () => {
     expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
   });
 
+  it("the installed CLI without the pg driver: --store postgres://… is PACKAGE_MISSING, naming pg", async () => {
+    // pg is an optional peer: not installed here. The CLI reaches the backend by agent-tape/postgres, which needs it.
+    const run = await exec(join(project, "node_modules/.bin/agent-tape"), [
+      "list",
+      "--json",
+      "--store",
+      "postgres://nobody@127.0.0.1:1/none",
+    ]).then(
+      () => ({ code: 0, stderr: "" }),
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(run.code).toBe(1);
+    const error = JSON.parse(run.stderr).error;
+    expect(error.code).toBe("PACKAGE_MISSING");
+    expect(error.message).toContain("npm install pg");
+  });
+
   it("its types compile under a strict tsc that checks the package's own declarations", async () => {
     await writeFile(
       join(project, "tsconfig.json"),
