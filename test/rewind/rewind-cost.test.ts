@@ -73,7 +73,7 @@ describe("a rewind's reading follows what it cuts", () => {
     }
   }, 60_000);
 
-  it(`undoing a 1-file shell command (files, keepUndo 0) after ${EVENTS} events reads a few KB, not the log`, async () => {
+  it(`undoing a 1-file shell command (files, keepUndo 0) after ${EVENTS} events reads a few KB, not all`, async () => {
     const root = await temps.make();
     const workspace = join(root, "ws");
     await mkdir(workspace);
