@@ -21,6 +21,7 @@ import {
 import type { StorageBackend } from "../../src/backend/types.js";
 import { summarizeEvent } from "../../src/cli/event-summary.js";
 import { withLockedSession } from "../../src/session/session-store.js";
+import { rounds } from "../helpers/rounds.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -47,36 +48,40 @@ async function lastLine(root: string, id: string): Promise<string> {
   return text.slice(text.lastIndexOf("\n", text.length - 2) + 1, -1);
 }
 
+// The size of the cut: 10,000 events in npm test, 100,000 when soaking. What is proved holds at either: listed one
+// number each, 10,000 former sequences are a ~60 KB intent and marker line, past both bounds below many times over.
+const CUT = rounds(10_000, 100_000);
+
 describe("the undo marker of a large cut stays small", () => {
-  it("undoing a rewind that cut 100,000 events writes one run: a marker line and an intent of a few KB", async () => {
+  it(`undoing a rewind that cut ${CUT} events writes one run: a marker line and an intent of a few KB`, async () => {
     const { root, store } = await openStore((r) => fsBackend({ root: r }));
     const { id } = await store.create({ title: "long" });
-    const total = 100_001;
+    const total = CUT + 1;
     for (let start = 0; start < total; start += 5000)
       await store.appendMany(
         id,
         Array.from({ length: Math.min(5000, total - start) }, (_, k) => say(`event ${start + k}`)),
       );
     const rewound = await rewind(store, id, { toSequence: 1, mode: "conversation" });
-    expect(rewound.eventsRemoved).toBe(100_000);
+    expect(rewound.eventsRemoved).toBe(CUT);
     let intent = "";
     const undone = await undoRewind(store, id, {
       onProgress: (step) => {
         if (step === "intent-written") intent = readIntentNow(root, id);
       },
     });
-    expect(undone.eventsRestored).toBe(100_000);
-    // The intent holds the marker: the runs, not one number per event (~590 KB when they were listed).
-    expect(intent).toContain('"reappendedRanges":[[2,100001]]');
+    expect(undone.eventsRestored).toBe(CUT);
+    // The intent holds the marker: the runs, not one number per event (~590 KB for 100,000 when they were listed).
+    expect(intent).toContain(`"reappendedRanges":[[2,${CUT + 1}]]`);
     expect(Buffer.byteLength(intent)).toBeLessThan(4096);
 
     const line = await lastLine(root, id);
     const marker = JSON.parse(line) as StoredEvent;
     expect(marker.sequence).toBe(undone.markerSequence);
     const payload = marker.payload as RewindPayload;
-    expect(payload.reappendedRanges).toEqual([[2, 100_001]]);
+    expect(payload.reappendedRanges).toEqual([[2, CUT + 1]]);
     expect(payload).not.toHaveProperty("reappendedFrom");
-    // ~700 KB when every former sequence was listed; the rest of this marker is a few fixed fields.
+    // ~700 KB for 100,000 when every former sequence was listed; the rest of this marker is a few fixed fields.
     expect(Buffer.byteLength(line)).toBeLessThan(600);
   }, 120_000);
 });
