@@ -315,7 +315,7 @@ export async function deletePacked(layout: SessionLayout, id: string, hash: stri
 /**
  * Rewrites the pack as one new segment holding only its live entries: written in blobs/.incoming/, fsynced,
  * renamed in as the next number, the folder fsynced, then the older segments deleted, oldest first. A crash
- * anywhere leaves either the old segments (and a temp file nobody reads) or the new one beside some of them:
+ * anywhere leaves either the old segments (and a temp file the next compaction removes) or the new one beside some:
  * read in order, the new one names exactly what they held alive, so every reader sees the same blobs.
  * Synchronous throughout, so no write of this process lands in a segment after it was copied.
  */
@@ -325,6 +325,8 @@ export function compactPack(layout: SessionLayout, id: string): void {
   const seq = (index.segments.at(-1)?.seq ?? 0) + 1;
   const incoming = layout.incomingBlobs(id);
   if (!checkStoreFolderSync(id, incoming)) mkdirSync(incoming, { recursive: true });
+  // What an earlier compaction killed mid-way left: under the lock, nobody's.
+  for (const name of readdirSync(incoming)) if (name.startsWith("pack-")) rmSync(join(incoming, name), { force: true });
   const temp = join(incoming, `pack-${seq}-${randomBytes(4).toString("hex")}`);
   const parts: Buffer[] = [];
   for (const segment of index.segments) {
