@@ -103,12 +103,17 @@ function tornOrDamaged(tail: Buffer): "torn" | "damaged" {
   return "torn";
 }
 
-/** Whether `head` opens a blob entry named `hash` (a reader's look before trusting an offset it remembers). */
-export function isBlobEntryOf(head: Buffer, hash: string): boolean {
+/**
+ * Whether `entry` is a whole blob entry named `hash` whose header checks out (a reader's look before trusting an
+ * offset it remembers: a compaction elsewhere, or a header altered since, sends it to look again).
+ */
+export function isBlobEntryOf(entry: Buffer, hash: string): boolean {
   return (
-    head.length >= ENTRY_HEADER_BYTES &&
-    head.subarray(0, 4).equals(MAGIC) &&
-    head[4] === BLOB &&
-    head.subarray(12, 44).toString("hex") === hash
+    entry.length >= ENTRY_HEADER_BYTES &&
+    entry.subarray(0, 4).equals(MAGIC) &&
+    entry[4] === BLOB &&
+    entry.readUInt32BE(8) === entry.length - ENTRY_HEADER_BYTES &&
+    entry.subarray(12, 44).toString("hex") === hash &&
+    checkOf(entry.subarray(0, 44)).equals(entry.subarray(44, 48))
   );
 }
