@@ -32,6 +32,7 @@ async function setup(options: { compressBlobs?: boolean; root?: string; workspac
   await mkdir(workspace, { recursive: true });
   const backend = fsBackend({
     root,
+    packBlobsUnder: 0, // every blob its own file: the loose format is what is tested here (packs: fs-blob-pack)
     ...(options.compressBlobs !== undefined && { compressBlobs: options.compressBlobs }),
   });
   const store = new SessionStore({ backend });
