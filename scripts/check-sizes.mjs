@@ -16,7 +16,6 @@ const STILL_TOO_LONG = new Map([
   ["src/backend/fs/fs-backend.ts", 596],
   ["src/checkpoint/workspace-index/walk.ts", 548],
   ["src/core/errors.ts", 612],
-  ["src/session/session-store.ts", 974],
   ["src/adapters/claude-agent-sdk/index.ts claudeSessionStore", 187],
   ["src/adapters/openai-agents/index.ts openaiAgentsTape", 137],
   ["src/backend/fs/fs-backend.ts FsBackend.readEventBatches", 98],

@@ -8,7 +8,8 @@ import { sessionLockKeys } from "../../src/backend/postgres/lock.js";
 import type { StorageBackend } from "../../src/backend/types.js";
 import { isAgentTapeError } from "../../src/core/errors.js";
 import type { StoredEvent } from "../../src/core/events.js";
-import { SessionStore, withLockedSession } from "../../src/session/session-store.js";
+import { SessionStore } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import { event, expectCode, range, readAll, record, withLock } from "../../src/testing/fixtures.js";
 import { pgBackend, pgUrl, useSchemas } from "../helpers/postgres.js";
 import { TempRoots } from "../helpers/temp-root.js";
@@ -203,7 +204,7 @@ describe("the log", () => {
         "same",
         range(1, 5).map((i) => ({ type: "message" as const, payload: { role: "assistant", content: `part ${i}` } })),
       );
-      await withLockedSession(store, "same", (locked) => locked.truncateAfter(4)); // inside the batch: closes it
+      await lockedAccess(store).withLockedSession("same", (locked) => locked.truncateAfter(4)); // inside the batch: closes it
     }
     const fsText = await readFile(join(root, "same", "events.jsonl"), "utf8");
     const rows = await schemas.admin().query<{ line: string }>(
