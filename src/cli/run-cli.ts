@@ -1,7 +1,8 @@
 import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { SessionStore, isAgentTapeError, type LockWait, type StorageBackend } from "../index.js";
+import { SessionStore, isAgentTapeError, type LockWait } from "../index.js";
+import type { StorageBackend } from "./store-location.js";
 import {
   UsageError,
   errorSummary,

@@ -1,4 +1,7 @@
-import { MissingPackageError, type StorageBackend } from "../index.js";
+import { MissingPackageError, type SessionStoreOptions } from "../index.js";
+
+/** The storage a store is opened on (the CLI sees the public entry only, so it names it through the options). */
+export type StorageBackend = NonNullable<SessionStoreOptions["backend"]>;
 import { UsageError } from "./command.js";
 
 /**

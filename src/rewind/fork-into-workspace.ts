@@ -17,7 +17,8 @@ import { assertSessionId, newId } from "../core/ids.js";
 import { assertPayloadActedOn } from "../core/payload-check.js";
 import { snapshotsIn } from "../blobs/references.js";
 import { isDroppedCheckpoint, readHorizonMark } from "../blobs/retention-horizon.js";
-import { forkUnderLock, withLockedSession, type SessionInfo, type SessionStore } from "../session/session-store.js";
+import type { SessionInfo, SessionStore } from "../session/session-store.js";
+import { lockedAccess } from "../session/locked-access.js";
 import { checkForkPointForm, resolveForkPoint } from "../session/sequence-on-tape.js";
 import { isInside, realWorkspaceOf } from "../checkpoint/confine.js";
 import { removeEntry } from "../checkpoint/remove-entry.js";
@@ -109,8 +110,7 @@ export async function forkIntoWorkspace(
   const folder = await claimEmptyFolder(options.workspace);
   let finished = false;
   try {
-    const report = await withLockedSession(
-      store,
+    const report = await lockedAccess(store).withLockedSession(
       parentId,
       async (locked) => {
         const at = await resolveForkPoint(store.backend, parentId, options, locked.lastSequence, signal);
@@ -132,8 +132,7 @@ export async function forkIntoWorkspace(
         } catch (error) {
           throw isAgentTapeError(error) ? error : new ForkFailedError(parentId, folder.real, error);
         }
-        const session = await forkUnderLock(
-          store,
+        const session = await lockedAccess(store).forkUnderLock(
           locked,
           {
             atSequence: at,

@@ -16,7 +16,8 @@ import {
   type RewindPayload,
   type StoredEvent,
 } from "../core/events.js";
-import { eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
+import type { SessionStore } from "../session/session-store.js";
+import { lockedAccess } from "../session/locked-access.js";
 import { UNDO_LIMITS } from "./undo-limits.js";
 import { archiveName, archivedEvents, listArchives, readArchive } from "../blobs/archives.js";
 import { addReferences } from "../blobs/references.js";
@@ -194,8 +195,7 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
       `Session "${id}" has no workspace: pass \`workspace\`, or rewind with mode "conversation".`,
     );
 
-  return withLockedSession(
-    store,
+  return lockedAccess(store).withLockedSession(
     id,
     async (locked) => {
       // Held from the conflict check to the last write (docs/ARCHITECTURE.md, "Workspace lock").
@@ -371,7 +371,7 @@ async function prepareRewind(
   }
   if (plan && input.realWorkspace !== undefined && plan.changes.length > 0)
     payload.wrote = { workspace: input.realWorkspace, files: statesWrittenBy(plan) };
-  const marker = eventFor(store, locked.sessionId, { type: "session_rewind", payload });
+  const marker = lockedAccess(store).eventFor(locked.sessionId, { type: "session_rewind", payload });
   marker.sequence = markerSequence;
   const kept = archive ? [archive.name] : [];
   const existing = await listArchives(store.backend, locked.sessionId);

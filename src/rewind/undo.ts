@@ -4,7 +4,8 @@ import { InvalidArgumentError, NothingToUndoError, SessionNotFoundError, StoreTa
 import type { ArchivedLog } from "../backend/types.js";
 import type { RewindPayload, StoredEvent } from "../core/events.js";
 import { assertPayloadActedOn } from "../core/payload-check.js";
-import { eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
+import type { SessionStore } from "../session/session-store.js";
+import { lockedAccess } from "../session/locked-access.js";
 import { archivedEvents, isArchivedLog, readArchive, type RewindArchive } from "../blobs/archives.js";
 import { SequenceRuns } from "../core/reappended.js";
 import { completeIntent, writeIntent, type IntentDone, type RewindIntent, type RewindStep } from "./intent.js";
@@ -71,8 +72,7 @@ export async function undoRewind(
   assertExpectedHeadForm(options.expectedLastSequence);
   const record = await store.backend.getSession(id, signalOf(options));
   if (!record) throw new SessionNotFoundError(id);
-  return withLockedSession(
-    store,
+  return lockedAccess(store).withLockedSession(
     id,
     async (locked) => {
       // Held from the conflict check to the last write (docs/ARCHITECTURE.md, "Workspace lock").
@@ -176,7 +176,7 @@ export async function undoRewind(
           payload.undo = { workspace: realWorkspace!, files: plan.current.files };
           if (plan.changes.length > 0) payload.wrote = { workspace: realWorkspace!, files: statesWrittenBy(plan) };
         }
-        const undoMarker = eventFor(store, id, { type: "session_rewind", payload });
+        const undoMarker = lockedAccess(store).eventFor(id, { type: "session_rewind", payload });
         undoMarker.sequence = next + 1;
         const intent: RewindIntent = {
           kind: "undo",

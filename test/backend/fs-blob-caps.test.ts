@@ -6,7 +6,8 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateRawSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, fsBackend, isAgentTapeError, memoryBackend } from "../../src/index.js";
+import { SessionStore, isAgentTapeError } from "../../src/index.js";
+import { fsBackend, memoryBackend } from "../../src/backend/index.js";
 import { readVerifiedBlob } from "../../src/blobs/store-then-reference.js";
 import { TempRoots } from "../helpers/temp-root.js";
 

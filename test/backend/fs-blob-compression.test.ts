@@ -3,7 +3,8 @@ import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateRawSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, fsBackend, isAgentTapeError, rewind, verify } from "../../src/index.js";
+import { CheckpointStore, SessionStore, isAgentTapeError, rewind, verify } from "../../src/index.js";
+import { fsBackend } from "../../src/backend/index.js";
 import { readVerifiedBlob } from "../../src/blobs/store-then-reference.js";
 import { TempRoots } from "../helpers/temp-root.js";
 

@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomInt } from "node:crypto";
 import { readdir, readFile, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { fsBackend } from "../../src/index.js";
+import { fsBackend } from "../../src/backend/index.js";
 import { scanSegment } from "../../src/backend/fs/pack-format.js";
 import { childrenKilledAfterEach, Child } from "../helpers/children.js";
 import { rounds } from "../helpers/rounds.js";

@@ -6,7 +6,8 @@
 import { appendFile, readFile, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, fsBackend, isAgentTapeError, type StoredEvent } from "../../src/index.js";
+import { SessionStore, isAgentTapeError, type StoredEvent } from "../../src/index.js";
+import { fsBackend } from "../../src/backend/index.js";
 import { serializeEvent } from "../../src/core/envelope.js";
 import { TempRoots } from "../helpers/temp-root.js";
 

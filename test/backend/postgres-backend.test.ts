@@ -8,7 +8,8 @@ import { sessionLockKeys } from "../../src/backend/postgres/lock.js";
 import type { StorageBackend } from "../../src/backend/types.js";
 import { isAgentTapeError } from "../../src/core/errors.js";
 import type { StoredEvent } from "../../src/core/events.js";
-import { SessionStore, withLockedSession } from "../../src/session/session-store.js";
+import { SessionStore } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import { event, expectCode, range, readAll, record, withLock } from "../../src/testing/fixtures.js";
 import { pgBackend, pgUrl, useSchemas } from "../helpers/postgres.js";
 import { TempRoots } from "../helpers/temp-root.js";
@@ -121,7 +122,8 @@ describe("the lock fences", () => {
     // warned of a leak (MaxListenersExceededWarning) in any long-running worker.
     const pool = new pg.Pool({ connectionString: pgUrl(), max: 1 });
     pool.on("error", () => undefined);
-    const b = backend(schemas.make(), { pool, connectionString: undefined });
+    const b = postgresBackend({ pool, schema: schemas.make(), lockLeaseMs: 2000 });
+    opened.push(b);
     await b.createSession(record("s1"), [event("s1", 1)]);
     const listenersAfter = async (holds: number) => {
       for (let i = 0; i < holds; i++) await (await b.lock("s1")).release();
@@ -223,7 +225,7 @@ describe("the log", () => {
         "same",
         range(1, 5).map((i) => ({ type: "message" as const, payload: { role: "assistant", content: `part ${i}` } })),
       );
-      await withLockedSession(store, "same", (locked) => locked.truncateAfter(4)); // inside the batch: closes it
+      await lockedAccess(store).withLockedSession("same", (locked) => locked.truncateAfter(4)); // inside the batch: closes it
     }
     const fsText = await readFile(join(root, "same", "events.jsonl"), "utf8");
     const rows = await schemas.admin().query<{ line: string }>(

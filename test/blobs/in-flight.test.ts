@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CheckpointStore, SessionStore } from "../../src/index.js";
 import { BLOBS_IN_FLIGHT_RECORD } from "../../src/blobs/in-flight.js";
-import { appendUnderLock, eventFor, withLockedSession } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -93,14 +93,17 @@ describe("a capture that died between its blobs and its event", () => {
     const earlier = sha256("indexed by an earlier checkpoint");
     const fresh = sha256("written by the capture that died");
     const dying = new SessionStore({ root });
-    await withLockedSession(dying, sessionId, async (locked) => {
+    await lockedAccess(dying).withLockedSession(sessionId, async (locked) => {
       // The note a capture leaves before its first blob (src/blobs/in-flight.ts), as a dead process leaves it.
       await locked.writeRecord(BLOBS_IN_FLIGHT_RECORD, { pid: 0, at: new Date().toISOString() });
       await locked.writeBlob(fresh, Buffer.from("written by the capture that died"));
       if (options.eventWritten) {
         const files = [{ path: "b.txt", kind: "blob" as const, blob: fresh, bytes: 32, mode: 0o644 }];
-        await appendUnderLock(dying, locked, [
-          eventFor(dying, sessionId, { type: "session_checkpoint", payload: { tool: "edit", workspace, files } }),
+        await lockedAccess(dying).appendUnderLock(locked, [
+          lockedAccess(dying).eventFor(sessionId, {
+            type: "session_checkpoint",
+            payload: { tool: "edit", workspace, files },
+          }),
         ]);
       }
     });

@@ -4,7 +4,7 @@
 // resolved, "deleting <hash>" before each deletion, "compacting" before each compaction, "compacted" after.
 // argv: root sessionId blobCount
 import { createHash, randomBytes, randomInt } from "node:crypto";
-import { fsBackend } from "../../src/index.js";
+import { fsBackend } from "../../src/backend/index.js";
 import { SessionLayout } from "../../src/backend/fs/layout.js";
 import { compactPack } from "../../src/backend/fs/blob-pack.js";
 

@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { CheckpointStore, SessionStore, type StorageBackend } from "../../src/index.js";
+import { CheckpointStore, SessionStore } from "../../src/index.js";
+import type { StorageBackend } from "../../src/backend/index.js";
 import { runCli, type CliIO } from "../../src/cli/run-cli.js";
 import type { TempRoots } from "../helpers/temp-root.js";
 

@@ -2,7 +2,8 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, gc, isAgentTapeError, memoryBackend, rewind, undoRewind, verify } from "../../src/index.js";
+import { SessionStore, gc, isAgentTapeError, rewind, undoRewind, verify } from "../../src/index.js";
+import { memoryBackend } from "../../src/backend/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { BACKENDS, plantOrphanBlob, seed, sha256, type Seeded } from "./sessions.js";

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore, type FileSnapshot, type StoredEvent } from "../../src/index.js";
 import { closestSnapshotPerPath, planFileChanges } from "../../src/rewind/plan.js";
-import { withLockedSession } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import { UNDO_LIMITS } from "../../src/rewind/rewind.js";
 import { blobFile } from "../helpers/rewind-story.js";
 import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
@@ -90,7 +90,7 @@ describe("planFileChanges", () => {
     stores.push(store);
     const { id } = await store.create({ workspace });
     const storeBlob = (content: string) =>
-      withLockedSession(store, id, (locked) => locked.writeBlob(sha256(content), Buffer.from(content)));
+      lockedAccess(store).withLockedSession(id, (locked) => locked.writeBlob(sha256(content), Buffer.from(content)));
     const plan = (wanted: FileSnapshot[]) =>
       planFileChanges(store.backend, id, workspace, workspace, new Map(wanted.map((f) => [f.path, f])), UNDO_LIMITS);
     return { base, root, workspace, store, id, storeBlob, plan };

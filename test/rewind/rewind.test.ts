@@ -11,7 +11,7 @@ import {
   type RewindMode,
   type RewindPayload,
 } from "../../src/index.js";
-import { withLockedSession } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import {
   STORY_CHANGES,
   STORY_DIFF_TOTALS,
@@ -452,7 +452,7 @@ describe("blobs", () => {
     await w.checkpoints.around(w.id, { tool: "edit", paths: ["a.txt"] }, () =>
       writeFile(join(w.workspace, "a.txt"), "a1\n"),
     );
-    await withLockedSession(w.store, w.id, (locked) => locked.deleteBlob(sha256("a0\n")));
+    await lockedAccess(w.store).withLockedSession(w.id, (locked) => locked.deleteBlob(sha256("a0\n")));
 
     const report = await rewind(w.store, w.id, { toSequence: target });
 
@@ -465,7 +465,7 @@ describe("blobs", () => {
     // A blob nothing references that this rewind did not orphan: looking for such blobs would mean
     // reading the whole log on every rewind (docs/ARCHITECTURE.md, "Blobs"), so gc collects it.
     const orphan = Buffer.from("left behind by nobody\n");
-    await withLockedSession(s.store, s.id, (locked) => locked.writeBlob(sha256(orphan), orphan));
+    await lockedAccess(s.store).withLockedSession(s.id, (locked) => locked.writeBlob(sha256(orphan), orphan));
 
     const report = await rewind(s.store, s.id, { toSequence: s.target });
 

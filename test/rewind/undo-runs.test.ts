@@ -8,9 +8,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   SessionStore,
-  fsBackend,
   isAgentTapeError,
-  memoryBackend,
   renderSessionPage,
   rewind,
   undoRewind,
@@ -18,9 +16,10 @@ import {
   type RewindPayload,
   type StoredEvent,
 } from "../../src/index.js";
+import { fsBackend, memoryBackend } from "../../src/backend/index.js";
 import type { StorageBackend } from "../../src/backend/types.js";
 import { summarizeEvent } from "../../src/cli/event-summary.js";
-import { withLockedSession } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import { rounds } from "../helpers/rounds.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
@@ -186,7 +185,7 @@ describe("an archive of events (the older form) whose numbers are not the cut's"
       const record = (await store.backend.readRecord(id, name)) as { events: StoredEvent[] };
       expect(record.events.map((e) => e.sequence)).toEqual([4, 5, 11, 12, 13]);
       edit(record.events);
-      await withLockedSession(store, id, (locked) => locked.writeRecord(name, record));
+      await lockedAccess(store).withLockedSession(id, (locked) => locked.writeRecord(name, record));
       const before = await store.readAll(id);
       const error = await undoRewind(store, id).then(
         () => undefined,

@@ -1,7 +1,8 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, fsBackend } from "../../src/index.js";
+import { SessionStore } from "../../src/index.js";
+import { fsBackend } from "../../src/backend/index.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 // The log cut at every byte of an appendMany's write, as a crash leaves

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { fsBackend, type StorageBackend, SessionStore } from "../../src/index.js";
+import { SessionStore } from "../../src/index.js";
+import { fsBackend, type StorageBackend } from "../../src/backend/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { TempRoots } from "../helpers/temp-root.js";
 

@@ -12,7 +12,7 @@ import {
   type StoredEvent,
 } from "../../src/index.js";
 import type { EventSchemas } from "../../src/core/events.js";
-import { withLockedSession } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import { TempRoots } from "../helpers/temp-root.js";
 
 const temps = new TempRoots();
@@ -508,7 +508,7 @@ describe("fork", () => {
     });
     const early = blob("before the first edit");
     const late = blob("before the second edit");
-    await withLockedSession(store, parent.id, async (locked) => {
+    await lockedAccess(store).withLockedSession(parent.id, async (locked) => {
       await locked.writeBlob(early.hash, early.bytes);
       await locked.writeBlob(late.hash, late.bytes);
     });
