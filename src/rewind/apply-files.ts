@@ -6,12 +6,13 @@ import { lstat, mkdir, open, rename, stat, symlink, unlink } from "../core/named
 import { fsyncDir } from "../core/atomic-file.js";
 import { SYNC_FILESYSTEM_FROM, syncFilesystem } from "../core/sync-filesystem.js";
 import type { FileSnapshot } from "../core/events.js";
+import { isAgentTapeError } from "../core/errors.js";
 import { forEachLimited } from "../core/bounded-concurrency.js";
 import { confine, placeLexically, type ParentLooks } from "../checkpoint/confine.js";
 import { HeldWorkspace, OUTSIDE } from "../checkpoint/held-workspace.js";
 import { removeEntry } from "../checkpoint/remove-entry.js";
 import { isStrictlyBelowAny } from "./plan.js";
-import { stillAsPlanned, stillAsPlannedSync } from "./still-as-planned.js";
+import { lateChange, stillAsPlannedSync, type LateChange } from "./still-as-planned.js";
 import { deleteNow, restoreFileNow, type NowOutcome } from "./restore-now.js";
 import { yieldIfLong } from "../core/time-slices.js";
 
@@ -28,6 +29,13 @@ export interface ApplyOptions {
    * it is replaced or deleted is left as it is and listed in `changed` (docs/ARCHITECTURE.md, "Conflicts").
    */
   planned?: ReadonlyMap<string, readonly FileSnapshot[]>;
+  /**
+   * Told of each path found changed at that last look (see `planned`), before anything is written there: it
+   * throws to refuse the whole operation, returns "left" to leave the path as it is (listed in `changed`), or
+   * returns the planned states again once it has kept what is there for the undo: the path is then looked at
+   * again and written (docs/ARCHITECTURE.md, "Conflicts"). Without it, every such path is left.
+   */
+  onChanged?: (change: LateChange) => Promise<"left" | ReadonlyMap<string, readonly FileSnapshot[]>>;
 }
 
 export interface ApplyResult {
@@ -59,7 +67,7 @@ export async function applyFileRecords(
   const held = await HeldWorkspace.open(realWorkspace);
   try {
     const temps = new TempNames(records, options.operation);
-    return await applyHeld(held, records, blobBytes, options.concurrency ?? 8, temps, options.planned);
+    return await applyHeld(held, records, blobBytes, options.concurrency ?? 8, temps, options);
   } finally {
     await held.close();
   }
@@ -71,16 +79,26 @@ async function applyHeld(
   blobBytes: (hash: string) => Promise<Buffer>,
   concurrency: number,
   temps: TempNames,
-  planned: ReadonlyMap<string, readonly FileSnapshot[]> | undefined,
+  options: ApplyOptions,
 ): Promise<ApplyResult> {
   const refused: string[] = [];
   const changed: string[] = [];
+  let planned = options.planned;
   // Each path is looked at again right before it is replaced or deleted, in the folder the write uses: an edit
-  // saved since the conflict check is left as it is, never overwritten (docs/ARCHITECTURE.md, "Conflicts").
+  // saved since the conflict check is never overwritten unseen (docs/ARCHITECTURE.md, "Conflicts"). What is
+  // kept for the undo is looked at again (a few times: a path that keeps changing is left).
   const unchanged = async (path: string, where: string, deep: boolean): Promise<boolean> => {
-    if (planned === undefined || (await stillAsPlanned(where, path, planned, deep))) return true;
-    changed.push(path);
-    return false;
+    for (let look = 1; planned !== undefined; look++) {
+      const change = await lateChange(where, path, planned, deep);
+      if (change === undefined) return true;
+      const outcome = look <= 3 && options.onChanged ? await options.onChanged(change) : "left";
+      if (outcome === "left") {
+        changed.push(path);
+        return false;
+      }
+      planned = outcome;
+    }
+    return true;
   };
   const depth = (p: string) => (p === "." ? 0 : p.split("/").length);
   // Below a path made a file or a link, or removed, nothing is left of its own: acting there would act
@@ -161,11 +179,8 @@ async function applyHeld(
   };
   // Where folders are held, files are written with synchronous calls, many per turn of the event loop
   // (restore-now.ts); what that form leaves ("async") is done as before.
-  const unchangedNow = (path: string, where: string, deep: boolean): boolean => {
-    if (planned === undefined || stillAsPlannedSync(where, path, planned, deep)) return true;
-    changed.push(path);
-    return false;
-  };
+  const unchangedNow = (path: string, where: string, deep: boolean): boolean =>
+    planned === undefined || stillAsPlannedSync(where, path, planned, deep);
   const now = async (path: string, act: (where: string) => NowOutcome, create: boolean): Promise<boolean> => {
     let done;
     try {
@@ -384,7 +399,8 @@ function tempName(tag: string, place: number): string {
 
 /** The OS error of one path, its message naming that path as the workspace has it (its code kept). */
 function naming(path: string, error: unknown): unknown {
-  if (!(error instanceof Error) || (error as NodeJS.ErrnoException).code === undefined) return error;
+  if (!(error instanceof Error) || isAgentTapeError(error) || (error as NodeJS.ErrnoException).code === undefined)
+    return error;
   const named = new Error(`${path}: ${error.message}`, { cause: error });
   return Object.assign(named, { code: (error as NodeJS.ErrnoException).code });
 }

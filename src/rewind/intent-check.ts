@@ -36,6 +36,7 @@ const IntentShape = z
     pruneCandidates: z.array(z.string().regex(/^[0-9a-f]{64}$/)).optional(),
     before: z.array(FileSnapshot).optional(),
     failed: z.object({ reason: z.string() }).optional(),
+    onLateChange: z.enum(["refuse", "skip", "overwrite"]).optional(),
     undoBlobs: z.array(z.object({ hash: z.string().regex(/^[0-9a-f]{64}$/), base64: z.string() })).optional(),
   })
   .loose();

@@ -10,6 +10,9 @@ import { pruneUnreferencedBlobs } from "../blobs/prune.js";
 import { referencedBlobs } from "../blobs/references.js";
 import { RewindFailedError } from "../core/errors.js";
 import { storeUndoBlobs, undoBlobsOf, type UndoBlobInIntent } from "./undo-in-intent.js";
+import type { OnConflict } from "./conflicts.js";
+import type { RewindConflict } from "../core/errors.js";
+import { lateChangeHandler } from "./late-change.js";
 
 /** Name of the side record that makes a rewind (or an undo) crash-safe. */
 export const REWIND_INTENT_RECORD = "rewind-intent";
@@ -79,6 +82,12 @@ export interface RewindIntent {
    * next one rolls it back once the cause is fixed. Readers report the reason (`SessionInfo.pendingRewind`).
    */
   failed?: { reason: string };
+  /**
+   * What to do about a path found changed just before it is written, after the conflict check (late-change.ts):
+   * the caller's `onConflict` ("refuse" when it may overwrite only confirmed conflicts). Absent in intents written
+   * before it: "skip".
+   */
+  onLateChange?: OnConflict;
 }
 
 /**
@@ -109,7 +118,7 @@ export async function completeIntent(
   intent: RewindIntent,
   onStep: (step: RewindStep) => void = () => {},
   verified?: ReadonlyMap<string, Buffer>,
-): Promise<{ blobsPruned: number; refused: string[] }> {
+): Promise<IntentDone> {
   if (locked.lastSequence >= intent.markerSequence) {
     // Done before a crash that came between appending the marker and dropping the intent — if the
     // event at its number is the marker itself. Anything else there (an append that took its number)
@@ -123,10 +132,11 @@ export async function completeIntent(
           "restore the files by hand, then delete the rewind-intent record",
       });
     await finish(locked, intent, atMarker.payload as RewindPayload);
-    return { blobsPruned: 0, refused: [] };
+    return { blobsPruned: 0, refused: [], late: [] };
   }
   let refused: string[] = [];
   let changed: string[] = [];
+  const late: RewindConflict[] = [];
   // Step 2 starts only once step 1 is done, so a log already cut back means the files are done —
   // and their blobs may be pruned already (keepUndo: 0 keeps no archive): step 1 must not run again.
   const filesDone =
@@ -151,6 +161,13 @@ export async function completeIntent(
             {
               operation: operationOf(locked.sessionId, intent, "apply"),
               planned: plannedStates(intent.before ?? [], intent.files),
+              // written again in place, never deleted on failure: files may be half done by then
+              onChanged: lateChangeHandler(
+                locked,
+                intent,
+                () => locked.writeRecord(REWIND_INTENT_RECORD, intent),
+                late,
+              ),
             },
           )
         : { refused, changed },
@@ -188,7 +205,16 @@ export async function completeIntent(
   else await locked.append(intent.append, { sync: true });
   onStep("marker-appended");
   await finish(locked, intent, marker);
-  return { blobsPruned, refused };
+  return { blobsPruned, refused, late };
+}
+
+/** What {@link completeIntent} did beyond the intent: blobs pruned, paths refused, paths found changed late. */
+export interface IntentDone {
+  blobsPruned: number;
+  /** Paths found leading outside the workspace at the last moment, left alone. */
+  refused: string[];
+  /** Paths found changed just before their write (late-change.ts), with what was done about each. */
+  late: RewindConflict[];
 }
 
 /**

@@ -7,8 +7,8 @@ import { lstatSync, openSync, renameSync, statSync, unlinkSync } from "../core/n
  * turn of the event loop, through folders already held, instead of a thread-pool round trip per call (about
  * twenty per file: docs/ARCHITECTURE.md, "Batched file work"). Each does the same steps with the same checks
  * as the asynchronous form in apply-files.ts; whatever is not the common case (a temp name already taken, a
- * folder where the file goes, a folder to delete) returns "async" having changed nothing that matters, and
- * the caller does that path the asynchronous way, which handles it.
+ * folder where the file goes, a folder to delete, a path found changed since the plan) returns "async" having
+ * changed nothing, and the caller does that path the asynchronous way, which handles it.
  */
 export type NowOutcome = "done" | "async";
 
@@ -17,7 +17,7 @@ const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL |
 /**
  * Writes `bytes` to `temp` (exclusively, never through a link), gives it the owner of what it replaces and
  * `mode`, then, if `unchanged()` still says the path is as planned, renames it over `where`. A path found
- * changed is left as it is (the temp removed): "done" either way, `unchanged` having noted it.
+ * changed is left as it is (the temp removed) for the asynchronous form.
  */
 export function restoreFileNow(
   where: string,
@@ -44,7 +44,7 @@ export function restoreFileNow(
     // Looked at last, with the new bytes ready: the time left between the look and the rename is the least.
     if (!unchanged()) {
       unlinkQuietly(temp);
-      return "done";
+      return "async"; // found changed: what to do about it is the asynchronous form's (onChanged)
     }
     try {
       renameSync(temp, where); // replaces a symlink itself, never writes through it
@@ -69,11 +69,9 @@ export function deleteNow(where: string, unchanged: () => boolean): NowOutcome {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code !== "ENOENT") throw error;
-    unchanged(); // nothing to delete; a path planned as something and now gone is noted changed
-    return "done";
+    return unchanged() ? "done" : "async"; // nothing to delete; gone where something was planned: a change
   }
-  if (isFolder) return "async";
-  if (!unchanged()) return "done";
+  if (isFolder || !unchanged()) return "async";
   try {
     unlinkSync(where); // removes a link itself, never what it points at
   } catch (error) {

@@ -17,11 +17,11 @@ import {
   type StoredEvent,
 } from "../core/events.js";
 import { eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
-import type { SnapshotLimits } from "../checkpoint/snapshot.js";
+import { UNDO_LIMITS } from "./undo-limits.js";
 import { archiveName, archivedEvents, listArchives, readArchive } from "../blobs/archives.js";
 import { addReferences } from "../blobs/references.js";
 import { isDroppedCheckpoint, readHorizonMark } from "../blobs/retention-horizon.js";
-import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
+import { completeIntent, writeIntent, type IntentDone, type RewindIntent, type RewindStep } from "./intent.js";
 import { settleFailedRewind } from "./roll-back.js";
 import { carriesUndo, writeIntentWithUndo } from "./undo-in-intent.js";
 import { realWorkspaceOf } from "../checkpoint/confine.js";
@@ -80,6 +80,8 @@ export interface RewindOptions extends SignalOption {
    * `"refuse"` throws REWIND_CONFLICT listing them and changes nothing; `"skip"` leaves those paths as
    * they are and rewinds the rest; `"overwrite"` rewinds them too (their current bytes go into the
    * undo snapshot, so `undoRewind` brings them back unless `keepUndo` is 0). A dry run reports them.
+   * A path found changed while the rewind runs, just before its write, is handled the same way ("refuse" then
+   * rolls the rewind back); with `overwriteOnly` it is refused.
    * @default "refuse"
    */
   onConflict?: OnConflict;
@@ -152,12 +154,7 @@ export interface RewindReport {
   hardLinksSplit?: string[];
 }
 
-export const UNDO_LIMITS: SnapshotLimits = {
-  maxFileBytes: 5 * 1024 * 1024,
-  maxDirectoryEntries: 100_000,
-  maxDirectoryBytes: 1024 * 1024 * 1024,
-  concurrency: 8,
-};
+export { UNDO_LIMITS };
 
 /**
  * Winds the session back to `toSequence`: files from the closest-to-target before-snapshots,
@@ -291,8 +288,10 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
           markerSequence,
           keepUndo,
           byteRange,
+          // a late conflict is one nobody was shown: overwritten only where the caller agreed to any
+          onLateChange: onConflict === "overwrite" && options.overwriteOnly ? "refuse" : onConflict,
         });
-        let done: { blobsPruned: number };
+        let done: IntentDone;
         try {
           options.onProgress?.("intent-written");
           workspaceLock?.assertHeld();
@@ -309,6 +308,7 @@ export async function rewind(store: SessionStore<any>, id: string, options: Rewi
           changes: withPatches(marker.changes, report.changes),
           blobsPruned: done.blobsPruned,
           markerSequence,
+          ...withLateConflicts(report.conflicts, done.late),
         };
       } finally {
         await workspaceLock?.release();
@@ -338,6 +338,7 @@ async function prepareRewind(
     keepUndo: number;
     /** Keep the cut part as a copy of its log bytes (locked.archiveLogAfter), not as the events. */
     byteRange: boolean;
+    onLateChange: OnConflict;
   },
 ): Promise<RewindIntent> {
   const { report, plan, after, markerSequence, keepUndo } = input;
@@ -383,6 +384,7 @@ async function prepareRewind(
     dropArchives: existing.filter((name) => !kept.includes(name)).slice(Math.max(0, keepUndo - kept.length)),
     prune: true,
     before: plan?.current.files ?? [],
+    onLateChange: input.onLateChange,
   };
   intent.pruneCandidates = await blobsMaybeOrphaned(
     store,
@@ -464,6 +466,15 @@ export function summarizePlan(
     filesDeleted: plan.changes.filter((c) => c.action === "delete").length,
     skipped: plan.changes.filter((c) => c.action === "skip").map((c) => c.path),
   };
+}
+
+/** The conflicts the check found, then those found just before a write (late-change.ts); nothing when none. */
+export function withLateConflicts(
+  checked: readonly RewindConflict[] | undefined,
+  late: readonly RewindConflict[],
+): { conflicts?: RewindConflict[] } {
+  const all = [...(checked ?? []), ...late];
+  return all.length > 0 ? { conflicts: all } : {};
 }
 
 /** The stored changes, each with the patch the plan made for its path. */

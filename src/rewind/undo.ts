@@ -7,14 +7,21 @@ import { assertPayloadActedOn } from "../core/payload-check.js";
 import { eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
 import { archivedEvents, isArchivedLog, readArchive, type RewindArchive } from "../blobs/archives.js";
 import { SequenceRuns } from "../core/reappended.js";
-import { completeIntent, writeIntent, type RewindIntent, type RewindStep } from "./intent.js";
+import { completeIntent, writeIntent, type IntentDone, type RewindIntent, type RewindStep } from "./intent.js";
 import { settleFailedRewind } from "./roll-back.js";
 import { realWorkspaceOf } from "../checkpoint/confine.js";
 import { lockWorkspace, type WorkspaceLock } from "./workspace-lock.js";
 import { assertExpectedHead, assertExpectedHeadForm } from "./expected-head.js";
 import { writeIntentWithUndo } from "./undo-in-intent.js";
 import { planFileChanges, type FilePlan } from "./plan.js";
-import { UNDO_LIMITS, emptyReport, summarizePlan, withPatches, type RewindReport } from "./rewind.js";
+import {
+  UNDO_LIMITS,
+  emptyReport,
+  summarizePlan,
+  withLateConflicts,
+  withPatches,
+  type RewindReport,
+} from "./rewind.js";
 import { diffPlannedChanges } from "./plan-diffs.js";
 import { lastWrittenStates, ON_CONFLICT, settleConflicts, statesWrittenBy, type OnConflict } from "./conflicts.js";
 import { signalOf } from "../core/defined-fields.js";
@@ -180,6 +187,7 @@ export async function undoRewind(
           dropArchives: undo.archive ? [undo.archive] : [],
           prune: false,
           before: plan?.current.files ?? [],
+          onLateChange: onConflict,
         };
         if (byteRange) intent.reappend = { ...byteRange, first: last.sequence + 1 };
         if (realWorkspace !== undefined) intent.workspace = realWorkspace;
@@ -187,21 +195,23 @@ export async function undoRewind(
         await writeIntentWithUndo(locked, undoSnapshot, intent, UNDO_LIMITS.concurrency, () =>
           writeIntent(locked, intent),
         );
+        let done: IntentDone;
         try {
           options.onProgress?.("intent-written");
           workspaceLock?.assertHeld();
-          await completeIntent(store.backend, locked, intent, options.onProgress, plan?.blobs);
+          done = await completeIntent(store.backend, locked, intent, options.onProgress, plan?.blobs);
         } catch (error) {
-          await settleFailedRewind(store.backend, locked, intent, error); // rolled back, or finished after all
+          done = await settleFailedRewind(store.backend, locked, intent, error); // rolled back, or finished after all
         }
-        const done = undoMarker.payload as RewindPayload;
+        const finished = undoMarker.payload as RewindPayload;
         return {
           ...report,
-          filesRestored: done.filesRestored,
-          filesDeleted: done.filesDeleted,
-          skipped: done.skipped,
-          changes: withPatches(done.changes, report.changes),
+          filesRestored: finished.filesRestored,
+          filesDeleted: finished.filesDeleted,
+          skipped: finished.skipped,
+          changes: withPatches(finished.changes, report.changes),
           markerSequence: undoMarker.sequence,
+          ...withLateConflicts(report.conflicts, done.late),
         };
       } finally {
         await workspaceLock?.release();
