@@ -157,9 +157,9 @@ export function formatFigure(figure: Figure | undefined): string {
   }
 }
 
-function formatTarget(target: Target | undefined): string {
+function formatTarget(target: Target | undefined, unit: Figure["unit"]): string {
   if (!target) return "—";
-  return target.on === "ratio" ? `${target.op} ${target.value}x` : `${target.op} ${target.value} MB`;
+  return target.on === "ratio" ? `${target.op} ${target.value}x` : `${target.op} ${target.value} ${unit}`;
 }
 
 /** The results as a markdown table (suite, ours, baseline, ratio, target, result, notes). */
@@ -170,7 +170,7 @@ export function markdownTable(rows: readonly ScoredRow[]): string {
     `${formatFigure(row.ours)} (${row.ours.label})`,
     row.baseline ? `${formatFigure(row.baseline)} (${row.baseline.label})` : "—",
     row.ratio === undefined ? "—" : `${row.ratio.toFixed(2)}x`,
-    formatTarget(row.target),
+    formatTarget(row.target, row.ours.unit),
     row.pass === undefined ? "info" : row.pass ? "pass" : "**FAIL**",
     row.notes ?? "",
   ]);

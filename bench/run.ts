@@ -21,6 +21,7 @@ import { postgresSuite } from "./postgres.bench.js";
 import { replaySuite } from "./replay.bench.js";
 import { rewindSuite } from "./rewind.bench.js";
 import { scaleSuite } from "./scale.bench.js";
+import { sessionSuite } from "./session.bench.js";
 import { diskSuite, shellSuite } from "./shell.bench.js";
 
 /** Every suite, in the order they run. A new benchmark is one more entry here. */
@@ -40,6 +41,7 @@ const suites: Suite[] = [
   forkWorkspaceSuite,
   scaleSuite,
   shellSuite,
+  sessionSuite,
   diskSuite,
   postgresSuite,
 ];

@@ -123,3 +123,6 @@ export const readlinkSync = (path: string) =>
 export function readdirSync(path: string): string[] {
   return at(path, (os) => fs.readdirSync(os, { encoding: "buffer" })).map(nameFromBytes);
 }
+export const statSync = (path: string) => at(path, (os) => fs.statSync(os));
+export const renameSync = (from: string, to: string) => at(from, (a) => at(to, (b) => fs.renameSync(a, b)));
+export const unlinkSync = (path: string) => at(path, (os) => fs.unlinkSync(os));

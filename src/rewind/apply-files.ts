@@ -12,7 +12,9 @@ import { confine, placeLexically, type ParentLooks } from "../checkpoint/confine
 import { HeldWorkspace, OUTSIDE } from "../checkpoint/held-workspace.js";
 import { removeEntry } from "../checkpoint/remove-entry.js";
 import { isStrictlyBelowAny } from "./plan.js";
-import { lateChange, type LateChange } from "./still-as-planned.js";
+import { lateChange, stillAsPlannedSync, type LateChange } from "./still-as-planned.js";
+import { deleteNow, restoreFileNow, type NowOutcome } from "./restore-now.js";
+import { yieldIfLong } from "../core/time-slices.js";
 
 export interface ApplyOptions {
   concurrency?: number;
@@ -160,7 +162,7 @@ async function applyHeld(
   // Many files: made durable by one syncfs at the end instead of an fsync each.
   const batched = files.length >= SYNC_FILESYSTEM_FROM;
   const written: string[] = [];
-  await forEachLimited(files, concurrency, async (record) => {
+  const restoreOne = async (record: FileSnapshot) => {
     const path = await place(record.path);
     if (path === undefined || path === ".") return; // the workspace itself stays a folder
     if (record.kind === "blob") {
@@ -174,11 +176,56 @@ async function applyHeld(
         restoreSymlink(held, path, where, temps.of(record, where), record.target, () => unchanged(path, where, true)),
       );
     }
-  });
+  };
+  // Where folders are held, files are written with synchronous calls, many per turn of the event loop
+  // (restore-now.ts); what that form leaves ("async") is done as before.
+  const unchangedNow = (path: string, where: string, deep: boolean): boolean =>
+    planned === undefined || stillAsPlannedSync(where, path, planned, deep);
+  const now = async (path: string, act: (where: string) => NowOutcome, create: boolean): Promise<boolean> => {
+    let done;
+    try {
+      done = held.atSync(path, act, { create });
+    } catch {
+      return false; // the asynchronous form does it again, and says what went wrong
+    }
+    if (done === "async") return false;
+    if (done === OUTSIDE) refused.push(path);
+    else touchedDirs.add(parentOf(path));
+    return true;
+  };
+  if (!holding) await forEachLimited(files, concurrency, restoreOne);
+  else
+    for (const record of files) {
+      await yieldIfLong();
+      if (record.kind !== "blob") {
+        await restoreOne(record);
+        continue;
+      }
+      const path = placeLexically(held.realWorkspace, record.path, held.realWorkspace);
+      if (!path.inside || path.path === ".") {
+        await restoreOne(record); // refused there
+        continue;
+      }
+      const bytes = await blobBytes(record.blob);
+      const done = await now(
+        path.path,
+        (where) =>
+          restoreFileNow(where, temps.of(record, where), bytes, record.mode, () =>
+            unchangedNow(path.path, where, true),
+          ),
+        true,
+      );
+      if (done) written.push(path.path);
+      else await restoreOne(record);
+    }
   for (const record of deletes) {
     const path = await place(record.path);
     if (path === undefined || path === ".") continue; // never delete the workspace itself
     held.forget(path);
+    if (holding) {
+      await yieldIfLong();
+      if (await now(path, (where) => deleteNow(where, () => unchangedNow(path, where, true)), false)) continue;
+    }
     let done;
     try {
       // removes a link itself, never what it points at

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
-import { constants, type Stats } from "node:fs";
+import { closeSync, constants, readFileSync, type Stats } from "node:fs";
 // Through named-fs, as every call on a workspace name: a name that is not UTF-8 handed to node:fs as a string
 // becomes another name (U+FFFD), found absent, and the path wrongly reported as changed during the rewind
 // (docs/ARCHITECTURE.md, "Names and depths").
-import { lstat, open, readdir, readlink } from "../core/named-fs.js";
+import { lstat, lstatSync, open, openSync, readdir, readdirSync, readlink, readlinkSync } from "../core/named-fs.js";
 import type { FileSnapshot, FileState } from "../core/events.js";
 
 /**
@@ -142,5 +142,64 @@ async function contentHash(where: string): Promise<string | undefined> {
       .digest("hex");
   } finally {
     await fh.close();
+  }
+}
+
+/** {@link stillAsPlanned} with synchronous calls, for a batch acting on many paths in one turn of the event loop. */
+export function stillAsPlannedSync(
+  where: string,
+  path: string,
+  states: ReadonlyMap<string, readonly FileSnapshot[]>,
+  deep: boolean,
+): boolean {
+  const wanted = states.get(path);
+  if (wanted === undefined) return true;
+  let info: Stats;
+  try {
+    info = lstatSync(where);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return wanted.some((r) => r.kind === "absent");
+    throw error;
+  }
+  for (const record of wanted) {
+    if (!entryIsSync(where, info, record)) continue;
+    if (!deep || record.kind !== "directory") return true;
+    for (const name of readdirSync(where)) {
+      const below = path === "." ? name : `${path}/${name}`;
+      if (!states.has(below) || !stillAsPlannedSync(`${where}/${name}`, below, states, true)) return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+function entryIsSync(where: string, info: Stats, record: FileSnapshot): boolean {
+  switch (record.kind) {
+    case "absent":
+      return false;
+    case "skipped":
+      return true;
+    case "symlink":
+      return info.isSymbolicLink() && readlinkSync(where) === record.target;
+    case "directory":
+      return info.isDirectory() && (info.mode & 0o7777) === record.mode;
+    case "blob":
+      if (!info.isFile() || info.size !== record.bytes || (info.mode & 0o7777) !== record.mode) return false;
+      return contentHashSync(where) === record.blob;
+  }
+}
+
+function contentHashSync(where: string): string | undefined {
+  let fd;
+  try {
+    fd = openSync(where, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined; // replaced by a link or gone since the lstat: not as planned
+  }
+  try {
+    return createHash("sha256").update(readFileSync(fd)).digest("hex");
+  } finally {
+    closeSync(fd);
   }
 }
