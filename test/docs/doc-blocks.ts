@@ -217,6 +217,8 @@ export function describeDocBlocks(file: string, plan: DocBlockPlan, setUp: () =>
   let folder = "";
   const cwd = process.cwd();
   beforeAll(async () => {
+    // Test files may share this module (the unit tier does not isolate them): each doc starts from nothing.
+    for (const key of Object.keys(docGlobal.state)) delete docGlobal.state[key];
     folder = await setUp();
   });
   afterEach(() => process.chdir(cwd));
