@@ -21,13 +21,8 @@ const STILL_TOO_LONG = new Map([
   ["src/backend/fs/fs-backend.ts FsBackend.readEventBatches", 98],
   ["src/checkpoint/workspace-index/scan.ts scanWorkspace", 96],
   ["src/cli/commands/rewind.ts run", 107],
-  ["src/maintenance/verify.ts verify", 158],
   ["src/rewind/apply-files.ts applyHeld", 116],
   ["src/rewind/intent.ts completeIntent", 81],
-  ["src/rewind/rewind.ts rewind", 145],
-  ["src/rewind/rewind.ts rewind > withLockedSession(…) callback", 114],
-  ["src/rewind/undo.ts undoRewind", 155],
-  ["src/rewind/undo.ts undoRewind > withLockedSession(…) callback", 140],
   ["src/testing/blobs.ts blobsArea", 112],
   ["src/testing/blobs.ts blobsArea > describe(…) callback", 105],
   ["src/testing/lock.ts lockArea", 186],
@@ -62,7 +57,10 @@ function ownName(node) {
   const parent = node.parent;
   if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent))
     return parent.name.getText();
-  if (ts.isCallExpression(parent)) return `${parent.expression.getText().split("(")[0]}(…) callback`;
+  if (ts.isCallExpression(parent)) {
+    const callee = parent.expression;
+    return `${ts.isPropertyAccessExpression(callee) ? callee.name.text : callee.getText()}(…) callback`;
+  }
   return "(anonymous)";
 }
 
