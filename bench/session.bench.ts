@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { cp, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -53,6 +54,7 @@ export const sessionSuite: Suite = {
       const before: { sequence: number; commit: string }[] = [];
       for (let c = 0; c < commands; c++) {
         for (const file of picks.slice(c * editsPerCommand, (c + 1) * editsPerCommand)) {
+          if (!existsSync(join(plain.root, file))) continue; // moved or removed by an earlier command
           for (const [checkpoints, id, root] of [
             [ours, session.id, plain.root],
             [watching, watchedSession.id, join(dir, "watched")],
