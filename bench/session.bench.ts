@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { cp, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -53,6 +54,7 @@ export const sessionSuite: Suite = {
       const before: { sequence: number; commit: string }[] = [];
       for (let c = 0; c < commands; c++) {
         for (const file of picks.slice(c * editsPerCommand, (c + 1) * editsPerCommand)) {
+          if (!existsSync(join(plain.root, file))) continue; // moved or removed by an earlier command
           for (const [checkpoints, id, root] of [
             [ours, session.id, plain.root],
             [watching, watchedSession.id, join(dir, "watched")],
@@ -98,7 +100,10 @@ function commandScript(c: number, size: number): string {
     case 2:
       return `rm -rf packages/pkg-${c % pkgs}/src/mod-${(Math.floor(c / 5) + 3) % 10}/part-${c % 10}`;
     case 3:
-      return `mkdir -p generated/run-${c} && for i in $(seq 1 50); do echo "export const v$i = $i * ${c};" > generated/run-${c}/v$i.ts; done`;
+      return (
+        `mkdir -p generated/run-${c} && for i in $(seq 1 50); ` +
+        `do echo "export const v$i = $i * ${c};" > generated/run-${c}/v$i.ts; done`
+      );
     default:
       return `mkdir -p dist && cp -r packages/pkg-0/src/mod-${c % 10} dist/build-${c} 2>/dev/null || true`;
   }
@@ -202,7 +207,9 @@ function rowsFor(
       baseline: f.git,
       ratio: f.capture.value / f.git.value,
       target: { op: ">=", value: COMMAND_SPEEDUP, on: "ratio" },
-      notes: `${formatMs(f.capture)} vs ${formatMs(f.git)} median over ${commands} commands (${mix}), 3 edits each between`,
+      notes:
+        `${formatMs(f.capture)} vs ${formatMs(f.git)} median over ${commands} commands (${mix}), ` +
+        "3 edits each between",
     },
     {
       suite: `session ${at}: a shell command's capture, watched, vs shadow git`,

@@ -193,31 +193,32 @@ async function applyHeld(
     else touchedDirs.add(parentOf(path));
     return true;
   };
-  if (!holding) await forEachLimited(files, concurrency, restoreOne);
-  else
-    for (const record of files) {
-      await yieldIfLong();
-      if (record.kind !== "blob") {
-        await restoreOne(record);
-        continue;
-      }
-      const path = placeLexically(held.realWorkspace, record.path, held.realWorkspace);
-      if (!path.inside || path.path === ".") {
-        await restoreOne(record); // refused there
-        continue;
-      }
-      const bytes = await blobBytes(record.blob);
-      const done = await now(
-        path.path,
-        (where) =>
-          restoreFileNow(where, temps.of(record, where), bytes, record.mode, () =>
-            unchangedNow(path.path, where, true),
-          ),
-        true,
+  await forEachLimited(files, concurrency, async (record) => {
+    if (!holding || record.kind !== "blob") return restoreOne(record);
+    const place = placeLexically(held.realWorkspace, record.path, held.realWorkspace);
+    if (!place.inside || place.path === ".") return restoreOne(record); // refused there
+    const path = place.path;
+    const bytes = await blobBytes(record.blob);
+    let done;
+    try {
+      done = await restoreFileNow(
+        held,
+        path,
+        (where) => temps.of(record, where),
+        bytes,
+        record.mode,
+        (where) => unchangedNow(path, where, true),
       );
-      if (done) written.push(path.path);
-      else await restoreOne(record);
+    } catch {
+      done = "async"; // the asynchronous form does it again, and says what went wrong
     }
+    if (done === "async") return restoreOne(record);
+    if (done === OUTSIDE) refused.push(path);
+    else {
+      touchedDirs.add(parentOf(path));
+      written.push(path);
+    }
+  });
   for (const record of deletes) {
     const path = await place(record.path);
     if (path === undefined || path === ".") continue; // never delete the workspace itself

@@ -1,6 +1,7 @@
 import { closeSync, constants, fchmodSync, fchownSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
-import { lstatSync, openSync, renameSync, statSync, unlinkSync } from "../core/named-fs.js";
+import { lstatSync, openSync, rename, statSync, unlinkSync } from "../core/named-fs.js";
+import type { HeldWorkspace, OUTSIDE } from "../checkpoint/held-workspace.js";
 
 /**
  * The synchronous form of a file's restore and of a deletion, for the common case: many paths acted on in one
@@ -15,50 +16,62 @@ export type NowOutcome = "done" | "async";
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 /**
- * Writes `bytes` to `temp` (exclusively, never through a link), gives it the owner of what it replaces and
- * `mode`, then, if `unchanged()` still says the path is as planned, renames it over `where`. A path found
- * changed is left as it is (the temp removed) for the asynchronous form.
+ * Restores a file at `path` through its folder held open: the temp is written with synchronous calls (open
+ * exclusively and never through a link, write, the owner of what it replaces, `mode`), then, if `unchanged`
+ * still says the path is as planned, renamed over it. The rename alone goes to the thread pool: replacing a
+ * file makes ext4 start writing the new one out (auto_da_alloc), which can wait on a busy disk and must not
+ * hold the event loop. A path found changed is left as it is (the temp removed) for the asynchronous form.
  */
-export function restoreFileNow(
-  where: string,
-  temp: string,
+export async function restoreFileNow(
+  held: HeldWorkspace,
+  path: string,
+  temp: (where: string) => string,
   bytes: Uint8Array,
   mode: number,
-  unchanged: () => boolean,
-): NowOutcome {
+  unchanged: (where: string) => boolean,
+): Promise<NowOutcome | typeof OUTSIDE> {
+  return held.at(
+    path,
+    async (where) => {
+      const tempName = temp(where);
+      if (!writeTempNow(where, tempName, bytes, mode)) return "async";
+      try {
+        // Looked at last, with the new bytes ready: the time left between the look and the rename is the least.
+        if (!unchanged(where)) {
+          unlinkQuietly(tempName);
+          return "async"; // found changed: what to do about it is the asynchronous form's (onChanged)
+        }
+        await rename(tempName, where); // replaces a symlink itself, never writes through it
+        return "done";
+      } catch {
+        unlinkQuietly(tempName);
+        return "async"; // a folder there (EISDIR), or an error the asynchronous form reports with its path
+      }
+    },
+    { create: true },
+  );
+}
+
+/** The temp's bytes, owner and mode; false (nothing made) when its name is taken: a crashed run's temp. */
+function writeTempNow(where: string, temp: string, bytes: Uint8Array, mode: number): boolean {
   let fd: number;
   try {
     fd = openSync(temp, CREATE_FLAGS, 0o600);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EEXIST") return "async"; // a crashed run's temp: cleared there
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
     throw error;
   }
   try {
-    try {
-      for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
-      keepOwnerNow(fd, where);
-      fchmodSync(fd, mode); // after writing (and chown, which clears set-id bits): open()'s mode is cut by the umask
-    } finally {
-      closeSync(fd);
-    }
-    // Looked at last, with the new bytes ready: the time left between the look and the rename is the least.
-    if (!unchanged()) {
-      unlinkQuietly(temp);
-      return "async"; // found changed: what to do about it is the asynchronous form's (onChanged)
-    }
-    try {
-      renameSync(temp, where); // replaces a symlink itself, never writes through it
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== "EISDIR" && code !== "ENOTEMPTY" && code !== "EEXIST") throw error;
-      unlinkQuietly(temp);
-      return "async"; // a folder there: it goes, contents and all, the asynchronous way
-    }
-    return "done";
+    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+    keepOwnerNow(fd, where);
+    fchmodSync(fd, mode); // after writing (and chown, which clears set-id bits): open()'s mode is cut by the umask
   } catch (error) {
+    closeSync(fd);
     unlinkQuietly(temp);
     throw error;
   }
+  closeSync(fd);
+  return true;
 }
 
 /** Deletes the file or link at `where` if `unchanged()`; a folder there is left to the asynchronous form. */
