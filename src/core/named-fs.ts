@@ -78,6 +78,7 @@ export const open = (path: string, flags?: number | string, mode?: Mode) =>
   atAsync(path, (os) => fsp.open(os, flags, mode));
 export const rename = (from: string, to: string) => atBoth(from, to, (a, b) => fsp.rename(a, b));
 export const unlink = (path: string) => atAsync(path, (os) => fsp.unlink(os));
+export const lchown = (path: string, uid: number, gid: number) => atAsync(path, (os) => fsp.lchown(os, uid, gid));
 export const rmdir = (path: string) => atAsync(path, (os) => fsp.rmdir(os));
 export const rm = (path: string, options?: fs.RmOptions) => atAsync(path, (os) => fsp.rm(os, options));
 export const mkdir = (path: string, options?: fs.MakeDirectoryOptions) => atAsync(path, (os) => fsp.mkdir(os, options));
