@@ -120,6 +120,12 @@ export const copyFileSync = (from: string, to: string, mode?: number) =>
 export const readlinkSync = (path: string) =>
   nameFromBytes(at(path, (os) => fs.readlinkSync(os, { encoding: "buffer" })));
 
+/** The entries of a folder with their types, each name exactly (see the top of this file). */
+export function readdirTypedSync(path: string): { name: string; entry: fs.Dirent<Buffer> }[] {
+  const entries = at(path, (os) => fs.readdirSync(os, { encoding: "buffer", withFileTypes: true }));
+  return entries.map((entry) => ({ name: nameFromBytes(entry.name), entry }));
+}
+
 /** The names in a folder, each exactly (see the top of this file). */
 export function readdirSync(path: string): string[] {
   return at(path, (os) => fs.readdirSync(os, { encoding: "buffer" })).map(nameFromBytes);
