@@ -36,7 +36,7 @@ const FAMILIES = {
   "kind-changes": true,
   /** A folder `deep` whose file lies past PATH_MAX (36 folders of 120 bytes), moved, copied and removed whole. */
   "deep-paths": true,
-  /** Files sharing an inode inside the workspace (`ln a b`), and their groups compared. */
+  /** Files sharing an inode inside the workspace (`ln a b`), and their groups compared: groups are split (README). */
   "hard-links": false,
   /** Owners and groups changed by `chown`, and compared. */
   owners: false,
