@@ -1,8 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { constants } from "node:fs";
-import type { FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
-import { lstat, mkdir, open, rename, stat, symlink, unlink } from "../core/named-fs.js";
+import { lchown, lstat, mkdir, open, rename, stat, symlink, unlink } from "../core/named-fs.js";
 import { fsyncDir } from "../core/atomic-file.js";
 import { SYNC_FILESYSTEM_FROM, syncFilesystem } from "../core/sync-filesystem.js";
 import type { FileSnapshot } from "../core/events.js";
@@ -152,10 +151,10 @@ async function applyHeld(
     if (record.kind !== "directory") continue;
     const path = await place(record.path);
     if (path === undefined) continue;
-    if (path === ".") await held.at(".", (where) => restoreMode(where, record.mode));
+    if (path === ".") await held.at(".", (where) => restoreMode(where, record.mode, record));
     else
       await act(path, async (where) => {
-        if (await unchanged(path, where, false)) await restoreDirectory(held, path, where, record.mode);
+        if (await unchanged(path, where, false)) await restoreDirectory(held, path, where, record.mode, record);
       });
   }
   const files = restores.filter((r) => r.kind !== "directory");
@@ -168,12 +167,12 @@ async function applyHeld(
     if (record.kind === "blob") {
       const bytes = await blobBytes(record.blob);
       await act(path, (where) =>
-        restoreFile(held, path, where, temps.of(record, where), bytes, record.mode, () => unchanged(path, where, true)),
+        restoreFile(held, path, where, temps.of(record, where), bytes, record, () => unchanged(path, where, true)),
       );
       written.push(path);
     } else if (record.kind === "symlink") {
       await act(path, (where) =>
-        restoreSymlink(held, path, where, temps.of(record, where), record.target, () => unchanged(path, where, true)),
+        restoreSymlink(held, path, where, temps.of(record, where), record, () => unchanged(path, where, true)),
       );
     }
   };
@@ -270,19 +269,23 @@ async function clearFor(held: HeldWorkspace, path: string, where: string, keepDi
 }
 
 /**
- * Gives the new file the owner and group of the name it replaces, or, where nothing is, of the folder it is made
- * in: a harness running as root would otherwise make every file it restores root's. Only where the process may
- * (root, or its own uid); snapshots do not record owners, so a `chown` a rewind undoes is not undone.
+ * Gives the new entry the owner and group its record names, or, for a record without them (tapes written before
+ * owners were recorded), those of the name it replaces or, where nothing is, of the folder it is made in: a
+ * harness running as root would otherwise make every file it restores root's. Only where the process may (root,
+ * or its own uid: a group it is not in is left as it is).
  */
-async function keepOwner(fh: FileHandle, where: string): Promise<void> {
+async function giveOwner(owner: Owned, where: string, chown: (uid: number, gid: number) => Promise<void>) {
   const uid = process.getuid?.();
   if (uid === undefined) return;
+  let wanted = owner.uid === undefined ? undefined : { uid: owner.uid, gid: owner.gid ?? process.getgid!() };
   // The folder is named through its held descriptor (/proc/self/fd/N): stat follows that to the folder checked.
-  const there = await lstat(where).catch(() => stat(dirname(where)).catch(() => undefined));
-  if (there === undefined || (there.uid === uid && there.gid === process.getgid?.())) return;
-  if (uid !== 0 && there.uid !== uid) return;
-  await fh.chown(there.uid, there.gid).catch(() => undefined); // a group the process is not in: keep its own
+  wanted ??= await lstat(where).catch(() => stat(dirname(where)).catch(() => undefined));
+  if (wanted === undefined || (wanted.uid === uid && wanted.gid === process.getgid?.())) return;
+  if (uid !== 0 && wanted.uid !== uid) return;
+  await chown(wanted.uid, wanted.gid).catch(() => undefined);
 }
+
+type Owned = { uid?: number | undefined; gid?: number | undefined };
 
 /** Writes the bytes to a temp beside the file and renames it over; durable only once applyHeld syncs at the end. */
 async function restoreFile(
@@ -291,7 +294,7 @@ async function restoreFile(
   where: string,
   temp: string,
   bytes: Buffer,
-  mode: number,
+  record: { mode: number } & Owned,
   unchanged: () => Promise<boolean>,
 ) {
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
@@ -299,8 +302,8 @@ async function restoreFile(
   try {
     try {
       await fh.writeFile(bytes);
-      await keepOwner(fh, where);
-      await fh.chmod(mode); // after writing (and chown, which clears set-id bits): open()'s mode is cut by the umask
+      await giveOwner(record, where, (uid, gid) => fh.chown(uid, gid));
+      await fh.chmod(record.mode); // after writing (and chown, which clears set-id bits): open()'s mode is cut by the umask
     } finally {
       await fh.close();
     }
@@ -321,11 +324,12 @@ async function restoreSymlink(
   path: string,
   where: string,
   temp: string,
-  target: string,
+  record: { target: string } & Owned,
   unchanged: () => Promise<boolean>,
 ) {
-  await clearedFirst(temp, () => symlink(target, temp));
+  await clearedFirst(temp, () => symlink(record.target, temp));
   try {
+    if (record.uid !== undefined) await giveOwner(record, where, (uid, gid) => lchown(temp, uid, gid));
     if (!(await unchanged())) {
       await unlink(temp).catch(ignoreMissing);
       return;
@@ -406,18 +410,29 @@ function naming(path: string, error: unknown): unknown {
   return Object.assign(named, { code: (error as NodeJS.ErrnoException).code });
 }
 
-async function restoreDirectory(held: HeldWorkspace, path: string, where: string, mode: number): Promise<void> {
+async function restoreDirectory(
+  held: HeldWorkspace,
+  path: string,
+  where: string,
+  mode: number,
+  owner: Owned,
+): Promise<void> {
   await clearFor(held, path, where, true);
   await mkdir(where).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== "EEXIST") throw error;
   });
-  await restoreMode(where, mode);
+  await restoreMode(where, mode, owner);
 }
 
 /** Sets a folder's mode through a descriptor opened without following: a link swapped in is not chmod-ed through. */
-async function restoreMode(where: string, mode: number): Promise<void> {
+async function restoreMode(where: string, mode: number, owner: Owned): Promise<void> {
   const fh = await open(where, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   try {
+    // A folder's owner only when its record names one (a folder kept in place keeps its own), where the process may.
+    const now = owner.uid === undefined ? undefined : await fh.stat();
+    const may = process.getuid?.() === 0 || owner.uid === process.getuid?.();
+    if (now && may && (now.uid !== owner.uid || now.gid !== owner.gid))
+      await fh.chown(owner.uid!, owner.gid ?? now.gid).catch(() => undefined);
     await fh.chmod(mode);
   } finally {
     await fh.close();

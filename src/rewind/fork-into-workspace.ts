@@ -1,6 +1,4 @@
-import { readdirSync as readdirEntriesSync } from "node:fs";
-import { bytesOfName, nameFromBytes } from "../core/byte-names.js";
-import { lstatSync, mkdir, readdir } from "../core/named-fs.js";
+import { lstatSync, mkdir, readdir, readdirTypedSync } from "../core/named-fs.js";
 import { join, resolve } from "node:path";
 import type { SignalOption, StorageBackend } from "../backend/types.js";
 import {
@@ -304,8 +302,9 @@ function countTree(root: string): { files: number; symlinks: number; folders: nu
   const queue = [root];
   while (queue.length > 0) {
     const dir = queue.pop()!;
-    for (const entry of readdirEntriesSync(bytesOfName(dir), { withFileTypes: true, encoding: "buffer" })) {
-      const path = join(dir, nameFromBytes(entry.name));
+    // named-fs: names as bytes, and a path past PATH_MAX reached (docs/ARCHITECTURE.md, "Names and depths")
+    for (const { name, entry } of readdirTypedSync(dir)) {
+      const path = `${dir}/${name}`;
       if (entry.isDirectory()) {
         counts.folders++;
         queue.push(path);

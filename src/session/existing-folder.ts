@@ -1,4 +1,5 @@
-import { stat } from "node:fs/promises";
+// named-fs: a workspace's name may hold bytes that are not UTF-8 (docs/ARCHITECTURE.md, "Names and depths").
+import { stat } from "../core/named-fs.js";
 import { resolve as resolvePath } from "node:path";
 import { InvalidArgumentError } from "../core/errors.js";
 

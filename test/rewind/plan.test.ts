@@ -8,6 +8,7 @@ import { UNDO_LIMITS } from "../../src/rewind/rewind.js";
 import { blobFile } from "../helpers/rewind-story.js";
 import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 import { TempRoots } from "../helpers/temp-root.js";
+import { allOwnerless } from "../helpers/ownerless.js";
 
 const temps = new TempRoots();
 const stores: SessionStore[] = [];
@@ -190,6 +191,6 @@ describe("planFileChanges", () => {
     ]);
 
     expect(plan.changes.map(({ path, action }) => [path, action])).toEqual([["moded", "restore"]]);
-    expect(plan.current.files).toEqual([{ path: "moded", kind: "directory", mode: 0o700 }]);
+    expect(allOwnerless(plan.current.files)).toEqual([{ path: "moded", kind: "directory", mode: 0o700 }]);
   });
 });
