@@ -70,11 +70,19 @@ export function runStoreSuites(kind: BackendUnderTest): void {
       const afterRewind = (await s.store.readAll(s.id)).map((event) => event.sequence);
       expect(afterRewind).toEqual([...cutFrom.filter((n) => n <= s.before), report.markerSequence]);
 
+      // A backend that copies log ranges keeps the cut part as bytes (fs and PostgreSQL both do).
+      const archive = (await s.backend.readRecord(s.id, `rewind-archive-${report.markerSequence}`)) as {
+        log?: unknown;
+      };
+      expect(archive.log !== undefined).toBe(s.backend.readArchivedLog !== undefined);
+
       await undoRewind(s.store, s.id);
       expect(await s.read("a.txt")).toBe("two\n");
       expect(await s.read("b.txt")).toBe("made\n");
       const types = (await s.store.readAll(s.id)).map((event) => event.type);
-      expect(types.filter((type) => type === "session_checkpoint")).toHaveLength(2); // the original, put back
+      // The cut part is put back after the rewind's marker: its checkpoint with it.
+      expect(types.filter((type) => type === "session_checkpoint")).toHaveLength(1);
+      expect(types.filter((type) => type === "session_rewind")).toHaveLength(2); // the rewind's marker, the undo's
     });
 
     it("recovery: blobs a dead holder wrote and nothing names are dropped by the next writer", async () => {
