@@ -12,7 +12,8 @@ import { processRows, workspaceRows } from "./postgres-workloads.js";
  * single durable appends (p50, p99), a store append against a bare `pg` insert of the same row (the library's
  * own overhead), `appendMany` of 100, a replay of a long log (and its memory, streamed), capture of one edited
  * file, rewind of 1 and 100 files, 4 processes on 4 sessions, take-over after a killed holder
- * (postgres-workloads.ts). A run of this suite alone writes bench/results/postgres.json. The server is AGENT_TAPE_PG_URL, else the
+ * (postgres-workloads.ts). A run of this suite alone writes bench/results/postgres.json. The server is
+ * AGENT_TAPE_PG_URL, else the
  * machine's (postgres://postgres@127.0.0.1:5432/test); the suite works in a schema of its own, dropped after.
  */
 export const postgresSuite: Suite = {

@@ -2,8 +2,8 @@ import { createHash } from "node:crypto";
 import type { ArchivedLog } from "../types.js";
 import type { Queryable } from "./queryable.js";
 
-// A rewind's archive of the log's bytes after its cut point (docs/postgres.md, "Appends, cuts and readers"): the lines of the cut
-// events, each with its newline, exactly the bytes the fs backend copies into records/<name>.jsonl, kept in
+// A rewind's archive of the log's bytes after its cut point (docs/postgres.md, "Appends, cuts and readers"): the
+// lines of the cut events, each with its newline, exactly the bytes the fs backend copies into records/<name>.jsonl, kept in
 // `archived_logs` beside the record they belong to, in parts of about ARCHIVE_PART_BYTES. Copied inside the
 // database: no line comes through the client to be archived.
 
