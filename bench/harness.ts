@@ -7,6 +7,11 @@ import { promisify } from "node:util";
 /** One benchmark: a name and a function producing table rows. `bench/run.ts` runs them in order. */
 export interface Suite {
   name: string;
+  /**
+   * The results file a run of this suite alone (not quick) writes, for a table of its own in docs/benchmarks.md;
+   * without it such a run writes tmp-<name>.json (not kept).
+   */
+  results?: string;
   run(context: SuiteContext): Promise<Row[]>;
 }
 

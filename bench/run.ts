@@ -81,10 +81,11 @@ console.log(
     `load average ${loadBefore.toFixed(1)} → ${loadAfter.toFixed(1)}`,
 );
 
+const ownFile = !quick && selected.length === 1 ? selected[0]!.results : undefined;
 const out = join(
   here,
   "results",
-  complete ? "latest.json" : `tmp-${quick ? "quick" : selected.map((s) => s.name).join("-")}.json`,
+  complete ? "latest.json" : (ownFile ?? `tmp-${quick ? "quick" : selected.map((s) => s.name).join("-")}.json`),
 );
 await mkdir(dirname(out), { recursive: true });
 const report = {

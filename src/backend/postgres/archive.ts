@@ -2,10 +2,10 @@ import { createHash } from "node:crypto";
 import type { ArchivedLog } from "../types.js";
 import type { Queryable } from "./queryable.js";
 
-// A rewind's archive of the log's bytes after its cut point (docs/postgres.md, "Appends, cuts and readers"): the lines of the cut
-// events, each with its newline, exactly the bytes the fs backend copies into records/<name>.jsonl, kept in
-// `archived_logs` beside the record they belong to, in parts of about ARCHIVE_PART_BYTES. Copied inside the
-// database: no line comes through the client to be archived.
+// A rewind's archive of the log's bytes after its cut point (docs/postgres.md, "Appends, cuts and readers"): the
+// lines of the cut events, each with its newline, exactly the bytes the fs backend copies into
+// records/<name>.jsonl, kept in `archived_logs` beside the record they belong to, in parts of about
+// ARCHIVE_PART_BYTES. Copied inside the database: no line comes through the client to be archived.
 
 /** Bytes of a part: a part holds the lines that start in its span, so it is this plus one line at most. */
 export const ARCHIVE_PART_BYTES = 1024 * 1024;
