@@ -22,6 +22,7 @@ import { replaySuite } from "./replay.bench.js";
 import { rewindSuite } from "./rewind.bench.js";
 import { scaleSuite } from "./scale.bench.js";
 import { diskSuite, shellSuite } from "./shell.bench.js";
+import { diskCyclesSuite } from "./disk-cycles.bench.js";
 
 /** Every suite, in the order they run. A new benchmark is one more entry here. */
 const suites: Suite[] = [
@@ -41,6 +42,7 @@ const suites: Suite[] = [
   scaleSuite,
   shellSuite,
   diskSuite,
+  diskCyclesSuite,
   postgresSuite,
 ];
 
