@@ -98,11 +98,13 @@ export const diskCyclesSuite: Suite = {
       const after = { ours: await du(join(dir, "store", a.id)), loose: await du(join(dir, "store-loose", b.id)) };
       const gitAfter = await du(join(dir, "shadow-git"));
       const mb = (kb: number) => kb / 1024;
+      const f1 = (kb: number) => mb(kb).toFixed(1);
+      const perCycle = recordBytes.map((x) => (x / 1024).toFixed(0)).join(", ");
       const suite = `disk of a session (${edits} edits, ${commands} commands @${sizeLabel(size)}) vs packed shadow git`;
       log(
-        `  disk: ours ${mb(before.ours).toFixed(1)} MB (loose ${mb(before.loose).toFixed(1)} MB), git ${mb(gitBefore).toFixed(1)} MB; ` +
-          `after ${cycles} rewind+undo: ours ${mb(after.ours).toFixed(1)} MB (loose ${mb(after.loose).toFixed(1)} MB), ` +
-          `git ${mb(gitAfter).toFixed(1)} MB; one rewind+undo of ${paths} paths adds ${recordBytes.map((x) => (x / 1024).toFixed(0)).join(", ")} KB`,
+        `  disk: ours ${f1(before.ours)} MB (loose ${f1(before.loose)} MB), git ${f1(gitBefore)} MB; ` +
+          `after ${cycles} rewind+undo: ours ${f1(after.ours)} MB (loose ${f1(after.loose)} MB), ` +
+          `git ${f1(gitAfter)} MB; one rewind+undo of ${paths} paths adds ${perCycle} KB`,
       );
       const git0 = { label: "shadow .git after git gc (du)", value: mb(gitBefore), unit: "MB" as const };
       const git1 = { label: "shadow .git after git gc (du)", value: mb(gitAfter), unit: "MB" as const };
@@ -113,7 +115,7 @@ export const diskCyclesSuite: Suite = {
           baseline: git0,
           ratio: before.ours / gitBefore,
           target: { op: "<=", value: 1, on: "ratio" },
-          notes: `each blob its own file: ${mb(before.loose).toFixed(1)} MB (${(before.loose / gitBefore).toFixed(2)}x git)`,
+          notes: `each blob its own file: ${f1(before.loose)} MB (${(before.loose / gitBefore).toFixed(2)}x git)`,
         },
         {
           suite: `${suite}, after ${cycles} rewind-and-undo cycles`,
