@@ -3,7 +3,8 @@
 //   holds: takes the session's lock, prints "held", and keeps it until it is killed.
 // Usage: node --import tsx bench/postgres.child.ts <fs root | postgres url> <schema> <sessionId> appends <count>|holds
 import { postgresBackend } from "../src/backend/postgres/index.js";
-import { SessionStore, fsBackend } from "../src/index.js";
+import { fsBackend } from "../src/backend/index.js";
+import { SessionStore } from "../src/index.js";
 import { messageEvent } from "./workload.js";
 
 const [where, schema, id, what, count] = process.argv.slice(2);

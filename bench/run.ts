@@ -23,6 +23,7 @@ import { rewindSuite } from "./rewind.bench.js";
 import { scaleSuite } from "./scale.bench.js";
 import { sessionSuite } from "./session.bench.js";
 import { diskSuite, shellSuite } from "./shell.bench.js";
+import { diskCyclesSuite } from "./disk-cycles.bench.js";
 
 /** Every suite, in the order they run. A new benchmark is one more entry here. */
 const suites: Suite[] = [
@@ -43,6 +44,7 @@ const suites: Suite[] = [
   shellSuite,
   sessionSuite,
   diskSuite,
+  diskCyclesSuite,
   postgresSuite,
 ];
 

@@ -250,6 +250,11 @@ export interface LockedSession {
   hasBlob(hash: string): Promise<boolean>;
   deleteBlob(hash: string): Promise<void>;
   /**
+   * Optional: gives back the space deleted blobs still take where a backend keeps it until later (the fs
+   * backend's pack: docs/ARCHITECTURE.md, "Blobs"). `gc` calls it after deleting, so what it frees is freed.
+   */
+  compactBlobs?(): Promise<void>;
+  /**
    * Optional: removes what blob writes cut short by a crash left behind (never a finished blob).
    * Called by recovery when a holder died while writing blobs.
    */

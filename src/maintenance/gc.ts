@@ -165,11 +165,13 @@ async function remove(
   locked: {
     deleteRecord(name: string, options?: { archivedLog?: boolean }): Promise<void>;
     deleteBlob(hash: string): Promise<void>;
+    compactBlobs?(): Promise<void>;
   },
   found: Found,
 ): Promise<void> {
   for (const name of found.expiredArchives) await locked.deleteRecord(name, { archivedLog: true });
   await forEachLimited(found.orphanBlobs, 8, (hash) => locked.deleteBlob(hash));
+  if (found.orphanBlobs.length > 0) await locked.compactBlobs?.();
 }
 
 /**

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { appendFile, mkdir, readdir, readFile, stat, truncate, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/index.js";
@@ -65,7 +65,7 @@ describe("fs backend: the blob pack", () => {
     expect((await verify(store, id)).problems).toEqual([]);
   });
 
-  it("bytes altered inside a packed blob are BLOB_CORRUPT: verify names it, a rewind skips it, the rest restore", async () => {
+  it("bytes altered in a packed blob: BLOB_CORRUPT, verify names it, a rewind skips it, the rest restore", async () => {
     const { root, workspace, store, id, checkpoints } = await setup();
     await writeFile(join(workspace, "a.txt"), "alpha\n");
     await writeFile(join(workspace, "b.txt"), "beta\n");
@@ -88,7 +88,7 @@ describe("fs backend: the blob pack", () => {
     expect(await readFile(join(workspace, "b.txt"), "utf8")).toBe("beta\n");
   });
 
-  it("a header altered mid-pack: the blobs from it on are missing, nothing is cut, the next write starts a segment", async () => {
+  it("a header altered mid-pack: the blobs from it on missing, nothing cut, the next write a new segment", async () => {
     const { root, backend, id } = await setup();
     const blobs = [0, 1, 2].map((i) => Buffer.from(`blob ${i} ${randomBytes(100).toString("hex")}`));
     const [first, second, third] = await writeBlobs(backend, id, blobs);
@@ -107,7 +107,7 @@ describe("fs backend: the blob pack", () => {
     expect(await fsBackend({ root }).readBlob(id, sha256(more))).toEqual(more);
   });
 
-  it("a torn tail (an entry cut short, or zeros) is not read, and the next writer cuts it before appending", async () => {
+  it("a torn tail (an entry cut short, or zeros) is not read; the next writer cuts it before appending", async () => {
     const torn = Buffer.from("torn away before its end\n");
     for (const tail of [encodeEntry(BLOB, sha256(torn), torn).subarray(0, 60), Buffer.alloc(300)]) {
       const { root, backend, id } = await setup();

@@ -108,7 +108,7 @@ describe("store parts replaced by symlinks", () => {
     expect(code).toBe("STORE_TAMPERED");
   });
 
-  it("blobs/pack as a link outside: a shell command's scan writes nothing there, and no blob is read through it", async () => {
+  it("blobs/pack as a link outside: a shell command's scan writes nothing there, no blob read through it", async () => {
     const s = await scene(false);
     await rename(join(s.dir, "blobs", "pack"), join(s.outside, "pack"));
     await symlink(join(s.outside, "pack"), join(s.dir, "blobs", "pack"));
@@ -157,7 +157,7 @@ describe("store files replaced by FIFOs", () => {
     expect(await readFile(join(s.workspace, "f.txt"), "utf8")).toBe(s.v2);
   });
 
-  it("a pack segment as a FIFO: verify and a rewind finish, the blobs reported unreadable, nothing changed", async () => {
+  it("a pack segment as a FIFO: verify and a rewind finish, blobs reported unreadable, nothing changed", async () => {
     const s = await scene(false);
     const segment = join(s.dir, "blobs", "pack", "00000001.pack");
     await rm(segment);

@@ -3,7 +3,8 @@ import { readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { claudeEvents, claudeSessionStore } from "../../src/adapters/claude-agent-sdk/index.js";
-import { CheckpointStore, SessionStore, gc, rewind, undoRewind, verify, type StorageBackend } from "../../src/index.js";
+import type { StorageBackend } from "../../src/backend/index.js";
+import { CheckpointStore, SessionStore, gc, rewind, undoRewind, verify } from "../../src/index.js";
 import { TempRoots } from "./temp-root.js";
 
 // Capture, rewind, undo, recovery, gc/verify and an adapter, defined once and run over each backend: the fs

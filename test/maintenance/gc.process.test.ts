@@ -34,13 +34,14 @@ describe.each(BACKENDS)("gc (%s backend)", (kind) => {
     expect(await blobsOf(s)).toEqual([orphan, referenced].sort());
 
     const dry = await gc(s.store, { dryRun: true });
+    const freed = kind === "fs" ? 52 + 31 : 31; // on fs, an entry of the pack: its 52-byte header and the bytes
     expect(dry).toEqual({
       dryRun: true,
-      sessions: [{ sessionId: s.id, orphanBlobs: [orphan], expiredArchives: [], leftoverFiles: [], bytesFreed: 31 }],
+      sessions: [{ sessionId: s.id, orphanBlobs: [orphan], expiredArchives: [], leftoverFiles: [], bytesFreed: freed }],
       failed: [],
       orphanBlobs: 1,
       expiredArchives: 0,
-      bytesFreed: 31,
+      bytesFreed: freed,
     });
     expect(await blobsOf(s)).toEqual([orphan, referenced].sort());
 

@@ -1,14 +1,14 @@
-import { chmod, mkdir, realpath, symlink, writeFile } from "node:fs/promises";
+import { chmod, mkdir, realpath, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionStore, type FileSnapshot, type StoredEvent } from "../../src/index.js";
 import { closestSnapshotPerPath, planFileChanges } from "../../src/rewind/plan.js";
 import { lockedAccess } from "../../src/session/locked-access.js";
 import { UNDO_LIMITS } from "../../src/rewind/rewind.js";
-import { blobFile } from "../helpers/rewind-story.js";
 import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 import { TempRoots } from "../helpers/temp-root.js";
 import { allOwnerless } from "../helpers/ownerless.js";
+import { damageBlob } from "../helpers/blob-files.js";
 
 const temps = new TempRoots();
 const stores: SessionStore[] = [];
@@ -133,9 +133,7 @@ describe("planFileChanges", () => {
     const p = await setup();
     await put(p.workspace, "a.txt", "now\n");
     await p.storeBlob("damaged\n");
-    const damaged = blobFile(p.root, p.id, sha256("damaged\n"));
-    await chmod(damaged, 0o644);
-    await writeFile(damaged, "other bytes\n");
+    await damageBlob(p.root, p.id, sha256("damaged\n"), "other bytes\n");
 
     const plan = await p.plan([
       blob("../escape.txt", "x"),

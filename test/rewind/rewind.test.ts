@@ -1,4 +1,4 @@
-import { chmod, mkdir, readFile, realpath, rename, stat, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readFile, realpath, rename, stat, symlink, writeFile } from "node:fs/promises";
 import { renameSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -16,13 +16,13 @@ import {
   STORY_CHANGES,
   STORY_DIFF_TOTALS,
   STORY_EVENTS_AFTER_TARGET,
-  blobFile,
   logBytes,
   storyFixture,
 } from "../helpers/rewind-story.js";
 import { put, recordsLeft, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 import { archivedEventsOf } from "../helpers/stored-events.js";
 import { referencedBlobs } from "../../src/blobs/references.js";
+import { damageBlob } from "../helpers/blob-files.js";
 
 const { temps, stores, story } = storyFixture();
 
@@ -429,9 +429,7 @@ describe("tampered checkpoints and swapped symlinks never reach outside the work
 describe("blobs", () => {
   it("a corrupt blob is skipped and reported blob_corrupt, its file left as it is; the rest is restored", async () => {
     const s = await story();
-    const damaged = blobFile(s.root, s.id, sha256("old docs\n"));
-    await chmod(damaged, 0o644);
-    await writeFile(damaged, "not the old docs\n");
+    await damageBlob(s.root, s.id, sha256("old docs\n"), "not the old docs\n");
 
     const report = await rewind(s.store, s.id, { toSequence: s.target });
 

@@ -1,4 +1,4 @@
-import { fsBackend } from "../../src/index.js";
+import { fsBackend } from "../../src/backend/index.js";
 import { runStoreSuites } from "../helpers/store-suites.js";
 import { TempRoots } from "../helpers/temp-root.js";
 

@@ -312,6 +312,13 @@ export async function deletePacked(layout: SessionLayout, id: string, hash: stri
   if (dead >= COMPACT_FROM_BYTES && dead * 2 >= total) compactPack(layout, id);
 }
 
+/** Compacts the pack when it holds any dead bytes (`gc`: what it deleted is then freed). */
+export function compactPackIfDead(layout: SessionLayout, id: string): void {
+  const index = packIndex(layout, id);
+  const total = index.segments.reduce((sum, segment) => sum + segment.size, 0);
+  if (index.segments.length > 0 && total > index.liveBytes) compactPack(layout, id);
+}
+
 /**
  * Rewrites the pack as one new segment holding only its live entries: written in blobs/.incoming/, fsynced,
  * renamed in as the next number, the folder fsynced, then the older segments deleted, oldest first. A crash
