@@ -73,6 +73,10 @@ async function raceRounds(
     );
     const saver = new Child("racing-saver.ts", [join(workspace, layout.saved), flags]);
     children.push(saver);
+    // Started (tsx takes seconds on a loaded machine) before the first round blocks on it for at most 5 s.
+    saver.process.stdin!.write("save warm-up\n");
+    for (let waited = 0; !existsSync(join(flags, "saved-warm-up")) && waited < 120_000; waited += 50)
+      await new Promise((done) => setTimeout(done, 50));
     for (let round = 0; round < ROUNDS; round++) {
       await layout.agentLeft(workspace); // as the agent left it: any conflict now is the late one
       const save = `save ${policy} ${round}\n`;
