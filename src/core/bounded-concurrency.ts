@@ -29,16 +29,15 @@ export async function forEachLimited<T>(
   let failed = false;
   const workers = Array.from({ length: Math.min(Math.max(1, limit), items.length) }, async () => {
     while (!failed && next < items.length) {
-      // Items that finish without waiting for I/O (synchronous writes, cached reads) would chain on
-      // without the event loop ever turning.
-      await yieldIfLong();
-      if (failed || next >= items.length) break;
       try {
         await fn(items[next++]!);
       } catch (error) {
         failed = true;
         throw error;
       }
+      // Items that finish without waiting for I/O (synchronous writes, cached reads) would chain on
+      // without the event loop ever turning. After an item, not before: every worker starts its first at once.
+      await yieldIfLong();
     }
   });
   const failure = (await Promise.allSettled(workers)).find((r): r is PromiseRejectedResult => r.status === "rejected");

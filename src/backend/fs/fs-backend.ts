@@ -56,10 +56,7 @@ export interface FsBackendOptions {
    * @default true
    */
   compressBlobs?: boolean;
-  /**
-   * Blobs stored in fewer bytes than this go into the session's pack (4096 packs what is under 4 KiB).
-   * @default 0 (each blob a file of its own)
-   */
+  /** Blobs stored in fewer bytes than this (e.g. 4096) go into the session's pack. @default 0: each one a file */
   packBlobsUnder?: number;
 }
 
