@@ -3,15 +3,13 @@ import { closeSync, constants, openSync } from "node:fs";
 import { mkdir, readdir, readFile, realpath, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, verify } from "../../src/index.js";
+import { CheckpointStore, type SessionStore, rewind, verify } from "../../src/index.js";
 import { codeOf, filesBelow, within } from "../helpers/outcomes.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // Parts of a session folder replaced by symlinks or FIFOs, as anyone who can write the folder could
 // (docs/ARCHITECTURE.md, "Confinement"): the store follows none of them and hangs on none of them.
 
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
 const fifos: string[] = [];
 afterEach(async () => {
   // A read blocked on a FIFO holds a thread until a writer comes: be that writer, so nothing stays stuck.
@@ -22,14 +20,12 @@ afterEach(async () => {
       // no reader waiting
     }
   }
-  for (const store of stores.splice(0)) await store.close().catch(() => undefined);
-  await temps.removeAll();
 });
 
 const HASH = "ab".repeat(32);
 
 async function scene() {
-  const base = await realpath(await temps.make("agent-tape-store-tamper-"));
+  const base = await realpath(await tempDir("agent-tape-store-tamper-"));
   const workspace = join(base, "ws");
   const outside = join(base, "outside");
   const root = join(base, "sessions");
@@ -40,8 +36,7 @@ async function scene() {
   await writeFile(join(outside, ".incoming", "keep.txt"), "keep");
   await writeFile(join(outside, "ab", HASH), "looks like a blob");
   await writeFile(join(workspace, "f.txt"), "v1");
-  const store = new SessionStore({ root });
-  stores.push(store);
+  const store = openStore({ root });
   const { id } = await store.create({ workspace });
   const start = await store.append(id, { type: "message", payload: { role: "user", content: "go" } });
   const checkpoints = new CheckpointStore(store);
@@ -54,8 +49,7 @@ async function scene() {
 }
 
 function reopen(root: string): SessionStore {
-  const store = new SessionStore({ root, lockWaitMs: 2000 });
-  stores.push(store);
+  const store = openStore({ root, lockWaitMs: 2000 });
   return store;
 }
 

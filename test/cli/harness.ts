@@ -1,8 +1,8 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { CheckpointStore, SessionStore } from "../../src/index.js";
+import { CheckpointStore, type SessionStore } from "../../src/index.js";
 import { runCli, type CliIO } from "../../src/cli/run-cli.js";
-import type { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 export interface CliRun {
   code: number;
@@ -41,15 +41,14 @@ export interface Seeded {
  * after which a.txt says "two" and b.txt exists.
  */
 export async function seedSession(
-  temps: TempRoots,
   options: { root?: string; title?: string; afterState?: boolean } = {},
 ): Promise<Seeded> {
-  const base = await temps.make("agent-tape-cli-");
+  const base = await tempDir("agent-tape-cli-");
   const root = options.root ?? join(base, "root");
   const workspace = join(base, "workspace");
   await mkdir(workspace);
   await writeFile(join(workspace, "a.txt"), "one\n");
-  const store = new SessionStore({ root });
+  const store = openStore({ root });
   try {
     // The CLI tests count events: after-states (one more, #4, then the result is #5) only when asked for.
     const checkpoints = new CheckpointStore(store, { afterState: options.afterState ?? false });
@@ -73,7 +72,7 @@ export async function seedSession(
 
 /** Opens a store on `root` for the duration of `fn`. */
 export async function withStore<T>(root: string, fn: (store: SessionStore) => Promise<T>): Promise<T> {
-  const store = new SessionStore({ root });
+  const store = openStore({ root });
   try {
     return await fn(store);
   } finally {

@@ -2,19 +2,17 @@ import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, type RewindPayload } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, rewind, type RewindPayload } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { put } from "../helpers/rewind-workspace.js";
 import { rounds } from "../helpers/rounds.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // An edit saved by another process after the rewind's conflict check and before it replaces the file
 // (docs/ARCHITECTURE.md, "Conflicts"). Rounds (test/helpers/rounds.ts): 40 in npm test, 300 in the soak tier.
 const ROUNDS = rounds(40, 300);
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
@@ -27,12 +25,12 @@ function blockUntilExists(path: string, ms: number): void {
 
 describe("an edit saved while a rewind runs (a real process saving between the check and the write)", () => {
   it(`is never lost: it stays in the file, or the undo holds it (${ROUNDS} rounds)`, async () => {
-    const base = await realpath(await temps.make("agent-tape-edit-race-"));
+    const base = await realpath(await tempDir("agent-tape-edit-race-"));
     const workspace = join(base, "ws");
     const flags = join(base, "flags");
     await mkdir(flags);
     await put(workspace, "notes.txt", "v0\n");
-    const store = new SessionStore({ root: join(base, "sessions") });
+    const store = openStore({ root: join(base, "sessions") });
     try {
       const { id } = await store.create({ workspace });
       await store.append(id, { type: "message", payload: { role: "user", content: "edit" } });

@@ -1,12 +1,9 @@
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, type SessionStore, rewind } from "../../src/index.js";
 import { bytesRead } from "../helpers/bytes-read.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 /** `count` messages of ~400 bytes each, in batches of 2000: a long tape, quickly. */
 async function appendMessages(store: SessionStore, id: string, count: number): Promise<void> {
@@ -22,8 +19,8 @@ async function appendMessages(store: SessionStore, id: string, count: number): P
 
 describe("a rewind's reading follows what it cuts", () => {
   it("cutting the last 10 of 40,000 events (conversation) reads a few KB of the log, not all of it", async () => {
-    const root = await temps.make();
-    const store = new SessionStore({ root, durability: "none" });
+    const root = await tempDir();
+    const store = openStore({ root, durability: "none" });
     try {
       const { id } = await store.create();
       await appendMessages(store, id, 40_000 - 10);
@@ -45,8 +42,8 @@ describe("a rewind's reading follows what it cuts", () => {
   }, 60_000);
 
   it("a beforeCallId target 10 events from the end of 40,000 is found reading a few KB, not the log", async () => {
-    const root = await temps.make();
-    const store = new SessionStore({ root, durability: "none" });
+    const root = await tempDir();
+    const store = openStore({ root, durability: "none" });
     try {
       const { id } = await store.create();
       await appendMessages(store, id, 40_000);
@@ -69,11 +66,11 @@ describe("a rewind's reading follows what it cuts", () => {
   }, 60_000);
 
   it("undoing a 1-file shell command (files, keepUndo 0) after 40,000 events reads a few KB, not the log", async () => {
-    const root = await temps.make();
+    const root = await tempDir();
     const workspace = join(root, "ws");
     await mkdir(workspace);
     for (let k = 0; k < 20; k++) await writeFile(join(workspace, `f${k}.txt`), `file ${k}\n`);
-    const store = new SessionStore({ root: join(root, "store"), durability: "none" });
+    const store = openStore({ root: join(root, "store"), durability: "none" });
     try {
       const { id } = await store.create({ workspace });
       await appendMessages(store, id, 40_000);

@@ -5,9 +5,8 @@
 import { readFileSync } from "node:fs";
 import { readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  SessionStore,
   fsBackend,
   isAgentTapeError,
   memoryBackend,
@@ -21,21 +20,13 @@ import {
 import type { StorageBackend } from "../../src/backend/types.js";
 import { summarizeEvent } from "../../src/cli/event-summary.js";
 import { withLockedSession } from "../../src/session/session-store.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 const say = (content: string) => ({ type: "message" as const, payload: { role: "user" as const, content } });
 
-async function openStore(backend: (root: string) => StorageBackend, root?: string) {
-  const at = root ?? (await temps.make("agent-tape-undo-runs-"));
-  const store = new SessionStore({ backend: backend(at), durability: "none" });
-  stores.push(store);
+async function storeOn(backend: (root: string) => StorageBackend, root?: string) {
+  const at = root ?? (await tempDir("agent-tape-undo-runs-"));
+  const store = openStore({ backend: backend(at), durability: "none" });
   return { root: at, store };
 }
 
@@ -49,7 +40,7 @@ async function lastLine(root: string, id: string): Promise<string> {
 
 describe("the undo marker of a large cut stays small", () => {
   it("undoing a rewind that cut 100,000 events writes one run: a marker line and an intent of a few KB", async () => {
-    const { root, store } = await openStore((r) => fsBackend({ root: r }));
+    const { root, store } = await storeOn((r) => fsBackend({ root: r }));
     const { id } = await store.create({ title: "long" });
     const total = 100_001;
     for (let start = 0; start < total; start += 5000)
@@ -90,7 +81,7 @@ describe.each([
    * #4, #5, #11, #12, #13, whose numbers have a gap where the first rewind's cut was.
    */
   async function gappedCut() {
-    const { root, store } = await openStore(backend);
+    const { root, store } = await storeOn(backend);
     const { id } = await store.create({ title: "gaps" });
     await store.appendMany(
       id,
@@ -126,7 +117,7 @@ describe.each([
   });
 
   it("a run of one: the earlier rewind's marker alone between two stretches", async () => {
-    const { store } = await openStore(backend);
+    const { store } = await storeOn(backend);
     const { id } = await store.create({ title: "one" });
     await store.appendMany(
       id,
@@ -144,8 +135,8 @@ describe.each([
   });
 
   it("an undo that puts back no events (a files-only rewind) records no runs", async () => {
-    const { store } = await openStore(backend);
-    const workspace = await realpath(await temps.make("agent-tape-undo-runs-ws-"));
+    const { store } = await storeOn(backend);
+    const workspace = await realpath(await tempDir("agent-tape-undo-runs-ws-"));
     const { id } = await store.create({ title: "none", workspace });
     await store.append(id, say("one"));
     await store.append(id, say("two"));
@@ -167,7 +158,7 @@ describe("an archive of events (the older form) whose numbers are not the cut's"
     ["an event numbered at the rewind's marker", (events: StoredEvent[]) => void (events.at(-1)!.sequence = 14)],
   ] as const) {
     it(`${what}: the undo refuses`, async () => {
-      const { store } = await openStore((_root) => memoryBackend());
+      const { store } = await storeOn((_root) => memoryBackend());
       const { id } = await store.create({ title: "json archive" });
       await store.appendMany(
         id,
@@ -199,7 +190,7 @@ describe("an archive of events (the older form) whose numbers are not the cut's"
  * former sequences have a gap (4-5 and 11-13). The store is closed, so a test can edit the files.
  */
 async function undoneGappedStory(title: string): Promise<{ root: string; id: string }> {
-  const { root, store } = await openStore((r) => fsBackend({ root: r }));
+  const { root, store } = await storeOn((r) => fsBackend({ root: r }));
   const { id } = await store.create({ title });
   await store.appendMany(
     id,
@@ -234,7 +225,7 @@ describe("undo markers as older versions wrote them (every former sequence in re
       payload.reappendedFrom = reappendedFrom;
     });
     expect(marker.sequence).toBe(20);
-    return { id, marker, ...(await openStore((r) => fsBackend({ root: r }), root)) };
+    return { id, marker, ...(await storeOn((r) => fsBackend({ root: r }), root)) };
   }
 
   it("read, summarise, render and verify as before", async () => {
@@ -279,7 +270,7 @@ describe("verify holds an undo marker's runs to the tape", () => {
   async function verifyEdited(edit: (payload: any) => void) {
     const t = await undoneGappedStory("verify");
     await editLastPayload(t.root, t.id, edit);
-    const { store } = await openStore((r) => fsBackend({ root: r }), t.root);
+    const { store } = await storeOn((r) => fsBackend({ root: r }), t.root);
     return (await verify(store, t.id)).problems;
   }
 
@@ -339,7 +330,7 @@ describe("verify holds an undo marker's runs to the tape", () => {
   });
 
   it("an undo marker a later undo put back has a new number: it is not held to its old count", async () => {
-    const { store } = await openStore((r) => fsBackend({ root: r }));
+    const { store } = await storeOn((r) => fsBackend({ root: r }));
     const { id } = await store.create({ title: "moved" });
     await store.appendMany(
       id,
