@@ -299,8 +299,8 @@ describe.concurrent("a rewind killed at a step boundary", () => {
   ] as const)(
     "after $step: a reader changes nothing, the next writer finds it $expected, files and log alike",
     { timeout: BOUNDARY_TIMEOUT },
-    async ({ step, expected }, context) => {
-      const round = newRound(context);
+    async ({ step, expected }, { tempDir, openStore, closeAfter }) => {
+      const round = newRound({ tempDir, openStore, closeAfter });
       const s = await buildSession(round);
       const child = startChild(round, s, "rewind", step);
       await child.waitForLine((line) => line === step);
@@ -321,8 +321,8 @@ describe.concurrent("a rewind killed at a step boundary", () => {
   ] as const)(
     "with keepUndo: 0, after $step: the next writer finishes the rewind",
     { timeout: BOUNDARY_TIMEOUT },
-    async ({ step }, context) => {
-      const round = newRound(context);
+    async ({ step }, { tempDir, openStore, closeAfter }) => {
+      const round = newRound({ tempDir, openStore, closeAfter });
       const s = await buildSession(round);
       const child = startChild(round, s, "rewind", step, 0);
       await child.waitForLine((line) => line === step);
@@ -343,8 +343,8 @@ describe.concurrent("an undo killed at a step boundary", () => {
   ] as const)(
     "after $step: a reader changes nothing, the next writer finds it $expected, files and log alike",
     { timeout: BOUNDARY_TIMEOUT },
-    async ({ step, expected }, context) => {
-      const round = newRound(context);
+    async ({ step, expected }, { tempDir, openStore, closeAfter }) => {
+      const round = newRound({ tempDir, openStore, closeAfter });
       const s = await buildRewoundSession(round);
       const child = startChild(round, s, "undo", step);
       await child.waitForLine((line) => line === step);
@@ -358,8 +358,12 @@ describe.concurrent("an undo killed at a step boundary", () => {
 
 // One at a time: where these kills land depends on the child running at full speed.
 describe("a rewind killed at a random moment", () => {
-  it("while saving what an undo needs (planned to intent-written): found untouched or fully rewound", async (context) => {
-    const round = newRound(context);
+  it("while saving what an undo needs (planned to intent-written): found untouched or fully rewound", async ({
+    tempDir,
+    openStore,
+    closeAfter,
+  }) => {
+    const round = newRound({ tempDir, openStore, closeAfter });
     const seen: string[] = [];
     for (let n = 0; n < 3; n++) {
       const s = await buildSession(round);
@@ -383,8 +387,12 @@ describe("a rewind killed at a random moment", () => {
     expect(seen).toContain("untouched"); // at least one kill landed before the intent, as meant
   }, 180_000);
 
-  it("inside step 1, with files half restored: a reader changes nothing, the next writer finishes the rewind", async (context) => {
-    const round = newRound(context);
+  it("inside step 1, with files half restored: a reader changes nothing, the next writer finishes the rewind", async ({
+    tempDir,
+    openStore,
+    closeAfter,
+  }) => {
+    const round = newRound({ tempDir, openStore, closeAfter });
     let halfRestored = 0;
     for (let n = 0; n < 4; n++) {
       const s = await buildSession(round);
