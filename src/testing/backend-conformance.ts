@@ -41,13 +41,12 @@ export interface BackendConformanceRun extends BackendConformanceOptions {
  * runBackendConformance({ name: "postgres", create: () => postgresBackend({ pool }), destroy: dropTables });
  * ```
  *
- * `areas` keeps the run to some of them (`areas: ["log", "lock"]`); each area is exported on its own
- * too (`runLogConformance(options)` …) for a backend being built area by area. Beyond what `StorageBackend`'s JSDoc states, the suite fixes the error codes callers
- * rely on: a rejected append (a sequence not above the one before) and a write through a released
- * lock are INVALID_ARGUMENT, as is a blob name that is not a lowercase hex sha256 or a record name
- * with a path separator. Optional methods are checked against the required ones; what a crash leaves
- * behind is checked only through the `crashLeftState` and `crashedHolder` hooks, which reach past the
- * interface.
+ * `areas` keeps the run to some of them (`areas: ["log", "lock"]`); each area is exported on its own too
+ * (`runLogConformance(options)` …) for a backend being built area by area. Beyond what `StorageBackend`'s JSDoc
+ * states, the suite fixes the error codes callers rely on: a rejected append (a sequence not above the one before)
+ * and a write through a released lock are INVALID_ARGUMENT, as is a blob name that is not a lowercase hex sha256 or
+ * a record name with a path separator. Optional methods are checked against the required ones; what a crash leaves
+ * behind is checked only through the `crashLeftState` and `crashedHolder` hooks, which reach past the interface.
  */
 export function runBackendConformance(options: BackendConformanceRun): void {
   runAreas(options, chosenAreas(options.areas));
