@@ -16,14 +16,18 @@ module.exports = {
     ...upward,
     {
       name: "layers-do-not-import-the-entry-points",
-      comment: "The library's layers never import the public entry, the CLI, the test kit or the adapters.",
+      comment:
+        "The library's layers never import an entry (agent-tape, agent-tape/backend), the CLI, the test kit or the " +
+        "adapters.",
       severity: "error",
       from: { path: `^src/(${layers.join("|")})/` },
-      to: { path: "^src/(cli|testing|adapters)/|^src/index\\.ts$" },
+      to: { path: "^src/(cli|testing|adapters)/|^src/index\\.ts$|^src/backend/index\\.ts$" },
     },
     {
       name: "cli-imports-only-the-public-entry",
-      comment: "The CLI is a user of the library like any other: it sees only src/index.ts.",
+      comment:
+        "The CLI is a user of the library like any other: it sees only src/index.ts (it opens its stores by root, " +
+        "so it needs no backend from agent-tape/backend).",
       severity: "error",
       from: { path: "^src/cli/" },
       to: { path: `^src/(${layers.join("|")}|testing|adapters)/` },

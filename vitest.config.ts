@@ -1,5 +1,7 @@
 import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { configDefaults, defineConfig } from "vitest/config";
+import { loopFiles } from "./scripts/loop-files.mjs";
 
 // Four tiers, chosen by file name (README, "Tests"): `npm run test:fast` runs "unit", `npm run test:slow` the
 // other three, `npm test` all of them.
@@ -23,7 +25,15 @@ const postgresProcessTests = "test/**/postgres-*.process.test.ts";
 const postgresServer = ["test/setup/postgres-server.ts"];
 const claudeInstalled = existsSync(".tools/claude-agent-sdk/node_modules/@anthropic-ai/claude-agent-sdk/sdk.mjs");
 
+// CI's run of every file but those with rounds() loops, which its soak run covers (scripts/soak.mjs --others).
+const excluded = [...configDefaults.exclude, ...(process.env.AGENT_TAPE_WITHOUT_LOOPS === "1" ? loopFiles() : [])];
+
 export default defineConfig({
+  resolve: {
+    // The CLI loads the PostgreSQL backend by the package's own entry (src/cli/store-location.ts); in the tests,
+    // as under tsx (tsconfig.json "paths"), that entry is its source.
+    alias: { "agent-tape/postgres": fileURLToPath(new URL("src/backend/postgres/index.ts", import.meta.url)) },
+  },
   test: {
     testTimeout: 30_000,
     hookTimeout: 30_000,
@@ -40,7 +50,7 @@ export default defineConfig({
           // file halves the tier's CPU time (32 s -> 16 s measured). Each file still has its own temp folders.
           isolate: false,
           exclude: [
-            ...configDefaults.exclude,
+            ...excluded,
             propertyTests,
             processTests,
             scenarioTests,
@@ -56,28 +66,37 @@ export default defineConfig({
         test: {
           name: "postgres",
           include: [postgresTests],
-          exclude: [...configDefaults.exclude, postgresProcessTests],
+          exclude: [...excluded, postgresProcessTests],
           globalSetup: postgresServer,
         },
       },
       {
         extends: true,
-        test: { name: "postgres-process", include: [postgresProcessTests], globalSetup: postgresServer },
+        test: {
+          name: "postgres-process",
+          include: [postgresProcessTests],
+          exclude: excluded,
+          globalSetup: postgresServer,
+        },
       },
-      { extends: true, test: { name: "property", include: [propertyTests] } },
-      { extends: true, test: { name: "scenario", include: [scenarioTests] } },
+      { extends: true, test: { name: "property", include: [propertyTests], exclude: excluded } },
+      { extends: true, test: { name: "scenario", include: [scenarioTests], exclude: excluded } },
       {
         extends: true,
         test: {
           name: "process",
           include: [processTests, cliAsProgram],
-          exclude: [...configDefaults.exclude, postgresTests],
+          exclude: [...excluded, postgresTests],
           // The session page's browser test needs Chromium: installed here as root, or the one command to run.
           globalSetup: ["test/setup/chromium.ts"],
         },
       },
-      ...(onNode22 ? [{ extends: true as const, test: { name: "node22", include: [node22Tests] } }] : []),
-      ...(claudeInstalled ? [{ extends: true as const, test: { name: "claude", include: [claudeTests] } }] : []),
+      ...(onNode22
+        ? [{ extends: true as const, test: { name: "node22", include: [node22Tests], exclude: excluded } }]
+        : []),
+      ...(claudeInstalled
+        ? [{ extends: true as const, test: { name: "claude", include: [claudeTests], exclude: excluded } }]
+        : []),
     ],
   },
 });

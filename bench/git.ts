@@ -72,8 +72,23 @@ export class ShadowGit {
     return (tracked + untracked).trim();
   }
 
-  async run(args: string[]): Promise<string> {
-    const { stdout } = await run("git", args, { cwd: this.workTree, env: this.env, maxBuffer: 64 * 1024 * 1024 });
+  /**
+   * Paths where the work tree differs from the commit, whatever the index holds: the tree staged into a
+   * throw-away index, compared with the commit (a file the index lacks is no blind spot, as it is for `diff`).
+   */
+  async treeDiffers(commit: string): Promise<string> {
+    const env = { GIT_INDEX_FILE: `${this.gitDir}/bench-check-index` };
+    await this.run(["read-tree", commit], env);
+    await this.run(["add", "-A"], env);
+    return (await this.run(["diff", "--cached", "--name-only", commit], env)).trim();
+  }
+
+  async run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
+    const { stdout } = await run("git", args, {
+      cwd: this.workTree,
+      env: { ...this.env, ...env },
+      maxBuffer: 64 * 1024 * 1024,
+    });
     return stdout;
   }
 }

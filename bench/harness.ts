@@ -7,6 +7,11 @@ import { promisify } from "node:util";
 /** One benchmark: a name and a function producing table rows. `bench/run.ts` runs them in order. */
 export interface Suite {
   name: string;
+  /**
+   * The results file a run of this suite alone (not quick) writes, for a table of its own in docs/benchmarks.md;
+   * without it such a run writes tmp-<name>.json (not kept).
+   */
+  results?: string;
   run(context: SuiteContext): Promise<Row[]>;
 }
 
@@ -157,9 +162,9 @@ export function formatFigure(figure: Figure | undefined): string {
   }
 }
 
-function formatTarget(target: Target | undefined): string {
+function formatTarget(target: Target | undefined, unit: Figure["unit"]): string {
   if (!target) return "—";
-  return target.on === "ratio" ? `${target.op} ${target.value}x` : `${target.op} ${target.value} MB`;
+  return target.on === "ratio" ? `${target.op} ${target.value}x` : `${target.op} ${target.value} ${unit}`;
 }
 
 /** The results as a markdown table (suite, ours, baseline, ratio, target, result, notes). */
@@ -170,7 +175,7 @@ export function markdownTable(rows: readonly ScoredRow[]): string {
     `${formatFigure(row.ours)} (${row.ours.label})`,
     row.baseline ? `${formatFigure(row.baseline)} (${row.baseline.label})` : "—",
     row.ratio === undefined ? "—" : `${row.ratio.toFixed(2)}x`,
-    formatTarget(row.target),
+    formatTarget(row.target, row.ours.unit),
     row.pass === undefined ? "info" : row.pass ? "pass" : "**FAIL**",
     row.notes ?? "",
   ]);

@@ -5,23 +5,29 @@ import { serializeEvent } from "../src/core/envelope.js";
 import { SessionStore } from "../src/index.js";
 import { interleavedRounds, median, settleDisk, type Figure, type Row, type Suite } from "./harness.js";
 import { messageEvent } from "./workload.js";
+import { processRows, workspaceRows } from "./postgres-workloads.js";
 
 /**
  * The PostgreSQL backend against the fs backend on the same machine (docs/postgres.md), one run, ratios:
  * single durable appends (p50, p99), a store append against a bare `pg` insert of the same row (the library's
- * own overhead), `appendMany` of 100, and a replay of a long log. The server is AGENT_TAPE_PG_URL, else the
+ * own overhead), `appendMany` of 100, a replay of a long log (and its memory, streamed), capture of one edited
+ * file, rewind of 1 and 100 files, 4 processes on 4 sessions, take-over after a killed holder
+ * (postgres-workloads.ts). A run of this suite alone writes bench/results/postgres.json. The server is
+ * AGENT_TAPE_PG_URL, else the
  * machine's (postgres://postgres@127.0.0.1:5432/test); the suite works in a schema of its own, dropped after.
  */
 export const postgresSuite: Suite = {
   name: "postgres",
+  results: "postgres.json",
   async run({ quick, tempDir, log }) {
     const url = process.env.AGENT_TAPE_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
     const schema = `bench_${process.pid}`;
     const admin = new pg.Pool({ connectionString: url, max: 2 });
     const dir = await tempDir();
     const fsStore = new SessionStore({ root: join(dir, "store"), durability: "fsync", lockIdleMs: 60_000 });
+    const leaseMs = 5000;
     const pgStore = new SessionStore({
-      backend: postgresBackend({ connectionString: url, schema }),
+      backend: postgresBackend({ connectionString: url, schema, lockLeaseMs: leaseMs }),
       durability: "fsync",
       lockIdleMs: 60_000,
     });
@@ -118,6 +124,40 @@ export const postgresSuite: Suite = {
           ">=",
         ),
       );
+      // Memory of a streamed replay (store.read, one event at a time): what it grows by, against the log's size.
+      const growth = { fs: await streamedGrowthMB(fsStore, fsLong), pg: await streamedGrowthMB(pgStore, pgLong) };
+      const logMB = (await pgStore.backend.sizeOf!(pgLong)) / 1024 / 1024;
+      rows.push({
+        suite: "postgres",
+        ours: { label: `pg streamed replay of ${events} events, RSS growth`, value: growth.pg, unit: "MB" },
+        baseline: { label: `fs streamed replay, RSS growth`, value: growth.fs, unit: "MB" },
+        ratio: growth.fs > 0 ? growth.pg / growth.fs : undefined,
+        // Flat: the growth is a fraction of the log's bytes, not the log.
+        target: { op: "<", value: Math.max(1, Math.round(logMB / 4)), on: "ours" },
+        notes: `log ${logMB.toFixed(0)} MB`,
+      });
+      log("  replay done");
+      rows.push(
+        ...(await workspaceRows(
+          {
+            fs: { store: fsStore, where: join(dir, "store") },
+            pg: { store: pgStore, where: url, schema, leaseMs },
+          },
+          join(dir, "workspaces"),
+          quick,
+        )),
+      );
+      log("  capture and rewind done");
+      rows.push(
+        ...(await processRows(
+          {
+            fs: { store: fsStore, where: join(dir, "store") },
+            pg: { store: pgStore, where: url, schema, leaseMs },
+          },
+          quick,
+        )),
+      );
+      log("  processes done");
     } finally {
       await fsStore.close();
       await pgStore.close();
@@ -127,6 +167,16 @@ export const postgresSuite: Suite = {
     return rows;
   },
 };
+
+/** How far the process's resident memory rises above where it started during a streamed read of the log. */
+async function streamedGrowthMB(store: SessionStore, id: string): Promise<number> {
+  (globalThis as { gc?: () => void }).gc?.();
+  const start = process.memoryUsage().rss;
+  let peak = start;
+  let n = 0;
+  for await (const _ of store.read(id)) if (++n % 5000 === 0) peak = Math.max(peak, process.memoryUsage().rss);
+  return Math.max(peak - start, 0) / 1024 / 1024;
+}
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const started = performance.now();

@@ -1,7 +1,10 @@
+import { execFile } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { promisify } from "node:util";
 import { CheckpointStore, SessionStore, rewind, undoRewind, type RewindReport } from "../src/index.js";
-import { interleavedRounds, timeIt, type Figure, type Row, type Suite } from "./harness.js";
+import { interleavedRounds, median, timeIt, type Figure, type Row, type Suite } from "./harness.js";
 import { formatMs, medianMs, perOperation } from "./per-operation.js";
 import {
   editedText,
@@ -18,6 +21,8 @@ const FLAT_TOLERANCE = 1.5;
 /** Target: a rewind of 1 file at least 20x faster than shadow git's restore; of 100 and 1000 files, not slower. */
 const GIT_SPEEDUP = 20;
 const GIT_PARITY = 1;
+/** Target: the main thread's longest stall during a 1,000-file rewind, in milliseconds. */
+const STALL_MS = 20;
 
 /**
  * Rewind: k files edited after the target, each through its own `around` (one
@@ -58,6 +63,10 @@ interface KFigures {
   oursNoUndo: Figure;
   oursUndo: Figure;
   git: Figure;
+  /** git restore + clean, then `sync` of the restored files and their folders: git made as durable as ours. */
+  gitSync: Figure;
+  /** The longest event-loop stall of each rewind (keepUndo 1), in ms: monitorEventLoopDelay at 1 ms. */
+  stallMs: number[];
 }
 
 interface RewindBench {
@@ -95,13 +104,18 @@ async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBe
           }
           return { id: session.id, target: target.sequence };
         };
+        const stallMs: number[] = [];
         const ours = (keepUndo: number) => async () => {
           const { id, target } = await editedSession();
           await settleDisk(dir);
           let report: RewindReport | undefined;
+          const delay = monitorEventLoopDelay({ resolution: 1 });
+          delay.enable();
           const ms = await timeIt(async () => {
             report = await rewind(store, id, { toSequence: target, keepUndo });
           });
+          delay.disable();
+          if (keepUndo === 1) stallMs.push(delay.max / 1e6);
           if (report?.filesRestored !== k)
             throw new Error(`rewind restored ${report?.filesRestored} files, expected ${k}`);
           await expectOriginals(workspace, paths, originals);
@@ -134,6 +148,16 @@ async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBe
             await expectOriginals(workspace, paths, originals);
             return ms;
           },
+          gitSync: async () => {
+            await editAll();
+            await settleDisk(dir);
+            const ms = await timeIt(async () => {
+              await git.restore(initialCommit);
+              await syncPaths(workspace.root, paths);
+            });
+            await expectOriginals(workspace, paths, originals);
+            return ms;
+          },
         });
         const changed = await git.changedSince(initialCommit);
         if (changed !== "")
@@ -144,12 +168,21 @@ async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBe
           oursNoUndo: perOperation("files/s, rewind() keepUndo 0", samples.oursNoUndo, k),
           oursUndo: perOperation("files/s, undoRewind()", samples.oursUndo, k),
           git: perOperation("files/s, git restore --source + clean -fd", samples.git, k),
+          gitSync: perOperation("files/s, git restore + clean, then sync of the files", samples.gitSync, k),
+          stallMs,
         };
       },
     });
   } finally {
     await store.close();
   }
+}
+
+/** `sync FILE…` (fsync of each) of the restored files and of their folders, as ours makes them durable. */
+async function syncPaths(root: string, paths: readonly string[]): Promise<void> {
+  const files = paths.map((path) => join(root, path));
+  const folders = [...new Set(files.map((file) => dirname(file)))];
+  await promisify(execFile)("sync", [...files, ...folders]);
 }
 
 async function expectOriginals(
@@ -204,6 +237,36 @@ function rowsFor(
         `${roundsFor(k)} rounds`,
     });
   }
+  for (const k of ks) {
+    const f = main.get(k)!;
+    rows.push({
+      suite: `rewind ${k} file${k > 1 ? "s" : ""} @${sizeLabel(mainSize)} files vs shadow git + sync`,
+      ours: f.ours,
+      baseline: f.gitSync,
+      ratio: f.ours.value / f.gitSync.value,
+      target: undefined,
+      notes:
+        `${formatMs(f.ours, k)} vs ${formatMs(f.gitSync, k)}: git restore + clean -fd, then \`sync\` of the ` +
+        `restored files and their folders (durable as ours); undo ${formatMs(f.oursUndo, k)}`,
+    });
+  }
+  const largestK = ks[ks.length - 1]!;
+  const stalls = main.get(largestK)!.stallMs;
+  rows.push({
+    suite: `rewind ${largestK} files @${sizeLabel(mainSize)}: the main thread's longest stall`,
+    ours: {
+      label: "max event-loop delay per rewind (median of rounds)",
+      value: median(stalls),
+      unit: "ms",
+      samples: stalls,
+    },
+    baseline: undefined,
+    ratio: undefined,
+    target: { op: "<=", value: STALL_MS, on: "ours" },
+    notes:
+      `perf_hooks.monitorEventLoopDelay (1 ms resolution) over each rewind (keepUndo 1); ` +
+      `worst round ${Math.max(...stalls).toFixed(1)} ms; ${stalls.length} rounds`,
+  });
   const [smallest, largest] = [flatSizes[0]!, flatSizes[flatSizes.length - 1]!];
   const small = flat.get(smallest)!;
   const large = flat.get(largest)!;

@@ -21,7 +21,9 @@ import { postgresSuite } from "./postgres.bench.js";
 import { replaySuite } from "./replay.bench.js";
 import { rewindSuite } from "./rewind.bench.js";
 import { scaleSuite } from "./scale.bench.js";
+import { sessionSuite } from "./session.bench.js";
 import { diskSuite, shellSuite } from "./shell.bench.js";
+import { diskCyclesSuite } from "./disk-cycles.bench.js";
 
 /** Every suite, in the order they run. A new benchmark is one more entry here. */
 const suites: Suite[] = [
@@ -40,7 +42,9 @@ const suites: Suite[] = [
   forkWorkspaceSuite,
   scaleSuite,
   shellSuite,
+  sessionSuite,
   diskSuite,
+  diskCyclesSuite,
   postgresSuite,
 ];
 
@@ -79,10 +83,11 @@ console.log(
     `load average ${loadBefore.toFixed(1)} → ${loadAfter.toFixed(1)}`,
 );
 
+const ownFile = !quick && selected.length === 1 ? selected[0]!.results : undefined;
 const out = join(
   here,
   "results",
-  complete ? "latest.json" : `tmp-${quick ? "quick" : selected.map((s) => s.name).join("-")}.json`,
+  complete ? "latest.json" : (ownFile ?? `tmp-${quick ? "quick" : selected.map((s) => s.name).join("-")}.json`),
 );
 await mkdir(dirname(out), { recursive: true });
 const report = {

@@ -3,7 +3,8 @@ import { lstatSync, readdirSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { CheckpointStore, SessionStore, fsBackend, rewind } from "../src/index.js";
+import { CheckpointStore, SessionStore, rewind } from "../src/index.js";
+import { fsBackend } from "../src/backend/index.js";
 import { loadIndex } from "../src/checkpoint/workspace-index/index-record.js";
 import { ShadowGit } from "./git.js";
 import { durableRewindFloor } from "./rewind-floor.js";
@@ -92,7 +93,13 @@ interface SizeFigures {
   git: Figure;
   walks: Figure;
   coldMs: number;
+  /** The first beforeCommand alone: the first scan, reading and storing every file. */
+  coldScanMs: number;
   gitColdMs: number;
+  /** `git init` + `git add -A` of the tree into a fresh repository (no commit). */
+  gitAddMs: number;
+  scan: Figure;
+  gitStatus: Figure;
   rewind: Figure;
   gitRewind: Figure;
   rewindFloor: Figure;
@@ -113,11 +120,17 @@ async function measureSize(shared: GitWorkspace, dir: string, rounds: number, lo
 
     // Cold: the session's first scan reads and stores every file; shadow git's first commit, in a new GIT_DIR.
     await settleDisk(dir);
+    let coldScanMs = 0;
     const coldMs = await timeIt(async () => {
-      await checkpoints.afterCommand(await checkpoints.beforeCommand(session.id, { tool: "bash" }));
+      const started = performance.now();
+      const first = await checkpoints.beforeCommand(session.id, { tool: "bash" });
+      coldScanMs = performance.now() - started;
+      await checkpoints.afterCommand(first);
     });
     await settleDisk(dir);
     const gitColdMs = await timeIt(() => firstCommit(join(dir, "cold-git"), workspace.root));
+    await settleDisk(dir);
+    const gitAddMs = await timeIt(() => firstCommit(join(dir, "cold-git-add"), workspace.root, false));
     log(`  cold @${sizeLabel(workspace.files.length)}: ours ${coldMs.toFixed(0)} ms, git ${gitColdMs.toFixed(0)} ms`);
     // The same with `watch: true` (a session of its own on the same tree): inotify names the changed folders.
     const watching = new CheckpointStore(store, { workspaceIndex: { maxFiles: 1_000_000, watch: true } });
@@ -144,6 +157,24 @@ async function measureSize(shared: GitWorkspace, dir: string, rounds: number, lo
       watched: async () => {
         await settleDisk(dir);
         return timeIt(() => watching.aroundCommand(watchedSession.id, { tool: "bash" }, edit));
+      },
+      // A later scan: the index brought up to date after one edit (beforeCommand), against `git status`.
+      scan: async () => {
+        await edit();
+        await settleDisk(dir);
+        let command: Awaited<ReturnType<typeof checkpoints.beforeCommand>> | undefined;
+        const ms = await timeIt(async () => {
+          command = await checkpoints.beforeCommand(session.id, { tool: "bash" });
+        });
+        await checkpoints.afterCommand(command!);
+        return ms;
+      },
+      gitStatus: async () => {
+        await edit();
+        await settleDisk(dir);
+        const ms = await timeIt(async () => void (await git.run(["status", "--porcelain"])));
+        await git.checkpoint();
+        return ms;
       },
     });
     for (const id of [session.id, watchedSession.id]) {
@@ -199,7 +230,11 @@ async function measureSize(shared: GitWorkspace, dir: string, rounds: number, lo
       watched: perOperation("the same, watch: true", samples.watched),
       coldWatchedMs,
       coldMs,
+      coldScanMs,
       gitColdMs,
+      gitAddMs,
+      scan: perOperation("beforeCommand after one edit (a later scan)", samples.scan),
+      gitStatus: perOperation("git status --porcelain", samples.gitStatus),
       rewind: perOperation("rewind 1-file command", rewindSamples.rewind),
       gitRewind: perOperation("git restore + git clean", rewindSamples.gitRewind),
       rewindFloor: perOperation("its durable steps alone, raw", rewindSamples.floor),
@@ -226,7 +261,7 @@ function statWalk(root: string): number {
 }
 
 /** Shadow git's first checkpoint of a workspace: init, add everything, commit, in a fresh GIT_DIR. */
-async function firstCommit(gitDir: string, workTree: string): Promise<void> {
+async function firstCommit(gitDir: string, workTree: string, commit = true): Promise<void> {
   const env = {
     PATH: process.env.PATH,
     GIT_DIR: gitDir,
@@ -238,6 +273,7 @@ async function firstCommit(gitDir: string, workTree: string): Promise<void> {
   const git = (args: string[]) => run("git", args, { cwd: workTree, env, maxBuffer: 64 * 1024 * 1024 });
   await git(["init", "-q"]);
   await git(["add", "-A"]);
+  if (!commit) return;
   // No auto-gc: after 50k loose objects it packs them in the background, taking CPU from the rounds that follow.
   await git(["-c", "user.name=b", "-c", "user.email=b@b", "-c", "gc.auto=0", "commit", "-q", "-m", "first"]);
 }
@@ -379,6 +415,25 @@ function rowsFor(sizes: number[], at: Map<number, SizeFigures>, rounds: number):
       "done raw; the rest is the plan, confinement checks and reading the log's tail",
   });
   const big = at.get(sizes[1]!)!;
+  for (const size of sizes) {
+    const f = at.get(size)!;
+    rows.push({
+      suite: `first scan @${sizeLabel(size)} vs git add -A into a fresh repository`,
+      ours: perOperation("first beforeCommand (every file read and stored)", [f.coldScanMs]),
+      baseline: perOperation("git init + add -A", [f.gitAddMs]),
+      ratio: f.gitAddMs / f.coldScanMs,
+      target: size === sizes[1] ? { op: ">=", value: COLD_SPEEDUP, on: "ratio" } : undefined,
+      notes: `${f.coldScanMs.toFixed(0)} ms vs ${f.gitAddMs.toFixed(0)} ms, one run each (ratio = git time / ours)`,
+    });
+    rows.push({
+      suite: `later scan @${sizeLabel(size)} (one file edited) vs git status`,
+      ours: f.scan,
+      baseline: f.gitStatus,
+      ratio: f.scan.value / f.gitStatus.value,
+      target: { op: ">=", value: 1, on: "ratio" },
+      notes: `${formatMs(f.scan)} vs ${formatMs(f.gitStatus)}; ${rounds} rounds`,
+    });
+  }
   rows.push({
     suite: `memory of the index of ${sizeLabel(sizes[1]!)} files`,
     ours: { label: "heap after loading the index", value: big.indexMb, unit: "MB" },

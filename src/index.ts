@@ -5,7 +5,6 @@ export { SessionStore } from "./session/session-store.js";
 export type {
   SessionStoreOptions,
   SessionInfo,
-  PendingRewind,
   CreateOptions,
   ReadOptions,
   ForkOptions,
@@ -13,7 +12,8 @@ export type {
   WithLockOptions,
   StoreAppendOptions,
   HeldSession,
-} from "./session/session-store.js";
+} from "./session/store-options.js";
+export type { PendingRewind } from "./session/recovery.js";
 
 export { CheckpointStore } from "./checkpoint/checkpoint-store.js";
 export type {
@@ -84,26 +84,9 @@ export type { RetentionOutcome } from "./core/retention-policy.js";
 export { usage } from "./maintenance/usage.js";
 export type { SessionUsage } from "./maintenance/usage.js";
 
-export { fsBackend, DEFAULT_LOCK_STALE_MS } from "./backend/fs/fs-backend.js";
-export type { FsBackendOptions } from "./backend/fs/fs-backend.js";
-export { memoryBackend } from "./backend/memory/memory-backend.js";
-export type { MemoryBackendOptions } from "./backend/memory/memory-backend.js";
-export type {
-  StorageBackend,
-  LockedSession,
-  AppendOptions,
-  SessionRecord,
-  ReadEventsOptions,
-  CorruptLine,
-  LockOptions,
-  LockWait,
-  Durability,
-  SignalOption,
-  CreateSessionOptions,
-  StorageUsage,
-  BlobReadOptions,
-  BlobDigest,
-} from "./backend/types.js";
+// The storage seam and its backends are in `agent-tape/backend` (and `agent-tape/postgres`): src/backend/index.ts.
+// Here only the seam's types that the store's own options and results name.
+export type { CorruptLine, Durability, LockWait } from "./backend/types.js";
 
 export {
   FORMAT_VERSION,
@@ -149,6 +132,7 @@ export {
   StorageFailedError,
   TapeRewoundError,
   StoreTooNewError,
+  MissingPackageError,
 } from "./core/errors.js";
 export type {
   AgentTapeErrorByCode,

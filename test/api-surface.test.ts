@@ -6,7 +6,9 @@ import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import * as entry from "../src/index.js";
-import type { GcReport, HeldSession, LockedSession, SessionStore, VerifyReport } from "../src/index.js";
+import type { GcReport, HeldSession, SessionStore, VerifyReport } from "../src/index.js";
+import type { LockedSession } from "../src/backend/index.js";
+import * as backendEntry from "../src/backend/index.js";
 import * as testingEntry from "../src/testing/index.js";
 
 const RUNTIME_EXPORTS = [
@@ -14,7 +16,6 @@ const RUNTIME_EXPORTS = [
   "CheckpointPayload",
   "CheckpointStore",
   "CompactionPayload",
-  "DEFAULT_LOCK_STALE_MS",
   "DIFF_LIMITS",
   "ErrorPayload",
   "FORMAT_VERSION",
@@ -31,6 +32,7 @@ const RUNTIME_EXPORTS = [
   "LockedError",
   "LogCorruptError",
   "MessagePayload",
+  "MissingPackageError",
   "PermissionDecisionPayload",
   "RewindMode",
   "RewindPayload",
@@ -52,10 +54,8 @@ const RUNTIME_EXPORTS = [
   "checkpointTool",
   "foldConversation",
   "forkIntoWorkspace",
-  "fsBackend",
   "gc",
   "isAgentTapeError",
-  "memoryBackend",
   "reappendedCount",
   "reappendedRuns",
   "reappendedSequences",
@@ -67,6 +67,8 @@ const RUNTIME_EXPORTS = [
   "verify",
   "withCheckpoints",
 ];
+
+const BACKEND_EXPORTS = ["DEFAULT_LOCK_STALE_MS", "fsBackend", "memoryBackend"];
 
 const TESTING_EXPORTS = [
   "runBackendConformance",
@@ -84,12 +86,16 @@ describe("the public surface", () => {
     expect(Object.keys(await import("../src/index.js")).sort()).toEqual(RUNTIME_EXPORTS);
   });
 
+  it("agent-tape/backend exports exactly these runtime names", async () => {
+    expect(Object.keys(await import("../src/backend/index.js")).sort()).toEqual(BACKEND_EXPORTS);
+  });
+
   it("agent-tape/testing exports exactly these runtime names", async () => {
     expect(Object.keys(await import("../src/testing/index.js")).sort()).toEqual(TESTING_EXPORTS);
   });
 
   it("keeps the store's internals off its instances: no toEvent, appendLocked or raw lock", () => {
-    const store = new entry.SessionStore({ backend: entry.memoryBackend() });
+    const store = new entry.SessionStore({ backend: backendEntry.memoryBackend() });
     for (const name of ["toEvent", "appendLocked", "withLockedSession", "appendUnderLock", "eventFor"])
       expect(name in store, name).toBe(false);
     expect(testingEntry.runBackendConformance).toBeTypeOf("function");
@@ -139,12 +145,9 @@ function declaredExports(entry: string): string[] {
 const TYPE_EXPORTS = [
   "AgentTapeErrorByCode",
   "AgentTapeErrorCode",
-  "AppendOptions",
   "BeyondRetentionHorizonError",
   "BlobCorruptError",
-  "BlobDigest",
   "BlobNotFoundError",
-  "BlobReadOptions",
   "BlobReference",
   "BuiltinEvents",
   "CaptureInput",
@@ -164,7 +167,6 @@ const TYPE_EXPORTS = [
   "ConversationToolCall",
   "CorruptLine",
   "CreateOptions",
-  "CreateSessionOptions",
   "DiffLimits",
   "DiffTotals",
   "Durability",
@@ -178,22 +180,17 @@ const TYPE_EXPORTS = [
   "ForkIntoWorkspaceOptions",
   "ForkIntoWorkspaceReport",
   "ForkOptions",
-  "FsBackendOptions",
   "GcFailure",
   "GcOptions",
   "GcReport",
   "GcSessionReport",
   "HeldSession",
   "InvalidEventError",
-  "LockOptions",
   "LockWait",
-  "LockedSession",
-  "MemoryBackendOptions",
   "NothingToUndoError",
   "OnConflict",
   "PathOutsideWorkspaceError",
   "PendingRewind",
-  "ReadEventsOptions",
   "ReadOptions",
   "RepairIntent",
   "RepairOptions",
@@ -219,12 +216,8 @@ const TYPE_EXPORTS = [
   "SequenceRun",
   "SessionInfo",
   "SessionPageInput",
-  "SessionRecord",
   "SessionStoreOptions",
   "SessionUsage",
-  "SignalOption",
-  "StorageBackend",
-  "StorageUsage",
   "StoreAppendOptions",
   "StoreClosedError",
   "StoredEvent",
@@ -248,10 +241,31 @@ const TYPE_EXPORTS = [
   "WorkspaceTooLargeError",
 ];
 
+const BACKEND_TYPE_EXPORTS = [
+  "AppendOptions",
+  "BlobDigest",
+  "BlobReadOptions",
+  "CorruptLine",
+  "CreateSessionOptions",
+  "Durability",
+  "FsBackendOptions",
+  "LockOptions",
+  "LockWait",
+  "LockedSession",
+  "MemoryBackendOptions",
+  "ReadEventsOptions",
+  "SessionRecord",
+  "SignalOption",
+  "StorageBackend",
+  "StorageUsage",
+];
+
 const TESTING_TYPE_EXPORTS = ["BackendConformanceOptions", "CrashLeftState", "OptionalMethod"];
 
-// The adapters' entries, types and values together (importing them would need each framework installed).
+// The adapters' and the PostgreSQL backend's entries, types and values together (importing them would need each
+// framework, or `pg`, installed).
 const ADAPTER_EXPORTS: Record<string, string[]> = {
+  "backend/postgres/index.ts": ["DEFAULT_SCHEMA", "PostgresBackendOptions", "SCHEMA_VERSION", "postgresBackend"],
   "adapters/ai-sdk/index.ts": ["AiSdkTape", "AiSdkTapeOptions", "INTERRUPTED", "aiSdkTape"],
   "adapters/claude-agent-sdk/index.ts": [
     "CLAUDE_TOOL_TOUCHES",
@@ -280,6 +294,11 @@ describe("the public surface: type-only names and the adapters", () => {
   it("agent-tape exports exactly these type-only names", () => {
     const runtime = new Set(Object.keys(entry));
     expect(declaredExports("index.ts").filter((name) => !runtime.has(name))).toEqual(TYPE_EXPORTS);
+  });
+
+  it("agent-tape/backend exports exactly these type-only names", () => {
+    const runtime = new Set(Object.keys(backendEntry));
+    expect(declaredExports("backend/index.ts").filter((name) => !runtime.has(name))).toEqual(BACKEND_TYPE_EXPORTS);
   });
 
   it("agent-tape/testing exports exactly these type-only names", () => {

@@ -233,12 +233,27 @@ export interface LockedSession {
    */
   writeBlob(hash: string, bytes: Uint8Array, options?: { durable?: boolean }): Promise<boolean>;
   /**
+   * Optional: {@link writeBlob} for many blobs at once, each as `writeBlob` would store it, in as few round
+   * trips as the backend can (PostgreSQL: one statement per batch of blobs). Returns the hashes it wrote (those
+   * already stored are left out). All or nothing: when it throws, none of them was written. The blob layer uses
+   * it for a capture's snapshot when present (docs/ARCHITECTURE.md, "Blobs").
+   */
+  writeBlobs?(
+    blobs: Iterable<readonly [hash: string, bytes: Uint8Array]>,
+    options?: { durable?: boolean },
+  ): Promise<string[]>;
+  /**
    * Optional (backends whose writes are always durable need not have it): makes blobs written
    * with `durable: false` durable. Blobs that do not exist are ignored.
    */
   syncBlobs?(hashes: Iterable<string>): Promise<void>;
   hasBlob(hash: string): Promise<boolean>;
   deleteBlob(hash: string): Promise<void>;
+  /**
+   * Optional: gives back the space deleted blobs still take where a backend keeps it until later (the fs
+   * backend's pack: docs/ARCHITECTURE.md, "Blobs"). `gc` calls it after deleting, so what it frees is freed.
+   */
+  compactBlobs?(): Promise<void>;
   /**
    * Optional: removes what blob writes cut short by a crash left behind (never a finished blob).
    * Called by recovery when a holder died while writing blobs.

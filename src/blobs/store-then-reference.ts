@@ -23,6 +23,14 @@ export async function storeBlobsThenReference<T>(
   try {
     if (snapshot.blobs.size > 0) {
       await markBlobsInFlight(locked);
+      if (locked.writeBlobs) {
+        // The backend batches (PostgreSQL: one statement for the snapshot, not a round trip per blob), relaxed
+        // where the backend can make them durable after.
+        const relaxed = locked.syncBlobs !== undefined;
+        written.push(...(await locked.writeBlobs(snapshot.blobs, { durable: !relaxed })));
+        if (relaxed && written.length > 0) await locked.syncBlobs!(written);
+        return await reference();
+      }
       const together = snapshot.blobs.size >= SYNC_FILESYSTEM_FROM && locked.syncBlobs !== undefined;
       await forEachLimited([...snapshot.blobs], concurrency, async ([hash, bytes]) => {
         if (await locked.writeBlob(hash, bytes, { durable: !together })) written.push(hash);

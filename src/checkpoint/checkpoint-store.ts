@@ -8,7 +8,8 @@ import {
   WorkspaceMismatchError,
 } from "../core/errors.js";
 import type { CheckpointPayload, FileSnapshot, FileStatesPayload, StoredEvent } from "../core/events.js";
-import { appendUnderLock, eventFor, withLockedSession, type SessionStore } from "../session/session-store.js";
+import type { SessionStore } from "../session/session-store.js";
+import { lockedAccess } from "../session/locked-access.js";
 import { snapshotPaths, type SnapshotLimits } from "./snapshot.js";
 import { realWorkspaceOf } from "./confine.js";
 import { linkTargetInside, refusedToolPaths } from "./tool-paths.js";
@@ -183,8 +184,7 @@ export class CheckpointStore {
 
     // Read, hash and store under one hold of the lock: no prune or rewind can see a blob before
     // its event exists, and what is hashed is what is stored.
-    return withLockedSession(
-      this.store,
+    return lockedAccess(this.store).withLockedSession(
       id,
       async (locked) => {
         let snapshot = await snapshotPaths(realWorkspace, resolve(givenWorkspace), input.paths, this.limits);
@@ -206,9 +206,9 @@ export class CheckpointStore {
         }
         const payload: CheckpointPayload = { tool: input.tool, workspace: realWorkspace, files: snapshot.files };
         if (input.callId !== undefined) payload.callId = input.callId;
-        const unwritten = eventFor(this.store, id, { type: "session_checkpoint", payload });
+        const unwritten = lockedAccess(this.store).eventFor(id, { type: "session_checkpoint", payload });
         const [event] = await storeBlobsThenReference(locked, snapshot, this.limits.concurrency, () =>
-          appendUnderLock(this.store, locked, [unwritten]),
+          lockedAccess(this.store).appendUnderLock(locked, [unwritten]),
         );
         return event as CheckpointEvent;
       },

@@ -1,6 +1,6 @@
-import { constants, existsSync, type Stats } from "node:fs";
+import { closeSync, constants, existsSync, type Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
-import { lstat, mkdir, open, readdir, readlink } from "../core/named-fs.js";
+import { lstat, mkdir, mkdirSync, open, openSync, readdir, readlinkSync } from "../core/named-fs.js";
 import { join } from "node:path";
 import { confine, isInside } from "./confine.js";
 
@@ -15,7 +15,7 @@ const HOLDS_FOLDERS = process.platform === "linux" && existsSync("/proc/self/fd"
 const MAX_KEPT_FOLDERS = 256;
 
 interface Held {
-  handle: FileHandle;
+  fd: number;
   uses: number;
   forgotten: boolean;
 }
@@ -28,9 +28,12 @@ interface Held {
  * swapped in after the check changes nothing: the descriptor still is the folder that was checked.
  * Without /proc/self/fd (macOS, Windows) the folder's path is checked and then used: the window is small
  * but open, which the architecture document states.
+ * Folders are opened and checked with synchronous calls (an open and a readlink: microseconds, where the
+ * thread pool's round trip for each cost more than the call; docs/ARCHITECTURE.md, "Batched file work"), so
+ * {@link atSync} can act on many paths in one turn of the event loop.
  */
 export class HeldWorkspace {
-  private readonly folders = new Map<string, Promise<Held>>();
+  private readonly folders = new Map<string, Held>();
 
   // The workspace folder itself is named by its real path: that path's folders lie outside the workspace,
   // where its code cannot write, so only what lies below it needs holding.
@@ -67,37 +70,55 @@ export class HeldWorkspace {
   async folder<T>(rel: string, act: (dir: string) => Promise<T>, options: { create?: boolean } = {}) {
     if (!this.holds) return this.folderByPath(rel, act, options);
     if (rel === "" || rel === ".") return act(this.realWorkspace);
-    let kept = this.folders.get(rel);
-    if (!kept) {
-      const keep = this.folders.size < MAX_KEPT_FOLDERS;
-      const opening = this.openFolder(rel, options.create ?? false);
-      kept = opening.then((handle) => ({ handle, uses: 0, forgotten: !keep }));
-      if (keep) {
-        this.folders.set(rel, kept);
-        // A failure is not kept: the folder may exist by the next call.
-        kept.catch(() => this.folders.get(rel) === kept && this.folders.delete(rel));
-      }
-    }
-    let held: Held;
-    try {
-      held = await kept;
-    } catch (error) {
-      if (error instanceof LeadsOutside) return OUTSIDE;
-      // Another call without `create` found it missing first: open it afresh, making what is missing.
-      if (!options.create || (error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-      try {
-        held = { handle: await this.openFolder(rel, true), uses: 0, forgotten: true };
-      } catch (again) {
-        if (again instanceof LeadsOutside) return OUTSIDE;
-        throw again;
-      }
-    }
+    const held = this.hold(rel, options.create ?? false);
+    if (held === OUTSIDE) return OUTSIDE;
     held.uses++;
     try {
-      return await act(descriptorPath(held.handle));
+      return await act(fdPath(held.fd));
     } finally {
-      if (--held.uses === 0 && held.forgotten) await held.handle.close().catch(() => undefined);
+      this.release(held);
     }
+  }
+
+  /**
+   * {@link at} with a synchronous `act`, run at once: only where folders are held (see {@link holdsFolders});
+   * a caller elsewhere uses {@link at}.
+   */
+  atSync<T>(rel: string, act: (where: string) => T, options: { create?: boolean } = {}): T | typeof OUTSIDE {
+    if (!this.holds) throw new Error("HeldWorkspace.atSync needs held folders (/proc/self/fd)");
+    if (rel === "." || rel === "") return act(`${this.realWorkspace}/.`);
+    const slash = rel.lastIndexOf("/");
+    const parent = slash === -1 ? "" : rel.slice(0, slash);
+    if (parent === "") return act(`${this.realWorkspace}/${rel}`);
+    const held = this.hold(parent, options.create ?? false);
+    if (held === OUTSIDE) return OUTSIDE;
+    held.uses++;
+    try {
+      return act(`${fdPath(held.fd)}/${rel.slice(slash + 1)}`);
+    } finally {
+      this.release(held);
+    }
+  }
+
+  /** The kept descriptor of folder `rel`, opened and checked if not kept yet; OUTSIDE when it leads outside. */
+  private hold(rel: string, create: boolean): Held | typeof OUTSIDE {
+    const kept = this.folders.get(rel);
+    if (kept) return kept;
+    let fd: number;
+    try {
+      fd = this.openFolder(rel, create);
+    } catch (error) {
+      if (error instanceof LeadsOutside) return OUTSIDE;
+      throw error;
+    }
+    // Past MAX_KEPT_FOLDERS, a folder is closed after the use it was opened for.
+    const held = { fd, uses: 0, forgotten: this.folders.size >= MAX_KEPT_FOLDERS };
+    if (!held.forgotten) this.folders.set(rel, held);
+    return held;
+  }
+
+  private release(held: Held): void {
+    if (--held.uses === 0 && held.forgotten) closeQuietly(held.fd);
   }
 
   /**
@@ -120,43 +141,41 @@ export class HeldWorkspace {
 
   /** Drops the kept descriptors of `rel` and every folder below it: it was removed or replaced. */
   forget(rel: string): void {
-    for (const [key, kept] of this.folders) {
+    for (const [key, held] of this.folders) {
       if (key !== rel && !key.startsWith(`${rel}/`)) continue;
       this.folders.delete(key);
-      kept
-        .then(async (held) => {
-          held.forgotten = true;
-          if (held.uses === 0) await held.handle.close();
-        })
-        .catch(() => undefined);
+      held.forgotten = true;
+      if (held.uses === 0) closeQuietly(held.fd);
     }
   }
 
   async close(): Promise<void> {
-    const kept = [...this.folders.values()];
+    for (const held of this.folders.values()) {
+      held.forgotten = true;
+      if (held.uses === 0) closeQuietly(held.fd);
+    }
     this.folders.clear();
-    await Promise.all(kept.map((k) => k.then((held) => held.handle.close()).catch(() => undefined)));
   }
 
   /** Opens `rel` (following links, as a parent is followed), then checks where the descriptor really is. */
-  private async openFolder(rel: string, create: boolean): Promise<FileHandle> {
-    let handle: FileHandle;
+  private openFolder(rel: string, create: boolean): number {
+    let fd: number;
     try {
-      handle = await open(`${this.realWorkspace}/${rel}`, constants.O_RDONLY | constants.O_DIRECTORY);
+      fd = openSync(`${this.realWorkspace}/${rel}`, constants.O_RDONLY | constants.O_DIRECTORY);
     } catch (error) {
       if (!create || (error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       return this.makeFolder(rel);
     }
     let real: string;
     try {
-      real = await readlink(descriptorPath(handle));
+      real = readlinkSync(fdPath(fd));
     } catch (error) {
-      await handle.close();
+      closeQuietly(fd);
       if ((error as NodeJS.ErrnoException).code === "ENAMETOOLONG") return this.openInParent(rel);
       throw error;
     }
-    if (isInside(this.realWorkspace, real)) return handle;
-    await handle.close();
+    if (isInside(this.realWorkspace, real)) return fd;
+    closeQuietly(fd);
     throw new LeadsOutside();
   }
 
@@ -164,33 +183,32 @@ export class HeldWorkspace {
    * A folder whose real path /proc cannot name (past PATH_MAX: readlink says ENAMETOOLONG) is checked another
    * way: it is opened without following a link inside its parent, held and checked itself, so it lies inside.
    */
-  private async openInParent(rel: string): Promise<FileHandle> {
-    const slash = rel.lastIndexOf("/");
+  private openInParent(rel: string): number {
     const flags = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
-    const opened = await this.folder(slash === -1 ? "" : rel.slice(0, slash), (dir) =>
-      open(`${dir}/${rel.slice(slash + 1)}`, flags),
-    );
+    const opened = this.atSync(rel, (where) => openSync(where, flags));
     if (opened === OUTSIDE) throw new LeadsOutside();
     return opened;
   }
 
   /** Makes the missing folders of `rel` one at a time, each inside the folder before it as checked. */
-  private async makeFolder(rel: string): Promise<FileHandle> {
+  private makeFolder(rel: string): number {
     const parts = rel.split("/");
     let parent = this.realWorkspace;
-    let made: FileHandle | undefined;
+    let made: number | undefined;
     try {
       for (let i = 0; i < parts.length; i++) {
-        await mkdir(`${parent}/${parts[i]}`).catch((error: NodeJS.ErrnoException) => {
-          if (error.code !== "EEXIST") throw error;
-        });
-        const next = await this.openFolder(parts.slice(0, i + 1).join("/"), false);
-        if (made) await made.close();
+        try {
+          mkdirSync(`${parent}/${parts[i]}`);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+        }
+        const next = this.openFolder(parts.slice(0, i + 1).join("/"), false);
+        if (made !== undefined) closeQuietly(made);
         made = next;
-        parent = descriptorPath(next);
+        parent = fdPath(next);
       }
     } catch (error) {
-      if (made) await made.close();
+      if (made !== undefined) closeQuietly(made);
       throw error;
     }
     return made!;
@@ -223,5 +241,17 @@ async function statEntries(dir: string, names: string[]) {
 class LeadsOutside extends Error {}
 
 function descriptorPath(handle: FileHandle): string {
-  return `/proc/self/fd/${handle.fd}`;
+  return fdPath(handle.fd);
+}
+
+function fdPath(fd: number): string {
+  return `/proc/self/fd/${fd}`;
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // closing a folder descriptor cannot lose data: nothing to report
+  }
 }

@@ -25,6 +25,14 @@ export interface Snapshot {
   blobs: Map<string, Buffer>;
 }
 
+/** What a stat says of an entry's owner and group (numbers; a BigIntStats' too). */
+type Owned = { uid: number | bigint; gid: number | bigint };
+
+/** The owner and group a snapshot records (docs/ARCHITECTURE.md, "Workspace index"). */
+export function ownerOf(info: Owned): { uid: number; gid: number } {
+  return { uid: Number(info.uid), gid: Number(info.gid) };
+}
+
 /** A regular file found by the walk (workspace-relative), read and hashed later in parallel. */
 type FileToRead = { path: string };
 
@@ -88,7 +96,7 @@ async function snapshotHeld(
       else note({ path, kind: "skipped", reason: "unreadable", detail: found.error });
       continue;
     }
-    if (found.info.isDirectory()) await walkDirectory(held, path, found.info.mode, limits, note, queueRead);
+    if (found.info.isDirectory()) await walkDirectory(held, path, found.info, limits, note, queueRead);
     else await classifyEntry(held, path, found.info, limits, note, queueRead);
   }
 
@@ -131,12 +139,12 @@ async function lookUp(
 function classifyEntry(
   held: HeldWorkspace,
   path: string,
-  info: { isFile(): boolean; isSymbolicLink(): boolean; size: number },
+  info: { isFile(): boolean; isSymbolicLink(): boolean; size: number } & Owned,
   limits: SnapshotLimits,
   note: (r: FileSnapshot) => void,
   queueRead: (file: FileToRead) => void,
 ): Promise<void> | void {
-  if (info.isSymbolicLink()) return recordLink(held, path, note);
+  if (info.isSymbolicLink()) return recordLink(held, path, note, ownerOf(info));
   if (!info.isFile()) return note({ path, kind: "skipped", reason: "not_a_regular_file" });
   if (info.size > limits.maxFileBytes)
     return note({
@@ -148,11 +156,16 @@ function classifyEntry(
   queueRead({ path });
 }
 
-async function recordLink(held: HeldWorkspace, path: string, note: (r: FileSnapshot) => void): Promise<void> {
+async function recordLink(
+  held: HeldWorkspace,
+  path: string,
+  note: (r: FileSnapshot) => void,
+  owner: { uid: number; gid: number },
+): Promise<void> {
   try {
     const target = await held.at(path, (where) => readlink(where));
     if (target === OUTSIDE) note({ path, kind: "skipped", reason: "outside_workspace" });
-    else note({ path, kind: "symlink", target });
+    else note({ path, kind: "symlink", target, ...owner });
   } catch (error) {
     note({
       path,
@@ -172,14 +185,14 @@ async function recordLink(held: HeldWorkspace, path: string, note: (r: FileSnaps
 async function walkDirectory(
   held: HeldWorkspace,
   path: string,
-  mode: number,
+  folder: { mode: number } & Owned,
   limits: SnapshotLimits,
   note: (r: FileSnapshot) => void,
   queueRead: (file: FileToRead) => void,
 ): Promise<void> {
   let entries = 0;
   let bytes = 0;
-  const found: FileSnapshot[] = [{ path, kind: "directory", mode: mode & 0o7777 }];
+  const found: FileSnapshot[] = [{ path, kind: "directory", mode: folder.mode & 0o7777, ...ownerOf(folder) }];
   const queue: FileToRead[] = [{ path }];
   const reads: FileToRead[] = [];
   let overBudget: string | undefined;
@@ -212,7 +225,7 @@ async function walkDirectory(
         break walk;
       }
       if (info.isDirectory()) {
-        found.push({ path: child.path, kind: "directory", mode: info.mode & 0o7777 });
+        found.push({ path: child.path, kind: "directory", mode: info.mode & 0o7777, ...ownerOf(info) });
         queue.push(child);
         continue;
       }
@@ -271,7 +284,8 @@ async function readRegularFile(
       };
     const bytes = await readWhole(fh, info.size);
     const blob = createHash("sha256").update(bytes).digest("hex");
-    return { record: { path, kind: "blob", blob, bytes: bytes.length, mode: info.mode & 0o7777 }, bytes };
+    const record: FileSnapshot = { path, kind: "blob", blob, bytes: bytes.length, mode: info.mode & 0o7777 };
+    return { record: { ...record, ...ownerOf(info) }, bytes };
   } catch (error) {
     return {
       record: {

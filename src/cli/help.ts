@@ -1,7 +1,9 @@
 import type { Command } from "./command.js";
 
 const ROOT_HELP = `  --root <dir>   Where sessions live. Default: $AGENT_TAPE_ROOT, else
-                 $XDG_DATA_HOME/agent-tape/sessions, else ~/.local/share/agent-tape/sessions`;
+                 $XDG_DATA_HOME/agent-tape/sessions, else ~/.local/share/agent-tape/sessions
+  --store <url>  Sessions in PostgreSQL instead: postgres://user@host:port/db[?schema=name]
+                 (needs the pg package). Default: $AGENT_TAPE_STORE, when --root is not given`;
 
 const JSON_HELP = "  --json         Machine-readable output on stdout (errors as JSON on stderr)";
 

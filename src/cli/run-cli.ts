@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { SessionStore, isAgentTapeError, type LockWait } from "../index.js";
+import type { StorageBackend } from "./store-location.js";
 import {
   UsageError,
   errorSummary,
@@ -25,6 +26,7 @@ import { optionError } from "./option-error.js";
 import { commandHelp, overallHelp } from "./help.js";
 import { Progress, makeStyle, terminalSink, terminalText, wantsColour, type TextSink } from "./output.js";
 import { resolveSessionPrefix } from "./session-prefix.js";
+import { openPostgresStore, parseStoreUrl } from "./store-location.js";
 import { VERSION } from "./version.js";
 
 export interface CliIO {
@@ -57,6 +59,7 @@ export const commands: readonly Command[] = [
 
 const GLOBAL_OPTIONS: OptionSpecs = {
   root: { type: "string" },
+  store: { type: "string" },
   json: { type: "boolean" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean", short: "v" },
@@ -82,7 +85,8 @@ export async function runCli(argv: readonly string[], given: CliIO): Promise<num
       };
   let store: SessionStore | undefined;
   let command: Command | undefined;
-  let root: string | undefined;
+  let place: Place | undefined;
+  let backend: StorageBackend | undefined;
   try {
     const located = locateCommand(argv);
     command = located.command;
@@ -101,23 +105,19 @@ export async function runCli(argv: readonly string[], given: CliIO): Promise<num
       io.stderr.write(overallHelp(commands));
       return 2;
     }
-    const rootOption = values.root;
-    if (rootOption === "") throw new UsageError("--root needs a folder.");
-    root = resolve(typeof rootOption === "string" ? rootOption : defaultRoot(io.env));
-    // A mistyped --root would otherwise read as an empty store ("No sessions"): say what is wrong instead.
-    if (typeof rootOption === "string" && !(await isFolder(root)))
-      throw new UsageError(`--root ${root} does not exist (or is not a folder).`, command.name);
-    const storeRoot = root;
+    place = await openPlace(values, io.env, command.name);
+    backend = place.backend;
+    const storeOptions = { ...(place.backend ? { backend: place.backend } : { root: place.where }) };
     const ctx: CliContext = {
       stdout: io.stdout,
       stderr: io.stderr,
       style: makeStyle(wantsColour(tty.stdout ?? false, io.env)),
       progress: new Progress(io.stderr, tty.stderr ?? false),
       json: values.json === true,
-      root,
+      root: place.where,
       now: io.now ?? (() => new Date()),
       ...(io.ask !== undefined && { ask: io.ask }),
-      store: () => (store ??= new SessionStore({ root: storeRoot, onLockWait: tellLockWait(io.stderr) })),
+      store: () => (store ??= new SessionStore({ ...storeOptions, onLockWait: tellLockWait(io.stderr) })),
     };
     // Every verb but `list` takes a session id first; let the user type as much of it as is unique.
     const given = args.positionals[0];
@@ -125,10 +125,43 @@ export async function runCli(argv: readonly string[], given: CliIO): Promise<num
       args.positionals[0] = await resolveSessionPrefix(ctx.store(), given, command.name);
     return await command.run(ctx, args);
   } catch (error) {
-    return reportError(io, error, command, wantsJson, root);
+    return reportError(io, error, command, wantsJson, place);
   } finally {
     await store?.close().catch(() => undefined);
+    // A store given a backend leaves it open: the backend the CLI made is the CLI's to close.
+    await backend?.close().catch(() => undefined);
   }
+}
+
+/** Where the sessions are, as the CLI names it, and the flag that names it so. */
+interface Place {
+  where: string;
+  flag: "--root" | "--store";
+  backend?: StorageBackend;
+}
+
+/**
+ * Where the sessions are: `--store postgres://…` (a PostgreSQL database), `--root <dir>` (a folder), else
+ * $AGENT_TAPE_STORE, else $AGENT_TAPE_ROOT and the XDG default. A flag beats a variable; both flags at once are
+ * a usage error. `where` is the place as the CLI names it in messages (a URL's password hidden).
+ */
+async function openPlace(values: ParsedArgs["values"], env: CliIO["env"], command: string): Promise<Place> {
+  const rootOption = values.root;
+  const storeOption = values.store;
+  if (rootOption === "") throw new UsageError("--root needs a folder.");
+  if (storeOption === "") throw new UsageError("--store needs a postgres:// URL.");
+  if (typeof rootOption === "string" && typeof storeOption === "string")
+    throw new UsageError("Give --root (a folder) or --store (a database), not both.", command);
+  const url = typeof storeOption === "string" ? storeOption : rootOption === undefined ? env.AGENT_TAPE_STORE : "";
+  if (url) {
+    const location = parseStoreUrl(url, typeof storeOption === "string" ? "--store" : "$AGENT_TAPE_STORE");
+    return { where: location.shown, flag: "--store", backend: await openPostgresStore(location) };
+  }
+  const root = resolve(typeof rootOption === "string" ? rootOption : defaultRoot(env));
+  // A mistyped --root would otherwise read as an empty store ("No sessions"): say what is wrong instead.
+  if (typeof rootOption === "string" && !(await isFolder(root)))
+    throw new UsageError(`--root ${root} does not exist (or is not a folder).`, command);
+  return { where: root, flag: "--root" };
 }
 
 /**
@@ -199,7 +232,7 @@ function reportError(
   error: unknown,
   command: Command | undefined,
   json: boolean,
-  root: string | undefined,
+  place: Place | undefined,
 ): number {
   if (error instanceof UsageError) {
     const helpFor = error.command ?? command?.name;
@@ -210,7 +243,7 @@ function reportError(
       );
     return 2;
   }
-  const { code, message } = cliWords(errorSummary(error), error, root);
+  const { code, message } = cliWords(errorSummary(error), error, place?.where);
   if (json) {
     // A script can act on the conflicts (path, what changed) without parsing the message.
     const conflicts = isAgentTapeError(error, "REWIND_CONFLICT") ? { conflicts: error.conflicts } : {};
@@ -218,8 +251,8 @@ function reportError(
   } else if (isAgentTapeError(error)) {
     io.stderr.write(`agent-tape: ${message} (${code})\n`);
     if (code === "LOG_CORRUPT") io.stderr.write("Run `agent-tape verify` to list every damaged line and blob.\n");
-    if (code === "SESSION_NOT_FOUND" && root !== undefined)
-      io.stderr.write(`Run \`agent-tape --root ${root} list\` to see the sessions there.\n`);
+    if (code === "SESSION_NOT_FOUND" && place !== undefined)
+      io.stderr.write(`Run \`agent-tape ${place.flag} ${place.where} list\` to see the sessions there.\n`);
   } else io.stderr.write(`agent-tape: ${message}${message.includes(code) ? "" : ` (${code})`}\n`);
   // A bad id or argument handed to the library is the user's input, like a bad option.
   return isAgentTapeError(error, "INVALID_SESSION_ID") || isAgentTapeError(error, "INVALID_ARGUMENT") ? 2 : 1;

@@ -1,10 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+// A workspace folder's name may hold bytes that are not UTF-8 (docs/ARCHITECTURE.md, "Names and depths").
+import { open as openNamed } from "./named-fs.js";
 
 /** fsync a directory so a rename or create inside it survives power loss. */
 export async function fsyncDir(dir: string): Promise<void> {
-  const fh = await open(dir, "r");
+  const fh = await openNamed(dir, "r");
   try {
     await fh.sync();
   } finally {

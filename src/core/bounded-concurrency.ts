@@ -1,5 +1,6 @@
 // Bounded concurrency for file-system work: libuv has 4 threads, and a few requests in flight
 // hide each one's round-trip latency without flooding the pool.
+import { yieldIfLong } from "./time-slices.js";
 
 /** `fn` over `items` with at most `limit` in flight; results in the order of `items`. */
 export async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
@@ -28,6 +29,10 @@ export async function forEachLimited<T>(
   let failed = false;
   const workers = Array.from({ length: Math.min(Math.max(1, limit), items.length) }, async () => {
     while (!failed && next < items.length) {
+      // Items that finish without waiting for I/O (synchronous writes, cached reads) would chain on
+      // without the event loop ever turning.
+      await yieldIfLong();
+      if (failed || next >= items.length) break;
       try {
         await fn(items[next++]!);
       } catch (error) {

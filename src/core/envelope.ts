@@ -9,7 +9,12 @@ import type { StoredEvent } from "./events.js";
 // Payload JSON made when an event is built (core/payload-json.ts), keyed by the event (a payload need
 // not be an object): a payload that cannot be written fails alone, before it joins a group-commit
 // group, and the stringify runs while the previous write's fsync is still in flight, not in the flush.
-const payloadJson = new WeakMap<StoredEvent, string>();
+// One map per process, found by a registered symbol: the built `agent-tape/backend` entry carries its own
+// copy of this file, and a backend from it must still find the JSON the store made.
+const PAYLOAD_JSON = Symbol.for("agent-tape.payload-json");
+const payloadJson: WeakMap<StoredEvent, string> = ((globalThis as { [PAYLOAD_JSON]?: WeakMap<StoredEvent, string> })[
+  PAYLOAD_JSON
+] ??= new WeakMap());
 
 /** Remembers `json` as the text of the event's payload for when it is written. */
 export function rememberPayloadJson(event: StoredEvent, json: string): void {

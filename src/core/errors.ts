@@ -40,7 +40,8 @@ export type AgentTapeErrorCode =
   | "TAPE_REWOUND"
   | "WORKSPACE_LOCKED"
   | "PATH_OUTSIDE_WORKSPACE"
-  | "STORE_TOO_NEW";
+  | "STORE_TOO_NEW"
+  | "PACKAGE_MISSING";
 
 export abstract class AgentTapeError extends Error {
   abstract readonly code: AgentTapeErrorCode;
@@ -573,6 +574,7 @@ export type AgentTapeErrorByCode = EveryCodeOnce<{
   WORKSPACE_LOCKED: WorkspaceLockedError;
   PATH_OUTSIDE_WORKSPACE: PathOutsideWorkspaceError;
   STORE_TOO_NEW: StoreTooNewError;
+  PACKAGE_MISSING: MissingPackageError;
 }>;
 
 // Fails to compile when a code has no class here, or a class is listed under a code that is not its own.
@@ -607,6 +609,27 @@ export class StoreTooNewError extends AgentTapeError {
     super(
       `The store ${where} was written by a newer agent-tape (its schema version is ${storeVersion}; this one ` +
         `knows up to ${knownVersion}). Nothing was changed. Upgrade agent-tape on this machine to use it.`,
+    );
+  }
+}
+
+/**
+ * An optional package a feature needs is not installed (the `pg` driver, for a PostgreSQL store): install it
+ * beside agent-tape. Nothing was read or written. `cause` is the module loader's error.
+ */
+export class MissingPackageError extends AgentTapeError {
+  readonly code = "PACKAGE_MISSING" as const;
+  constructor(
+    /** The npm package to install, e.g. "pg". */
+    readonly packageName: string,
+    /** What needs it, in the user's words. */
+    what: string,
+    cause?: unknown,
+  ) {
+    super(
+      `${what} needs the npm package "${packageName}", which is not installed where agent-tape is. ` +
+        `Nothing was read or written. Install it (npm install ${packageName}) and run this again.`,
+      { cause },
     );
   }
 }

@@ -73,6 +73,16 @@ export type CompactionPayload = z.infer<typeof CompactionPayload>;
 const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, "a lowercase hex sha256");
 
 /** What a file was just before a tool touched it. Exactly one record per path. */
+/**
+ * The owner and group an entry had (numeric ids), recorded so a rewind can put them back where the process may
+ * (root, or its own files). Absent on tapes written before they were recorded: the restore then keeps the owner
+ * of the name it replaces (docs/ARCHITECTURE.md, "Workspace index").
+ */
+const Owner = {
+  uid: z.number().int().nonnegative().optional(),
+  gid: z.number().int().nonnegative().optional(),
+};
+
 export const FileSnapshot = z.discriminatedUnion("kind", [
   z.object({
     path: z.string(),
@@ -80,13 +90,15 @@ export const FileSnapshot = z.discriminatedUnion("kind", [
     blob: Sha256,
     bytes: z.number().int().nonnegative(),
     mode: z.number().int().nonnegative(),
+    ...Owner,
   }),
   z.object({ path: z.string(), kind: z.literal("absent") }),
-  z.object({ path: z.string(), kind: z.literal("symlink"), target: z.string() }),
+  z.object({ path: z.string(), kind: z.literal("symlink"), target: z.string(), ...Owner }),
   z.object({
     path: z.string(),
     kind: z.literal("directory"),
     mode: z.number().int().nonnegative(),
+    ...Owner,
     /**
      * True when the same checkpoint lists everything that was below the folder (a folder captured whole,
      * within its budget): a rewind to before it removes what it did not list. Absent on other folder

@@ -78,6 +78,7 @@ export const open = (path: string, flags?: number | string, mode?: Mode) =>
   atAsync(path, (os) => fsp.open(os, flags, mode));
 export const rename = (from: string, to: string) => atBoth(from, to, (a, b) => fsp.rename(a, b));
 export const unlink = (path: string) => atAsync(path, (os) => fsp.unlink(os));
+export const lchown = (path: string, uid: number, gid: number) => atAsync(path, (os) => fsp.lchown(os, uid, gid));
 export const rmdir = (path: string) => atAsync(path, (os) => fsp.rmdir(os));
 export const rm = (path: string, options?: fs.RmOptions) => atAsync(path, (os) => fsp.rm(os, options));
 export const mkdir = (path: string, options?: fs.MakeDirectoryOptions) => atAsync(path, (os) => fsp.mkdir(os, options));
@@ -119,7 +120,16 @@ export const copyFileSync = (from: string, to: string, mode?: number) =>
 export const readlinkSync = (path: string) =>
   nameFromBytes(at(path, (os) => fs.readlinkSync(os, { encoding: "buffer" })));
 
+/** The entries of a folder with their types, each name exactly (see the top of this file). */
+export function readdirTypedSync(path: string): { name: string; entry: fs.Dirent<Buffer> }[] {
+  const entries = at(path, (os) => fs.readdirSync(os, { encoding: "buffer", withFileTypes: true }));
+  return entries.map((entry) => ({ name: nameFromBytes(entry.name), entry }));
+}
+
 /** The names in a folder, each exactly (see the top of this file). */
 export function readdirSync(path: string): string[] {
   return at(path, (os) => fs.readdirSync(os, { encoding: "buffer" })).map(nameFromBytes);
 }
+export const statSync = (path: string) => at(path, (os) => fs.statSync(os));
+export const renameSync = (from: string, to: string) => at(from, (a) => at(to, (b) => fs.renameSync(a, b)));
+export const unlinkSync = (path: string) => at(path, (os) => fs.unlinkSync(os));

@@ -4,7 +4,8 @@ import { forEachLimited } from "../core/bounded-concurrency.js";
 import { isAgentTapeError } from "../core/errors.js";
 import { listArchives } from "../blobs/archives.js";
 import { findUnreferencedBlobs } from "../blobs/prune.js";
-import { withLockedSession, type SessionStore } from "../session/session-store.js";
+import type { SessionStore } from "../session/session-store.js";
+import { lockedAccess } from "../session/locked-access.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
 import { applyRetention, type RetentionPolicy, type RetentionReport } from "./retention.js";
 import { storedBlobBytes } from "./stored-bytes.js";
@@ -137,8 +138,7 @@ async function collect(
   signal: AbortSignal | undefined,
 ): Promise<GcSessionReport> {
   const backend = store.backend;
-  return withLockedSession(
-    store,
+  return lockedAccess(store).withLockedSession(
     sessionId,
     async (locked) => {
       const [, ...expiredArchives] = await listArchives(backend, sessionId);
@@ -165,11 +165,13 @@ async function remove(
   locked: {
     deleteRecord(name: string, options?: { archivedLog?: boolean }): Promise<void>;
     deleteBlob(hash: string): Promise<void>;
+    compactBlobs?(): Promise<void>;
   },
   found: Found,
 ): Promise<void> {
   for (const name of found.expiredArchives) await locked.deleteRecord(name, { archivedLog: true });
   await forEachLimited(found.orphanBlobs, 8, (hash) => locked.deleteBlob(hash));
+  if (found.orphanBlobs.length > 0) await locked.compactBlobs?.();
 }
 
 /**

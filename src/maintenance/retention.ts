@@ -4,7 +4,8 @@ import { forEachLimited } from "../core/bounded-concurrency.js";
 import { InvalidArgumentError, isAgentTapeError } from "../core/errors.js";
 import { findUnreferencedBlobs } from "../blobs/prune.js";
 import { readHorizonMark, raiseHorizon } from "../blobs/retention-horizon.js";
-import { withLockedSession, type SessionInfo, type SessionStore } from "../session/session-store.js";
+import type { SessionInfo, SessionStore } from "../session/session-store.js";
+import { lockedAccess } from "../session/locked-access.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
 import { storedBlobBytes } from "./stored-bytes.js";
 import type { RetentionPolicy } from "../core/retention-policy.js";
@@ -219,8 +220,7 @@ async function dropOldCheckpoints(
   signal: AbortSignal | undefined,
 ): Promise<CheckpointTrim> {
   const backend = store.backend;
-  return withLockedSession(
-    store,
+  return lockedAccess(store).withLockedSession(
     sessionId,
     async (locked) => {
       const mark = await readHorizonMark(backend, sessionId, signalOf(signal));

@@ -1,118 +1,30 @@
 // Maintenance, verify: reads a whole session and says what is damaged, changing nothing.
-import type { SignalOption } from "../backend/types.js";
+import type { SessionRecord } from "../backend/types.js";
 import { forEachLimited } from "../core/bounded-concurrency.js";
 import { isAgentTapeError, SessionNotFoundError } from "../core/errors.js";
 import type { StoredEvent } from "../core/events.js";
-import { builtinPayloadProblem } from "../core/payload-check.js";
 import { archivedEvents, isArchiveName, isArchiveShape } from "../blobs/archives.js";
-import { referencedBlobs, snapshotsIn } from "../blobs/references.js";
 import { checkBlob } from "../blobs/store-then-reference.js";
-import { HORIZON_RECORD, type HorizonMark, isDroppedCheckpoint, readHorizonMark } from "../blobs/retention-horizon.js";
+import { HORIZON_RECORD, readHorizonMark } from "../blobs/retention-horizon.js";
 import type { SessionStore } from "../session/session-store.js";
-import { summarizeError, type ErrorSummary } from "./failure.js";
+import { summarizeError } from "./failure.js";
 import { REWIND_INTENT_RECORD } from "../rewind/intent.js";
 import { checkIntent, intentShapeProblem } from "../rewind/intent-check.js";
-import { isTheRecordedWorkspace, workspaceRecordedBy } from "../checkpoint/recorded-workspace.js";
-import { UndoMarkersInLog, undoMarkerProblem } from "./undo-marker.js";
+import { Verification } from "./verification.js";
+import type { BlobReference, VerifyOptions, VerifyProblem, VerifyReport } from "./verify-report.js";
+import { isTheRecordedWorkspace } from "../checkpoint/recorded-workspace.js";
+import { UndoMarkersInLog } from "./undo-marker.js";
 import { signalOf } from "../core/defined-fields.js";
 
-export interface VerifyOptions extends SignalOption {
-  /** Called as the work advances (every 1000 events read, every blob checked), e.g. to show progress. */
-  onProgress?: (progress: VerifyProgress) => void;
-}
-
-export interface VerifyProgress {
-  eventsRead: number;
-  blobsChecked: number;
-  /** 0 until the log and the archives are read and the blobs to check are known. */
-  blobsToCheck: number;
-}
-
-/** The first event that names a blob. */
-export interface BlobReference {
-  sequence: number;
-  /** The event's type, e.g. "session_checkpoint". */
-  type: string;
-  /** The workspace path of the snapshot that is the blob (a checkpoint, or a rewind's undo). */
-  path?: string;
-  /** The rewind archive holding the event, when a rewind cut it from the log and keeps it for undo. */
-  archive?: string;
-}
-
-/** One thing wrong with a session. `message` says what and where, for a person. */
-export type VerifyProblem =
-  /** The session's creation record (session.json) cannot be read. */
-  | { kind: "metadata_unreadable"; message: string; error: ErrorSummary }
-  /** The log cannot be read at all (not one bad line: the file itself). */
-  | { kind: "log_unreadable"; message: string; error: ErrorSummary }
-  /** A line of the log is not an event, or its sequence does not follow the one before. 1-based `line`. */
-  | { kind: "corrupt_line"; message: string; line: number; reason: string }
-  /**
-   * A built-in event whose payload does not fit its schema (a checkpoint whose `files` is not a list): what it
-   * references cannot be known, so rewind, undo and gc refuse the session (STORE_TAMPERED).
-   */
-  | { kind: "payload_invalid"; message: string; sequence: number; type: string; reason: string; archive?: string }
-  /**
-   * An undo marker whose record of the events it put back (`reappendedRanges`, or `reappendedFrom` on older
-   * markers) disagrees with the tape: it does not count the events between the rewind it undid and itself,
-   * or names a sequence that rewind did not cut. Nothing acts on that record, so nothing refuses the session.
-   */
-  | { kind: "marker_inconsistent"; message: string; sequence: number; reason: string; archive?: string }
-  /** A side record (a rewind archive, a rewind intent) cannot be read; no `record` when none can be listed. */
-  | { kind: "record_unreadable"; message: string; record?: string; error: ErrorSummary }
-  /** A side record reads, but is not what its name says (a rewind archive without its events). */
-  | { kind: "record_malformed"; message: string; record: string }
-  /**
-   * A rewind or undo is not finished: its intent is there and fits the tape. Interrupted, the next writer
-   * finishes it; failed and not rolled back (its caller was told), the next writer rolls it back.
-   */
-  | { kind: "intent_pending"; message: string; record: string }
-  /** The rewind intent does not fit the tape (planted or edited): no writer will act on it (STORE_TAMPERED). */
-  | { kind: "intent_tampered"; message: string; record: string }
-  /**
-   * session.json names a workspace other than the one the tape's snapshots were taken in (`recorded`), or the
-   * snapshots name more than one: a rewind not told its workspace refuses (WORKSPACE_MISMATCH).
-   */
-  | { kind: "workspace_mismatch"; message: string; named?: string; recorded: string[] }
-  /** An event names a blob the session does not hold. */
-  | { kind: "blob_missing"; message: string; hash: string; referencedBy: BlobReference }
-  /**
-   * A blob's bytes no longer hash to its name, or it is longer or shorter than its snapshot recorded (then
-   * `actualHash` is of the bytes read: at most the recorded length and one byte more).
-   */
-  | { kind: "blob_corrupt"; message: string; hash: string; actualHash: string; referencedBy: BlobReference }
-  /** A blob cannot be read (e.g. EACCES). */
-  | { kind: "blob_unreadable"; message: string; hash: string; referencedBy: BlobReference; error: ErrorSummary };
-
-export type VerifyProblemKind = VerifyProblem["kind"];
-
-export interface VerifyReport {
-  sessionId: string;
-  /** True when `problems` is empty. */
-  ok: boolean;
-  /** Events of the log that parsed. */
-  events: number;
-  /** Distinct blobs referenced by the log and the rewind archives, each re-hashed. */
-  blobsChecked: number;
-  /** In the order found: the log's lines, then the records, then the blobs in the order the tape names them. */
-  problems: VerifyProblem[];
-  /**
-   * What this check could not hold to anything, one sentence each: {@link VERIFY_NEVER_CHECKS} always, then what
-   * this session leaves unchecked (a workspace no snapshot records, a pending intent's before-state, blobs
-   * retention dropped). docs/ARCHITECTURE.md, "Confinement".
-   */
-  notChecked: string[];
-}
-
-/** What `verify` can never see, whatever the session (docs/ARCHITECTURE.md, "Confinement"). */
-export const VERIFY_NEVER_CHECKS: readonly string[] = [
-  "who wrote the tape: events are not signed, so a log and session.json edited by hand to agree with each " +
-    "other read as sound",
-  "the workspace's files: verify reads the session folder only",
-  "store parts it does not read (on disk: blobs/.incoming, events.cuts, the lock folders): a link or FIFO " +
-    "there is refused (STORE_TAMPERED) when a writer or reader comes to use it",
-  "a link swapped into the session folder after verify looked: its folder checks are check-then-use",
-];
+export { VERIFY_NEVER_CHECKS } from "./verify-report.js";
+export type {
+  BlobReference,
+  VerifyOptions,
+  VerifyProblem,
+  VerifyProblemKind,
+  VerifyProgress,
+  VerifyReport,
+} from "./verify-report.js";
 
 /**
  * Checks a whole session: every line of the log parses and sequences strictly increase, every
@@ -128,94 +40,68 @@ export async function verify(
   sessionId: string,
   options: VerifyOptions = {},
 ): Promise<VerifyReport> {
-  const backend = store.backend;
-  const { signal } = options;
-  const problems: VerifyProblem[] = [];
-  const notChecked: string[] = [...VERIFY_NEVER_CHECKS];
-  const progress: VerifyProgress = { eventsRead: 0, blobsChecked: 0, blobsToCheck: 0 };
+  const run = new Verification(store.backend, sessionId, options);
+  const meta = await readSessionRecord(run);
+  await readHorizon(run);
+  const lastSequence = await readLog(run);
+  if (meta !== undefined) await checkWorkspace(run, meta.workspace);
+  await checkRecords(
+    store,
+    sessionId,
+    options.signal,
+    run.problems,
+    (event, archive) => run.note(event, archive),
+    lastSequence,
+    run.notChecked,
+  );
+  await checkBlobs(run);
+  return run.report();
+}
 
-  let meta: Awaited<ReturnType<typeof backend.getSession>>;
+/** session.json, or undefined (reported) when it cannot be read; SESSION_NOT_FOUND and INVALID_SESSION_ID throw. */
+async function readSessionRecord(run: Verification): Promise<SessionRecord | undefined> {
+  const { backend, sessionId, signal } = run;
   try {
-    meta = await backend.getSession(sessionId, signalOf(signal));
+    const meta = await backend.getSession(sessionId, signalOf(signal));
     if (meta === undefined) throw new SessionNotFoundError(sessionId);
+    return meta;
   } catch (error) {
     if (signal?.aborted) throw error;
     if (isAgentTapeError(error, "INVALID_SESSION_ID") || isAgentTapeError(error, "SESSION_NOT_FOUND")) throw error;
     const summary = summarizeError(error);
-    problems.push({
+    run.problems.push({
       kind: "metadata_unreadable",
       message: `session.json cannot be read: ${summary.message}`,
       error: summary,
     });
+    return undefined;
   }
+}
 
-  // Checkpoints retention dropped have no blobs left to check (docs/ARCHITECTURE.md, "Retention").
-  let horizon: HorizonMark = { through: 0 };
+/** Checkpoints retention dropped have no blobs left to check (docs/ARCHITECTURE.md, "Retention"). */
+async function readHorizon(run: Verification): Promise<void> {
   try {
-    horizon = await readHorizonMark(backend, sessionId, signalOf(signal));
+    run.horizon = await readHorizonMark(run.backend, run.sessionId, signalOf(run.signal));
   } catch (error) {
-    if (signal?.aborted) throw error;
-    problems.push({ kind: "record_malformed", record: HORIZON_RECORD, message: summarizeError(error).message });
+    if (run.signal?.aborted) throw error;
+    run.problems.push({ kind: "record_malformed", record: HORIZON_RECORD, message: summarizeError(error).message });
   }
-  if (horizon.through > 0)
-    notChecked.push(`the blobs of checkpoints retention dropped (up to #${horizon.through}): removed on purpose`);
-  const firstReference = new Map<string, BlobReference>();
-  /** The length the first snapshot naming a blob recorded: the blob is hashed up to it and one byte more. */
-  const recordedBytes = new Map<string, number>();
-  const recordedWorkspaces = new Set<string>();
-  const inconsistentMarker = (sequence: number, reason: string, archive?: string) => {
-    const where = archive === undefined ? "" : ` in ${archive}`;
-    problems.push({
-      kind: "marker_inconsistent",
-      sequence,
-      reason,
-      ...(archive === undefined ? {} : { archive }),
-      message: `undo marker #${sequence}${where} does not agree with the tape: ${reason}`,
-    });
-  };
-  /** Checks one event's payload and notes the blobs it names; false when its payload is unsound. */
-  const note = (event: StoredEvent, archive?: string): boolean => {
-    let sound = true;
-    const reason = builtinPayloadProblem(event);
-    if (reason !== undefined) {
-      const where = archive === undefined ? "" : ` in ${archive}`;
-      problems.push({
-        kind: "payload_invalid",
-        sequence: event.sequence,
-        type: event.type,
-        reason,
-        ...(archive === undefined ? {} : { archive }),
-        message: `event #${event.sequence}${where} (${event.type}) does not fit its schema: ${reason}`,
-      });
-      return false;
-    }
-    const inconsistent = undoMarkerProblem(event);
-    if (inconsistent !== undefined) {
-      inconsistentMarker(event.sequence, inconsistent, archive);
-      sound = false;
-    }
-    if (archive === undefined) {
-      const workspace = workspaceRecordedBy(event);
-      if (workspace !== undefined) recordedWorkspaces.add(workspace);
-    }
-    if (isDroppedCheckpoint(event, horizon)) return sound;
-    const hashes = referencedBlobs([event]);
-    const where = archive === undefined ? {} : { archive };
-    for (const file of snapshotsIn(event)) {
-      if (file.kind !== "blob" || !hashes.has(file.blob) || firstReference.has(file.blob)) continue;
-      firstReference.set(file.blob, { sequence: event.sequence, type: event.type, path: file.path, ...where });
-      recordedBytes.set(file.blob, file.bytes);
-    }
-    for (const hash of hashes)
-      if (!firstReference.has(hash)) firstReference.set(hash, { sequence: event.sequence, type: event.type, ...where });
-    return sound;
-  };
+  if (run.horizon.through > 0)
+    run.notChecked.push(
+      `the blobs of checkpoints retention dropped (up to #${run.horizon.through}): removed on purpose`,
+    );
+}
 
+/**
+ * Reads the log, noting each event (run.note) and reporting each corrupt line; returns the last sequence read.
+ * Streamed rather than store.salvage(): the same skip-and-report of bad lines, in flat memory.
+ */
+async function readLog(run: Verification): Promise<number> {
+  const { signal, problems, progress } = run;
   let lastSequence = 0;
   const undoMarkers = new UndoMarkersInLog();
-  // Streamed rather than store.salvage(): the same skip-and-report of bad lines, in flat memory.
   try {
-    const source = backend.readEvents(sessionId, {
+    const source = run.backend.readEvents(run.sessionId, {
       ...signalOf(signal),
       onCorrupt: (bad) =>
         problems.push({
@@ -228,8 +114,8 @@ export async function verify(
     for await (const event of source) {
       progress.eventsRead++;
       lastSequence = event.sequence;
-      undoMarkers.add(event, note(event));
-      if (progress.eventsRead % 1000 === 0) options.onProgress?.({ ...progress });
+      undoMarkers.add(event, run.note(event));
+      if (progress.eventsRead % 1000 === 0) run.onProgress?.({ ...progress });
     }
   } catch (error) {
     if (signal?.aborted) throw error;
@@ -240,50 +126,45 @@ export async function verify(
       error: summary,
     });
   }
-
   // Known once the log is read: whether a later undo put a marker back under a new number.
-  for (const { sequence, reason } of undoMarkers.problems()) inconsistentMarker(sequence, reason);
+  for (const { sequence, reason } of undoMarkers.problems()) run.inconsistentMarker(sequence, reason);
+  return lastSequence;
+}
 
-  if (meta !== undefined) {
-    const problem = await workspaceProblem(meta.workspace, recordedWorkspaces);
-    if (problem) problems.push(problem);
-    else if (recordedWorkspaces.size === 0 && meta.workspace !== undefined)
-      notChecked.push(
-        `session.json's workspace ("${meta.workspace}"): no snapshot on the tape records one to hold it to ` +
-          "(a rewind of such a tape changes no file)",
-      );
-  }
+/** session.json's workspace against the snapshots', or a note that nothing on the tape holds it. */
+async function checkWorkspace(run: Verification, workspace: string | undefined): Promise<void> {
+  const problem = await workspaceProblem(workspace, run.recordedWorkspaces);
+  if (problem) run.problems.push(problem);
+  else if (run.recordedWorkspaces.size === 0 && workspace !== undefined)
+    run.notChecked.push(
+      `session.json's workspace ("${workspace}"): no snapshot on the tape records one to hold it to ` +
+        "(a rewind of such a tape changes no file)",
+    );
+}
 
-  await checkRecords(store, sessionId, signal, problems, note, lastSequence, notChecked);
-
-  const hashes = [...firstReference.keys()];
+/** Every blob the tape and its archives name: present, and matching its sha256 (8 at a time). */
+async function checkBlobs(run: Verification): Promise<void> {
+  const { signal, progress } = run;
+  const hashes = [...run.firstReference.keys()];
   progress.blobsToCheck = hashes.length;
   const blobProblems = new Map<string, VerifyProblem>();
   await forEachLimited(hashes, 8, async (hash) => {
     signal?.throwIfAborted();
     try {
       // Hashed as a stream (checkBlob): 8 blobs at once hold a chunk each, whatever the store holds or claims.
-      await checkBlob(backend, sessionId, hash, { ...signalOf(signal), bytes: recordedBytes.get(hash) });
+      await checkBlob(run.backend, run.sessionId, hash, { ...signalOf(signal), bytes: run.recordedBytes.get(hash) });
     } catch (error) {
       if (signal?.aborted) throw error;
-      blobProblems.set(hash, blobProblem(hash, firstReference.get(hash)!, error));
+      blobProblems.set(hash, blobProblem(hash, run.firstReference.get(hash)!, error));
     }
     progress.blobsChecked++;
-    options.onProgress?.({ ...progress });
+    run.onProgress?.({ ...progress });
   });
   // Parallel checks finish in any order; report in the order the tape names the blobs.
   for (const hash of hashes) {
     const problem = blobProblems.get(hash);
-    if (problem) problems.push(problem);
+    if (problem) run.problems.push(problem);
   }
-  return {
-    sessionId,
-    ok: problems.length === 0,
-    events: progress.eventsRead,
-    blobsChecked: hashes.length,
-    problems,
-    notChecked,
-  };
 }
 
 /** session.json's workspace against the ones the tape's snapshots were taken in, as a rewind holds it. */

@@ -1,17 +1,19 @@
 import { createHash, randomUUID } from "node:crypto";
 import { constants } from "node:fs";
-import type { FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
-import { lstat, mkdir, open, rename, stat, symlink, unlink } from "../core/named-fs.js";
+import { lchown, lstat, mkdir, open, rename, stat, symlink, unlink } from "../core/named-fs.js";
 import { fsyncDir } from "../core/atomic-file.js";
 import { SYNC_FILESYSTEM_FROM, syncFilesystem } from "../core/sync-filesystem.js";
 import type { FileSnapshot } from "../core/events.js";
+import { isAgentTapeError } from "../core/errors.js";
 import { forEachLimited } from "../core/bounded-concurrency.js";
 import { confine, placeLexically, type ParentLooks } from "../checkpoint/confine.js";
 import { HeldWorkspace, OUTSIDE } from "../checkpoint/held-workspace.js";
 import { removeEntry } from "../checkpoint/remove-entry.js";
 import { isStrictlyBelowAny } from "./plan.js";
-import { stillAsPlanned } from "./still-as-planned.js";
+import { lateChange, stillAsPlannedSync, type LateChange } from "./still-as-planned.js";
+import { deleteNow, restoreFileNow, type NowOutcome } from "./restore-now.js";
+import { yieldIfLong } from "../core/time-slices.js";
 
 export interface ApplyOptions {
   concurrency?: number;
@@ -26,6 +28,13 @@ export interface ApplyOptions {
    * it is replaced or deleted is left as it is and listed in `changed` (docs/ARCHITECTURE.md, "Conflicts").
    */
   planned?: ReadonlyMap<string, readonly FileSnapshot[]>;
+  /**
+   * Told of each path found changed at that last look (see `planned`), before anything is written there: it
+   * throws to refuse the whole operation, returns "left" to leave the path as it is (listed in `changed`), or
+   * returns the planned states again once it has kept what is there for the undo: the path is then looked at
+   * again and written (docs/ARCHITECTURE.md, "Conflicts"). Without it, every such path is left.
+   */
+  onChanged?: (change: LateChange) => Promise<"left" | ReadonlyMap<string, readonly FileSnapshot[]>>;
 }
 
 export interface ApplyResult {
@@ -57,7 +66,7 @@ export async function applyFileRecords(
   const held = await HeldWorkspace.open(realWorkspace);
   try {
     const temps = new TempNames(records, options.operation);
-    return await applyHeld(held, records, blobBytes, options.concurrency ?? 8, temps, options.planned);
+    return await applyHeld(held, records, blobBytes, options.concurrency ?? 8, temps, options);
   } finally {
     await held.close();
   }
@@ -69,16 +78,26 @@ async function applyHeld(
   blobBytes: (hash: string) => Promise<Buffer>,
   concurrency: number,
   temps: TempNames,
-  planned: ReadonlyMap<string, readonly FileSnapshot[]> | undefined,
+  options: ApplyOptions,
 ): Promise<ApplyResult> {
   const refused: string[] = [];
   const changed: string[] = [];
+  let planned = options.planned;
   // Each path is looked at again right before it is replaced or deleted, in the folder the write uses: an edit
-  // saved since the conflict check is left as it is, never overwritten (docs/ARCHITECTURE.md, "Conflicts").
+  // saved since the conflict check is never overwritten unseen (docs/ARCHITECTURE.md, "Conflicts"). What is
+  // kept for the undo is looked at again (a few times: a path that keeps changing is left).
   const unchanged = async (path: string, where: string, deep: boolean): Promise<boolean> => {
-    if (planned === undefined || (await stillAsPlanned(where, path, planned, deep))) return true;
-    changed.push(path);
-    return false;
+    for (let look = 1; planned !== undefined; look++) {
+      const change = await lateChange(where, path, planned, deep);
+      if (change === undefined) return true;
+      const outcome = look <= 3 && options.onChanged ? await options.onChanged(change) : "left";
+      if (outcome === "left") {
+        changed.push(path);
+        return false;
+      }
+      planned = outcome;
+    }
+    return true;
   };
   const depth = (p: string) => (p === "." ? 0 : p.split("/").length);
   // Below a path made a file or a link, or removed, nothing is left of its own: acting there would act
@@ -132,35 +151,81 @@ async function applyHeld(
     if (record.kind !== "directory") continue;
     const path = await place(record.path);
     if (path === undefined) continue;
-    if (path === ".") await held.at(".", (where) => restoreMode(where, record.mode));
+    if (path === ".") await held.at(".", (where) => restoreMode(where, record.mode, record));
     else
       await act(path, async (where) => {
-        if (await unchanged(path, where, false)) await restoreDirectory(held, path, where, record.mode);
+        if (await unchanged(path, where, false)) await restoreDirectory(held, path, where, record.mode, record);
       });
   }
   const files = restores.filter((r) => r.kind !== "directory");
   // Many files: made durable by one syncfs at the end instead of an fsync each.
   const batched = files.length >= SYNC_FILESYSTEM_FROM;
   const written: string[] = [];
-  await forEachLimited(files, concurrency, async (record) => {
+  const restoreOne = async (record: FileSnapshot) => {
     const path = await place(record.path);
     if (path === undefined || path === ".") return; // the workspace itself stays a folder
     if (record.kind === "blob") {
       const bytes = await blobBytes(record.blob);
       await act(path, (where) =>
-        restoreFile(held, path, where, temps.of(record, where), bytes, record.mode, () => unchanged(path, where, true)),
+        restoreFile(held, path, where, temps.of(record, where), bytes, record, () => unchanged(path, where, true)),
       );
       written.push(path);
     } else if (record.kind === "symlink") {
       await act(path, (where) =>
-        restoreSymlink(held, path, where, temps.of(record, where), record.target, () => unchanged(path, where, true)),
+        restoreSymlink(held, path, where, temps.of(record, where), record, () => unchanged(path, where, true)),
       );
+    }
+  };
+  // Where folders are held, files are written with synchronous calls, many per turn of the event loop
+  // (restore-now.ts); what that form leaves ("async") is done as before.
+  const unchangedNow = (path: string, where: string, deep: boolean): boolean =>
+    planned === undefined || stillAsPlannedSync(where, path, planned, deep);
+  const now = async (path: string, act: (where: string) => NowOutcome, create: boolean): Promise<boolean> => {
+    let done;
+    try {
+      done = held.atSync(path, act, { create });
+    } catch {
+      return false; // the asynchronous form does it again, and says what went wrong
+    }
+    if (done === "async") return false;
+    if (done === OUTSIDE) refused.push(path);
+    else touchedDirs.add(parentOf(path));
+    return true;
+  };
+  await forEachLimited(files, concurrency, async (record) => {
+    if (!holding || record.kind !== "blob") return restoreOne(record);
+    const place = placeLexically(held.realWorkspace, record.path, held.realWorkspace);
+    if (!place.inside || place.path === ".") return restoreOne(record); // refused there
+    const path = place.path;
+    const bytes = await blobBytes(record.blob);
+    let done;
+    try {
+      done = await restoreFileNow(
+        held,
+        path,
+        (where) => temps.of(record, where),
+        bytes,
+        record.mode,
+        (where) => unchangedNow(path, where, true),
+      );
+    } catch {
+      done = "async"; // the asynchronous form does it again, and says what went wrong
+    }
+    if (done === "async") return restoreOne(record);
+    if (done === OUTSIDE) refused.push(path);
+    else {
+      touchedDirs.add(parentOf(path));
+      written.push(path);
     }
   });
   for (const record of deletes) {
     const path = await place(record.path);
     if (path === undefined || path === ".") continue; // never delete the workspace itself
     held.forget(path);
+    if (holding) {
+      await yieldIfLong();
+      if (await now(path, (where) => deleteNow(where, () => unchangedNow(path, where, true)), false)) continue;
+    }
     let done;
     try {
       // removes a link itself, never what it points at
@@ -204,19 +269,23 @@ async function clearFor(held: HeldWorkspace, path: string, where: string, keepDi
 }
 
 /**
- * Gives the new file the owner and group of the name it replaces, or, where nothing is, of the folder it is made
- * in: a harness running as root would otherwise make every file it restores root's. Only where the process may
- * (root, or its own uid); snapshots do not record owners, so a `chown` a rewind undoes is not undone.
+ * Gives the new entry the owner and group its record names, or, for a record without them (tapes written before
+ * owners were recorded), those of the name it replaces or, where nothing is, of the folder it is made in: a
+ * harness running as root would otherwise make every file it restores root's. Only where the process may (root,
+ * or its own uid: a group it is not in is left as it is).
  */
-async function keepOwner(fh: FileHandle, where: string): Promise<void> {
+async function giveOwner(owner: Owned, where: string, chown: (uid: number, gid: number) => Promise<void>) {
   const uid = process.getuid?.();
   if (uid === undefined) return;
+  let wanted = owner.uid === undefined ? undefined : { uid: owner.uid, gid: owner.gid ?? process.getgid!() };
   // The folder is named through its held descriptor (/proc/self/fd/N): stat follows that to the folder checked.
-  const there = await lstat(where).catch(() => stat(dirname(where)).catch(() => undefined));
-  if (there === undefined || (there.uid === uid && there.gid === process.getgid?.())) return;
-  if (uid !== 0 && there.uid !== uid) return;
-  await fh.chown(there.uid, there.gid).catch(() => undefined); // a group the process is not in: keep its own
+  wanted ??= await lstat(where).catch(() => stat(dirname(where)).catch(() => undefined));
+  if (wanted === undefined || (wanted.uid === uid && wanted.gid === process.getgid?.())) return;
+  if (uid !== 0 && wanted.uid !== uid) return;
+  await chown(wanted.uid, wanted.gid).catch(() => undefined);
 }
+
+type Owned = { uid?: number | undefined; gid?: number | undefined };
 
 /** Writes the bytes to a temp beside the file and renames it over; durable only once applyHeld syncs at the end. */
 async function restoreFile(
@@ -225,7 +294,7 @@ async function restoreFile(
   where: string,
   temp: string,
   bytes: Buffer,
-  mode: number,
+  record: { mode: number } & Owned,
   unchanged: () => Promise<boolean>,
 ) {
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
@@ -233,8 +302,8 @@ async function restoreFile(
   try {
     try {
       await fh.writeFile(bytes);
-      await keepOwner(fh, where);
-      await fh.chmod(mode); // after writing (and chown, which clears set-id bits): open()'s mode is cut by the umask
+      await giveOwner(record, where, (uid, gid) => fh.chown(uid, gid));
+      await fh.chmod(record.mode); // after writing (and chown, which clears set-id bits): open()'s mode is cut by the umask
     } finally {
       await fh.close();
     }
@@ -255,11 +324,12 @@ async function restoreSymlink(
   path: string,
   where: string,
   temp: string,
-  target: string,
+  record: { target: string } & Owned,
   unchanged: () => Promise<boolean>,
 ) {
-  await clearedFirst(temp, () => symlink(target, temp));
+  await clearedFirst(temp, () => symlink(record.target, temp));
   try {
+    if (record.uid !== undefined) await giveOwner(record, where, (uid, gid) => lchown(temp, uid, gid));
     if (!(await unchanged())) {
       await unlink(temp).catch(ignoreMissing);
       return;
@@ -334,23 +404,35 @@ function tempName(tag: string, place: number): string {
 
 /** The OS error of one path, its message naming that path as the workspace has it (its code kept). */
 function naming(path: string, error: unknown): unknown {
-  if (!(error instanceof Error) || (error as NodeJS.ErrnoException).code === undefined) return error;
+  if (!(error instanceof Error) || isAgentTapeError(error) || (error as NodeJS.ErrnoException).code === undefined)
+    return error;
   const named = new Error(`${path}: ${error.message}`, { cause: error });
   return Object.assign(named, { code: (error as NodeJS.ErrnoException).code });
 }
 
-async function restoreDirectory(held: HeldWorkspace, path: string, where: string, mode: number): Promise<void> {
+async function restoreDirectory(
+  held: HeldWorkspace,
+  path: string,
+  where: string,
+  mode: number,
+  owner: Owned,
+): Promise<void> {
   await clearFor(held, path, where, true);
   await mkdir(where).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== "EEXIST") throw error;
   });
-  await restoreMode(where, mode);
+  await restoreMode(where, mode, owner);
 }
 
 /** Sets a folder's mode through a descriptor opened without following: a link swapped in is not chmod-ed through. */
-async function restoreMode(where: string, mode: number): Promise<void> {
+async function restoreMode(where: string, mode: number, owner: Owned): Promise<void> {
   const fh = await open(where, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   try {
+    // A folder's owner only when its record names one (a folder kept in place keeps its own), where the process may.
+    const now = owner.uid === undefined ? undefined : await fh.stat();
+    const may = process.getuid?.() === 0 || owner.uid === process.getuid?.();
+    if (now && may && (now.uid !== owner.uid || now.gid !== owner.gid))
+      await fh.chown(owner.uid!, owner.gid ?? now.gid).catch(() => undefined);
     await fh.chmod(mode);
   } finally {
     await fh.close();

@@ -2,6 +2,7 @@ import { RewindConflictError, type RewindConflict } from "../core/errors.js";
 import type { CheckpointPayload, FileState, FileStatesPayload, RewindPayload, StoredEvent } from "../core/events.js";
 import { fileStateOf } from "../checkpoint/after-state.js";
 import { assertPayloadActedOn } from "../core/payload-check.js";
+import { yieldIfLong } from "../core/time-slices.js";
 import { isAtOrBelowAny, type FilePlan } from "./plan.js";
 
 /** A conflict as a dry run reported it and a person agreed to overwrite: its path and the state it had then. */
@@ -70,6 +71,7 @@ export async function lastWrittenStates(
   if (!unnamed) return states;
   const whole = new LastWritten();
   for await (const event of before()) {
+    await yieldIfLong();
     assertPayloadActedOn(event);
     whole.add(event);
   }

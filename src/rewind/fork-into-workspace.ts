@@ -1,6 +1,4 @@
-import { readdirSync as readdirEntriesSync } from "node:fs";
-import { bytesOfName, nameFromBytes } from "../core/byte-names.js";
-import { lstatSync, mkdir, readdir } from "../core/named-fs.js";
+import { lstatSync, mkdir, readdir, readdirTypedSync } from "../core/named-fs.js";
 import { join, resolve } from "node:path";
 import type { SignalOption, StorageBackend } from "../backend/types.js";
 import {
@@ -17,7 +15,8 @@ import { assertSessionId, newId } from "../core/ids.js";
 import { assertPayloadActedOn } from "../core/payload-check.js";
 import { snapshotsIn } from "../blobs/references.js";
 import { isDroppedCheckpoint, readHorizonMark } from "../blobs/retention-horizon.js";
-import { forkUnderLock, withLockedSession, type SessionInfo, type SessionStore } from "../session/session-store.js";
+import type { SessionInfo, SessionStore } from "../session/session-store.js";
+import { lockedAccess } from "../session/locked-access.js";
 import { checkForkPointForm, resolveForkPoint } from "../session/sequence-on-tape.js";
 import { isInside, realWorkspaceOf } from "../checkpoint/confine.js";
 import { removeEntry } from "../checkpoint/remove-entry.js";
@@ -109,8 +108,7 @@ export async function forkIntoWorkspace(
   const folder = await claimEmptyFolder(options.workspace);
   let finished = false;
   try {
-    const report = await withLockedSession(
-      store,
+    const report = await lockedAccess(store).withLockedSession(
       parentId,
       async (locked) => {
         const at = await resolveForkPoint(store.backend, parentId, options, locked.lastSequence, signal);
@@ -132,8 +130,7 @@ export async function forkIntoWorkspace(
         } catch (error) {
           throw isAgentTapeError(error) ? error : new ForkFailedError(parentId, folder.real, error);
         }
-        const session = await forkUnderLock(
-          store,
+        const session = await lockedAccess(store).forkUnderLock(
           locked,
           {
             atSequence: at,
@@ -305,8 +302,9 @@ function countTree(root: string): { files: number; symlinks: number; folders: nu
   const queue = [root];
   while (queue.length > 0) {
     const dir = queue.pop()!;
-    for (const entry of readdirEntriesSync(bytesOfName(dir), { withFileTypes: true, encoding: "buffer" })) {
-      const path = join(dir, nameFromBytes(entry.name));
+    // named-fs: names as bytes, and a path past PATH_MAX reached (docs/ARCHITECTURE.md, "Names and depths")
+    for (const { name, entry } of readdirTypedSync(dir)) {
+      const path = `${dir}/${name}`;
       if (entry.isDirectory()) {
         counts.folders++;
         queue.push(path);

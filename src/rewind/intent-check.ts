@@ -4,6 +4,7 @@ import { StoreTamperedError, isAgentTapeError } from "../core/errors.js";
 import { FileSnapshot, RewindPayload, type StoredEvent } from "../core/events.js";
 import { archiveName, isArchiveName } from "../blobs/archives.js";
 import { closestSnapshotPerPath } from "./plan.js";
+import type { RewindIntent } from "./rewind-intent.js";
 
 const ArchiveName = z.string().refine(isArchiveName, "not a rewind archive's name");
 const Sha256 = z.string().regex(/^[0-9a-f]{64}$/);
@@ -36,22 +37,10 @@ const IntentShape = z
     pruneCandidates: z.array(z.string().regex(/^[0-9a-f]{64}$/)).optional(),
     before: z.array(FileSnapshot).optional(),
     failed: z.object({ reason: z.string() }).optional(),
+    onLateChange: z.enum(["refuse", "skip", "overwrite"]).optional(),
     undoBlobs: z.array(z.object({ hash: z.string().regex(/^[0-9a-f]{64}$/), base64: z.string() })).optional(),
   })
   .loose();
-
-/** The intent as this check sees it (src/rewind/intent.ts has the full type, which imports this file). */
-interface Intent {
-  kind: "rewind" | "undo";
-  markerSequence: number;
-  workspace?: string;
-  files: FileSnapshot[];
-  truncateTo: number;
-  append: StoredEvent[];
-  before?: FileSnapshot[];
-  archive?: { name: string; copyAfter?: number };
-  reappend?: { archive: string; log: { bytes: number; sha256: string; events: number }; first: number };
-}
 
 /**
  * An intent found on disk is acted on only if it is one this library wrote for this session's tape
@@ -72,7 +61,7 @@ export async function checkIntent(
     new StoreTamperedError(sessionId, `records/rewind-intent.json ${what}`, { remedy: repairRemedy(sessionId) });
   const malformed = intentShapeProblem(value);
   if (malformed !== undefined) throw tampered(malformed);
-  const intent = value as Intent;
+  const intent = value as RewindIntent;
   const marker = intent.append[intent.append.length - 1]!;
   const payload = RewindPayload.safeParse(marker.payload);
   if (marker.type !== "session_rewind" || marker.sequence !== intent.markerSequence || !payload.success)
@@ -136,7 +125,7 @@ export async function checkIntent(
 async function checkReappend(
   backend: StorageBackend,
   sessionId: string,
-  intent: Intent,
+  intent: RewindIntent,
   tampered: (what: string) => StoreTamperedError,
 ): Promise<void> {
   const { archive, log, first } = intent.reappend!;
@@ -163,7 +152,7 @@ export function intentShapeProblem(value: unknown): string | undefined {
 }
 
 /** Same rule as completeIntent: a rewind whose log is cut back already has its files done. */
-function filesDone(intent: Intent, lastSequence: number): boolean {
+function filesDone(intent: RewindIntent, lastSequence: number): boolean {
   return (
     lastSequence >= intent.markerSequence ||
     (intent.kind === "rewind" && lastSequence <= intent.truncateTo && intent.truncateTo < intent.markerSequence - 1)

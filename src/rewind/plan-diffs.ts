@@ -3,6 +3,7 @@ import { diffBudget, diffFile, type DiffLimits } from "../core/file-diff.js";
 import type { FileSnapshot } from "../core/events.js";
 import type { FilePlan } from "./plan.js";
 import { definedFields } from "../core/defined-fields.js";
+import { yieldIfLong } from "../core/time-slices.js";
 
 /**
  * Adds to each restore or delete of a regular file what it does to the file as it is now: lines in and
@@ -19,6 +20,7 @@ export async function diffPlannedChanges(
   const budget = diffBudget(options.limits);
   for (const change of plan.changes) {
     if (change.action === "skip" || !change.becomes) continue;
+    await yieldIfLong(); // a diff is CPU work: many in a row would stall the event loop
     const before = now.get(change.path);
     const after = change.becomes;
     if (before?.kind === "skipped" && before.reason !== "too_large") continue; // unknown now: nothing to count

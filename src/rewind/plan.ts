@@ -4,7 +4,7 @@ import type { StorageBackend } from "../backend/types.js";
 import type { FileChange, FileSnapshot, RewindPayload, StoredEvent } from "../core/events.js";
 import { isAgentTapeError } from "../core/errors.js";
 import { forEachLimited } from "../core/bounded-concurrency.js";
-import { snapshotPaths, type Snapshot, type SnapshotLimits } from "../checkpoint/snapshot.js";
+import { ownerOf, snapshotPaths, type Snapshot, type SnapshotLimits } from "../checkpoint/snapshot.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { snapshotsIn } from "../blobs/references.js";
 import { confine, placeLexically, type ParentLooks } from "../checkpoint/confine.js";
@@ -258,7 +258,7 @@ async function currentState(
       try {
         const info = await lstat(path === "." ? realWorkspace : `${realWorkspace}/${path}`);
         if (info.isDirectory()) {
-          shallow.push({ path, kind: "directory", mode: info.mode & 0o7777 });
+          shallow.push({ path, kind: "directory", mode: info.mode & 0o7777, ...ownerOf(info) });
           continue;
         }
       } catch (error) {
@@ -280,11 +280,11 @@ function sameState(a: FileSnapshot, b: FileSnapshot): boolean {
     case "absent":
       return true;
     case "blob":
-      return b.kind === "blob" && a.blob === b.blob && a.mode === b.mode;
+      return b.kind === "blob" && a.blob === b.blob && a.mode === b.mode && sameOwner(a, b);
     case "symlink":
-      return b.kind === "symlink" && a.target === b.target;
+      return b.kind === "symlink" && a.target === b.target && sameOwner(a, b);
     case "directory":
-      return b.kind === "directory" && a.mode === b.mode;
+      return b.kind === "directory" && a.mode === b.mode && sameOwner(a, b);
     default:
       return false;
   }
@@ -334,3 +334,13 @@ export function isStrictlyBelowAny(path: string, roots: ReadonlySet<string>): bo
     if (roots.has(path.slice(0, slash))) return true;
   return false;
 }
+
+/**
+ * Owners recorded on both sides must be the same; a record without one (a tape written before owners were
+ * recorded) leaves the owner as it is, so it is not compared.
+ */
+function sameOwner(a: Owned, b: Owned): boolean {
+  return a.uid === undefined || b.uid === undefined || (a.uid === b.uid && a.gid === b.gid);
+}
+
+type Owned = { uid?: number | undefined; gid?: number | undefined };

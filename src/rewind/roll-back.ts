@@ -6,7 +6,7 @@ import { registerRecoveryStep, type PendingRewind } from "../session/recovery.js
 import { applyFileRecords } from "./apply-files.js";
 import { plannedStates } from "./still-as-planned.js";
 import { checkIntent, readIntentRecord } from "./intent-check.js";
-import { completeIntent, operationOf, REWIND_INTENT_RECORD, type RewindIntent } from "./intent.js";
+import { completeIntent, operationOf, REWIND_INTENT_RECORD, type IntentDone, type RewindIntent } from "./intent.js";
 import { undoBlobsOf } from "./undo-in-intent.js";
 import { withWorkspaceLock } from "./workspace-lock.js";
 
@@ -29,17 +29,20 @@ export async function settleFailedRewind(
   locked: LockedSession,
   intent: RewindIntent,
   cause: unknown,
-): Promise<{ blobsPruned: number }> {
+): Promise<IntentDone> {
   const id = locked.sessionId;
   let stillPending: unknown;
   try {
     if (await canRollBack(locked, intent)) {
       await rollBack(backend, locked, intent);
+      // A path found changed just before its write, refused (late-change.ts): the conflict, nothing changed.
+      if (isAgentTapeError(cause, "REWIND_CONFLICT")) throw cause;
       throw new RewindFailedError(id, true, { cause });
     }
     return await completeIntent(backend, locked, intent);
   } catch (error) {
     if (isAgentTapeError(error, "REWIND_FAILED") && error.rolledBack) throw error;
+    if (error === cause && isAgentTapeError(error, "REWIND_CONFLICT")) throw error;
     stillPending = error;
   }
   let reason = `${messageOf(cause)}; then, putting it right: ${messageOf(stillPending)}`;

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
-import { constants, type Stats } from "node:fs";
+import { closeSync, constants, readFileSync, type Stats } from "node:fs";
 // Through named-fs, as every call on a workspace name: a name that is not UTF-8 handed to node:fs as a string
 // becomes another name (U+FFFD), found absent, and the path wrongly reported as changed during the rewind
 // (docs/ARCHITECTURE.md, "Names and depths").
-import { lstat, open, readdir, readlink } from "../core/named-fs.js";
-import type { FileSnapshot } from "../core/events.js";
+import { lstat, lstatSync, open, openSync, readdir, readdirSync, readlink, readlinkSync } from "../core/named-fs.js";
+import type { FileSnapshot, FileState } from "../core/events.js";
 
 /**
  * The states each path may be in just before a rewind (or an undo, or a roll-back) replaces or deletes it: as
@@ -23,6 +23,16 @@ export function plannedStates(
   return states;
 }
 
+/** A path found, just before its write, in none of its planned states (docs/ARCHITECTURE.md, "Conflicts"). */
+export interface LateChange {
+  /** The path found changed: the one about to be written, or one below the folder about to be removed. */
+  path: string;
+  /** What the plan found there (its undo record); undefined when the plan found nothing there (made since). */
+  planned: FileSnapshot | undefined;
+  /** What it is now. */
+  actual: FileState;
+}
+
 /**
  * True when the entry at `where` (a name inside its held folder: the folder the write will use) is in one of
  * its planned states; a folder about to be removed (`deep`) is looked into, every entry below it too. Content is
@@ -35,36 +45,72 @@ export async function stillAsPlanned(
   states: ReadonlyMap<string, readonly FileSnapshot[]>,
   deep: boolean,
 ): Promise<boolean> {
+  return (await lateChange(where, path, states, deep)) === undefined;
+}
+
+/** As {@link stillAsPlanned}, but says what changed: undefined when the entry (and all below) is as planned. */
+export async function lateChange(
+  where: string,
+  path: string,
+  states: ReadonlyMap<string, readonly FileSnapshot[]>,
+  deep: boolean,
+): Promise<LateChange | undefined> {
   const wanted = states.get(path);
-  if (wanted === undefined) return true;
+  if (wanted === undefined) return undefined;
+  const changed = async () => ({ path, planned: wanted[0], actual: await stateAt(where, path) });
   let info: Stats;
   try {
     info = await lstat(where);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") return wanted.some((r) => r.kind === "absent");
-    throw error;
+    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+    return wanted.some((r) => r.kind === "absent") ? undefined : changed();
   }
   for (const record of wanted) {
     if (!(await entryIs(where, info, record))) continue;
-    if (!deep || record.kind !== "directory") return true;
-    return belowAsPlanned(where, path, states);
+    if (!deep || record.kind !== "directory") return undefined;
+    return changeBelow(where, path, states);
   }
-  return false;
+  return changed();
 }
 
-async function belowAsPlanned(
+async function changeBelow(
   where: string,
   path: string,
   states: ReadonlyMap<string, readonly FileSnapshot[]>,
-): Promise<boolean> {
+): Promise<LateChange | undefined> {
   for (const name of await readdir(where)) {
     const below = path === "." ? name : `${path}/${name}`;
-    if (!states.has(below)) return false; // made after the plan looked
-    if (!(await stillAsPlanned(`${where}/${name}`, below, states, true))) return false;
+    const at = `${where}/${name}`;
+    // made after the plan looked
+    if (!states.has(below)) return { path: below, planned: undefined, actual: await stateAt(at, below) };
+    const change = await lateChange(at, below, states, true);
+    if (change !== undefined) return change;
   }
-  return true;
+  return undefined;
 }
+
+/** What the entry at `where` is now, as a state to report (a file too large to hash is `unknown`). */
+async function stateAt(where: string, path: string): Promise<FileState> {
+  let info: Stats;
+  try {
+    info = await lstat(where);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return { path, kind: "absent" };
+    return { path, kind: "unknown", reason: code ?? "unreadable" };
+  }
+  const mode = info.mode & 0o7777;
+  if (info.isSymbolicLink()) return { path, kind: "symlink", target: await readlink(where) };
+  if (info.isDirectory()) return { path, kind: "directory", mode };
+  if (!info.isFile()) return { path, kind: "unknown", reason: "not_a_regular_file" };
+  if (info.size > REPORTED_HASH_MAX_BYTES) return { path, kind: "unknown", reason: "too_large" };
+  const sha256 = await contentHash(where);
+  return sha256 === undefined ? { path, kind: "absent" } : { path, kind: "file", sha256, mode };
+}
+
+/** A file found changed is hashed for the report up to this size; a larger one is reported `unknown`. */
+const REPORTED_HASH_MAX_BYTES = 64 * 1024 * 1024;
 
 async function entryIs(where: string, info: Stats, record: FileSnapshot): Promise<boolean> {
   switch (record.kind) {
@@ -96,5 +142,64 @@ async function contentHash(where: string): Promise<string | undefined> {
       .digest("hex");
   } finally {
     await fh.close();
+  }
+}
+
+/** {@link stillAsPlanned} with synchronous calls, for a batch acting on many paths in one turn of the event loop. */
+export function stillAsPlannedSync(
+  where: string,
+  path: string,
+  states: ReadonlyMap<string, readonly FileSnapshot[]>,
+  deep: boolean,
+): boolean {
+  const wanted = states.get(path);
+  if (wanted === undefined) return true;
+  let info: Stats;
+  try {
+    info = lstatSync(where);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return wanted.some((r) => r.kind === "absent");
+    throw error;
+  }
+  for (const record of wanted) {
+    if (!entryIsSync(where, info, record)) continue;
+    if (!deep || record.kind !== "directory") return true;
+    for (const name of readdirSync(where)) {
+      const below = path === "." ? name : `${path}/${name}`;
+      if (!states.has(below) || !stillAsPlannedSync(`${where}/${name}`, below, states, true)) return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+function entryIsSync(where: string, info: Stats, record: FileSnapshot): boolean {
+  switch (record.kind) {
+    case "absent":
+      return false;
+    case "skipped":
+      return true;
+    case "symlink":
+      return info.isSymbolicLink() && readlinkSync(where) === record.target;
+    case "directory":
+      return info.isDirectory() && (info.mode & 0o7777) === record.mode;
+    case "blob":
+      if (!info.isFile() || info.size !== record.bytes || (info.mode & 0o7777) !== record.mode) return false;
+      return contentHashSync(where) === record.blob;
+  }
+}
+
+function contentHashSync(where: string): string | undefined {
+  let fd;
+  try {
+    fd = openSync(where, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined; // replaced by a link or gone since the lstat: not as planned
+  }
+  try {
+    return createHash("sha256").update(readFileSync(fd)).digest("hex");
+  } finally {
+    closeSync(fd);
   }
 }

@@ -106,6 +106,31 @@ export const blobsArea: ConformanceArea = (suite) => {
       expect(await backend.readBlob("s1", hash)).toEqual(Buffer.from("snapshot"));
     });
 
+    suite.withOptional(
+      "writeBlobs",
+      "writeBlobs stores each blob as writeBlob would, returns those it wrote, and is all or nothing",
+      async () => {
+        const [a, b, empty] = [blob("already there"), blob("new one"), blob("")];
+        await backend.createSession(record("s1"));
+        await withLock(backend, "s1", async (locked) => {
+          await locked.writeBlob(a.hash, a.bytes);
+          const written = await locked.writeBlobs!(new Map([a, b, empty].map((x) => [x.hash, x.bytes])));
+          expect(written.sort()).toEqual([b.hash, empty.hash].sort());
+          const c = blob("never stored");
+          await expectCode(
+            locked.writeBlobs!([
+              [c.hash, c.bytes],
+              ["not-a-hash", Buffer.from("x")],
+            ]),
+            "INVALID_ARGUMENT",
+          );
+          expect(await locked.hasBlob(c.hash)).toBe(false);
+        });
+        for (const x of [a, b, empty]) expect(await backend.readBlob("s1", x.hash)).toEqual(Buffer.from(x.bytes));
+        expect((await backend.listBlobs("s1")).sort()).toEqual([a.hash, b.hash, empty.hash].sort());
+      },
+    );
+
     it("blobs belong to one session", async () => {
       const a = blob("mine");
       await backend.createSession(record("s1"));

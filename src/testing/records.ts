@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { StorageBackend } from "../backend/types.js";
-import { expectCode, record, withLock } from "./fixtures.js";
+import { event, expectCode, range, record, sha256, withLock } from "./fixtures.js";
 import { runAreas, type BackendConformanceOptions, type ConformanceArea } from "./suite.js";
 
 /** Side records: named JSON values beside the log (rewind intents, archives, notes). */
@@ -60,6 +60,76 @@ export const recordsArea: ConformanceArea = (suite) => {
       });
       expect(await backend.listRecords("s1")).toEqual([]);
     });
+  });
+
+  describe("archived log ranges (optional)", () => {
+    /** The bytes of an archived range, whole. */
+    async function archived(name: string): Promise<Buffer> {
+      const chunks: Buffer[] = [];
+      for await (const chunk of backend.readArchivedLog!("s1", name)) chunks.push(Buffer.from(chunk));
+      return Buffer.concat(chunks);
+    }
+    /** 300 events of about 4 KB each: a range of them spans more than a megabyte. */
+    async function longLog(): Promise<void> {
+      const text = "x".repeat(4000);
+      await backend.createSession(
+        record("s1"),
+        range(1, 300).map((n) => event("s1", n, { role: "user", content: `${n} ${text}` })),
+      );
+    }
+    const sequencesIn = (bytes: Buffer) =>
+      bytes
+        .toString("utf8")
+        .split("\n")
+        .filter((line) => line !== "")
+        .map((line) => (JSON.parse(line) as { sequence: number }).sequence);
+
+    suite.withOptional(
+      "archiveLogAfter",
+      "archiveLogAfter copies the lines after a sequence; readArchivedLog gives back those bytes, as measured",
+      async () => {
+        await longLog();
+        const log = await withLock(backend, "s1", (locked) => locked.archiveLogAfter!(100, "rewind-archive-301"));
+        const bytes = await archived("rewind-archive-301");
+        expect(log).toEqual({ bytes: bytes.length, sha256: sha256(bytes), events: 200 });
+        expect(bytes.length).toBeGreaterThan(200 * 4000);
+        expect(bytes.at(-1)).toBe(0x0a);
+        expect(sequencesIn(bytes)).toEqual(range(101, 300));
+      },
+    );
+
+    suite.withOptional(
+      "archiveLogAfter",
+      "archiveLogAfter replaces an earlier copy of the same name; a copy past the end is empty",
+      async () => {
+        await longLog();
+        await withLock(backend, "s1", async (locked) => {
+          await locked.archiveLogAfter!(10, "rewind-archive-301");
+          const shorter = await locked.archiveLogAfter!(290, "rewind-archive-301");
+          expect(shorter.events).toBe(10);
+          const empty = await locked.archiveLogAfter!(300, "rewind-archive-302");
+          expect(empty).toEqual({ bytes: 0, sha256: sha256(new Uint8Array()), events: 0 });
+        });
+        expect(sequencesIn(await archived("rewind-archive-301"))).toEqual(range(291, 300));
+        expect((await archived("rewind-archive-302")).length).toBe(0);
+      },
+    );
+
+    suite.withOptional(
+      "archiveLogAfter",
+      "deleteRecord with archivedLog removes the copy beside the record; without it the copy stays",
+      async () => {
+        await longLog();
+        await withLock(backend, "s1", async (locked) => {
+          await locked.writeRecord("rewind-archive-301", { markerSequence: 301 });
+          await locked.archiveLogAfter!(299, "rewind-archive-301");
+          await locked.deleteRecord("rewind-archive-301");
+        });
+        expect(sequencesIn(await archived("rewind-archive-301"))).toEqual([300]);
+        await withLock(backend, "s1", (locked) => locked.deleteRecord("rewind-archive-301", { archivedLog: true }));
+        expect((await archived("rewind-archive-301")).length).toBe(0);
+      },
+    );
   });
 };
 

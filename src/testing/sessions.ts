@@ -150,6 +150,9 @@ export const sessionsArea: ConformanceArea = (suite) => {
           sizeOf: typeof backend.sizeOf === "function",
           discardPartialWrites: typeof locked.discardPartialWrites === "function",
           othersWaiting: typeof locked.othersWaiting === "function",
+          writeBlobs: typeof locked.writeBlobs === "function",
+          archiveLogAfter:
+            typeof locked.archiveLogAfter === "function" && typeof backend.readArchivedLog === "function",
         };
         for (const [method, present] of Object.entries(has))
           expect(present, `${method}: declared ${method in lacks ? "lacking" : "present"}`).toBe(!(method in lacks));

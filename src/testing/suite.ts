@@ -2,7 +2,13 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, it } from "vitest
 import type { StorageBackend } from "../backend/types.js";
 
 /** The optional methods of the storage seam; a backend may lack any of them, and must say why. */
-export type OptionalMethod = "readEventBatches" | "sizeOf" | "discardPartialWrites" | "othersWaiting";
+export type OptionalMethod =
+  | "readEventBatches"
+  | "sizeOf"
+  | "discardPartialWrites"
+  | "othersWaiting"
+  | "writeBlobs"
+  | "archiveLogAfter";
 
 export interface BackendConformanceOptions {
   /** Shown in the test names, e.g. "fs". */

@@ -6,7 +6,8 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateRawSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { fsBackend, isAgentTapeError, memoryBackend } from "../../src/index.js";
+import { isAgentTapeError } from "../../src/index.js";
+import { fsBackend, memoryBackend } from "../../src/backend/index.js";
 import { readVerifiedBlob } from "../../src/blobs/store-then-reference.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 

@@ -3,7 +3,8 @@ import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateRawSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { CheckpointStore, fsBackend, isAgentTapeError, rewind, verify } from "../../src/index.js";
+import { CheckpointStore, isAgentTapeError, rewind, verify } from "../../src/index.js";
+import { fsBackend } from "../../src/backend/index.js";
 import { readVerifiedBlob } from "../../src/blobs/store-then-reference.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 
@@ -25,6 +26,7 @@ async function setup(options: { compressBlobs?: boolean; root?: string; workspac
   await mkdir(workspace, { recursive: true });
   const backend = fsBackend({
     root,
+    packBlobsUnder: 0, // every blob its own file: the loose format is what is tested here (packs: fs-blob-pack)
     ...(options.compressBlobs !== undefined && { compressBlobs: options.compressBlobs }),
   });
   const store = openStore({ backend });

@@ -9,6 +9,7 @@ runBackendConformance({
   name: "fs",
   create,
   destroy,
+  lacks: { writeBlobs: "each blob is its own file: writing them one by one costs what a batch would" },
   crashLeftState: {
     // Raw bytes at the end of events.jsonl: what a process killed mid-write leaves.
     appendToLog: (backend, id, text) => appendFile(join(rootOf(backend), id, "events.jsonl"), text),

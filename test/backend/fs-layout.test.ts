@@ -15,7 +15,7 @@ function blob(text: string): { hash: string; bytes: Buffer } {
 describe("fs backend: what a session looks like on disk", () => {
   it("keeps events.jsonl, session.json, blobs/<first byte>/<hash>, records/<name>.json in its folder", async () => {
     const root = await tempDir();
-    const backend = fsBackend({ root });
+    const backend = fsBackend({ root, packBlobsUnder: 0 }); // a blob of its own (packs: the next test)
     const record: SessionRecord = {
       id: "s1",
       createdAt: "2025-01-01T00:00:00.000Z",
@@ -50,9 +50,28 @@ describe("fs backend: what a session looks like on disk", () => {
     expect(lines.map((line) => Object.keys(JSON.parse(line)))).toEqual([order, batchedOrder, batchedOrder]);
   });
 
-  it("stores blob files read-only, in the session and in a fork's copy", async () => {
+  it("keeps small blobs in blobs/pack/00000001.pack, each behind its 52-byte entry header", async () => {
     const root = await tempDir();
     const backend = fsBackend({ root });
+    const a = blob("before the edit\n");
+    const b = blob("another file\n");
+    await backend.createSession({ id: "s1", createdAt: "2025-01-01T00:00:00.000Z" });
+    const locked = await backend.lock("s1");
+    await locked.writeBlob(a.hash, a.bytes);
+    await locked.writeBlob(b.hash, b.bytes);
+    await locked.release();
+    expect(await readdir(join(root, "s1", "blobs"))).toEqual(["pack"]);
+    const pack = await readFile(join(root, "s1", "blobs", "pack", "00000001.pack"));
+    expect(pack.length).toBe(52 * 2 + a.bytes.length + b.bytes.length);
+    expect(pack.subarray(0, 4).toString()).toBe("ATPB");
+    expect(pack.subarray(12, 44).toString("hex")).toBe(a.hash);
+    expect(pack.subarray(52, 52 + a.bytes.length)).toEqual(a.bytes);
+    expect(await backend.readBlob("s1", b.hash)).toEqual(b.bytes);
+  });
+
+  it("stores blob files read-only, in the session and in a fork's copy", async () => {
+    const root = await tempDir();
+    const backend = fsBackend({ root, packBlobsUnder: 0 });
     const a = blob("snapshot bytes");
     await backend.createSession({ id: "parent", createdAt: "2025-01-01T00:00:00.000Z" });
     const locked = await backend.lock("parent");

@@ -6,7 +6,8 @@
 import { appendFile, readFile, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { fsBackend, isAgentTapeError, type StoredEvent } from "../../src/index.js";
+import { isAgentTapeError, type StoredEvent } from "../../src/index.js";
+import { fsBackend } from "../../src/backend/index.js";
 import { serializeEvent } from "../../src/core/envelope.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 

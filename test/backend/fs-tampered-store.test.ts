@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { closeSync, constants, openSync } from "node:fs";
 import { mkdir, readdir, readFile, realpath, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CheckpointStore, type SessionStore, rewind, verify } from "../../src/index.js";
@@ -24,7 +25,14 @@ afterEach(async () => {
 
 const HASH = "ab".repeat(32);
 
-async function scene() {
+/**
+ * A session with one capture of f.txt (v1, then v2 in the workspace) and new.txt. `loose`: the files are 6 KB of
+ * random text, so their blobs are files of their own; else a few bytes, which go into the session's pack.
+ */
+async function scene(loose = true) {
+  const text = (label: string) => (loose ? `${label}-${randomBytes(4500).toString("base64")}` : label);
+  const v1 = text("v1");
+  const v2 = text("v2");
   const base = await realpath(await tempDir("agent-tape-store-tamper-"));
   const workspace = join(base, "ws");
   const outside = join(base, "outside");
@@ -35,17 +43,17 @@ async function scene() {
   await writeFile(join(outside, "precious.txt"), "precious");
   await writeFile(join(outside, ".incoming", "keep.txt"), "keep");
   await writeFile(join(outside, "ab", HASH), "looks like a blob");
-  await writeFile(join(workspace, "f.txt"), "v1");
+  await writeFile(join(workspace, "f.txt"), v1);
   const store = openStore({ root });
   const { id } = await store.create({ workspace });
   const start = await store.append(id, { type: "message", payload: { role: "user", content: "go" } });
   const checkpoints = new CheckpointStore(store);
   await checkpoints.capture(id, { tool: "edit", paths: ["f.txt", "new.txt"] });
-  await writeFile(join(workspace, "f.txt"), "v2");
-  await writeFile(join(workspace, "new.txt"), "made");
+  await writeFile(join(workspace, "f.txt"), v2);
+  await writeFile(join(workspace, "new.txt"), text("made"));
   await store.close();
   const dir = join(root, id);
-  return { base, workspace, outside, root, dir, id, target: start.sequence };
+  return { base, workspace, outside, root, dir, id, target: start.sequence, v2 };
 }
 
 function reopen(root: string): SessionStore {
@@ -94,6 +102,19 @@ describe("store parts replaced by symlinks", () => {
     expect(code).toBe("STORE_TAMPERED");
   });
 
+  it("blobs/pack as a link outside: a shell command's scan writes nothing there, no blob read through it", async () => {
+    const s = await scene(false);
+    await rename(join(s.dir, "blobs", "pack"), join(s.outside, "pack"));
+    await symlink(join(s.outside, "pack"), join(s.dir, "blobs", "pack"));
+    const before = await filesBelow(s.outside);
+    const store = reopen(s.root);
+    await writeFile(join(s.workspace, "f.txt"), "v3");
+    const code = await codeOf(new CheckpointStore(store).aroundCommand(s.id, { tool: "bash" }, () => undefined));
+    expect(await filesBelow(s.outside)).toEqual(before);
+    expect(code).toBe("STORE_TAMPERED");
+    expect(await codeOf(rewind(store, s.id, { toSequence: s.target, dryRun: true }))).toBe("STORE_TAMPERED");
+  });
+
   it("records/ as a link outside: a rewind deletes and writes nothing there", async () => {
     const s = await scene();
     await rm(join(s.dir, "records"), { recursive: true, force: true });
@@ -127,7 +148,21 @@ describe("store files replaced by FIFOs", () => {
     const other = reopen(s.root);
     const append = other.append(s.id, { type: "message", payload: { role: "user", content: "after" } });
     expect(await within(5000, codeOf(append))).toBeUndefined();
-    expect(await readFile(join(s.workspace, "f.txt"), "utf8")).toBe("v2");
+    expect(await readFile(join(s.workspace, "f.txt"), "utf8")).toBe(s.v2);
+  });
+
+  it("a pack segment as a FIFO: verify and a rewind finish, blobs reported unreadable, nothing changed", async () => {
+    const s = await scene(false);
+    const segment = join(s.dir, "blobs", "pack", "00000001.pack");
+    await rm(segment);
+    mkfifo(segment);
+    const store = reopen(s.root);
+    const report = await within(5000, verify(store, s.id));
+    expect(report).not.toBe("hung");
+    expect(report !== "hung" && report.problems.map((p) => p.kind)).toContain("blob_unreadable");
+    const real = await within(5000, codeOf(rewind(store, s.id, { toSequence: s.target })));
+    expect(real).toBe("STORE_TAMPERED");
+    expect(await readFile(join(s.workspace, "f.txt"), "utf8")).toBe(s.v2);
   });
 
   it("session.json as a FIFO: list finishes and names the session as unreadable", async () => {

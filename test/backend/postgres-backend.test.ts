@@ -8,7 +8,7 @@ import { sessionLockKeys } from "../../src/backend/postgres/lock.js";
 import type { StorageBackend } from "../../src/backend/types.js";
 import { isAgentTapeError } from "../../src/core/errors.js";
 import type { StoredEvent } from "../../src/core/events.js";
-import { withLockedSession } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import { event, expectCode, range, readAll, record, withLock } from "../../src/testing/fixtures.js";
 import { pgBackend, pgUrl, useSchemas } from "../helpers/postgres.js";
 import { closeAfter, openStore, tempDir } from "../helpers/fixture.js";
@@ -109,6 +109,27 @@ describe("failures are typed: STORAGE_FAILED with the driver's error as cause", 
 });
 
 describe("the lock fences", () => {
+  it("a connection the pool hands out again and again does not gather error listeners", async () => {
+    // One pooled connection held and released many times: each release used to add a listener to it, until Node
+    // warned of a leak (MaxListenersExceededWarning) in any long-running worker.
+    const pool = new pg.Pool({ connectionString: pgUrl(), max: 1 });
+    pool.on("error", () => undefined);
+    const b = postgresBackend({ pool, schema: schemas.make(), lockLeaseMs: 2000 });
+    closeAfter(b);
+    await b.createSession(record("s1"), [event("s1", 1)]);
+    const listenersAfter = async (holds: number) => {
+      for (let i = 0; i < holds; i++) await (await b.lock("s1")).release();
+      const client = await pool.connect();
+      const count = client.listenerCount("error");
+      client.release();
+      return count;
+    };
+    const afterOne = await listenersAfter(1);
+    expect(await listenersAfter(20)).toBe(afterOne);
+    await b.close();
+    await pool.end();
+  });
+
   it("a holder whose connection was cut writes nothing more: LOCK_COMPROMISED; the next holder goes on", async () => {
     const schema = schemas.make();
     const b = backend(schema);
@@ -196,7 +217,7 @@ describe("the log", () => {
         "same",
         range(1, 5).map((i) => ({ type: "message" as const, payload: { role: "assistant", content: `part ${i}` } })),
       );
-      await withLockedSession(store, "same", (locked) => locked.truncateAfter(4)); // inside the batch: closes it
+      await lockedAccess(store).withLockedSession("same", (locked) => locked.truncateAfter(4)); // inside the batch: closes it
     }
     const fsText = await readFile(join(root, "same", "events.jsonl"), "utf8");
     const rows = await schemas.admin().query<{ line: string }>(
@@ -210,6 +231,35 @@ describe("the log", () => {
     expect(normal(pgText)).toBe(normal(fsText));
     expect(pgText).toContain('"batch":[2,4]');
     for (const store of stores) await store.close();
+  });
+
+  it("an archived log range is the fs backend's byte for byte: same length, sha256 and lines", async () => {
+    const root = await tempDir("agent-tape-pg-archive-");
+    const backends = [fsBackend({ root }), backend(schemas.make())];
+    const archives = [];
+    for (const b of backends) {
+      await b.createSession(record("same"), [event("same", 1, { role: "user", content: 'quotes " and \n ünï 🎉' })]);
+      archives.push(
+        await withLock(b, "same", async (locked) => {
+          await locked.append(range(2, 6).map((n) => event("same", n))); // one batch: every line marked
+          await locked.truncateAfter(4); // inside the batch: its last kept line is closed
+          await locked.append([event("same", 7), event("same", 8)], { separately: true });
+          return { log: await locked.archiveLogAfter!(1, "rewind-archive-9"), bytes: await bytesOf(b) };
+        }),
+      );
+    }
+    const [onFs, onPg] = archives;
+    expect(onPg!.log).toEqual(onFs!.log);
+    expect(onPg!.bytes.equals(onFs!.bytes)).toBe(true);
+    expect(onFs!.log.events).toBe(5);
+    expect(onFs!.bytes.toString("utf8")).toContain('"batch":[2,4]');
+    await backends[0]!.close();
+
+    async function bytesOf(b: StorageBackend): Promise<Buffer> {
+      const chunks: Buffer[] = [];
+      for await (const chunk of b.readArchivedLog!("same", "rewind-archive-9")) chunks.push(Buffer.from(chunk));
+      return Buffer.concat(chunks);
+    }
   });
 
   it("a reader paused between pages: a cut below what it read is TAPE_REWOUND; one above it reads on", async () => {

@@ -1,12 +1,12 @@
 // A capture's blobs are written before its event (store-then-reference); these are the states a failed or
 // killed capture leaves, and how the next holder of the lock clears them (docs/ARCHITECTURE.md, "Blobs").
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdir, readdir, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { CheckpointStore, type SessionStore } from "../../src/index.js";
 import { BLOBS_IN_FLIGHT_RECORD } from "../../src/blobs/in-flight.js";
-import { appendUnderLock, eventFor, withLockedSession } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 
 let root: string;
@@ -49,9 +49,8 @@ describe("a capture whose blob write fails", () => {
     await store.close();
     const leasedCheckpoints = new CheckpointStore(leased);
     const stored = "this one is written";
-    let refused = "this one cannot be written 0";
-    for (let i = 1; sha256(refused).slice(0, 2) === sha256(stored).slice(0, 2); i++)
-      refused = `this one cannot be written ${i}`;
+    // Too big once compressed for the pack (random text): a file of its own, in a shard folder.
+    const refused = `this one cannot be written ${randomBytes(6000).toString("base64")}`;
     await put("stored.txt", stored);
     await put("refused.txt", refused);
     // A dangling link where the second blob's shard folder goes: its write fails as a full disk would.
@@ -63,9 +62,11 @@ describe("a capture whose blob write fails", () => {
       leasedCheckpoints.capture(sessionId, { tool: "edit", paths: ["stored.txt", "refused.txt"] }),
     ).rejects.toThrow();
     expect(await leased.readAll(sessionId)).toEqual([]);
-    expect(await filesUnderBlobs(sessionId)).toEqual([]);
+    // The pack keeps the written one's entry and its deletion until it is compacted: no blob file besides.
+    expect((await filesUnderBlobs(sessionId)).filter((file) => !file.endsWith(".pack"))).toEqual([]);
 
     await rm(shard);
+    expect(await leased.backend.listBlobs(sessionId)).toEqual([]);
     await put("next.txt", "the next capture");
     await leasedCheckpoints.capture(sessionId, { tool: "edit", paths: ["next.txt"] });
     expect(await leased.backend.listBlobs(sessionId)).toEqual([sha256("the next capture")]);
@@ -84,14 +85,17 @@ describe("a capture that died between its blobs and its event", () => {
     const earlier = sha256("indexed by an earlier checkpoint");
     const fresh = sha256("written by the capture that died");
     const dying = openStore({ root });
-    await withLockedSession(dying, sessionId, async (locked) => {
+    await lockedAccess(dying).withLockedSession(sessionId, async (locked) => {
       // The note a capture leaves before its first blob (src/blobs/in-flight.ts), as a dead process leaves it.
       await locked.writeRecord(BLOBS_IN_FLIGHT_RECORD, { pid: 0, at: new Date().toISOString() });
       await locked.writeBlob(fresh, Buffer.from("written by the capture that died"));
       if (options.eventWritten) {
         const files = [{ path: "b.txt", kind: "blob" as const, blob: fresh, bytes: 32, mode: 0o644 }];
-        await appendUnderLock(dying, locked, [
-          eventFor(dying, sessionId, { type: "session_checkpoint", payload: { tool: "edit", workspace, files } }),
+        await lockedAccess(dying).appendUnderLock(locked, [
+          lockedAccess(dying).eventFor(sessionId, {
+            type: "session_checkpoint",
+            payload: { tool: "edit", workspace, files },
+          }),
         ]);
       }
     });

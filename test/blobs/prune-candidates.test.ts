@@ -7,7 +7,7 @@ import type { SessionStore } from "../../src/index.js";
 import { findUnreferencedBlobs } from "../../src/blobs/prune.js";
 import { archiveName } from "../../src/blobs/archives.js";
 import { registerReferenceRoot } from "../../src/blobs/reference-roots.js";
-import { eventFor, withLockedSession } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 
 let store: SessionStore;
@@ -26,7 +26,7 @@ const checkpointOf = (...hashes: string[]) => ({
 
 /** An event as a rewind archives it: cut from the log, so with a sequence of its own (here past the end). */
 function archived(hash: string, sequence: number) {
-  return { ...eventFor(store, sessionId, checkpointOf(hash)), sequence };
+  return { ...lockedAccess(store).eventFor(sessionId, checkpointOf(hash)), sequence };
 }
 
 // A root of this file's own, naming one blob of one session, as the workspace index names its files' blobs.
@@ -55,7 +55,7 @@ describe("which of a few candidate blobs nothing references", () => {
     for (let k = 0; k < 50; k++)
       await store.append(sessionId, { type: "message", payload: { role: "user", content: "x" } });
     await store.append(sessionId, checkpointOf(late.hash));
-    const found = await withLockedSession(store, sessionId, async (locked) => {
+    const found = await lockedAccess(store).withLockedSession(sessionId, async (locked) => {
       for (const { name, hash } of all) await locked.writeBlob(hash, Buffer.from(name));
       await locked.writeRecord(archiveName(900), {
         markerSequence: 900,
@@ -66,7 +66,7 @@ describe("which of a few candidate blobs nothing references", () => {
         events: [archived(inDropped.hash, 801)],
       });
       return findUnreferencedBlobs(store.backend, sessionId, {
-        alsoKeep: [eventFor(store, sessionId, checkpointOf(appended.hash))],
+        alsoKeep: [lockedAccess(store).eventFor(sessionId, checkpointOf(appended.hash))],
         ignoreArchives: [archiveName(901)],
         candidates: [...all, gone].map((b) => b.hash),
         exists: (hash) => locked.hasBlob(hash),
@@ -79,7 +79,7 @@ describe("which of a few candidate blobs nothing references", () => {
     rooted.set(sessionId, [inRoot.hash]);
     await store.append(sessionId, checkpointOf(early.hash));
     await store.append(sessionId, checkpointOf(late.hash));
-    await withLockedSession(store, sessionId, async (locked) => {
+    await lockedAccess(store).withLockedSession(sessionId, async (locked) => {
       for (const { name, hash } of all) await locked.writeBlob(hash, Buffer.from(name));
       await locked.writeRecord(archiveName(900), {
         markerSequence: 900,
@@ -87,13 +87,13 @@ describe("which of a few candidate blobs nothing references", () => {
       });
       for (const kept of [appended, inRoot, early, late, archivedBlob]) {
         const found = await findUnreferencedBlobs(store.backend, sessionId, {
-          alsoKeep: [eventFor(store, sessionId, checkpointOf(appended.hash))],
+          alsoKeep: [lockedAccess(store).eventFor(sessionId, checkpointOf(appended.hash))],
           candidates: [kept.hash],
           exists: (hash) => locked.hasBlob(hash),
         });
         expect(found, kept.name).toEqual([]);
         const withOrphan = await findUnreferencedBlobs(store.backend, sessionId, {
-          alsoKeep: [eventFor(store, sessionId, checkpointOf(appended.hash))],
+          alsoKeep: [lockedAccess(store).eventFor(sessionId, checkpointOf(appended.hash))],
           candidates: [kept.hash, orphan.hash],
           exists: (hash) => locked.hasBlob(hash),
         });

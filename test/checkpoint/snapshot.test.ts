@@ -7,6 +7,7 @@ import type { FileSnapshot } from "../../src/core/events.js";
 import { forEachLimited } from "../../src/core/bounded-concurrency.js";
 import { snapshotPaths, type SnapshotLimits } from "../../src/checkpoint/snapshot.js";
 import { tempDir } from "../helpers/fixture.js";
+import { allOwnerless } from "../helpers/ownerless.js";
 
 let workspace: string;
 let outside: string;
@@ -26,8 +27,10 @@ const roomy: SnapshotLimits = {
   concurrency: 4,
 };
 
-function snapshot(paths: readonly string[], limits: Partial<SnapshotLimits> = {}) {
-  return snapshotPaths(workspace, workspace, paths, { ...roomy, ...limits });
+/** The snapshot, its records without owners (compared on their own below). */
+async function snapshot(paths: readonly string[], limits: Partial<SnapshotLimits> = {}) {
+  const taken = await snapshotPaths(workspace, workspace, paths, { ...roomy, ...limits });
+  return { ...taken, files: allOwnerless(taken.files) };
 }
 
 async function put(path: string, content: string | Buffer, mode = 0o644): Promise<string> {
@@ -45,6 +48,15 @@ function byPath(files: readonly FileSnapshot[]): Record<string, FileSnapshot> {
 }
 
 describe("one record per path, of every kind", () => {
+  it("records the owner and group of a file, a folder and a link", async () => {
+    await put("d/a.txt", "a");
+    await symlink("a.txt", join(workspace, "d/link"));
+    const me = { uid: process.getuid!(), gid: process.getgid!() };
+    const { files } = await snapshotPaths(workspace, workspace, ["d"], roomy);
+    const owners = Object.fromEntries(files.map((f) => [f.path, "uid" in f && { uid: f.uid, gid: f.gid }]));
+    expect(owners).toEqual({ d: me, "d/a.txt": me, "d/link": me });
+  });
+
   it("records a regular file as a blob: its sha256, size and mode, with the bytes to store", async () => {
     await put("a.txt", "hello");
     const { files, blobs } = await snapshot(["a.txt"]);

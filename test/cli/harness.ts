@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { CheckpointStore, type SessionStore } from "../../src/index.js";
+import type { StorageBackend } from "../../src/backend/index.js";
 import { runCli, type CliIO } from "../../src/cli/run-cli.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 
@@ -41,14 +42,15 @@ export interface Seeded {
  * after which a.txt says "two" and b.txt exists.
  */
 export async function seedSession(
-  options: { root?: string; title?: string; afterState?: boolean } = {},
+  options: { root?: string; title?: string; afterState?: boolean; backend?: StorageBackend } = {},
 ): Promise<Seeded> {
   const base = await tempDir("agent-tape-cli-");
   const root = options.root ?? join(base, "root");
   const workspace = join(base, "workspace");
   await mkdir(workspace);
   await writeFile(join(workspace, "a.txt"), "one\n");
-  const store = openStore({ root });
+  // A backend given (a PostgreSQL one) holds the session instead of `root`; the store leaves it open.
+  const store = openStore(options.backend ? { backend: options.backend } : { root });
   try {
     // The CLI tests count events: after-states (one more, #4, then the result is #5) only when asked for.
     const checkpoints = new CheckpointStore(store, { afterState: options.afterState ?? false });

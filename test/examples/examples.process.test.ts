@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { cli } from "../cli/harness.js";
+import { docBlocks, examplesCheckedAgainstDocs, exampleShown, expectLinesShown } from "../docs/doc-blocks.js";
 import { runChild } from "../helpers/children.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 
@@ -29,6 +30,13 @@ async function leftBehind(tmp: string): Promise<string[]> {
 }
 
 /** The lines of `output` from the one starting with `from` up to (not including) the next blank or `until` line. */
+/** The output blocks of README.md and docs/guide.md that show what `example` prints ("prints, in part"). */
+function shownInDocs(example: string): string[] {
+  expect(examplesCheckedAgainstDocs).toContain(example);
+  const blocks = [...docBlocks("README.md"), ...docBlocks("docs/guide.md")];
+  return blocks.filter((block) => exampleShown(block) === example).map((block) => block.text);
+}
+
 function section(output: string, from: string, until: RegExp): string[] {
   const lines = output.split("\n");
   const start = lines.findIndex((line) => line.trim().startsWith(from));
@@ -158,8 +166,25 @@ describe("examples/ai-sdk.ts", () => {
     expect(section(out, "generateText({ model: tape.model(model), tools, messages", /$^/).join("\n")).toMatch(
       /user +Write notes\.md.*\n.*assistant +Writing the notes\. · call t1 write_file\n.*tool +result t1\n/,
     );
+    // What README.md and docs/guide.md show of its output, line for line.
+    const shown = shownInDocs("ai-sdk.ts");
+    expect(shown).toHaveLength(2);
+    for (const excerpt of shown) expectLinesShown(out, excerpt);
     expect(await leftBehind(run.tmp)).toEqual([]);
   });
+});
+
+describe("examples/openai-agents.ts", () => {
+  it("runs under the OpenAI Agents SDK and prints what README.md and docs/guide.md show of it", async () => {
+    const run = await runExample("openai-agents.ts");
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("✓ the workspace is exactly what it was after call t1");
+    const shown = shownInDocs("openai-agents.ts");
+    expect(shown).toHaveLength(2);
+    for (const excerpt of shown) expectLinesShown(run.stdout, excerpt);
+    expect(await leftBehind(run.tmp)).toEqual([]);
+  }, 120_000); // one tsx child loading the SDK: seconds alone, more on a loaded machine
 });
 
 describe("examples/shell-tool.ts", () => {

@@ -1,5 +1,5 @@
 // How many rounds a crash or race loop runs, and how many inputs a property test tries. Two tiers of the same
-// tests (docs/testing.md, "Test tiers and times"): `npm test` runs a few rounds of each loop, enough to fail on
+// tests (docs/testing.md, "Rounds"): `npm test` runs a few rounds of each loop, enough to fail on
 // the bug it was written for (each loop's comment says which failure it was checked against); `npm run
 // test:soak` (AGENT_TAPE_SOAK=1), which CI runs once, runs many, for the rare interleavings. AGENT_TAPE_ROUNDS=n
 // sets every loop to n rounds, to hammer one file: `AGENT_TAPE_ROUNDS=200 npx vitest run <file>`.

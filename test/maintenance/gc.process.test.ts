@@ -2,7 +2,8 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { gc, isAgentTapeError, memoryBackend, rewind, undoRewind, verify } from "../../src/index.js";
+import { gc, isAgentTapeError, rewind, undoRewind, verify } from "../../src/index.js";
+import { memoryBackend } from "../../src/backend/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { BACKENDS, plantOrphanBlob, seed, sha256, type Seeded } from "./sessions.js";
 import { closeAfter, openStore } from "../helpers/fixture.js";
@@ -27,13 +28,14 @@ describe.each(BACKENDS)("gc (%s backend)", (kind) => {
     expect(await blobsOf(s)).toEqual([orphan, referenced].sort());
 
     const dry = await gc(s.store, { dryRun: true });
+    const freed = kind === "fs" ? 52 + 31 : 31; // on fs, an entry of the pack: its 52-byte header and the bytes
     expect(dry).toEqual({
       dryRun: true,
-      sessions: [{ sessionId: s.id, orphanBlobs: [orphan], expiredArchives: [], leftoverFiles: [], bytesFreed: 31 }],
+      sessions: [{ sessionId: s.id, orphanBlobs: [orphan], expiredArchives: [], leftoverFiles: [], bytesFreed: freed }],
       failed: [],
       orphanBlobs: 1,
       expiredArchives: 0,
-      bytesFreed: 31,
+      bytesFreed: freed,
     });
     expect(await blobsOf(s)).toEqual([orphan, referenced].sort());
 

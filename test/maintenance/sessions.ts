@@ -1,14 +1,9 @@
 import { createHash } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import {
-  CheckpointStore,
-  type SessionStore,
-  fsBackend,
-  memoryBackend,
-  type SessionStoreOptions,
-} from "../../src/index.js";
-import { withLockedSession } from "../../src/session/session-store.js";
+import { CheckpointStore, type SessionStore, type SessionStoreOptions } from "../../src/index.js";
+import { fsBackend, memoryBackend } from "../../src/backend/index.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 
 export const sha256 = (bytes: string | Buffer) => createHash("sha256").update(bytes).digest("hex");
@@ -60,6 +55,6 @@ export async function seed(
 /** A blob no event names, as a capture cut short by a power loss leaves it. */
 export async function plantOrphanBlob(s: Seeded, content: string): Promise<string> {
   const hash = sha256(content);
-  await withLockedSession(s.store, s.id, (locked) => locked.writeBlob(hash, Buffer.from(content)));
+  await lockedAccess(s.store).withLockedSession(s.id, (locked) => locked.writeBlob(hash, Buffer.from(content)));
   return hash;
 }

@@ -2,7 +2,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { VERIFY_NEVER_CHECKS, isAgentTapeError, rewind, verify, type VerifyProgress } from "../../src/index.js";
-import { withLockedSession } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import { BACKENDS, seed, sha256, type Seeded } from "./sessions.js";
 import { closeAfter } from "../helpers/fixture.js";
 
@@ -14,7 +14,7 @@ async function seeded(...args: Parameters<typeof seed>): Promise<Seeded> {
 
 /** Replaces a blob's bytes behind the store's back, as bit rot or a stray write would. */
 async function damageBlob(s: Seeded, hash: string, bytes: string): Promise<void> {
-  await withLockedSession(s.store, s.id, async (locked) => {
+  await lockedAccess(s.store).withLockedSession(s.id, async (locked) => {
     await locked.deleteBlob(hash);
     await locked.writeBlob(hash, Buffer.from(bytes));
   });
@@ -37,7 +37,7 @@ describe.each(BACKENDS)("verify (%s backend)", (kind) => {
     await s.checkpoints.capture(s.id, { tool: "write_file", paths: ["b.txt"] });
     const one = sha256("one\n");
     const bee = sha256("bee\n");
-    await withLockedSession(s.store, s.id, (locked) => locked.deleteBlob(one));
+    await lockedAccess(s.store).withLockedSession(s.id, (locked) => locked.deleteBlob(one));
     await damageBlob(s, bee, "not bee\n");
 
     const report = await verify(s.store, s.id);
@@ -75,7 +75,9 @@ describe.each(BACKENDS)("verify (%s backend)", (kind) => {
 
   it("reports a rewind archive that holds no events as a malformed record, and changes nothing", async () => {
     const s = await seeded(kind);
-    await withLockedSession(s.store, s.id, (locked) => locked.writeRecord("rewind-archive-9", { events: "gone" }));
+    await lockedAccess(s.store).withLockedSession(s.id, (locked) =>
+      locked.writeRecord("rewind-archive-9", { events: "gone" }),
+    );
     const report = await verify(s.store, s.id);
     expect(report.problems).toEqual([
       {

@@ -58,21 +58,24 @@ describe("the packed package, installed into a fresh project", () => {
       "-e",
       `const m = await import("agent-tape"); const a = await import("agent-tape/ai-sdk");
        const c = await import("agent-tape/claude-agent-sdk"); const o = await import("agent-tape/openai-agents");
-       const names = [m.SessionStore, m.withCheckpoints, a.aiSdkTape, c.claudeSessionStore, o.openaiAgentsTape];
+       const b = await import("agent-tape/backend");
+       const names = [m.SessionStore, m.withCheckpoints, a.aiSdkTape, c.claudeSessionStore, o.openaiAgentsTape,
+         b.fsBackend, b.memoryBackend];
        console.log(names.map((name) => typeof name).join());
        console.log(import.meta.resolve("agent-tape/testing"));`,
     ]);
     // agent-tape/openai-agents loads with no @openai/agents installed: it imports only the SDK's types.
-    expect(esm.stdout.split("\n")[0]).toBe("function,function,function,function,function");
+    expect(esm.stdout.split("\n")[0]).toBe("function,function,function,function,function,function,function");
     expect(esm.stdout).toContain("node_modules/agent-tape/dist/testing/index.js");
     const cjs = await node([
       "-e",
       `const m = require("agent-tape"); const a = require("agent-tape/ai-sdk");
        const c = require("agent-tape/claude-agent-sdk"); const o = require("agent-tape/openai-agents");
-       console.log([typeof m.SessionStore, typeof a.aiSdkTape, typeof c.claudeSessionStore, typeof o.openaiAgentsTape]
-         .join());`,
+       const b = require("agent-tape/backend");
+       console.log([typeof m.SessionStore, typeof a.aiSdkTape, typeof c.claudeSessionStore, typeof o.openaiAgentsTape,
+         typeof b.fsBackend].join());`,
     ]);
-    expect(cjs.stdout.split("\n")[0]).toBe("function,function,function,function");
+    expect(cjs.stdout.split("\n")[0]).toBe("function,function,function,function,function");
   });
 
   it("an adapter shares the app's copy of the library: a store made in the app works through it", async () => {
@@ -92,9 +95,42 @@ describe("the packed package, installed into a fresh project", () => {
     expect(run.stdout.trim()).toBe('[{"type":"user","uuid":"u1"}]');
   });
 
+  it("a backend from agent-tape/backend serves a store from agent-tape", async () => {
+    const run = await node([
+      "--input-type=module",
+      "-e",
+      `import { SessionStore } from "agent-tape";
+       import { fsBackend } from "agent-tape/backend";
+       import { mkdtempSync } from "node:fs"; import { tmpdir } from "node:os"; import { join } from "node:path";
+       const root = join(mkdtempSync(join(tmpdir(), "agent-tape-pack-")), "s");
+       const store = new SessionStore({ backend: fsBackend({ root }) });
+       await store.create({ id: "s1" }); await store.append("s1", { type: "note", payload: { b: 1, a: [2] } });
+       const events = await store.readAll("s1");
+       console.log(JSON.stringify(events.map((event) => [event.type, event.payload]))); await store.close();`,
+    ]);
+    expect(run.stdout.trim()).toBe('[["note",{"a":[2],"b":1}]]');
+  });
+
   it("installs the CLI as a bin", async () => {
     const { stdout } = await exec(join(project, "node_modules/.bin/agent-tape"), ["--version"]);
     expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  it("the installed CLI without the pg driver: --store postgres://… is PACKAGE_MISSING, naming pg", async () => {
+    // pg is an optional peer: not installed here. The CLI reaches the backend by agent-tape/postgres, which needs it.
+    const run = await exec(join(project, "node_modules/.bin/agent-tape"), [
+      "list",
+      "--json",
+      "--store",
+      "postgres://nobody@127.0.0.1:1/none",
+    ]).then(
+      () => ({ code: 0, stderr: "" }),
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(run.code).toBe(1);
+    const error = JSON.parse(run.stderr).error;
+    expect(error.code).toBe("PACKAGE_MISSING");
+    expect(error.message).toContain("npm install pg");
   });
 
   it("its types compile under a strict tsc that checks the package's own declarations", async () => {
@@ -120,6 +156,7 @@ describe("the packed package, installed into a fresh project", () => {
     await writeFile(
       join(project, "use.mts"),
       `import { SessionStore, CheckpointStore, withCheckpoints, rewind, type StoredEvent } from "agent-tape";
+import { memoryBackend, type StorageBackend } from "agent-tape/backend";
 import { aiSdkTape } from "agent-tape/ai-sdk";
 import { claudeSessionStore, type ClaudeTapeSessionStore } from "agent-tape/claude-agent-sdk";
 import { z } from "zod";
@@ -131,7 +168,9 @@ const tools = withCheckpoints({ edit }, new CheckpointStore(store), "id", touche
 const tape = aiSdkTape({ store, sessionId: "id" });
 const claude: ClaudeTapeSessionStore = claudeSessionStore({ root: "/tmp/y" });
 const last: StoredEvent | undefined = (await store.readAll("id", { types: ["plan"] }))[0];
-export { plain, tools, tape, claude, last, rewind };
+const backend: StorageBackend = memoryBackend();
+const inMemory = new SessionStore({ backend });
+export { plain, tools, tape, claude, last, rewind, inMemory };
 `,
     );
     const tsc = join(repository, "node_modules/typescript/bin/tsc");

@@ -7,10 +7,11 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { fsBackend, gc, isAgentTapeError, rewind, undoRewind, verify } from "../../src/index.js";
+import { gc, isAgentTapeError, rewind, undoRewind, verify } from "../../src/index.js";
+import { fsBackend } from "../../src/backend/index.js";
 import type { StorageBackend } from "../../src/backend/types.js";
 import type { RewindPayload, StoredEvent } from "../../src/core/events.js";
-import { withLockedSession } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import { archivedEventsOf } from "../helpers/stored-events.js";
 import { expectRejection } from "../helpers/expect-rejection.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
@@ -164,7 +165,7 @@ describe("an altered byte-range archive is refused", () => {
     await writeFile(t.copy, planted);
     const log = { bytes: planted.length, sha256: createHash("sha256").update(planted).digest("hex"), events: 1 };
     const record = (await t.store.backend.readRecord(t.id, t.name)) as { markerSequence: number };
-    await withLockedSession(t.store, t.id, (locked) => locked.writeRecord(t.name, { ...record, log }));
+    await lockedAccess(t.store).withLockedSession(t.id, (locked) => locked.writeRecord(t.name, { ...record, log }));
     t.logBefore = await readFile(t.log);
 
     await expectRefusedAndUnchanged(t);

@@ -5,7 +5,8 @@
 // numbers it cut), call ids used by several tool calls, checkpoints naming calls before or after their call.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { fsBackend, isAgentTapeError, type StoredEvent } from "../../src/index.js";
+import { isAgentTapeError, type StoredEvent } from "../../src/index.js";
+import { fsBackend } from "../../src/backend/index.js";
 import { resolveTarget } from "../../src/rewind/target.js";
 import { rounds } from "../helpers/rounds.js";
 import { tempDir } from "../helpers/fixture.js";

@@ -4,7 +4,7 @@
 // files. Now a restore keeps the owner and group the name has when the process may set them, and the dry run and
 // the report name each file a rewind splits from its hard-link group. Runs as root in tests and CI (chown works).
 import { execFileSync } from "node:child_process";
-import { chown, link, lstat, mkdir, readFile, realpath, writeFile } from "node:fs/promises";
+import { chown, link, lstat, mkdir, readFile, realpath, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { beforeEach, expect, it } from "vitest";
 import { CheckpointStore, type SessionStore, rewind, undoRewind } from "../../src/index.js";
@@ -48,6 +48,36 @@ it.runIf(process.getuid?.() === 0)(
     await undoRewind(store, id);
     expect(await readFile(join(workspace, "mine.txt"), "utf8")).toBe("x");
     expect(await owner("mine.txt")).toBe("1000:1001");
+  },
+);
+
+it.runIf(process.getuid?.() === 0)(
+  "a chown is rewound: a file, a folder and a link get their owner and group back, and undo gives the new ones",
+  async () => {
+    await writeFile(join(workspace, "d/f.txt"), "f\n");
+    await symlink("mine.txt", join(workspace, "link"));
+    await checkpoints.aroundCommand(id, { tool: "bash" }, () => {}); // the index knows the tree as it is
+    const before = { "mine.txt": await owner("mine.txt"), d: await owner("d"), link: await owner("link") };
+    await checkpoints.aroundCommand(id, { tool: "bash" }, sh("chown 1234:5678 mine.txt d && chown -h 4321:8765 link"));
+    await checkpoints.around(id, { tool: "edit", paths: ["d/f.txt"] }, () => chown(join(workspace, "d/f.txt"), 77, 88));
+    const after = { "mine.txt": "1234:5678", d: "1234:5678", link: "4321:8765", "d/f.txt": "77:88" };
+    const head = await store.head(id);
+    await rewind(store, id, { toSequence: 1, mode: "files" });
+    expect({
+      "mine.txt": await owner("mine.txt"),
+      d: await owner("d"),
+      link: await owner("link"),
+      "d/f.txt": await owner("d/f.txt"),
+    }).toEqual({ ...before, "d/f.txt": "0:0" });
+    expect(await readFile(join(workspace, "mine.txt"), "utf8")).toBe("mine\n");
+    await undoRewind(store, id);
+    expect({
+      "mine.txt": await owner("mine.txt"),
+      d: await owner("d"),
+      link: await owner("link"),
+      "d/f.txt": await owner("d/f.txt"),
+    }).toEqual(after);
+    expect(await store.head(id)).toBeGreaterThan(head);
   },
 );
 

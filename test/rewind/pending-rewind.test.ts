@@ -2,14 +2,14 @@
 // fail the writers that meet it with a typed REWIND_FAILED naming the cause, never the restore's raw EPERM.
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { readFile, rm, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { isAgentTapeError, rewind, undoRewind, verify } from "../../src/index.js";
-import { blobFile } from "../helpers/rewind-story.js";
 import { editedTwoFiles, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 import { cli } from "../cli/harness.js";
 import { openStore } from "../helpers/fixture.js";
+import { removeBlob } from "../helpers/blob-files.js";
 
 const immutable: string[] = [];
 afterEach(async () => {
@@ -77,7 +77,7 @@ describe("a writer that cannot finish an interrupted rewind", () => {
     expect(failed.rolledBack).toBe(true);
     await writeFile(intentFile, intent);
     // Finishing it cannot work: the bytes a.txt must get back are gone.
-    await rm(blobFile(s.root, s.id, sha256("a1\n")));
+    await removeBlob(s.root, s.id, sha256("a1\n"));
 
     const reader = openStore({ root: s.root });
     expect((await reader.get(s.id))?.pendingRewind?.state).toBe("interrupted");
@@ -102,7 +102,7 @@ describe("a writer that cannot finish an interrupted rewind", () => {
       }),
     );
     await writeFile(intentFile, intent);
-    await rm(blobFile(s.root, s.id, sha256("a1\n")));
+    await removeBlob(s.root, s.id, sha256("a1\n"));
     execFileSync("chattr", ["+i", join(s.workspace, "b.txt")]);
     immutable.push(join(s.workspace, "b.txt"));
 
@@ -121,7 +121,7 @@ describe("a writer that cannot finish an interrupted rewind", () => {
     // Its before-state bytes removed by hand: it can no longer be rolled back, and is not finished instead.
     execFileSync("chattr", ["-i", join(s.workspace, "b.txt")]);
     immutable.splice(0);
-    await rm(blobFile(s.root, s.id, sha256("b2\n")));
+    await removeBlob(s.root, s.id, sha256("b2\n"));
     // A few small before-blobs also ride in the intent (src/rewind/undo-in-intent.ts): removed from there too.
     const carried = JSON.parse(await readFile(intentFile, "utf8"));
     carried.undoBlobs = carried.undoBlobs?.filter((b: { hash: string }) => b.hash !== sha256("b2\n"));

@@ -1,13 +1,14 @@
-import { chmod, mkdir, realpath, symlink, writeFile } from "node:fs/promises";
+import { chmod, mkdir, realpath, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { FileSnapshot, StoredEvent } from "../../src/index.js";
 import { closestSnapshotPerPath, planFileChanges } from "../../src/rewind/plan.js";
-import { withLockedSession } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import { UNDO_LIMITS } from "../../src/rewind/rewind.js";
-import { blobFile } from "../helpers/rewind-story.js";
 import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
+import { allOwnerless } from "../helpers/ownerless.js";
+import { damageBlob } from "../helpers/blob-files.js";
 
 let nextSequence = 1;
 function event(type: string, payload: unknown): StoredEvent {
@@ -82,7 +83,7 @@ describe("planFileChanges", () => {
     const store = openStore({ root });
     const { id } = await store.create({ workspace });
     const storeBlob = (content: string) =>
-      withLockedSession(store, id, (locked) => locked.writeBlob(sha256(content), Buffer.from(content)));
+      lockedAccess(store).withLockedSession(id, (locked) => locked.writeBlob(sha256(content), Buffer.from(content)));
     const plan = (wanted: FileSnapshot[]) =>
       planFileChanges(store.backend, id, workspace, workspace, new Map(wanted.map((f) => [f.path, f])), UNDO_LIMITS);
     return { base, root, workspace, store, id, storeBlob, plan };
@@ -124,9 +125,7 @@ describe("planFileChanges", () => {
     const p = await setup();
     await put(p.workspace, "a.txt", "now\n");
     await p.storeBlob("damaged\n");
-    const damaged = blobFile(p.root, p.id, sha256("damaged\n"));
-    await chmod(damaged, 0o644);
-    await writeFile(damaged, "other bytes\n");
+    await damageBlob(p.root, p.id, sha256("damaged\n"), "other bytes\n");
 
     const plan = await p.plan([
       blob("../escape.txt", "x"),
@@ -182,6 +181,6 @@ describe("planFileChanges", () => {
     ]);
 
     expect(plan.changes.map(({ path, action }) => [path, action])).toEqual([["moded", "restore"]]);
-    expect(plan.current.files).toEqual([{ path: "moded", kind: "directory", mode: 0o700 }]);
+    expect(allOwnerless(plan.current.files)).toEqual([{ path: "moded", kind: "directory", mode: 0o700 }]);
   });
 });

@@ -4,6 +4,11 @@ import { describe, expect, it } from "vitest";
 import { CheckpointStore, type SessionStore, rewind } from "../../src/index.js";
 import { bytesRead } from "../helpers/bytes-read.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
+import { rounds } from "../helpers/rounds.js";
+
+// How long the tape is: 8,000 events of ~400 bytes (3.2 MB) in npm test, 40,000 (16 MB) when soaking. The bound is a
+// tenth of the log, and a rewind that reads the whole log reads at least all of it, at either length.
+const EVENTS = rounds(8_000, 40_000);
 
 /** `count` messages of ~400 bytes each, in batches of 2000: a long tape, quickly. */
 async function appendMessages(store: SessionStore, id: string, count: number): Promise<void> {
@@ -18,18 +23,18 @@ async function appendMessages(store: SessionStore, id: string, count: number): P
 }
 
 describe("a rewind's reading follows what it cuts", () => {
-  it("cutting the last 10 of 40,000 events (conversation) reads a few KB of the log, not all of it", async () => {
+  it(`cutting the last 10 of ${EVENTS} events (conversation) reads a few KB of the log, not all of it`, async () => {
     const root = await tempDir();
     const store = openStore({ root, durability: "none" });
     try {
       const { id } = await store.create();
-      await appendMessages(store, id, 40_000 - 10);
+      await appendMessages(store, id, EVENTS - 10);
       // The last 10 on their own, as an agent appends them: a cut inside one appendMany still copies the log.
       for (let k = 0; k < 10; k++)
         await store.append(id, { type: "message", payload: { role: "user", content: `last ${k} `.padEnd(400, "z") } });
       const logBytes = (await stat(join(root, id, "events.jsonl"))).size;
       const before = await bytesRead();
-      const report = await rewind(store, id, { toSequence: 40_000 - 10, mode: "conversation", keepUndo: 0 });
+      const report = await rewind(store, id, { toSequence: EVENTS - 10, mode: "conversation", keepUndo: 0 });
       const read = (await bytesRead()) - before;
       expect(report.eventsRemoved).toBe(10);
       // Planning, truncating and pruning each read the whole log once: more than 3x its size; then the
@@ -41,12 +46,12 @@ describe("a rewind's reading follows what it cuts", () => {
     }
   }, 60_000);
 
-  it("a beforeCallId target 10 events from the end of 40,000 is found reading a few KB, not the log", async () => {
+  it(`a beforeCallId target 10 events from the end of ${EVENTS} is found reading a few KB, not the log`, async () => {
     const root = await tempDir();
     const store = openStore({ root, durability: "none" });
     try {
       const { id } = await store.create();
-      await appendMessages(store, id, 40_000);
+      await appendMessages(store, id, EVENTS);
       const before = (await store.get(id))!.lastSequence;
       await store.append(id, { type: "tool_call", payload: { callId: "c9", name: "edit", input: {} } });
       for (let k = 0; k < 9; k++)
@@ -65,7 +70,7 @@ describe("a rewind's reading follows what it cuts", () => {
     }
   }, 60_000);
 
-  it("undoing a 1-file shell command (files, keepUndo 0) after 40,000 events reads a few KB, not the log", async () => {
+  it(`undoing a 1-file shell command (files, keepUndo 0) after ${EVENTS} events reads a few KB, not all`, async () => {
     const root = await tempDir();
     const workspace = join(root, "ws");
     await mkdir(workspace);
@@ -73,7 +78,7 @@ describe("a rewind's reading follows what it cuts", () => {
     const store = openStore({ root: join(root, "store"), durability: "none" });
     try {
       const { id } = await store.create({ workspace });
-      await appendMessages(store, id, 40_000);
+      await appendMessages(store, id, EVENTS);
       const checkpoints = new CheckpointStore(store);
       await checkpoints.aroundCommand(id, { tool: "bash" }, () => undefined); // the index: every file stored
       const target = (await store.get(id))!.lastSequence;

@@ -12,11 +12,11 @@ import {
   type StoredEvent,
 } from "../../src/index.js";
 import { Child } from "../helpers/children.js";
-import { blobFile } from "../helpers/rewind-story.js";
 import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 import { archivedEventsOf } from "../helpers/stored-events.js";
 import { referencedBlobs } from "../../src/blobs/references.js";
 import { it, type Closable, type OpenStore, type TempDir } from "../helpers/fixture.js";
+import { blobIsStored } from "../helpers/blob-files.js";
 
 /**
  * What one test makes and must clean up: its temp folders, its stores and its children. From the test's own
@@ -276,7 +276,7 @@ async function waitUntil(condition: () => Promise<boolean>, child: Child): Promi
   }
 }
 
-const exists = (path: string) =>
+const _exists = (path: string) =>
   access(path).then(
     () => true,
     () => false,
@@ -371,7 +371,7 @@ describe("a rewind killed at a random moment", () => {
       const k = randomInt(0, EDITED);
       const child = startChild(round, s, "rewind", "none");
       await child.waitForLine((line) => line === "planned");
-      await waitUntil(() => exists(blobFile(s.root, s.id, sha256(contentOf(k, "after")))), child);
+      await waitUntil(() => blobIsStored(s.root, s.id, sha256(contentOf(k, "after"))), child);
       await killNow(round, child);
       const where =
         `round ${n}, killed once file ${k}'s current bytes were stored; ` +

@@ -1,14 +1,13 @@
-import { chmod, mkdir, readFile, realpath, rename, stat, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readFile, realpath, rename, stat, symlink, writeFile } from "node:fs/promises";
 import { renameSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CheckpointStore, gc, isAgentTapeError, rewind, type RewindMode, type RewindPayload } from "../../src/index.js";
-import { withLockedSession } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import {
   STORY_CHANGES,
   STORY_DIFF_TOTALS,
   STORY_EVENTS_AFTER_TARGET,
-  blobFile,
   logBytes,
   tellTheStory as story,
 } from "../helpers/rewind-story.js";
@@ -16,6 +15,7 @@ import { put, recordsLeft, sha256, workspaceTree } from "../helpers/rewind-works
 import { archivedEventsOf } from "../helpers/stored-events.js";
 import { referencedBlobs } from "../../src/blobs/references.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
+import { damageBlob } from "../helpers/blob-files.js";
 
 /** A fresh session over an empty workspace, with a folder beside it that must stay untouched. */
 async function smallSession(options: { maxFileBytes?: number } = {}) {
@@ -419,9 +419,7 @@ describe("tampered checkpoints and swapped symlinks never reach outside the work
 describe("blobs", () => {
   it("a corrupt blob is skipped and reported blob_corrupt, its file left as it is; the rest is restored", async () => {
     const s = await story();
-    const damaged = blobFile(s.root, s.id, sha256("old docs\n"));
-    await chmod(damaged, 0o644);
-    await writeFile(damaged, "not the old docs\n");
+    await damageBlob(s.root, s.id, sha256("old docs\n"), "not the old docs\n");
 
     const report = await rewind(s.store, s.id, { toSequence: s.target });
 
@@ -442,7 +440,7 @@ describe("blobs", () => {
     await w.checkpoints.around(w.id, { tool: "edit", paths: ["a.txt"] }, () =>
       writeFile(join(w.workspace, "a.txt"), "a1\n"),
     );
-    await withLockedSession(w.store, w.id, (locked) => locked.deleteBlob(sha256("a0\n")));
+    await lockedAccess(w.store).withLockedSession(w.id, (locked) => locked.deleteBlob(sha256("a0\n")));
 
     const report = await rewind(w.store, w.id, { toSequence: target });
 
@@ -455,7 +453,7 @@ describe("blobs", () => {
     // A blob nothing references that this rewind did not orphan: looking for such blobs would mean
     // reading the whole log on every rewind (docs/ARCHITECTURE.md, "Blobs"), so gc collects it.
     const orphan = Buffer.from("left behind by nobody\n");
-    await withLockedSession(s.store, s.id, (locked) => locked.writeBlob(sha256(orphan), orphan));
+    await lockedAccess(s.store).withLockedSession(s.id, (locked) => locked.writeBlob(sha256(orphan), orphan));
 
     const report = await rewind(s.store, s.id, { toSequence: s.target });
 

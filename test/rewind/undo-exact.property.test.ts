@@ -6,7 +6,8 @@
 // backend (archives of events), which must end with the same tape.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type SessionStore, memoryBackend, rewind, undoRewind, type StoredEvent } from "../../src/index.js";
+import { type SessionStore, rewind, undoRewind, type StoredEvent } from "../../src/index.js";
+import { memoryBackend } from "../../src/backend/index.js";
 import type { RewindPayload } from "../../src/core/events.js";
 import { rounds } from "../helpers/rounds.js";
 import { openStore, tempDir } from "../helpers/fixture.js";

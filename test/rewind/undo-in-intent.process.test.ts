@@ -3,14 +3,14 @@
 // case) at each step boundary, the session must still end fully rewound and its undo must still bring every
 // file back byte for byte; also when the blobs written without their own fsync were lost to a power loss
 // (simulated: emptied), and an intent whose carried bytes do not match their names is refused.
-import { readFile, realpath, rm, truncate, writeFile } from "node:fs/promises";
+import { readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect } from "vitest";
 import { CheckpointStore, isAgentTapeError, undoRewind } from "../../src/index.js";
 import { Child } from "../helpers/children.js";
-import { blobFile } from "../helpers/rewind-story.js";
 import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 import { it, openStore, type TempDir } from "../helpers/fixture.js";
+import { blobIsStored, damageBlob } from "../helpers/blob-files.js";
 
 interface Small {
   root: string;
@@ -98,7 +98,7 @@ describe("undo bytes carried by the intent (a rewind of a few small files)", () 
       await rewindKilledAt(s, "intent-written");
       const intent = JSON.parse(await readFile(intentFile(s), "utf8")) as { undoBlobs?: { hash: string }[] };
       expect(intent.undoBlobs?.map((b) => b.hash).sort()).toEqual([...s.undoHashes].sort());
-      for (const hash of s.undoHashes) expect(await exists(blobFile(s.root, s.id, hash))).toBe(false);
+      for (const hash of s.undoHashes) expect(await blobIsStored(s.root, s.id, hash)).toBe(false);
       await expectRewoundThenUndone(s);
     },
     TIMEOUT,
@@ -120,7 +120,7 @@ describe("undo bytes carried by the intent (a rewind of a few small files)", () 
     async ({ tempDir }) => {
       const s = await smallSession(tempDir);
       await rewindKilledAt(s, "files-restored");
-      for (const hash of s.undoHashes) await truncate(blobFile(s.root, s.id, hash), 0);
+      for (const hash of s.undoHashes) await damageBlob(s.root, s.id, hash, "");
       await expectRewoundThenUndone(s);
     },
     TIMEOUT,

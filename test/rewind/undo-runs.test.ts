@@ -7,9 +7,7 @@ import { readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
-  fsBackend,
   isAgentTapeError,
-  memoryBackend,
   renderSessionPage,
   rewind,
   undoRewind,
@@ -17,9 +15,11 @@ import {
   type RewindPayload,
   type StoredEvent,
 } from "../../src/index.js";
+import { fsBackend, memoryBackend } from "../../src/backend/index.js";
 import type { StorageBackend } from "../../src/backend/types.js";
 import { summarizeEvent } from "../../src/cli/event-summary.js";
-import { withLockedSession } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
+import { rounds } from "../helpers/rounds.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 
 const say = (content: string) => ({ type: "message" as const, payload: { role: "user" as const, content } });
@@ -38,36 +38,40 @@ async function lastLine(root: string, id: string): Promise<string> {
   return text.slice(text.lastIndexOf("\n", text.length - 2) + 1, -1);
 }
 
+// The size of the cut: 10,000 events in npm test, 100,000 when soaking. What is proved holds at either: listed one
+// number each, 10,000 former sequences are a ~60 KB intent and marker line, past both bounds below many times over.
+const CUT = rounds(10_000, 100_000);
+
 describe("the undo marker of a large cut stays small", () => {
-  it("undoing a rewind that cut 100,000 events writes one run: a marker line and an intent of a few KB", async () => {
+  it(`undoing a rewind that cut ${CUT} events writes one run: a marker line and an intent of a few KB`, async () => {
     const { root, store } = await storeOn((r) => fsBackend({ root: r }));
     const { id } = await store.create({ title: "long" });
-    const total = 100_001;
+    const total = CUT + 1;
     for (let start = 0; start < total; start += 5000)
       await store.appendMany(
         id,
         Array.from({ length: Math.min(5000, total - start) }, (_, k) => say(`event ${start + k}`)),
       );
     const rewound = await rewind(store, id, { toSequence: 1, mode: "conversation" });
-    expect(rewound.eventsRemoved).toBe(100_000);
+    expect(rewound.eventsRemoved).toBe(CUT);
     let intent = "";
     const undone = await undoRewind(store, id, {
       onProgress: (step) => {
         if (step === "intent-written") intent = readIntentNow(root, id);
       },
     });
-    expect(undone.eventsRestored).toBe(100_000);
-    // The intent holds the marker: the runs, not one number per event (~590 KB when they were listed).
-    expect(intent).toContain('"reappendedRanges":[[2,100001]]');
+    expect(undone.eventsRestored).toBe(CUT);
+    // The intent holds the marker: the runs, not one number per event (~590 KB for 100,000 when they were listed).
+    expect(intent).toContain(`"reappendedRanges":[[2,${CUT + 1}]]`);
     expect(Buffer.byteLength(intent)).toBeLessThan(4096);
 
     const line = await lastLine(root, id);
     const marker = JSON.parse(line) as StoredEvent;
     expect(marker.sequence).toBe(undone.markerSequence);
     const payload = marker.payload as RewindPayload;
-    expect(payload.reappendedRanges).toEqual([[2, 100_001]]);
+    expect(payload.reappendedRanges).toEqual([[2, CUT + 1]]);
     expect(payload).not.toHaveProperty("reappendedFrom");
-    // ~700 KB when every former sequence was listed; the rest of this marker is a few fixed fields.
+    // ~700 KB for 100,000 when every former sequence was listed; the rest of this marker is a few fixed fields.
     expect(Buffer.byteLength(line)).toBeLessThan(600);
   }, 120_000);
 });
@@ -172,7 +176,7 @@ describe("an archive of events (the older form) whose numbers are not the cut's"
       const record = (await store.backend.readRecord(id, name)) as { events: StoredEvent[] };
       expect(record.events.map((e) => e.sequence)).toEqual([4, 5, 11, 12, 13]);
       edit(record.events);
-      await withLockedSession(store, id, (locked) => locked.writeRecord(name, record));
+      await lockedAccess(store).withLockedSession(id, (locked) => locked.writeRecord(name, record));
       const before = await store.readAll(id);
       const error = await undoRewind(store, id).then(
         () => undefined,

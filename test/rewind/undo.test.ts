@@ -12,7 +12,7 @@ import {
   type RewindMode,
   type RewindPayload,
 } from "../../src/index.js";
-import { withLockedSession } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, logBytes, tellTheStory as story } from "../helpers/rewind-story.js";
 import { put, recordsLeft, workspaceTree } from "../helpers/rewind-workspace.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
@@ -275,7 +275,9 @@ describe("NOTHING_TO_UNDO", () => {
   it("when the removed events are no longer kept", async () => {
     const s = await story();
     const { markerSequence } = await rewind(s.store, s.id, { toSequence: s.target });
-    await withLockedSession(s.store, s.id, (locked) => locked.deleteRecord(`rewind-archive-${markerSequence}`));
+    await lockedAccess(s.store).withLockedSession(s.id, (locked) =>
+      locked.deleteRecord(`rewind-archive-${markerSequence}`),
+    );
     await expectNothingToUndo(undoRewind(s.store, s.id), /no longer kept/);
   });
 });

@@ -27,12 +27,14 @@ const sh = promisify(execFile);
  */
 const FAMILIES = {
   /** Names whose bytes are not UTF-8 (`bad-\xff.txt`, a folder `dir-\xff/`). */
-  "non-utf8": false,
+  "non-utf8": true,
   /** Names of 255 bytes, the most a name may have. */
-  "long-names": false,
+  "long-names": true,
   /** A folder replaced by a file or a link (`rm -rf d && echo x > d`), and tool edits below a path made a file. */
-  "kind-changes": false,
-  /** Files sharing an inode inside the workspace (`ln a b`), and their groups compared. */
+  "kind-changes": true,
+  /** A folder `deep` whose file lies past PATH_MAX (36 folders of 120 bytes), moved, copied and removed whole. */
+  "deep-paths": true,
+  /** Files sharing an inode inside the workspace (`ln a b`), and their groups compared: groups are split (README). */
   "hard-links": false,
   /** Owners and groups changed by `chown`, and compared. */
   owners: false,
@@ -60,6 +62,10 @@ const has = (family: Family) => families.has(family);
 // A name as the bytes the file system holds, written here as latin1 text ("\xff" is the byte 0xff).
 const bytes = (name: string) => Buffer.from(name, "latin1");
 const LONG = "L".repeat(251) + ".txt"; // 255 bytes
+/** `deep/` then 36 folders of 120 bytes (past PATH_MAX: 4096 bytes) and a file at the bottom. */
+const DEEP =
+  `mkdir deep && cd deep && for i in $(seq 36); do mkdir ${"p".repeat(117)}$i && cd -P ${"p".repeat(117)}$i; done` +
+  " && echo bottom > bottom.txt";
 
 /** Names that hold files and links (leaves), and names that hold folders: the operations pick from these. */
 const LEAVES: readonly string[] = [
@@ -76,7 +82,14 @@ const LEAVES: readonly string[] = [
   ...(has("long-names") ? [LONG, `d/${LONG}`] : []),
   ...(has("hard-links") ? ["hard-1", "d/hard-2"] : []),
 ];
-const FOLDERS: readonly string[] = ["d", "d/e", "empty", "new", ...(has("non-utf8") ? ["dir-\xff"] : [])];
+const FOLDERS: readonly string[] = [
+  "d",
+  "d/e",
+  "empty",
+  "new",
+  ...(has("non-utf8") ? ["dir-\xff"] : []),
+  ...(has("deep-paths") ? ["deep"] : []),
+];
 /** Paths a tool names in `touches`: text paths (a tool's path is a string, so UTF-8). */
 const LINKS = ["in-link", "dir-link", "out-link", "dangling"];
 const toolMayName = (path: string) => has("tool-through-links") || !LINKS.includes(path);
@@ -184,6 +197,7 @@ async function makeWorkspace(workspace: string, shape: Start): Promise<void> {
     await writeFile(Buffer.from(`${workspace}/dir-\xff/h.txt`, "latin1"), "inside a bad name\n");
   }
   if (has("long-names")) await writeFile(join(workspace, "d", LONG), "long\n");
+  if (has("deep-paths")) await sh("/bin/sh", ["-c", DEEP], { cwd: workspace });
   if (has("hard-links")) {
     await writeFile(join(workspace, "hard-1"), "linked\n");
     await link(join(workspace, "hard-1"), join(workspace, "d/hard-2"));
@@ -253,6 +267,7 @@ it(`generated workspace under shell and tool edits rewinds and undoes whole tree
       } finally {
         checkpoints.close();
         await store.close();
+        await sh("rm", ["-rf", base]); // GNU rm goes to any depth; node's rm stops at PATH_MAX
       }
     }),
     { numRuns: RUNS, seed: SEED },

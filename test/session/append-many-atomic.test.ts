@@ -1,7 +1,8 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { type SessionStore, fsBackend } from "../../src/index.js";
+import type { SessionStore } from "../../src/index.js";
+import { fsBackend } from "../../src/backend/index.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 
 // The log cut at every byte of an appendMany's write, as a crash leaves

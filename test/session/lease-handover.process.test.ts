@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { fsBackend, type StorageBackend, type SessionStore } from "../../src/index.js";
+import type { SessionStore } from "../../src/index.js";
+import { fsBackend, type StorageBackend } from "../../src/backend/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 

@@ -5,7 +5,7 @@ import { join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type SessionStore, isAgentTapeError, type HeldSession, type StoredEvent } from "../../src/index.js";
-import { withLockedSession } from "../../src/session/session-store.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import { openStore, tempDir, tempStore } from "../helpers/fixture.js";
 
 function say(content: string) {
@@ -485,7 +485,7 @@ describe("fork", () => {
     });
     const early = blob("before the first edit");
     const late = blob("before the second edit");
-    await withLockedSession(store, parent.id, async (locked) => {
+    await lockedAccess(store).withLockedSession(parent.id, async (locked) => {
       await locked.writeBlob(early.hash, early.bytes);
       await locked.writeBlob(late.hash, late.bytes);
     });

@@ -12,6 +12,7 @@ import type { SessionLayout } from "./layout.js";
 import { checkStoreFolder, checkStoreFolderSync, openStoreFile, READ, readStoreFile } from "./store-files.js";
 import { blobHeader, decodeBlob, DEFLATE_RAW, encodeBlob, encodeBlobSync, HEADER_BYTES } from "./blob-codec.js";
 import type { BlobDigest } from "../types.js";
+import { deletePacked, isPacked, listPacked, packedBytes, readPacked, syncPacked, writePacked } from "./blob-pack.js";
 
 /** blobs/ and the blob's shard must be real folders of the store, not links out of it (both looked at at once). */
 async function checkBlobFolders(layout: SessionLayout, id: string, hash: string): Promise<void> {
@@ -26,6 +27,8 @@ export async function readBlobFile(
   maxBytes?: number,
 ): Promise<Buffer | undefined> {
   if (!isBlobHash(hash)) return undefined;
+  const packed = readPacked(layout, id, hash, false);
+  if (packed) return decodeBlob(packed, maxBytes);
   try {
     await checkBlobFolders(layout, id, hash);
     // A blob of maxBytes is at most that plus a header as stored (compressed only when it saved a tenth):
@@ -33,9 +36,10 @@ export async function readBlobFile(
     const prefix = maxBytes === undefined ? undefined : maxBytes + HEADER_BYTES + 1;
     return await decodeBlob(await readStoreFile(id, layout.blob(id, hash), prefix), maxBytes);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw error;
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
+  const later = readPacked(layout, id, hash, true); // not loose: packed, maybe since this process last looked
+  return later ? decodeBlob(later, maxBytes) : undefined;
 }
 
 /** Bytes a blob file is read by, and inflated into, when hashed as a stream. */
@@ -54,6 +58,14 @@ export async function digestBlobFile(
   maxBytes = Number.POSITIVE_INFINITY,
 ): Promise<BlobDigest | undefined> {
   if (!isBlobHash(hash)) return undefined;
+  const packed =
+    readPacked(layout, id, hash, false) ??
+    (blobExistsLoose(layout, id, hash) ? undefined : readPacked(layout, id, hash, true));
+  if (packed) {
+    // A packed blob is under a few KiB as stored: decoded whole, cut past maxBytes as decodeBlob cuts it.
+    const bytes = await decodeBlob(packed, Number.isFinite(maxBytes) ? maxBytes : undefined);
+    return { sha256: createHash("sha256").update(bytes).digest("hex"), bytes: bytes.length };
+  }
   let handle;
   try {
     await checkBlobFolders(layout, id, hash);
@@ -135,6 +147,8 @@ export async function storedBlobFileBytes(
   hash: string,
 ): Promise<number | undefined> {
   if (!isBlobHash(hash)) return undefined;
+  const packed = packedBytes(layout, id, hash);
+  if (packed !== undefined) return packed;
   try {
     await checkBlobFolders(layout, id, hash);
     const info = await lstat(layout.blob(id, hash));
@@ -145,7 +159,13 @@ export async function storedBlobFileBytes(
   }
 }
 
+/** A loose blob file of the hash is there (one synchronous lstat). */
+function blobExistsLoose(layout: SessionLayout, id: string, hash: string): boolean {
+  return lstatSync(layout.blob(id, hash), { throwIfNoEntry: false }) !== undefined;
+}
+
 export async function blobExists(layout: SessionLayout, id: string, hash: string): Promise<boolean> {
+  if (isPacked(layout, id, hash)) return true;
   try {
     await lstat(layout.blob(id, hash));
     return true;
@@ -171,7 +191,14 @@ export async function writeBlobFile(
   bytes: Uint8Array,
   durable = true,
 ): Promise<boolean> {
-  if (!durable && bytes.length <= SYNC_WRITE_MAX) return writeSmallBlobFileNow(layout, id, hash, bytes);
+  let stored: Uint8Array | undefined;
+  if (layout.packBlobsUnder > 0 && bytes.length <= SYNC_WRITE_MAX) {
+    // Small once stored: into the pack (blob-pack.ts), unless the pack or a loose file (an older store) has it.
+    if (isPacked(layout, id, hash) || blobExistsLoose(layout, id, hash)) return false;
+    stored = layout.compressBlobs ? encodeBlobSync(bytes) : bytes;
+    if (stored.length < layout.packBlobsUnder) return writePacked(layout, id, hash, stored, durable);
+  }
+  if (!durable && bytes.length <= SYNC_WRITE_MAX) return writeSmallBlobFileNow(layout, id, hash, bytes, stored);
   const file = layout.blob(id, hash);
   const incoming = layout.incomingBlobs(id);
   // The look for the blob and the checks of its folders are independent: one round trip through the
@@ -191,7 +218,7 @@ export async function writeBlobFile(
   if (exists) return false;
   if ("error" in checked) throw checked.error;
   const temp = join(incoming, `${hash}-${randomBytes(4).toString("hex")}`);
-  const stored = layout.compressBlobs ? await encodeBlob(bytes) : bytes;
+  stored ??= layout.compressBlobs ? await encodeBlob(bytes) : bytes;
   let newShard = false;
   if (!checked.shard) {
     // A new shard: made before the rename rather than after it fails (one call fewer).
@@ -228,7 +255,13 @@ export async function writeBlobFile(
 const SYNC_WRITE_MAX = 256 * 1024;
 
 /** {@link writeBlobFile} of a small blob, not `durable`, with synchronous calls (same steps, same checks). */
-function writeSmallBlobFileNow(layout: SessionLayout, id: string, hash: string, bytes: Uint8Array): boolean {
+function writeSmallBlobFileNow(
+  layout: SessionLayout,
+  id: string,
+  hash: string,
+  bytes: Uint8Array,
+  encoded?: Uint8Array,
+): boolean {
   const file = layout.blob(id, hash);
   const incoming = layout.incomingBlobs(id);
   if (lstatSync(file, { throwIfNoEntry: false }) !== undefined) return false;
@@ -236,7 +269,7 @@ function writeSmallBlobFileNow(layout: SessionLayout, id: string, hash: string, 
   const shardThere = checkStoreFolderSync(id, dirname(file));
   checkStoreFolderSync(id, incoming);
   const temp = join(incoming, `${hash}-${randomBytes(4).toString("hex")}`);
-  const stored = layout.compressBlobs ? encodeBlobSync(bytes) : bytes;
+  const stored = encoded ?? (layout.compressBlobs ? encodeBlobSync(bytes) : bytes);
   if (!shardThere) mkdirSync(dirname(file), { recursive: true });
   let fd: number;
   try {
@@ -273,11 +306,14 @@ function writeSmallBlobFileNow(layout: SessionLayout, id: string, hash: string, 
  * rewind's time was these waits one after another); many at once by one syncfs of the store's filesystem
  * instead (core/sync-filesystem.ts).
  */
-export async function syncBlobFiles(layout: SessionLayout, id: string, hashes: readonly string[]): Promise<void> {
-  if (hashes.length >= SYNC_FILESYSTEM_FROM) {
+export async function syncBlobFiles(layout: SessionLayout, id: string, all: readonly string[]): Promise<void> {
+  if (all.length >= SYNC_FILESYSTEM_FROM) {
     await checkStoreFolder(id, layout.blobs(id)); // `sync` opens it by name: never through a link
     if (await syncFilesystem(layout.blobs(id))) return;
   }
+  const packed = all.filter((hash) => isPacked(layout, id, hash));
+  const hashes = packed.length === 0 ? all : all.filter((hash) => !packed.includes(hash));
+  await syncPacked(layout, id, packed);
   if (hashes.length === 0) return;
   const shards = [...new Set(hashes.map((hash) => dirname(layout.blob(id, hash))))];
   const fsyncIfThere = async (path: string, sync: (path: string) => Promise<void>) => {
@@ -315,6 +351,7 @@ async function retryAfterMkdir<T>(dir: string, attempt: () => Promise<T>, onMade
 }
 
 export async function deleteBlobFile(layout: SessionLayout, id: string, hash: string): Promise<void> {
+  await deletePacked(layout, id, hash);
   await checkBlobFolders(layout, id, hash);
   await rm(layout.blob(id, hash), { force: true });
 }
@@ -347,5 +384,7 @@ export async function listBlobFiles(layout: SessionLayout, id: string): Promise<
     },
   );
   for (const names of listed) for (const name of names) if (isBlobHash(name)) hashes.push(name);
+  const loose = new Set(hashes);
+  for (const hash of listPacked(layout, id)) if (!loose.has(hash)) hashes.push(hash);
   return hashes;
 }

@@ -25,6 +25,7 @@ import { fsyncDir } from "../../core/atomic-file.js";
 import { withTypedStorageErrors } from "../typed-storage-errors.js";
 import { forEachLimited, mapLimited } from "../../core/bounded-concurrency.js";
 import { digestBlobFile, listBlobFiles, readBlobFile, storedBlobFileBytes } from "./blobs.js";
+import { copyPackedInto, listPacked, packSegmentCount } from "./blob-pack.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import { SessionLayout } from "./layout.js";
 import { lineNumberAt, readLines, readTail, type OpenLog } from "./lines.js";
@@ -55,6 +56,8 @@ export interface FsBackendOptions {
    * @default true
    */
   compressBlobs?: boolean;
+  /** Blobs stored in fewer bytes than this go into the session's pack (default 4096; 0: every blob its own file). */
+  packBlobsUnder?: number;
 }
 
 export const DEFAULT_LOCK_STALE_MS = 5000;
@@ -79,7 +82,7 @@ class FsBackend implements StorageBackend {
   }
 
   constructor(options: FsBackendOptions) {
-    this.layout = new SessionLayout(resolve(options.root), options.compressBlobs ?? true);
+    this.layout = new SessionLayout(resolve(options.root), options.compressBlobs ?? true, options.packBlobsUnder);
     this.staleMs = Math.max(2000, options.lockStaleMs ?? DEFAULT_LOCK_STALE_MS);
   }
 
@@ -122,7 +125,9 @@ class FsBackend implements StorageBackend {
    */
   private async linkBlobs(fromId: string, stagingDir: string, hashes: Iterable<string>): Promise<void> {
     assertSessionId(fromId);
-    const wanted = [...hashes].filter(isBlobHash);
+    const all = [...hashes].filter(isBlobHash);
+    const packed = copyPackedInto(this.layout, fromId, join(stagingDir, "blobs"), all);
+    const wanted = all.filter((hash) => !packed.has(hash));
     const shards = [...new Set(wanted.map((hash) => hash.slice(0, 2)))];
     await forEachLimited(shards, LINK_CONCURRENCY, (shard) =>
       mkdir(join(stagingDir, "blobs", shard), { recursive: true }).then(() => undefined),
@@ -407,7 +412,7 @@ class FsBackend implements StorageBackend {
     return {
       log: logBytes,
       blobs: blobs.bytes,
-      blobCount: blobs.files,
+      blobCount: blobs.files - packSegmentCount(this.layout, id) + listPacked(this.layout, id).length,
       records: records.bytes,
       other: total.bytes - logBytes - blobs.bytes - records.bytes,
       total: total.bytes,

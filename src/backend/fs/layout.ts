@@ -6,6 +6,8 @@ export class SessionLayout {
     readonly root: string,
     /** Write new blobs compressed when that pays (blob-codec.ts). Reading handles both either way. */
     readonly compressBlobs = true,
+    /** Write blobs stored in fewer than this many bytes into the session's pack (blob-pack.ts); 0: none. */
+    readonly packBlobsUnder = 4096,
   ) {}
   dir(id: string): string {
     return join(this.root, id);
@@ -26,6 +28,10 @@ export class SessionLayout {
   /** Sharded by the hash's first byte so no folder grows past 1/256 of the blobs. */
   blob(id: string, hash: string): string {
     return join(this.root, id, "blobs", hash.slice(0, 2), hash);
+  }
+  /** The pack: small blobs appended together into numbered segments (blob-pack.ts). */
+  packs(id: string): string {
+    return join(this.root, id, "blobs", "pack");
   }
   /** Temp files of blob writes in progress; anything here after a crash is garbage. */
   incomingBlobs(id: string): string {

@@ -8,6 +8,7 @@ import { appendBatch } from "../append-batch.js";
 import type { AppendOptions, ArchivedLog, LockedSession } from "../types.js";
 import { copyLogRange } from "./archive-log.js";
 import { fsyncDir, tempPathFor, writeFileAtomic } from "../../core/atomic-file.js";
+import { compactPackIfDead } from "./blob-pack.js";
 import { blobExists, deleteBlobFile, discardIncomingBlobs, syncBlobFiles, writeBlobFile } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import type { SessionLayout } from "./layout.js";
@@ -357,6 +358,11 @@ export class FsLockedSession implements LockedSession {
   async syncBlobs(hashes: Iterable<string>): Promise<void> {
     this.assertHeld();
     await syncBlobFiles(this.layout, this.sessionId, [...hashes].filter(isBlobHash));
+  }
+
+  async compactBlobs(): Promise<void> {
+    this.assertHeld();
+    compactPackIfDead(this.layout, this.sessionId);
   }
 
   async hasBlob(hash: string): Promise<boolean> {

@@ -79,7 +79,9 @@ export class HeldLock {
     }
     this.client.off("error", this.onError);
     this.client.off("end", this.onEnd);
-    this.client.on("error", () => undefined); // a late error of a destroyed connection must not crash the app
+    // A late error of a destroyed connection must not crash the app. A connection going back to the pool is the
+    // pool's to watch: a listener added at each release would pile up on it.
+    if (failure !== undefined) this.client.on("error", () => undefined);
     this.client.release(failure ?? undefined);
   }
 

@@ -3,9 +3,16 @@ import { InvalidArgumentError, LockCompromisedError } from "../../core/errors.js
 import type { StoredEvent } from "../../core/events.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import { appendBatch } from "../append-batch.js";
-import type { AppendOptions, LockedSession } from "../types.js";
+import type { AppendOptions, ArchivedLog, LockedSession } from "../types.js";
 import { encodeBlob } from "../fs/blob-codec.js";
-import { deleteArchivedLog } from "./archive.js";
+import {
+  ARCHIVE_PART_BYTES,
+  archiveLogStatement,
+  archivedLogOf,
+  archivedLogParts,
+  deleteArchivedLog,
+  type ArchiveCopied,
+} from "./archive.js";
 import type { HeldLock } from "./lock.js";
 import { isConnectionLost } from "./pg-errors.js";
 
@@ -143,6 +150,22 @@ export class PgLockedSession implements LockedSession {
     this.last = lastKept;
   }
 
+  /**
+   * Copies the lines after `sequence` beside record `name` inside the database, in one fenced statement (the
+   * bytes the fs backend would copy, so the sha256 is the same); replaces any copy there. Whole or absent.
+   */
+  async archiveLogAfter(sequence: number, name: string): Promise<ArchivedLog> {
+    this.assertHeld();
+    assertRecordName(name);
+    const [copied] = await this.write<ArchiveCopied>(
+      archiveLogStatement(this.s, this.fence),
+      [name, Math.max(0, Math.floor(sequence)), ARCHIVE_PART_BYTES],
+      (result) => result.rows[0]?.fenced === "1",
+    );
+    const incarnation = this.lock.incarnation;
+    return archivedLogOf(copied!, () => archivedLogParts(this.lock.client, this.s, { incarnation }, name));
+  }
+
   async writeBlob(hash: string, bytes: Uint8Array, options: { durable?: boolean } = {}): Promise<boolean> {
     this.assertHeld();
     assertBlobHash(hash);
@@ -160,6 +183,62 @@ export class PgLockedSession implements LockedSession {
       (result) => result.rows[0]?.fenced === "1",
     );
     return rows[0]?.written === "1";
+  }
+
+  /**
+   * One fenced `INSERT … SELECT FROM unnest(hashes, bytes)` per {@link BLOBS_PER_STATEMENT_BYTES} of encoded
+   * blobs: a capture's snapshot is one round trip. More than one statement run in one transaction, so the batch
+   * is whole or absent.
+   */
+  async writeBlobs(
+    blobs: Iterable<readonly [hash: string, bytes: Uint8Array]>,
+    options: { durable?: boolean } = {},
+  ): Promise<string[]> {
+    this.assertHeld();
+    const groups: { hashes: string[]; stored: Buffer[] }[] = [];
+    let size = Infinity;
+    for (const [hash, bytes] of blobs) {
+      assertBlobHash(hash);
+      const stored = Buffer.from(await encodeBlob(bytes));
+      if (size + stored.length > BLOBS_PER_STATEMENT_BYTES) {
+        groups.push({ hashes: [], stored: [] });
+        size = 0;
+      }
+      size += stored.length;
+      groups.at(-1)!.hashes.push(hash);
+      groups.at(-1)!.stored.push(stored);
+    }
+    if (groups.length === 0) return [];
+    if (groups.length === 1) return this.insertBlobs(groups[0]!, options);
+    await this.lock.client.query("BEGIN");
+    try {
+      const written: string[] = [];
+      for (const group of groups) written.push(...(await this.insertBlobs(group, options)));
+      await this.lock.client.query("COMMIT");
+      return written;
+    } catch (error) {
+      await this.lock.client.query("ROLLBACK").catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async insertBlobs(
+    group: { hashes: string[]; stored: Buffer[] },
+    options: { durable?: boolean },
+  ): Promise<string[]> {
+    const relaxed = options.durable === false ? `, c AS (SELECT set_config('synchronous_commit', 'off', true))` : "";
+    const from = options.durable === false ? "f, c," : "f,";
+    // The fence's row comes back even when every blob was already there: no row at all means it did not hold.
+    const rows = await this.write<{ hash: string | null }>(
+      `WITH ${this.fence}${relaxed},
+         i AS (INSERT INTO ${this.s}.blobs (incarnation, hash, stored)
+                 SELECT $1, u.hash, u.stored FROM ${from} unnest($3::text[], $4::bytea[]) AS u(hash, stored)
+                 ON CONFLICT (incarnation, hash) DO NOTHING RETURNING hash)
+       SELECT i.hash FROM f LEFT JOIN i ON true`,
+      [group.hashes, group.stored],
+      (result) => result.rows.length > 0,
+    );
+    return rows.flatMap((row) => (row.hash === null ? [] : [row.hash]));
   }
 
   /** Nothing to do: a later durable commit on this connection flushes the WAL up to it, blobs included. */
@@ -225,6 +304,9 @@ export class PgLockedSession implements LockedSession {
     await this.lock.release();
   }
 }
+
+/** Encoded blob bytes sent in one statement: a capture's snapshot is one round trip, its memory bounded. */
+const BLOBS_PER_STATEMENT_BYTES = 32 * 1024 * 1024;
 
 function assertBlobHash(hash: string): void {
   if (!isBlobHash(hash))

@@ -24,6 +24,7 @@ import type {
   StorageBackend,
   StorageUsage,
 } from "../types.js";
+import { archivedLogParts } from "./archive.js";
 import { acquireSessionLock, othersWaitingFor } from "./lock.js";
 import { PgLockedSession } from "./locked-session.js";
 import { lastLoggedEvent, readLogPages } from "./log.js";
@@ -289,6 +290,13 @@ class PostgresBackend implements StorageBackend {
     );
     const text = found.rows[0]?.value;
     return text === undefined ? undefined : this.parseJson(id, `its record "${name}"`, text);
+  }
+
+  async *readArchivedLog(id: string, name: string, options: SignalOption = {}): AsyncIterable<Buffer> {
+    assertSessionId(id);
+    options.signal?.throwIfAborted();
+    if (!isRecordName(name)) return;
+    yield* archivedLogParts(await this.ready(), this.s, { id }, name, options.signal);
   }
 
   async listRecords(id: string, options: SignalOption = {}): Promise<string[]> {

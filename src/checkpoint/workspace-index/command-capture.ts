@@ -5,7 +5,8 @@ import { relative, resolve, sep } from "node:path";
 import type { LockedSession, SignalOption } from "../../backend/types.js";
 import { InvalidArgumentError } from "../../core/errors.js";
 import type { CheckpointPayload, FileSnapshot, FileStatesPayload, StoredEvent } from "../../core/events.js";
-import { appendUnderLock, eventFor, withLockedSession, type SessionStore } from "../../session/session-store.js";
+import type { SessionStore } from "../../session/session-store.js";
+import { lockedAccess } from "../../session/locked-access.js";
 import { isInside, realWorkspaceOf } from "../confine.js";
 import { IgnoreRules } from "./ignore-rules.js";
 import { snapshotOf, stateOf, type IndexEntry, type WorkspaceIndex } from "./index-entry.js";
@@ -128,8 +129,7 @@ export class CommandCapture {
       workspace,
       ...(input.callId === undefined ? {} : { callId: input.callId }),
     };
-    await withLockedSession(
-      this.store,
+    await lockedAccess(this.store).withLockedSession(
       id,
       async (locked) => {
         const scan = await this.scan(locked, workspace, "before");
@@ -147,8 +147,7 @@ export class CommandCapture {
    * command changed nothing tracked.
    */
   async after(handle: CommandInProgress): Promise<CommandCheckpoint | undefined> {
-    return withLockedSession(
-      this.store,
+    return lockedAccess(this.store).withLockedSession(
       handle.sessionId,
       async (locked) => {
         const scan = await this.scan(locked, handle.workspace, "after");
@@ -167,7 +166,7 @@ export class CommandCapture {
           const payload: CheckpointPayload = { tool: handle.tool, workspace: handle.workspace, files };
           if (ignoredChanges !== undefined) payload.ignoredChanges = ignoredChanges;
           if (handle.callId !== undefined) payload.callId = handle.callId;
-          const events = [eventFor(this.store, handle.sessionId, { type: "session_checkpoint", payload })];
+          const events = [lockedAccess(this.store).eventFor(handle.sessionId, { type: "session_checkpoint", payload })];
           if (this.options.afterState) {
             // What the command left each path as, from the scan just made: no read, and the same append
             // (one fsync) as the checkpoint, so a rewind can tell a later hand edit (ARCHITECTURE, "Conflicts").
@@ -177,9 +176,11 @@ export class CommandCapture {
               files: files.map((f) => stateOf(f.path, scan.index.entries.get(f.path))),
             };
             if (handle.callId !== undefined) after.callId = handle.callId;
-            events.push(eventFor(this.store, handle.sessionId, { type: "session_file_states", payload: after }));
+            events.push(
+              lockedAccess(this.store).eventFor(handle.sessionId, { type: "session_file_states", payload: after }),
+            );
           }
-          const [event] = await appendUnderLock(this.store, locked, events);
+          const [event] = await lockedAccess(this.store).appendUnderLock(locked, events);
           return event as CommandCheckpoint;
         });
       },

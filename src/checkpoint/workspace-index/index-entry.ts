@@ -14,6 +14,9 @@ export interface IndexEntry {
   ino: bigint;
   /** Permission bits (`mode & 0o7777`). */
   mode: number;
+  /** Owner and group; absent in an index recorded before they were. */
+  uid?: number;
+  gid?: number;
   /** A file's sha256; its bytes are a blob of the session. Absent when `skipped`. */
   hash?: string;
   /** A file whose bytes are not kept: why. */
@@ -73,9 +76,9 @@ export function sameStat(a: IndexEntry, b: IndexEntry): boolean {
   );
 }
 
-/** True when the path holds the same thing: same kind, bytes (by hash), mode, link target. */
+/** True when the path holds the same thing: same kind, bytes (by hash), mode, owner, link target. */
 export function sameContent(a: IndexEntry, b: IndexEntry): boolean {
-  if (a.kind !== b.kind || a.mode !== b.mode) return false;
+  if (a.kind !== b.kind || a.mode !== b.mode || !sameOwner(a, b)) return false;
   if (a.kind === "file")
     return a.hash === b.hash && a.skipped === b.skipped && (a.hash !== undefined || sameStat(a, b));
   if (a.kind === "symlink") return a.target === b.target;
@@ -83,20 +86,26 @@ export function sameContent(a: IndexEntry, b: IndexEntry): boolean {
   return true;
 }
 
+/** An owner known on both sides must be the same (`chown` is a change); one not recorded yet is not compared. */
+function sameOwner(a: IndexEntry, b: IndexEntry): boolean {
+  return a.uid === undefined || b.uid === undefined || (a.uid === b.uid && a.gid === b.gid);
+}
+
 /** The before-snapshot a checkpoint records for a path the index held as `entry`. */
 export function snapshotOf(path: string, entry: IndexEntry): FileSnapshot {
+  const owner = entry.uid === undefined ? {} : { uid: entry.uid, gid: entry.gid! };
   switch (entry.kind) {
     case "directory":
-      return { path, kind: "directory", mode: entry.mode };
+      return { path, kind: "directory", mode: entry.mode, ...owner };
     case "symlink":
       return entry.target === undefined
         ? { path, kind: "skipped", reason: "unreadable", detail: "the link could not be read" }
-        : { path, kind: "symlink", target: entry.target };
+        : { path, kind: "symlink", target: entry.target, ...owner };
     case "other":
       return { path, kind: "skipped", reason: "not_a_regular_file" };
     case "file":
       if (entry.hash !== undefined)
-        return { path, kind: "blob", blob: entry.hash, bytes: entry.size, mode: entry.mode };
+        return { path, kind: "blob", blob: entry.hash, bytes: entry.size, mode: entry.mode, ...owner };
       return entry.skipped === "too_large"
         ? { path, kind: "skipped", reason: "too_large", detail: `${entry.size} bytes > maxFileBytes` }
         : { path, kind: "skipped", reason: "unreadable" };

@@ -10,8 +10,21 @@ const DELTA_PREFIX = "workspace-index.";
 const COMPACT_AFTER = 64;
 const FORMAT = 1;
 
-/** [path, kind, size, mtimeNs, ctimeNs, ino, mode, hash or link target or null, flags] */
-type Row = [string, "f" | "d" | "l" | "o", number, string, string, string, number, string | null, number];
+/** [path, kind, size, mtimeNs, ctimeNs, ino, mode, hash or link target or null, flags, uid, gid] (the last two
+ * absent in records written before owners were kept) */
+type Row = [
+  string,
+  "f" | "d" | "l" | "o",
+  number,
+  string,
+  string,
+  string,
+  number,
+  string | null,
+  number,
+  number?,
+  number?,
+];
 const RACY = 1;
 const TOO_LARGE = 2;
 const UNREADABLE = 4;
@@ -36,11 +49,23 @@ function toRow(path: string, e: IndexEntry): Row {
   const value = e.kind === "file" ? (e.hash ?? null) : e.kind === "symlink" ? (e.target ?? null) : null;
   const flags =
     (e.racy ? RACY : 0) | (e.skipped === "too_large" ? TOO_LARGE : 0) | (e.skipped === "unreadable" ? UNREADABLE : 0);
-  return [path, KINDS[e.kind], e.size, String(e.mtimeNs), String(e.ctimeNs), String(e.ino), e.mode, value, flags];
+  const row: Row = [
+    path,
+    KINDS[e.kind],
+    e.size,
+    String(e.mtimeNs),
+    String(e.ctimeNs),
+    String(e.ino),
+    e.mode,
+    value,
+    flags,
+  ];
+  if (e.uid !== undefined) row.push(e.uid, e.gid!);
+  return row;
 }
 
 function fromRow(row: Row): [string, IndexEntry] {
-  const [path, kind, size, mtime, ctime, ino, mode, value, flags] = row;
+  const [path, kind, size, mtime, ctime, ino, mode, value, flags, uid, gid] = row;
   const entry: IndexEntry = {
     kind: KIND_OF[kind],
     size,
@@ -49,6 +74,7 @@ function fromRow(row: Row): [string, IndexEntry] {
     ino: BigInt(ino),
     mode,
   };
+  if (uid !== undefined && gid !== undefined) Object.assign(entry, { uid, gid });
   if (value !== null && kind === "f") entry.hash = value;
   if (value !== null && kind === "l") entry.target = value;
   if (flags & RACY) entry.racy = true;

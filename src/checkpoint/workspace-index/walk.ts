@@ -518,6 +518,8 @@ export function entryOf(info: BigIntStats): IndexEntry {
     ctimeNs: info.ctimeNs,
     ino: info.ino,
     mode: mode & 0o7777,
+    uid: Number(info.uid),
+    gid: Number(info.gid),
   };
 }
 

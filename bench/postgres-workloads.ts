@@ -1,0 +1,157 @@
+import { spawn } from "node:child_process";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CheckpointStore, type SessionStore, rewind } from "../src/index.js";
+import { interleavedRounds, median, type Figure, type Row } from "./harness.js";
+import { messageEvent } from "./workload.js";
+
+// The PostgreSQL benchmark's rows that need a workspace or other processes (bench/postgres.bench.ts): capture of
+// one edited file, rewind of 1 and 100 files, 4 processes on 4 sessions, take-over after a killed holder. Each
+// against the fs backend in the same run, in interleaved rounds.
+
+const child = fileURLToPath(new URL("postgres.child.ts", import.meta.url));
+
+export interface Contenders {
+  fs: { store: SessionStore; where: string };
+  pg: { store: SessionStore; where: string; schema: string; leaseMs: number };
+}
+
+/** A workspace of `files` small files for one store. */
+async function workspaceOf(dir: string, files: number): Promise<string[]> {
+  await mkdir(dir, { recursive: true });
+  const paths = Array.from({ length: files }, (_, i) => `file-${i}.ts`);
+  for (const [i, path] of paths.entries()) await writeFile(join(dir, path), `export const v${i} = ${i};\n`.repeat(40));
+  return paths;
+}
+
+export async function workspaceRows(c: Contenders, dir: string, quick: boolean): Promise<Row[]> {
+  const kinds = ["fs", "pg"] as const;
+  const setups = Object.fromEntries(
+    await Promise.all(
+      kinds.map(async (kind) => {
+        const workspace = join(dir, `workspace-${kind}`);
+        const paths = await workspaceOf(workspace, 100);
+        return [kind, { workspace, paths, checkpoints: new CheckpointStore(c[kind].store, { afterState: false }) }];
+      }),
+    ),
+  ) as Record<"fs" | "pg", { workspace: string; paths: string[]; checkpoints: CheckpointStore }>;
+
+  // Capture of one edited file: the before-snapshot, the checkpoint event, the edit.
+  const ids = { fs: (await c.fs.store.create({ workspace: setups.fs.workspace })).id, pg: "" };
+  ids.pg = (await c.pg.store.create({ workspace: setups.pg.workspace })).id;
+  let edit = 0;
+  const capture = (kind: "fs" | "pg") => async () => {
+    const { workspace, paths, checkpoints } = setups[kind];
+    const path = paths[edit++ % paths.length]!;
+    const started = performance.now();
+    await checkpoints.around(ids[kind], { tool: "edit", paths: [path] }, () =>
+      writeFile(join(workspace, path), `// edit ${edit}\n`),
+    );
+    return performance.now() - started;
+  };
+  const captured = await interleavedRounds(quick ? 5 : 30, { fs: capture("fs"), pg: capture("pg") });
+  const rows = [
+    row(ms("pg capture of 1 edited file", captured.pg), ms("fs capture of 1 edited file", captured.fs), 1.5),
+  ];
+
+  // Rewind of k files: a fresh session whose one tool call edited k files (untimed), then the rewind, timed.
+  for (const k of [1, 100]) {
+    const rewindOnce = (kind: "fs" | "pg") => async () => {
+      const { workspace, paths, checkpoints } = setups[kind];
+      const store = c[kind].store;
+      const { id } = await store.create({ workspace });
+      const before = await store.append(id, messageEvent);
+      await checkpoints.around(id, { tool: "edit", paths: paths.slice(0, k) }, async () => {
+        for (const path of paths.slice(0, k)) await writeFile(join(workspace, path), `// rewound ${k}\n`);
+      });
+      const started = performance.now();
+      await rewind(store, id, { toSequence: before.sequence });
+      return performance.now() - started;
+    };
+    const rewound = await interleavedRounds(quick ? 3 : k === 1 ? 15 : 7, {
+      fs: rewindOnce("fs"),
+      pg: rewindOnce("pg"),
+    });
+    rows.push(
+      row(
+        ms(`pg rewind of ${k} file${k > 1 ? "s" : ""}`, rewound.pg),
+        ms(`fs rewind of ${k} file${k > 1 ? "s" : ""}`, rewound.fs),
+        1.5,
+      ),
+    );
+  }
+  return rows;
+}
+
+/** Runs the child; resolves to what it printed once it said `until` (or exited). */
+function runChild(args: string[], until?: string): { done: Promise<string>; kill: () => void } {
+  const proc = spawn(process.execPath, ["--import", "tsx", child, ...args], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  const done = new Promise<string>((resolve, reject) => {
+    proc.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      if (until !== undefined && out.includes(until)) resolve(out);
+    });
+    proc.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`postgres.child.ts exited ${code}`))));
+  });
+  return { done, kill: () => proc.kill("SIGKILL") };
+}
+
+export async function processRows(c: Contenders, quick: boolean): Promise<Row[]> {
+  const appends = quick ? 50 : 200;
+  const schemaOf = (kind: "fs" | "pg") => (kind === "pg" ? c.pg.schema : "-");
+  // 4 processes, each appending to its own session at once: the sum of their rates (each times its own appends,
+  // so a process's start-up is not counted).
+  const four = (kind: "fs" | "pg") => async () => {
+    const ids = await Promise.all([0, 1, 2, 3].map(async () => (await c[kind].store.create()).id));
+    const args = (id: string) => [c[kind].where, schemaOf(kind), id, "appends", String(appends)];
+    const took = await Promise.all(ids.map(async (id) => Number(await runChild(args(id)).done)));
+    return took.reduce((sum, ms) => sum + appends / (ms / 1000), 0);
+  };
+  const together = await interleavedRounds(quick ? 1 : 3, { fs: four("fs"), pg: four("pg") }, { warmUp: false });
+  const rate = (label: string, rates: number[]): Figure => ({
+    label,
+    value: median(rates),
+    unit: "events/s",
+    samples: rates,
+  });
+  const rows = [
+    row(rate("pg 4 processes x 4 sessions", together.pg), rate("fs 4 processes x 4 sessions", together.fs), 0.5, ">="),
+  ];
+
+  // Take-over: a holder killed with SIGKILL; how long until another process's store appends.
+  const takeOver = (kind: "fs" | "pg") => async () => {
+    const { id } = await c[kind].store.create();
+    const holder = runChild([c[kind].where, schemaOf(kind), id, "holds"], "held");
+    await holder.done;
+    holder.kill();
+    const started = performance.now();
+    await c[kind].store.append(id, messageEvent);
+    return performance.now() - started;
+  };
+  const taken = await interleavedRounds(quick ? 1 : 3, { fs: takeOver("fs"), pg: takeOver("pg") }, { warmUp: false });
+  rows.push(
+    row(ms("pg take-over after a killed holder", taken.pg), ms("fs take-over after a killed holder", taken.fs), 1),
+    row(
+      ms("pg take-over after a killed holder", taken.pg),
+      { label: "pg lock lease", value: c.pg.leaseMs, unit: "ms" },
+      1,
+    ),
+  );
+  return rows;
+}
+
+function ms(label: string, samples: number[]): Figure {
+  return { label, value: median(samples), unit: "ms", samples };
+}
+
+function row(ours: Figure, baseline: Figure, target: number, op: "<=" | ">=" = "<="): Row {
+  return {
+    suite: "postgres",
+    ours,
+    baseline,
+    ratio: ours.value / baseline.value,
+    target: { op, value: target, on: "ratio" },
+  };
+}

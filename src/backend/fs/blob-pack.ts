@@ -1,0 +1,410 @@
+import {
+  closeSync,
+  constants,
+  fdatasync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { promisify } from "node:util";
+import { StoreTamperedError } from "../../core/errors.js";
+import { fsyncDir } from "../../core/atomic-file.js";
+import type { SessionLayout } from "./layout.js";
+import { checkStoreFolderSync } from "./store-files.js";
+import {
+  BLOB,
+  DELETION,
+  ENTRY_HEADER_BYTES,
+  encodeEntry,
+  isBlobEntryOf,
+  type PackEntry,
+  scanSegment,
+} from "./pack-format.js";
+
+// Small blobs of a session live together in its pack: numbered segment files under blobs/pack/, each a run of
+// entries appended under the session lock (docs/ARCHITECTURE.md, "Blobs"; the bytes: pack-format.ts). What a
+// process knows of a pack is kept here, per pack folder, and brought up to date from the files themselves:
+// by reading only what was appended since, or from the start when a segment came or went.
+
+const fdatasyncAsync = promisify(fdatasync);
+const SEGMENT = /^(\d{8})\.pack$/;
+/** A pack is rewritten without its dead entries once they are at least this many bytes and half of it. */
+const COMPACT_FROM_BYTES = 256 * 1024;
+
+interface Segment {
+  seq: number;
+  ino: number;
+  /** Where the whole entries end (scanned this far). */
+  end: number;
+  /** The file's size when last looked at. */
+  size: number;
+  after: "nothing" | "torn" | "damaged";
+}
+interface Located {
+  seq: number;
+  offset: number;
+  length: number;
+  damaged: boolean;
+}
+interface PackIndex {
+  segments: Segment[];
+  live: Map<string, Located>;
+  /** Bytes of the live entries, headers included. */
+  liveBytes: number;
+}
+
+const indexes = new Map<string, PackIndex>();
+
+function segmentPath(layout: SessionLayout, id: string, seq: number): string {
+  return join(layout.packs(id), `${String(seq).padStart(8, "0")}.pack`);
+}
+
+/** Opens a segment never through a link, and only a regular file (docs/ARCHITECTURE.md, "Confinement"). */
+function openSegment(id: string, path: string, flags: number): number {
+  let fd: number;
+  try {
+    fd = openSync(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o644);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ELOOP") throw new StoreTamperedError(id, `${path} is a symlink`, { cause: error });
+    if (code === "ENXIO") throw new StoreTamperedError(id, `${path} is a FIFO or socket`, { cause: error });
+    throw error;
+  }
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw new StoreTamperedError(id, `${path} is not a regular file`);
+  }
+  return fd;
+}
+
+function readAt(fd: number, offset: number, length: number): Buffer {
+  const bytes = Buffer.allocUnsafe(length);
+  let filled = 0;
+  while (filled < length) {
+    const read = readSync(fd, bytes, filled, length - filled, offset + filled);
+    if (read === 0) break;
+    filled += read;
+  }
+  return bytes.subarray(0, filled);
+}
+
+function apply(index: PackIndex, seq: number, entries: readonly PackEntry[]): void {
+  for (const entry of entries) {
+    const before = index.live.get(entry.hash);
+    if (before) index.liveBytes -= ENTRY_HEADER_BYTES + before.length;
+    if (entry.kind === DELETION) index.live.delete(entry.hash);
+    else {
+      index.live.set(entry.hash, { seq, offset: entry.offset, length: entry.length, damaged: entry.damaged });
+      index.liveBytes += ENTRY_HEADER_BYTES + entry.length;
+    }
+  }
+}
+
+/** Reads what `segment` gained since last looked at; false when it is not the file it was (start again). */
+function catchUp(layout: SessionLayout, id: string, index: PackIndex, segment: Segment): boolean {
+  const fd = openSegment(id, segmentPath(layout, id, segment.seq), constants.O_RDONLY);
+  try {
+    const info = fstatSync(fd);
+    if (segment.ino !== 0 && (info.ino !== segment.ino || info.size < segment.end)) return false;
+    segment.ino = info.ino;
+    if (info.size === segment.size) return true;
+    const scan = scanSegment(readAt(fd, segment.end, info.size - segment.end), segment.end);
+    apply(index, segment.seq, scan.entries);
+    Object.assign(segment, { end: scan.end, size: info.size, after: scan.after });
+    return true;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The pack as the files hold it now: the segments listed, each read from where this process left off, or
+ * all from the start when the list changed (a compaction, a new segment) or a segment is not the file it was.
+ */
+export function packIndex(layout: SessionLayout, id: string): PackIndex {
+  const dir = layout.packs(id);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return lookAgain(layout, id, dir);
+    } catch (error) {
+      // A segment deleted between the listing and its read: a compaction finished meanwhile; list again.
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt >= 8) throw error;
+      indexes.delete(dir);
+    }
+  }
+}
+
+function lookAgain(layout: SessionLayout, id: string, dir: string): PackIndex {
+  checkStoreFolderSync(id, layout.blobs(id));
+  const seqs = checkStoreFolderSync(id, dir) ? listSegments(dir) : [];
+  let index = indexes.get(dir);
+  const same = index && index.segments.length === seqs.length && index.segments.every((s, i) => s.seq === seqs[i]);
+  if (!index || !same) index = fresh(seqs);
+  for (const segment of index.segments) {
+    if (catchUp(layout, id, index, segment)) continue;
+    index = fresh(seqs);
+    for (const again of index.segments) catchUp(layout, id, index, again);
+    break;
+  }
+  indexes.set(dir, index);
+  return index;
+}
+
+function fresh(seqs: readonly number[]): PackIndex {
+  const segments = seqs.map((seq) => ({ seq, ino: 0, end: 0, size: 0, after: "nothing" as const }));
+  return { segments, live: new Map(), liveBytes: 0 };
+}
+
+function listSegments(dir: string): number[] {
+  const seqs: number[] = [];
+  for (const name of readdirSync(dir)) {
+    const match = SEGMENT.exec(name);
+    if (match) seqs.push(Number(match[1]));
+  }
+  return seqs.sort((a, b) => a - b);
+}
+
+/**
+ * The stored bytes of a packed blob (as its loose file would hold them), or undefined when the pack does not
+ * hold it. `look`: bring the index up to date first; without it, only what this process already knows is
+ * tried, and a remembered place that no longer holds the blob (a compaction by another process) is looked up
+ * again.
+ */
+export function readPacked(layout: SessionLayout, id: string, hash: string, look: boolean): Buffer | undefined {
+  let index = look ? packIndex(layout, id) : indexes.get(layout.packs(id));
+  for (let attempt = 0; index && attempt < 3; attempt++) {
+    const where = index.live.get(hash);
+    if (!where) return undefined;
+    const entry = readEntry(layout, id, where);
+    if (entry && isBlobEntryOf(entry, hash)) return entry.subarray(ENTRY_HEADER_BYTES);
+    indexes.delete(layout.packs(id));
+    index = packIndex(layout, id);
+  }
+  return undefined;
+}
+
+function readEntry(layout: SessionLayout, id: string, where: Located): Buffer | undefined {
+  let fd: number;
+  checkStoreFolderSync(id, layout.blobs(id)); // never through a link, also where this process knows the place
+  if (!checkStoreFolderSync(id, layout.packs(id))) return undefined;
+  try {
+    fd = openSegment(id, segmentPath(layout, id, where.seq), constants.O_RDONLY);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
+  try {
+    const entry = readAt(fd, where.offset, ENTRY_HEADER_BYTES + where.length);
+    return entry.length === ENTRY_HEADER_BYTES + where.length ? entry : undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Bytes a packed blob takes in its segment (header included), or undefined when the pack does not hold it. */
+export function packedBytes(layout: SessionLayout, id: string, hash: string): number | undefined {
+  const where = packIndex(layout, id).live.get(hash);
+  return where ? ENTRY_HEADER_BYTES + where.length : undefined;
+}
+
+export function isPacked(layout: SessionLayout, id: string, hash: string): boolean {
+  const where = packIndex(layout, id).live.get(hash);
+  return where !== undefined && !where.damaged;
+}
+
+export function listPacked(layout: SessionLayout, id: string): string[] {
+  return [...packIndex(layout, id).live.keys()];
+}
+
+/** How many segment files the pack has (they are not blobs, though they sit among them). */
+export function packSegmentCount(layout: SessionLayout, id: string): number {
+  return packIndex(layout, id).segments.length;
+}
+
+/**
+ * Appends an entry to the newest segment, under the session lock: a torn tail a crash left is cut first; a
+ * segment damaged in its middle is left as it is and a new one started. Synchronous up to the write, so two
+ * writes of one process never interleave; `durable` then waits for an fdatasync (and the folders' fsyncs when
+ * the segment is new), as a loose blob's write waits for its fsync.
+ */
+async function appendEntry(layout: SessionLayout, id: string, entry: Buffer, durable: boolean): Promise<void> {
+  const index = packIndex(layout, id);
+  const dir = layout.packs(id);
+  let segment = index.segments.at(-1);
+  let made = false;
+  let fd: number;
+  if (!segment || segment.after === "damaged") {
+    const seq = (segment?.seq ?? 0) + 1;
+    const madeDir = !checkStoreFolderSync(id, dir);
+    if (madeDir) mkdirSync(dir, { recursive: true });
+    fd = openSegment(id, segmentPath(layout, id, seq), constants.O_RDWR | constants.O_CREAT | constants.O_EXCL);
+    segment = { seq, ino: fstatSync(fd).ino, end: 0, size: 0, after: "nothing" };
+    index.segments.push(segment);
+    made = true;
+    if (madeDir) await fsyncDir(layout.blobs(id)).catch(() => undefined);
+  } else fd = openSegment(id, segmentPath(layout, id, segment.seq), constants.O_RDWR);
+  try {
+    if (segment.after === "torn") ftruncateSync(fd, segment.end);
+    for (let written = 0; written < entry.length; )
+      written += writeSync(fd, entry, written, entry.length - written, segment.end + written);
+    const scan = scanSegment(entry, segment.end);
+    apply(index, segment.seq, scan.entries);
+    Object.assign(segment, { end: scan.end, size: scan.end, after: "nothing" });
+    if (durable) await fdatasyncAsync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  if (made && durable) await fsyncDir(dir);
+}
+
+/** Writes a blob's stored bytes into the pack; false when it already holds them whole (nothing written). */
+export async function writePacked(
+  layout: SessionLayout,
+  id: string,
+  hash: string,
+  stored: Uint8Array,
+  durable: boolean,
+): Promise<boolean> {
+  if (isPacked(layout, id, hash)) return false;
+  await appendEntry(layout, id, encodeEntry(BLOB, hash, stored), durable);
+  return true;
+}
+
+/** Makes packed blobs written without `durable` durable: each segment holding one, and the pack folder. */
+export async function syncPacked(layout: SessionLayout, id: string, hashes: readonly string[]): Promise<void> {
+  const index = packIndex(layout, id);
+  const seqs = new Set(hashes.map((hash) => index.live.get(hash)?.seq).filter((seq) => seq !== undefined));
+  if (seqs.size === 0) return;
+  await Promise.all([
+    ...[...seqs].map(async (seq) => {
+      const fd = openSegment(id, segmentPath(layout, id, seq), constants.O_RDONLY);
+      try {
+        await fdatasyncAsync(fd);
+      } finally {
+        closeSync(fd);
+      }
+    }),
+    fsyncDir(layout.packs(id)),
+    fsyncDir(layout.blobs(id)),
+  ]);
+}
+
+/**
+ * Deletes a packed blob, under the session lock: a deletion entry (not fsynced, like a loose blob's unlink),
+ * then, once dead entries are at least COMPACT_FROM_BYTES and half the pack, a compaction.
+ */
+export async function deletePacked(layout: SessionLayout, id: string, hash: string): Promise<void> {
+  if (!packIndex(layout, id).live.has(hash)) return;
+  await appendEntry(layout, id, encodeEntry(DELETION, hash), false);
+  const index = packIndex(layout, id);
+  const total = index.segments.reduce((sum, segment) => sum + segment.size, 0);
+  const dead = total - index.liveBytes;
+  if (dead >= COMPACT_FROM_BYTES && dead * 2 >= total) compactPack(layout, id);
+}
+
+/** Compacts the pack when it holds any dead bytes (`gc`: what it deleted is then freed). */
+export function compactPackIfDead(layout: SessionLayout, id: string): void {
+  const index = packIndex(layout, id);
+  const total = index.segments.reduce((sum, segment) => sum + segment.size, 0);
+  if (index.segments.length > 0 && total > index.liveBytes) compactPack(layout, id);
+}
+
+/**
+ * Rewrites the pack as one new segment holding only its live entries: written in blobs/.incoming/, fsynced,
+ * renamed in as the next number, the folder fsynced, then the older segments deleted, oldest first. A crash
+ * anywhere leaves either the old segments (and a temp file the next compaction removes) or the new one beside some:
+ * read in order, the new one names exactly what they held alive, so every reader sees the same blobs.
+ * Synchronous throughout, so no write of this process lands in a segment after it was copied.
+ */
+export function compactPack(layout: SessionLayout, id: string): void {
+  const index = packIndex(layout, id);
+  const dir = layout.packs(id);
+  const seq = (index.segments.at(-1)?.seq ?? 0) + 1;
+  const incoming = layout.incomingBlobs(id);
+  if (!checkStoreFolderSync(id, incoming)) mkdirSync(incoming, { recursive: true });
+  // What an earlier compaction killed mid-way left: under the lock, nobody's.
+  for (const name of readdirSync(incoming)) if (name.startsWith("pack-")) rmSync(join(incoming, name), { force: true });
+  const temp = join(incoming, `pack-${seq}-${randomBytes(4).toString("hex")}`);
+  const parts: Buffer[] = [];
+  for (const segment of index.segments) {
+    const fd = openSegment(id, segmentPath(layout, id, segment.seq), constants.O_RDONLY);
+    try {
+      for (const where of index.live.values())
+        if (where.seq === segment.seq) parts.push(readAt(fd, where.offset, ENTRY_HEADER_BYTES + where.length));
+    } finally {
+      closeSync(fd);
+    }
+  }
+  const fd = openSync(temp, "wx", 0o644);
+  try {
+    const bytes = Buffer.concat(parts);
+    for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written);
+    fsyncSync(fd);
+  } catch (error) {
+    closeSync(fd);
+    rmSync(temp, { force: true });
+    throw error;
+  }
+  closeSync(fd);
+  renameSync(temp, segmentPath(layout, id, seq));
+  const dirFd = openSync(dir, "r");
+  try {
+    fsyncSync(dirFd);
+  } finally {
+    closeSync(dirFd);
+  }
+  for (const segment of index.segments) unlinkSync(segmentPath(layout, id, segment.seq));
+  indexes.delete(dir);
+}
+
+/**
+ * Copies the packed ones of `hashes` from a session's pack into a new pack under `blobsDir` (a fork's staging
+ * folder), fsynced; returns the hashes it copied. A pack is never hard-linked: the two would share its appends.
+ */
+export function copyPackedInto(
+  layout: SessionLayout,
+  fromId: string,
+  blobsDir: string,
+  hashes: Iterable<string>,
+): Set<string> {
+  const index = packIndex(layout, fromId);
+  const copied = new Set<string>();
+  const parts: Buffer[] = [];
+  const fds = new Map<number, number>();
+  try {
+    for (const hash of hashes) {
+      const where = index.live.get(hash);
+      if (!where || copied.has(hash)) continue;
+      let fd = fds.get(where.seq);
+      if (fd === undefined) {
+        fd = openSegment(fromId, segmentPath(layout, fromId, where.seq), constants.O_RDONLY);
+        fds.set(where.seq, fd);
+      }
+      parts.push(readAt(fd, where.offset, ENTRY_HEADER_BYTES + where.length));
+      copied.add(hash);
+    }
+  } finally {
+    for (const fd of fds.values()) closeSync(fd);
+  }
+  if (parts.length === 0) return copied;
+  mkdirSync(join(blobsDir, "pack"), { recursive: true });
+  const fd = openSync(join(blobsDir, "pack", "00000001.pack"), "wx", 0o644);
+  try {
+    const bytes = Buffer.concat(parts);
+    for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  return copied;
+}

@@ -1,0 +1,214 @@
+// How a store writes events: each input checked against its type's schema and built into its envelope, with
+// its payload's JSON made now (outside the flush); the expected last sequence checked under the lock; and
+// group commit, in which appends that arrive while a write is in flight share the next write
+// (docs/ARCHITECTURE.md, "On disk").
+import type { z } from "zod";
+import type { Durability, LockedSession, SignalOption } from "../backend/types.js";
+import { EventTooLargeError, InvalidArgumentError, InvalidEventError, SequenceConflictError } from "../core/errors.js";
+import { FORMAT_VERSION, type StoredEvent } from "../core/events.js";
+import { lineBytesAtMost, rememberPayloadJson } from "../core/envelope.js";
+import { newId } from "../core/ids.js";
+import { payloadAsStored } from "../core/payload-json.js";
+import type { SessionLease } from "./lease.js";
+
+/** An event as a caller gives it: checked by {@link WritePath.toEvent} before anything is written. */
+export type EventInputLike = { type: string; payload: unknown };
+
+/** How a write goes: `groupCommit` lets an append share the next write with others queued. */
+export interface WriteOptions extends SignalOption {
+  groupCommit: boolean;
+  expectedLastSequence?: number;
+}
+
+/** What the write path needs of its store. */
+export interface WritePathConfig {
+  // A Map, not an object: a type named "constructor" or "__proto__" must not find Object's members.
+  schemas: ReadonlyMap<string, z.ZodType>;
+  maxEventBytes: number;
+  durability: Durability;
+  /** The session's lease (lease.ts): the one way this store takes a session's lock. */
+  lease: (id: string) => SessionLease;
+}
+
+/** An `append` waiting in the group-commit queue for the next write of its session. */
+type QueuedAppend = {
+  events: StoredEvent[];
+  resolve: (events: StoredEvent[]) => void;
+  reject: (error: unknown) => void;
+};
+
+/** The write path of one store: validation, the expected sequence, and its group-commit queues. */
+export class WritePath {
+  private readonly pending = new Map<string, QueuedAppend[]>();
+
+  constructor(private readonly config: WritePathConfig) {}
+
+  /** Validates `inputs`, then appends them: alone (under the lock, in order) or joining a group commit. */
+  async write(id: string, inputs: readonly EventInputLike[], options: WriteOptions): Promise<StoredEvent[]> {
+    options.signal?.throwIfAborted();
+    const events = this.toEvents(id, inputs);
+    if (events.length === 0) return [];
+    const expected = options.expectedLastSequence;
+    if (expected !== undefined && (!Number.isSafeInteger(expected) || expected < 0))
+      throw new InvalidArgumentError(
+        `expectedLastSequence must be a non-negative integer, not ${JSON.stringify(expected)}.`,
+      );
+    if (options.groupCommit) return this.joinGroupCommit(id, events);
+    return this.runInOrder(
+      id,
+      (locked) => {
+        if (expected !== undefined && locked.lastSequence !== expected)
+          throw new SequenceConflictError(id, expected, locked.lastSequence);
+        return this.appendLocked(locked, events);
+      },
+      options.signal,
+    );
+  }
+
+  /** Joins the session's open queue (or opens one): whoever runs next writes everything queued in one go. */
+  private joinGroupCommit(id: string, events: StoredEvent[]): Promise<StoredEvent[]> {
+    return new Promise<StoredEvent[]>((resolve, reject) => {
+      let queue = this.pending.get(id);
+      if (!queue) {
+        queue = [];
+        this.pending.set(id, queue);
+        this.flushWhenLocked(id, queue);
+      }
+      queue.push({ events, resolve, reject });
+    });
+  }
+
+  /** Writes `batch` once the lock is held, sealing it first: an append from then on opens the next batch. */
+  private flushWhenLocked(id: string, batch: QueuedAppend[]): void {
+    const seal = () => {
+      if (this.pending.get(id) === batch) this.pending.delete(id);
+    };
+    this.config
+      .lease(id)
+      .run(async (locked) => {
+        seal();
+        try {
+          // Separate appends sharing a write: each stands alone, so no batch mark ties them together.
+          const written = await this.appendLocked(
+            locked,
+            batch.flatMap((p) => p.events),
+            { separately: true },
+          );
+          let at = 0;
+          for (const p of batch) {
+            p.resolve(written.slice(at, at + p.events.length));
+            at += p.events.length;
+          }
+        } catch (error) {
+          for (const p of batch) p.reject(error);
+        }
+      })
+      .catch((error: unknown) => {
+        // The lock could not be taken: fail everything that was waiting for this write.
+        seal();
+        for (const p of batch) p.reject(error);
+      });
+  }
+
+  /**
+   * Queues locked work behind everything called before it. The open group-commit batch is
+   * sealed first: an append called after this work must not join a batch written before it.
+   */
+  runInOrder<T>(
+    id: string,
+    fn: (locked: LockedSession) => Promise<T>,
+    signal?: AbortSignal,
+    detectReentry = false,
+  ): Promise<T> {
+    this.pending.delete(id);
+    return this.config.lease(id).run(fn, signal, detectReentry);
+  }
+
+  /** Validates inputs and builds their envelopes, each payload serialized now, outside the flush. */
+  toEvents(id: string, inputs: readonly EventInputLike[]): StoredEvent[] {
+    const events = inputs.map((input, i) => this.toEvent(id, input, inputs.length > 1 ? i : undefined));
+    events.forEach((event, i) => {
+      const bytes = lineBytesAtMost(event);
+      if (bytes > this.config.maxEventBytes)
+        throw new EventTooLargeError(
+          event.type,
+          bytes,
+          this.config.maxEventBytes,
+          inputs.length > 1 ? ` (event ${i})` : "",
+        );
+    });
+    return events;
+  }
+
+  /**
+   * Appends events made by {@link toEvent} under a lock the caller holds, numbering them (in
+   * place: no copy per event on the group-commit path) after the log's last sequence.
+   */
+  async appendLocked(
+    locked: LockedSession,
+    events: StoredEvent[],
+    options: { separately?: boolean } = {},
+  ): Promise<StoredEvent[]> {
+    events.forEach((event, i) => {
+      event.sequence = locked.lastSequence + 1 + i;
+    });
+    await locked.append(events, { sync: this.config.durability !== "none", ...options });
+    return events;
+  }
+
+  /**
+   * Checks one event input against its schema and builds its envelope (sequence 0 until written).
+   * `final`: the payload is written as it is now, so its JSON is kept. The rewind fills in its
+   * marker's payload after building it (intent.ts): for it the JSON is made when written.
+   */
+  toEvent(sessionId: string, input: EventInputLike, index?: number, final = true): StoredEvent {
+    const where = index === undefined ? "" : ` (event ${index})`;
+    const stored = payloadAsStored(this.validPayload(input, where), where);
+    const event: StoredEvent = {
+      v: FORMAT_VERSION,
+      id: newId(),
+      sessionId,
+      sequence: 0,
+      type: input.type,
+      createdAt: new Date().toISOString(),
+      payload: stored.value,
+    };
+    if (final) rememberPayloadJson(event, stored.json);
+    return event;
+  }
+
+  /**
+   * The payload as its type's schema parses it, or INVALID_EVENT. The event will carry it as read back from
+   * its JSON, not the caller's object: what append returns is what a later read gives (docs/ARCHITECTURE.md,
+   * "Payloads are JSON").
+   */
+  private validPayload(input: EventInputLike, where: string): unknown {
+    if (typeof input !== "object" || input === null || typeof input.type !== "string")
+      throw new InvalidEventError(`An event needs a string "type" and a "payload"${where}.`);
+    const schema = this.config.schemas.get(input.type);
+    if (!schema)
+      throw new InvalidEventError(
+        `Unknown event type "${input.type}"${where}. ` +
+          `Register it: new SessionStore({ events: { ${input.type}: z.object({…}) } }).`,
+      );
+    let parsed;
+    try {
+      parsed = schema.safeParse(input.payload);
+    } catch (error) {
+      // A schema reading a getter that throws, or a refinement that throws: the payload's fault, said
+      // by its path where the JSON check finds it.
+      payloadAsStored(input.payload, where);
+      throw new InvalidEventError(`Invalid "${input.type}" payload${where}: checking it threw.`, [], { cause: error });
+    }
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message }));
+      throw new InvalidEventError(
+        `Invalid "${input.type}" payload${where}: ` +
+          `${issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join("; ")}.`,
+        issues,
+        { cause: parsed.error },
+      );
+    }
+    return parsed.data;
+  }
+}
