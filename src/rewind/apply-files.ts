@@ -303,7 +303,8 @@ async function restoreFile(
     try {
       await fh.writeFile(bytes);
       await giveOwner(record, where, (uid, gid) => fh.chown(uid, gid));
-      await fh.chmod(record.mode); // after writing (and chown, which clears set-id bits): open()'s mode is cut by the umask
+      // After writing (and chown, which clears set-id bits): open()'s mode is cut by the umask.
+      await fh.chmod(record.mode);
     } finally {
       await fh.close();
     }

@@ -217,7 +217,8 @@ describe("the log", () => {
         "same",
         range(1, 5).map((i) => ({ type: "message" as const, payload: { role: "assistant", content: `part ${i}` } })),
       );
-      await lockedAccess(store).withLockedSession("same", (locked) => locked.truncateAfter(4)); // inside the batch: closes it
+      // inside the batch: closes it
+      await lockedAccess(store).withLockedSession("same", (locked) => locked.truncateAfter(4));
     }
     const fsText = await readFile(join(root, "same", "events.jsonl"), "utf8");
     const rows = await schemas.admin().query<{ line: string }>(

@@ -19,8 +19,10 @@ export function useSchemas(prefix: string): { make: () => string; admin: () => p
   const made: string[] = [];
   let pool: pg.Pool | undefined;
   const admin = () => {
-    pool ??= new pg.Pool({ connectionString: pgUrl(), max: 2 });
-    pool.on("error", () => undefined);
+    if (pool === undefined) {
+      pool = new pg.Pool({ connectionString: pgUrl(), max: 2 });
+      pool.on("error", () => undefined); // once per pool: a listener at each call piled up
+    }
     return pool;
   };
   afterAll(async () => {

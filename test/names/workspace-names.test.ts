@@ -23,7 +23,7 @@ const deepTree = (name: string) =>
   `cd "$(printf '${name}-\\377')" && mkdir top && cd top && for i in $(seq 40); do ` +
   `mkdir ${"d".repeat(116)}$i && cd -P ${"d".repeat(116)}$i; done && echo bottom > f`;
 
-it("a workspace named with a byte that is not UTF-8 is created on, and a fork into such a folder counts a deep tree", async () => {
+it("a workspace with a non-UTF-8 byte in its name is created on; a fork into one counts a deep tree", async () => {
   base = await realpath(await tempDir("agent-tape-ws-names-"));
   const workspace = bad("ws");
   await mkdir(Buffer.from(`${base}/ws-\xff`, "latin1"));
