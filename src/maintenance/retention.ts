@@ -249,6 +249,8 @@ async function dropOldCheckpoints(
       const before = backend.sizeOf ? await backend.sizeOf(sessionId) : undefined;
       await raiseHorizon(locked, mark, horizon, throughId);
       await forEachLimited(blobsDropped, 8, (hash) => locked.deleteBlob(hash));
+      // A packed blob's bytes are freed only when its pack is rewritten: retention frees what it drops, as gc does.
+      if (blobsDropped.length > 0) await locked.compactBlobs?.();
       if (before !== undefined) trim.bytesFreed = Math.max(0, before - (await backend.sizeOf!(sessionId)));
       return trim;
     },
