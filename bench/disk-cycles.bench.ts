@@ -28,7 +28,7 @@ export const diskCyclesSuite: Suite = {
     const dir = await tempDir();
     const workspace = await makeWorkspace(join(dir, "workspace"), size);
     const { git } = await ShadowGit.create(join(dir, "shadow-git"), workspace.root);
-    const packed = new SessionStore({ root: join(dir, "store") });
+    const packed = new SessionStore({ backend: fsBackend({ root: join(dir, "store"), packBlobsUnder: 4096 }) });
     const loose = new SessionStore({ backend: fsBackend({ root: join(dir, "store-loose"), packBlobsUnder: 0 }) });
     try {
       const ours = new CheckpointStore(packed, { workspaceIndex: { maxFiles: 1_000_000 } });

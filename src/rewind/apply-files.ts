@@ -207,6 +207,7 @@ async function applyHeld(
         bytes,
         record.mode,
         (where) => unchangedNow(path, where, true),
+        record,
       );
     } catch {
       done = "async"; // the asynchronous form does it again, and says what went wrong

@@ -29,12 +29,13 @@ export async function restoreFileNow(
   bytes: Uint8Array,
   mode: number,
   unchanged: (where: string) => boolean,
+  owner: Owner = {},
 ): Promise<NowOutcome | typeof OUTSIDE> {
   return held.at(
     path,
     async (where) => {
       const tempName = temp(where);
-      if (!writeTempNow(where, tempName, bytes, mode)) return "async";
+      if (!writeTempNow(where, tempName, bytes, mode, owner)) return "async";
       try {
         // Looked at last, with the new bytes ready: the time left between the look and the rename is the least.
         if (!unchanged(where)) {
@@ -53,7 +54,7 @@ export async function restoreFileNow(
 }
 
 /** The temp's bytes, owner and mode; false (nothing made) when its name is taken: a crashed run's temp. */
-function writeTempNow(where: string, temp: string, bytes: Uint8Array, mode: number): boolean {
+function writeTempNow(where: string, temp: string, bytes: Uint8Array, mode: number, owner: Owner): boolean {
   let fd: number;
   try {
     fd = openSync(temp, CREATE_FLAGS, 0o600);
@@ -63,7 +64,7 @@ function writeTempNow(where: string, temp: string, bytes: Uint8Array, mode: numb
   }
   try {
     for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
-    keepOwnerNow(fd, where);
+    giveOwnerNow(fd, where, owner);
     fchmodSync(fd, mode); // after writing (and chown, which clears set-id bits): open()'s mode is cut by the umask
   } catch (error) {
     closeSync(fd);
@@ -99,17 +100,26 @@ export function deleteNow(where: string, unchanged: () => boolean): NowOutcome {
 const uid = process.getuid?.();
 const gid = process.getgid?.();
 
-/** As keepOwner in apply-files.ts: the owner of the name replaced, or of the folder where nothing is. */
-function keepOwnerNow(fd: number, where: string): void {
+/** The owner and group a file's record names; absent in records written before owners were. */
+export type Owner = { uid?: number | undefined; gid?: number | undefined };
+
+/**
+ * As giveOwner in apply-files.ts: the owner the record names, or, for a record without one, that of the name
+ * replaced, or of the folder where nothing is.
+ */
+function giveOwnerNow(fd: number, where: string, owner: Owner): void {
   if (uid === undefined) return;
-  let there;
-  try {
-    there = lstatSync(where);
-  } catch {
+  let there: { uid: number; gid: number } | undefined =
+    owner.uid === undefined ? undefined : { uid: owner.uid, gid: owner.gid ?? gid! };
+  if (there === undefined) {
     try {
-      there = statSync(dirname(where));
+      there = lstatSync(where);
     } catch {
-      return;
+      try {
+        there = statSync(dirname(where));
+      } catch {
+        return;
+      }
     }
   }
   if (there.uid === uid && there.gid === gid) return;

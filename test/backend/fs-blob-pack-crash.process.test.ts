@@ -20,7 +20,7 @@ const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest(
 describe("a pack writer killed at a random moment", () => {
   it("leaves every blob it wrote and did not start deleting whole, and a pack the next writer appends to", async () => {
     const root = await realpath(await tempDir("agent-tape-pack-crash-"));
-    const backend = fsBackend({ root, lockStaleMs: 1000 });
+    const backend = fsBackend({ root, lockStaleMs: 1000, packBlobsUnder: 4096 });
     await backend.createSession({ id: "s", createdAt: "2025-01-01T00:00:00.000Z" });
     const seen = { roundsWithSegmentsLeft: 0, roundsKilledInCompaction: 0, roundsWithTempLeft: 0 };
     for (let round = 0; round < ROUNDS; round++) {
@@ -49,7 +49,7 @@ describe("a pack writer killed at a random moment", () => {
       const segments = (await readdir(join(root, "s", "blobs", "pack"))).sort();
       if (segments.length > 1) seen.roundsWithSegmentsLeft++;
       // Read without the lock, as any reader may: each blob whole, under its name.
-      const reader = fsBackend({ root });
+      const reader = fsBackend({ root, packBlobsUnder: 4096 });
       for (const hash of wrote) {
         const bytes = await reader.readBlob("s", hash);
         expect(bytes && sha256(bytes), `round ${round}: ${hash}`).toBe(hash);

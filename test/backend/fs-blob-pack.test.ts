@@ -20,7 +20,7 @@ async function setup() {
   const root = join(base, "root");
   const workspace = join(base, "ws");
   await mkdir(workspace, { recursive: true });
-  const backend = fsBackend({ root });
+  const backend = fsBackend({ root, packBlobsUnder: 4096 });
   const store = openStore({ backend });
   const { id } = await store.create({ workspace });
   return { root, workspace, store, backend, id, checkpoints: new CheckpointStore(store, { afterState: false }) };
@@ -88,7 +88,7 @@ describe("fs backend: the blob pack", () => {
     const secondAt = pack.indexOf(Buffer.from(second!, "hex")) - 12;
     pack[secondAt + 9]! ^= 0xff; // its length
     await writeFile(segmentOf(root, id), pack);
-    const reader = fsBackend({ root });
+    const reader = fsBackend({ root, packBlobsUnder: 4096 });
     expect(await reader.readBlob(id, first!)).toEqual(blobs[0]);
     expect(await reader.readBlob(id, second!)).toBeUndefined();
     expect(await reader.readBlob(id, third!)).toBeUndefined();
@@ -96,7 +96,7 @@ describe("fs backend: the blob pack", () => {
     await writeBlobs(backend, id, [more]);
     expect((await readFile(segmentOf(root, id))).equals(pack)).toBe(true);
     expect(await readdir(join(root, id, "blobs", "pack"))).toEqual(["00000001.pack", "00000002.pack"]);
-    expect(await fsBackend({ root }).readBlob(id, sha256(more))).toEqual(more);
+    expect(await fsBackend({ root, packBlobsUnder: 4096 }).readBlob(id, sha256(more))).toEqual(more);
   });
 
   it("a torn tail (an entry cut short, or zeros) is not read; the next writer cuts it before appending", async () => {
@@ -107,13 +107,13 @@ describe("fs backend: the blob pack", () => {
       const hashes = await writeBlobs(backend, id, blobs);
       const whole = (await stat(segmentOf(root, id))).size;
       await appendFile(segmentOf(root, id), tail);
-      const reader = fsBackend({ root });
+      const reader = fsBackend({ root, packBlobsUnder: 4096 });
       expect((await reader.listBlobs(id)).sort()).toEqual([...hashes].sort());
       expect(await reader.readBlob(id, sha256(torn))).toBeUndefined();
       const next = Buffer.from(`next ${tail.length}\n`);
       await writeBlobs(backend, id, [next]);
       expect((await stat(segmentOf(root, id))).size).toBe(whole + 52 + next.length);
-      expect(await fsBackend({ root }).readBlob(id, sha256(next))).toEqual(next);
+      expect(await fsBackend({ root, packBlobsUnder: 4096 }).readBlob(id, sha256(next))).toEqual(next);
       for (const [i, hash] of hashes.entries()) expect(await backend.readBlob(id, hash)).toEqual(blobs[i]);
     }
   });
@@ -132,7 +132,7 @@ describe("fs backend: the blob pack", () => {
     const after = (await stat(join(root, id, "blobs", "pack", segments[0]!))).size;
     // Compacted once half was dead (about 150 live copied); the later deletions are 52-byte entries after them.
     expect(after).toBeLessThan(before * 0.55);
-    const reader = fsBackend({ root });
+    const reader = fsBackend({ root, packBlobsUnder: 4096 });
     expect((await reader.listBlobs(id)).sort()).toEqual(hashes.slice(250).sort());
     for (const [i, hash] of hashes.entries()) {
       if (i < 250) expect(await reader.readBlob(id, hash)).toBeUndefined();
@@ -145,7 +145,7 @@ describe("fs backend: the blob pack", () => {
     const loose = fsBackend({ root, packBlobsUnder: 0 });
     const old = Buffer.from("written before packs\n");
     await writeBlobs(loose, id, [old]);
-    const packing = fsBackend({ root });
+    const packing = fsBackend({ root, packBlobsUnder: 4096 });
     const fresh = Buffer.from("written into the pack\n");
     await writeBlobs(packing, id, [old, fresh]);
     expect(await readFile(join(root, id, "blobs", sha256(old).slice(0, 2), sha256(old)))).toEqual(old);

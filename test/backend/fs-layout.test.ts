@@ -52,7 +52,7 @@ describe("fs backend: what a session looks like on disk", () => {
 
   it("keeps small blobs in blobs/pack/00000001.pack, each behind its 52-byte entry header", async () => {
     const root = await tempDir();
-    const backend = fsBackend({ root });
+    const backend = fsBackend({ root, packBlobsUnder: 4096 });
     const a = blob("before the edit\n");
     const b = blob("another file\n");
     await backend.createSession({ id: "s1", createdAt: "2025-01-01T00:00:00.000Z" });
@@ -88,7 +88,7 @@ describe("fs backend: what a session looks like on disk", () => {
 
   it("getSession rebuilds a record from the log when session.json is gone, since the file is derived", async () => {
     const root = await tempDir();
-    const backend = fsBackend({ root });
+    const backend = fsBackend({ root, packBlobsUnder: 4096 });
     await backend.createSession({ id: "s1", createdAt: "2025-01-01T00:00:00.000Z", title: "lost" }, [event("s1", 1)]);
     await rm(join(root, "s1", "session.json"));
     const rebuilt = await backend.getSession("s1");
@@ -99,7 +99,7 @@ describe("fs backend: what a session looks like on disk", () => {
 
   it("listSessionIds ignores hidden folders (staging and trash) and stray files", async () => {
     const root = await tempDir();
-    const backend = fsBackend({ root });
+    const backend = fsBackend({ root, packBlobsUnder: 4096 });
     await backend.createSession({ id: "real", createdAt: "2025-01-01T00:00:00.000Z" });
     await mkdir(join(root, ".staging-real-1-2"));
     await mkdir(join(root, ".deleted-old-1-2"));
@@ -109,7 +109,7 @@ describe("fs backend: what a session looks like on disk", () => {
 
   it("sizeOf counts the bytes of the log, blobs and records", async () => {
     const root = await tempDir();
-    const backend = fsBackend({ root });
+    const backend = fsBackend({ root, packBlobsUnder: 4096 });
     await backend.createSession({ id: "s1", createdAt: "2025-01-01T00:00:00.000Z" });
     const empty = await backend.sizeOf!("s1");
     // Random bytes do not compress: the blob file is stored raw, all 10 000 bytes of it.

@@ -4,6 +4,7 @@ import { mkdir, readdir, readFile, realpath, rename, rm, symlink, writeFile } fr
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { fsBackend } from "../../src/backend/index.js";
 import { CheckpointStore, type SessionStore, rewind, verify } from "../../src/index.js";
 import { codeOf, filesBelow, within } from "../helpers/outcomes.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
@@ -44,7 +45,7 @@ async function scene(loose = true) {
   await writeFile(join(outside, ".incoming", "keep.txt"), "keep");
   await writeFile(join(outside, "ab", HASH), "looks like a blob");
   await writeFile(join(workspace, "f.txt"), v1);
-  const store = openStore({ root });
+  const store = openStore({ backend: fsBackend({ root, packBlobsUnder: 4096 }) });
   const { id } = await store.create({ workspace });
   const start = await store.append(id, { type: "message", payload: { role: "user", content: "go" } });
   const checkpoints = new CheckpointStore(store);
@@ -57,7 +58,7 @@ async function scene(loose = true) {
 }
 
 function reopen(root: string): SessionStore {
-  const store = openStore({ root, lockWaitMs: 2000 });
+  const store = openStore({ backend: fsBackend({ root, packBlobsUnder: 4096 }), lockWaitMs: 2000 });
   return store;
 }
 

@@ -11,7 +11,7 @@ import { compactPack } from "../../src/backend/fs/blob-pack.js";
 const [root, sessionId, count] = process.argv.slice(2);
 if (!root || !sessionId) throw new Error("usage: pack-writer root sessionId blobCount");
 
-const backend = fsBackend({ root, lockStaleMs: 1000 });
+const backend = fsBackend({ root, lockStaleMs: 1000, packBlobsUnder: 4096 });
 const locked = await backend.lock(sessionId);
 const written: string[] = [];
 for (let i = 0; i < Number(count ?? 2000); i++) {

@@ -69,7 +69,7 @@ describe("option errors are the CLI's own words", () => {
     const unknown = await cli(["list", "--colour", "--root", root]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe(
-      "agent-tape: `list` has no option --colour. Its options: --root, --json, --help, --version.\n" +
+      "agent-tape: `list` has no option --colour. Its options: --root, --store, --json, --help, --version.\n" +
         "Run `agent-tape list --help` for usage.\n",
     );
     const missing = await cli(["show", id, "--root", root, "--from"]);

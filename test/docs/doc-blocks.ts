@@ -97,6 +97,7 @@ function fromSources(code: string): string {
     .replace(/"agent-tape"/g, JSON.stringify(join(repository, "src/index.ts")))
     .replace(/"agent-tape\/testing"/g, JSON.stringify(join(repository, "src/testing/index.ts")))
     .replace(/"agent-tape\/postgres"/g, JSON.stringify(join(repository, "src/backend/postgres/index.ts")))
+    .replace(/"agent-tape\/backend"/g, JSON.stringify(join(repository, "src/backend/index.ts")))
     .replace(/"agent-tape\/([\w-]+)"/g, (_, name) => JSON.stringify(join(repository, `src/adapters/${name}/index.ts`)));
 }
 

@@ -170,6 +170,13 @@ console.log = (line: string) => logged.push(line);`,
         after: "console.log = log;\ndoc.state.logged = logged;",
         check: (state) => expect(state.logged).toEqual(["app.ts: modified"]),
       },
+      {
+        first: 'import { SessionStore } from "agent-tape";',
+        after: `const made = await store.create();
+doc.state.memoryLog = (await store.readAll(made.id)).length;
+await store.close();`,
+        check: (state) => expect(state.memoryLog).toBe(0),
+      },
     ],
     notRun: {
       'import { claudeSessionStore } from "agent-tape/claude-agent-sdk";':

@@ -56,7 +56,10 @@ export interface FsBackendOptions {
    * @default true
    */
   compressBlobs?: boolean;
-  /** Blobs stored in fewer bytes than this go into the session's pack (default 4096; 0: every blob its own file). */
+  /**
+   * Blobs stored in fewer bytes than this go into the session's pack (4096 packs what is under 4 KiB).
+   * @default 0 (each blob a file of its own)
+   */
   packBlobsUnder?: number;
 }
 

@@ -7,7 +7,7 @@ export class SessionLayout {
     /** Write new blobs compressed when that pays (blob-codec.ts). Reading handles both either way. */
     readonly compressBlobs = true,
     /** Write blobs stored in fewer than this many bytes into the session's pack (blob-pack.ts); 0: none. */
-    readonly packBlobsUnder = 4096,
+    readonly packBlobsUnder = 0,
   ) {}
   dir(id: string): string {
     return join(this.root, id);
