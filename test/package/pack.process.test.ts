@@ -104,11 +104,12 @@ describe("the packed package, installed into a fresh project", () => {
        import { mkdtempSync } from "node:fs"; import { tmpdir } from "node:os"; import { join } from "node:path";
        const root = join(mkdtempSync(join(tmpdir(), "agent-tape-pack-")), "s");
        const store = new SessionStore({ backend: fsBackend({ root }) });
-       await store.create({ id: "s1" }); await store.append("s1", { type: "note", payload: { b: 1, a: [2] } });
+       await store.create({ id: "s1" });
+       await store.append("s1", { type: "message", payload: { role: "user", content: "hi" } });
        const events = await store.readAll("s1");
        console.log(JSON.stringify(events.map((event) => [event.type, event.payload]))); await store.close();`,
     ]);
-    expect(run.stdout.trim()).toBe('[["note",{"a":[2],"b":1}]]');
+    expect(run.stdout.trim()).toBe('[["message",{"content":"hi","role":"user"}]]');
   });
 
   it("installs the CLI as a bin", async () => {
