@@ -1,4 +1,4 @@
-export { runBackendConformance } from "./backend-conformance.js";
+export { runBackendConformance, type BackendConformanceRun, type ConformanceAreaName } from "./backend-conformance.js";
 export { runSessionConformance } from "./sessions.js";
 export { runLogConformance } from "./log.js";
 export { runBlobConformance } from "./blobs.js";

@@ -5,29 +5,22 @@
 // puts back what the run had done. One round per loop mode (generateText, streamText).
 import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { INTERRUPTED, aiSdkTape } from "../../src/adapters/ai-sdk/index.js";
-import { SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { rewind, undoRewind } from "../../src/index.js";
 import { Child } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { textFilesOf } from "../helpers/workspace-tree.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 describe("agent-tape/ai-sdk, killed mid-tool", () => {
   for (const mode of ["generateText", "streamText"] as const) {
     it(`${mode}: resume gives the tape back as model messages; rewind before the 2nd call restores files`, async () => {
-      const base = await realpath(await temps.make("agent-tape-ai-sdk-crash-"));
+      const base = await realpath(await tempDir("agent-tape-ai-sdk-crash-"));
       const root = join(base, "sessions");
       const workspace = join(base, "ws");
       await mkdir(workspace);
       await writeFile(join(workspace, "todo.txt"), "- write the notes\n");
-      const setup = new SessionStore({ root });
+      const setup = openStore({ root });
       const { id } = await setup.create({ workspace });
       await setup.close();
 
@@ -39,8 +32,7 @@ describe("agent-tape/ai-sdk, killed mid-tool", () => {
       expect(ended.signal).toBe("SIGKILL");
       expect(ended.stdout).not.toContain("finished");
 
-      const store = new SessionStore({ root });
-      stores.push(store);
+      const store = openStore({ root });
       const messages = await aiSdkTape({ store, sessionId: id }).messages();
       expect(messages.map((m) => m.role)).toEqual([
         "user",

@@ -4,30 +4,25 @@
 import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { generateText, stepCountIs, streamText } from "ai";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { aiSdkTape } from "../../src/adapters/ai-sdk/index.js";
-import { SessionStore, isAgentTapeError, rewind } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { type SessionStore, isAgentTapeError, rewind } from "../../src/index.js";
 import { STEPS, TOUCHES, agentTools, scriptedModel } from "./ai-sdk-agent.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
 let root: string;
 let workspace: string;
 let store: SessionStore;
 let sessionId: string;
 
 beforeEach(async () => {
-  const base = await realpath(await temps.make("agent-tape-ai-sdk-"));
+  const base = await realpath(await tempDir("agent-tape-ai-sdk-"));
   root = join(base, "sessions");
   workspace = join(base, "ws");
   await mkdir(workspace);
   await writeFile(join(workspace, "todo.txt"), "- write the notes\n");
-  store = new SessionStore({ root });
+  store = openStore({ root });
   sessionId = (await store.create({ workspace })).id;
-});
-afterEach(async () => {
-  await store.close();
-  await temps.removeAll();
 });
 
 /** The tape as `type:detail`, for the event types the adapter writes. */
@@ -115,7 +110,7 @@ describe("agent-tape/ai-sdk", () => {
     await store.append(sessionId, { type: "message", payload: { role: "assistant", content: "One more." } });
     await store.append(sessionId, { type: "tool_call", payload: { callId: "lost", name: "bash", input: {} } });
 
-    const reopened = new SessionStore({ root });
+    const reopened = openStore({ root });
     try {
       const again = aiSdkTape({ store: reopened, sessionId });
       const messages = await again.messages();

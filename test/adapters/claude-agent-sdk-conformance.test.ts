@@ -11,15 +11,13 @@ import {
   claudeEvents,
   claudeSessionStore,
 } from "../../src/adapters/claude-agent-sdk/index.js";
-import { SessionStore, rewind } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { rewind } from "../../src/index.js";
 import { rounds } from "../helpers/rounds.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   await Promise.all(closers.splice(0).map((close) => close()));
-  await temps.removeAll();
 });
 
 /**
@@ -49,7 +47,7 @@ function recordingFold() {
 }
 
 async function open(options: { root?: string; fold?: ReturnType<typeof recordingFold>["fold"] } = {}) {
-  const root = options.root ?? join(await temps.make("agent-tape-claude-"), "sessions");
+  const root = options.root ?? join(await tempDir("agent-tape-claude-"), "sessions");
   const store = claudeSessionStore({
     root,
     ...(options.fold !== undefined && { foldSessionSummary: options.fold }),
@@ -142,8 +140,7 @@ describe("agent-tape/claude-agent-sdk, the SDK's SessionStore conformance cases"
     expect(batches).toEqual([["u3"]]);
 
     // A rewind takes entries off the tape: the summary is folded again from what is left.
-    const tapes = new SessionStore({ root, events: claudeEvents });
-    closers.push(() => tapes.close());
+    const tapes = openStore({ root, events: claudeEvents });
     await rewind(tapes, store.tapeSessionId(key), { toSequence: 1, mode: "conversation" });
     const [rewound] = await store.listSessionSummaries!(projectKey);
     expect(rewound).toEqual({

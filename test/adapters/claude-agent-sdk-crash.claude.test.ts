@@ -12,17 +12,15 @@ import { mkdir, readFile, realpath, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { claudeEvents } from "../../src/adapters/claude-agent-sdk/index.js";
-import { SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { rewind, undoRewind } from "../../src/index.js";
 import { Child, childrenKilledAfterEach, runChild } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { textFilesOf, treeOf } from "../helpers/workspace-tree.js";
 import { CLAUDE_SDK_ENTRY } from "./claude-sdk-entry.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   await Promise.all(closers.splice(0).map((close) => close()));
-  await temps.removeAll();
 });
 const children = childrenKilledAfterEach();
 
@@ -53,7 +51,7 @@ function calls(entries: readonly Record<string, unknown>[] | null): string[] {
 
 describe("agent-tape/claude-agent-sdk, Claude Code killed mid-tool", () => {
   it("the transcript resumes from the tape; rewind before the 2nd call restores files; undo", async () => {
-    const base = await realpath(await temps.make("agent-tape-claude-crash-"));
+    const base = await realpath(await tempDir("agent-tape-claude-crash-"));
     const root = join(base, "sessions");
     const workspace = join(base, "ws");
     const marker = join(base, "in-tool");
@@ -82,14 +80,13 @@ describe("agent-tape/claude-agent-sdk, Claude Code killed mid-tool", () => {
     expect(atKill["todo.txt"]).toBeUndefined();
 
     // The transcript is on the tape up to the killed call; each call went call > checkpoint > result on it.
-    const lister = new SessionStore({ root });
+    const lister = openStore({ root });
     const tapes = await lister.list();
     await lister.close();
     expect(tapes).toHaveLength(1);
     const tapeId = tapes[0]!.id;
     expect(tapeId.endsWith(claudeSession)).toBe(true);
-    const store = new SessionStore({ root, events: claudeEvents });
-    closers.push(() => store.close());
+    const store = openStore({ root, events: claudeEvents });
     const loadTape = async () => {
       const found = (await store.readAll(tapeId, { types: ["claude_entry"] })).map((e) => e.payload.entry);
       return found as Record<string, unknown>[];

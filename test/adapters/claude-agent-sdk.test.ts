@@ -4,18 +4,16 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { claudeEvents, claudeSessionStore } from "../../src/adapters/claude-agent-sdk/index.js";
-import { SessionStore, rewind } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { rewind } from "../../src/index.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   await Promise.all(closers.splice(0).map((close) => close()));
-  await temps.removeAll();
 });
 
 async function open(root?: string) {
-  const at = root ?? join(await temps.make("agent-tape-claude-"), "sessions");
+  const at = root ?? join(await tempDir("agent-tape-claude-"), "sessions");
   const store = claudeSessionStore({ root: at });
   closers.push(() => store.close());
   return { store, root: at };
@@ -81,7 +79,7 @@ describe("agent-tape/claude-agent-sdk", () => {
     const { store, root } = await open();
     await store.append(key, [entry("u1", "one")]);
     await store.append(key, [entry("u2", "two"), entry("u3", "three")]);
-    const tape = new SessionStore({ root, events: claudeEvents });
+    const tape = openStore({ root, events: claudeEvents });
     try {
       await rewind(tape, store.tapeSessionId(key), { toSequence: 1, mode: "conversation" });
     } finally {
@@ -125,7 +123,7 @@ describe("agent-tape/claude-agent-sdk", () => {
     });
 
     it("deny a file call on a tape with no workspace; else call > checkpoint > result", async () => {
-      const base = await temps.make("agent-tape-claude-hooks-");
+      const base = await tempDir("agent-tape-claude-hooks-");
       const workspace = join(base, "ws");
       await mkdir(workspace);
       const noWorkspace = claudeSessionStore({ root: join(base, "a") });
@@ -146,8 +144,7 @@ describe("agent-tape/claude-agent-sdk", () => {
       expect(await hooks.PreToolUse[0]!.hooks[0]!(input, "toolu_1", { signal })).toEqual({});
       await writeFile(join(workspace, "notes.md"), "x");
       await hooks.PostToolUse[0]!.hooks[0]!({ ...input, tool_response: { type: "create" } }, "toolu_1", { signal });
-      const tape = new SessionStore({ root: join(base, "b"), events: claudeEvents });
-      closers.push(() => tape.close());
+      const tape = openStore({ root: join(base, "b"), events: claudeEvents });
       const types = (await tape.readAll(withWorkspace.tapeSessionId(key))).map((e) => e.type);
       expect(types).toEqual([
         "claude_entry",

@@ -7,21 +7,15 @@
 import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Agent, type AgentInputItem, run, setTracingDisabled } from "@openai/agents";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { INTERRUPTED, openaiAgentsEvents, openaiAgentsTape } from "../../src/adapters/openai-agents/index.js";
-import { SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { rewind, undoRewind } from "../../src/index.js";
 import { Child } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { textFilesOf, treeOf } from "../helpers/workspace-tree.js";
 import { TOUCHES, agentTools, scriptedModel } from "./openai-agents-agent.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 setTracingDisabled(true);
-const temps = new TempRoots();
-const stores: SessionStore<typeof openaiAgentsEvents>[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
 
 /** An item as `type:detail`, to compare lists of them. */
 function short(item: AgentInputItem): string {
@@ -33,12 +27,12 @@ function short(item: AgentInputItem): string {
 describe("agent-tape/openai-agents, killed mid-tool", () => {
   for (const mode of ["run", "stream"] as const) {
     it(`${mode}: getItems resumes from the tape; rewind before the 2nd call restores files; undo`, async () => {
-      const base = await realpath(await temps.make("agent-tape-openai-agents-crash-"));
+      const base = await realpath(await tempDir("agent-tape-openai-agents-crash-"));
       const root = join(base, "sessions");
       const workspace = join(base, "ws");
       await mkdir(workspace);
       await writeFile(join(workspace, "todo.txt"), "- write the notes\n");
-      const setup = new SessionStore({ root, events: openaiAgentsEvents });
+      const setup = openStore({ root, events: openaiAgentsEvents });
       const { id } = await setup.create({ workspace });
       await setup.close();
 
@@ -53,8 +47,7 @@ describe("agent-tape/openai-agents, killed mid-tool", () => {
       expect(atKill["todo.txt"]).toBeUndefined();
 
       // A new process: the Session reads the conversation back from the tape, t4 answered as interrupted.
-      const store = new SessionStore({ root, events: openaiAgentsEvents });
-      stores.push(store);
+      const store = openStore({ root, events: openaiAgentsEvents });
       const tape = openaiAgentsTape({ store, sessionId: id });
       const items = await tape.session.getItems();
       const t23 = ["function_call_result:t2", "function_call_result:t3"];

@@ -5,27 +5,22 @@
 import { mkdir, readFile, realpath, readdir } from "node:fs/promises";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { beforeEach, expect, it } from "vitest";
 import { openaiAgentsEvents, openaiAgentsTape } from "../../src/adapters/openai-agents/index.js";
-import { SessionStore, isAgentTapeError } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { type SessionStore, isAgentTapeError } from "../../src/index.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
 let base: string;
 let workspace: string;
 let store: SessionStore<typeof openaiAgentsEvents>;
 let sessionId: string;
 
 beforeEach(async () => {
-  base = await realpath(await temps.make("agent-tape-openai-outside-"));
+  base = await realpath(await tempDir("agent-tape-openai-outside-"));
   workspace = join(base, "ws");
   await mkdir(workspace);
-  store = new SessionStore({ root: join(base, "sessions"), events: openaiAgentsEvents });
+  store = openStore({ root: join(base, "sessions"), events: openaiAgentsEvents });
   sessionId = (await store.create({ workspace })).id;
-});
-afterEach(async () => {
-  await store.close();
-  await temps.removeAll();
 });
 
 function writeTool() {

@@ -5,39 +5,31 @@
 import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Agent, type AgentInputItem, run, setTracingDisabled } from "@openai/agents";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { INTERRUPTED, openaiAgentsEvents, openaiAgentsTape } from "../../src/adapters/openai-agents/index.js";
-import { SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { type SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
 import { TOUCHES, TURNS, agentTools, scriptedModel } from "./openai-agents-agent.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 setTracingDisabled(true);
-const temps = new TempRoots();
 let root: string;
 let workspace: string;
 let store: SessionStore<typeof openaiAgentsEvents>;
 let sessionId: string;
-const stores: SessionStore<any>[] = [];
 
 beforeEach(async () => {
-  const base = await realpath(await temps.make("agent-tape-openai-agents-"));
+  const base = await realpath(await tempDir("agent-tape-openai-agents-"));
   root = join(base, "sessions");
   workspace = join(base, "ws");
   await mkdir(workspace);
   await writeFile(join(workspace, "todo.txt"), "- write the notes\n");
-  store = new SessionStore({ root, events: openaiAgentsEvents });
-  stores.push(store);
+  store = openStore({ root, events: openaiAgentsEvents });
   sessionId = (await store.create({ workspace })).id;
-});
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
 });
 
 /** Another reader of the same tape, as a second process would be. */
 function otherStore() {
-  const other = new SessionStore({ root, events: openaiAgentsEvents });
-  stores.push(other);
+  const other = openStore({ root, events: openaiAgentsEvents });
   return other;
 }
 

@@ -3,31 +3,24 @@
 // in the name of an internal function.
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { aiSdkTape } from "../../src/adapters/ai-sdk/index.js";
 import { claudeSessionStore } from "../../src/adapters/claude-agent-sdk/index.js";
 import { openaiAgentsEvents, openaiAgentsTape } from "../../src/adapters/openai-agents/index.js";
-import { CheckpointStore, SessionStore, withCheckpoints } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { CheckpointStore, withCheckpoints } from "../../src/index.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
 let root: string;
 let workspace: string;
-const stores: SessionStore<any>[] = [];
 beforeEach(async () => {
-  const base = await temps.make("agent-tape-setup-");
+  const base = await tempDir("agent-tape-setup-");
   root = join(base, "sessions");
   workspace = join(base, "ws");
   await mkdir(workspace);
 });
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
 
 function open<E extends Record<string, never>>(events?: E) {
-  const store = new SessionStore(events ? { root, events } : { root });
-  stores.push(store);
+  const store = openStore(events ? { root, events } : { root });
   return store;
 }
 
@@ -51,8 +44,7 @@ describe("a store without the adapter's event types", () => {
   });
 
   it("a store that knows them, with the user's own types besides, is taken", async () => {
-    const store = new SessionStore({ root, events: { ...openaiAgentsEvents } });
-    stores.push(store);
+    const store = openStore({ root, events: { ...openaiAgentsEvents } });
     const { id } = await store.create({ workspace });
     expect(() => openaiAgentsTape({ store, sessionId: id })).not.toThrow();
   });

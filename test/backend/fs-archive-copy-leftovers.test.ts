@@ -4,18 +4,15 @@
 // reports it), unless a rewind intent is pending: the intent's own copy has no record yet.
 import { readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, expect, it } from "vitest";
-import { SessionStore, gc, rewind, verify } from "../../src/index.js";
+import { expect, it } from "vitest";
+import { gc, rewind, verify } from "../../src/index.js";
 import { findLeftovers } from "../../src/backend/fs/leftovers.js";
 import { SessionLayout } from "../../src/backend/fs/layout.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 async function rewound() {
-  const root = await temps.make("agent-tape-archive-leftover-");
-  const store = new SessionStore({ root });
+  const root = await tempDir("agent-tape-archive-leftover-");
+  const store = openStore({ root });
   const { id } = await store.create();
   for (let i = 0; i < 5; i++) await store.append(id, { type: "message", payload: { role: "user", content: `m${i}` } });
   await rewind(store, id, { toSequence: 2, mode: "conversation" });

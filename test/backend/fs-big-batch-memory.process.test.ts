@@ -6,16 +6,14 @@
 // cut bigger than the hold (docs/ARCHITECTURE.md, "On disk", batches).
 import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { HOLD_EVENTS } from "../../src/backend/fs/whole-batches.js";
-import { SessionStore, isAgentTapeError } from "../../src/index.js";
+import { isAgentTapeError } from "../../src/index.js";
 import { appendBatch, appendSingles, endOfLine, newSession } from "../helpers/big-batch.js";
 import { Child, childrenKilledAfterEach, runChild } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { rounds } from "../helpers/rounds.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
 // ~100 MB of lines: held whole, ~300 MB of events. The size is what this proves: with the hold taken away, a batch
@@ -45,7 +43,7 @@ describe("a reader's memory over a batch far bigger than the hold", () => {
   it(`reading ${EVENTS.toLocaleString("en")} events of one batch peaks within ${RATIO}x of as many unmarked`, {
     timeout: 300_000,
   }, async () => {
-    const root = await temps.make("agent-tape-big-batch-memory-");
+    const root = await tempDir("agent-tape-big-batch-memory-");
     const batched = await newSession(root, "batched");
     await appendBatch(batched.backend, batched.id, 1, EVENTS);
     const singles = await newSession(root, "singles");
@@ -71,7 +69,7 @@ describe(`a writer killed with SIGKILL inside a batch far bigger than the hold (
   it("leaves a batch no reader sees, read in bounded memory, and the next lock holder cuts it", {
     timeout: 300_000,
   }, async () => {
-    const root = await temps.make("agent-tape-big-batch-killed-");
+    const root = await tempDir("agent-tape-big-batch-killed-");
     // The baseline: a reader of as many events as the batch could hold, none of them marked.
     const singles = await newSession(root, "singles");
     await appendSingles(singles.backend, singles.id, 1, EVENTS);
@@ -106,7 +104,7 @@ describe(`a writer killed with SIGKILL inside a batch far bigger than the hold (
       );
       expect(ratio, `round ${round}: ${read.peakRssMB} MB vs ${unmarked.peakRssMB} MB`).toBeLessThanOrEqual(RATIO);
 
-      const store = new SessionStore({ root, lockStaleMs: 2000 });
+      const store = openStore({ root, lockStaleMs: 2000 });
       expect(await store.head(id)).toBe(BEFORE);
       expect((await store.readAll(id)).map((e) => e.sequence)).toEqual(Array.from({ length: BEFORE }, (_, i) => i + 1));
       const next = await store.append(id, { type: "message", payload: { role: "user", content: "after" } });
@@ -120,9 +118,9 @@ describe(`a writer killed with SIGKILL inside a batch far bigger than the hold (
 
 describe(`readers racing rewinds and undos of a cut bigger than the hold (${RACE_ROUNDS} rewind + undo rounds)`, () => {
   it("every read is a tape the session had, or TAPE_REWOUND: never part of a batch", { timeout: 300_000 }, async () => {
-    const root = resolve(await temps.make("agent-tape-big-batch-race-"));
+    const root = resolve(await tempDir("agent-tape-big-batch-race-"));
     const cut = HOLD_EVENTS + 2000; // each undo puts the cut back as one batch, past the hold
-    const store = new SessionStore({ root });
+    const store = openStore({ root });
     const { id } = await store.create();
     const total = cut + 200;
     for (let from = 0; from < total; from += 1000)

@@ -6,7 +6,7 @@
 // of a batch, across damage, cuts in place, a writer still writing and one killed mid-write.
 import { appendFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/fs/fs-backend.js";
 const HOLD_EVENTS = 4096;
 import type { StorageBackend } from "../../src/backend/types.js";
@@ -21,14 +21,7 @@ import {
   newSession,
   storedEvent,
 } from "../helpers/big-batch.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const backends: StorageBackend[] = [];
-afterEach(async () => {
-  for (const backend of backends.splice(0)) await backend.close();
-  await temps.removeAll();
-});
+import { closeAfter, tempDir } from "../helpers/fixture.js";
 
 const BEFORE = 10; // single events before the batch
 const FIRST = BEFORE + 1;
@@ -39,9 +32,9 @@ const PIECE_BOUND = HOLD_EVENTS + 512;
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 async function session(): Promise<{ backend: StorageBackend; id: string; root: string; log: string }> {
-  const root = await temps.make("agent-tape-big-batches-");
+  const root = await tempDir("agent-tape-big-batches-");
   const { backend, id } = await newSession(root);
-  backends.push(backend);
+  closeAfter(backend);
   await appendSingles(backend, id, 1, BEFORE);
   return { backend, id, root, log: join(root, id, "events.jsonl") };
 }
@@ -109,9 +102,9 @@ describe("a finished batch bigger than the hold", () => {
   });
 
   it("a batch whose lines are long (past the hold's bytes) comes out in pieces too", async () => {
-    const root = await temps.make("agent-tape-big-batches-");
+    const root = await tempDir("agent-tape-big-batches-");
     const { backend, id } = await newSession(root);
-    backends.push(backend);
+    closeAfter(backend);
     const locked = await backend.lock(id);
     // 64 events of 300 KB: 19 MB, past the 8 MB a reader holds, however few the events.
     async function* long(): AsyncGenerator<StoredEvent> {
@@ -154,7 +147,7 @@ describe("an unfinished batch bigger than the hold (its writer killed mid-write)
     // The reader is paused holding the start of the batch. Another process's store takes the lock (cutting
     // the unfinished batch) and appends past where the reader's next read starts.
     const other = fsBackend({ root });
-    backends.push(other);
+    closeAfter(other);
     await appendSingles(other, id, FIRST, FIRST + 2000, "new");
     const seen: StoredEvent[] = [];
     let error: unknown;
@@ -262,7 +255,7 @@ describe("a batch bigger than the hold, cut while a reader streams it", () => {
     const { reader, seen } = await pausedReader(backend, id, BEFORE + HOLD_EVENTS + 100);
     expect(seen.length).toBeLessThan(LAST); // mid-batch: handed out before its end was read
     const other = fsBackend({ root });
-    backends.push(other);
+    closeAfter(other);
     const locked = await other.lock(id);
     await locked.truncateAfter(BEFORE);
     await locked.release();
@@ -277,7 +270,7 @@ describe("a batch bigger than the hold, cut while a reader streams it", () => {
     await appendBatch(backend, id, FIRST, LAST);
     const { reader, seen } = await pausedReader(backend, id, BEFORE + HOLD_EVENTS + 100);
     const other = fsBackend({ root });
-    backends.push(other);
+    closeAfter(other);
     const locked = await other.lock(id);
     await locked.truncateAfter(FIRST + HOLD_EVENTS);
     await locked.release();

@@ -5,18 +5,11 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateRawSync } from "node:zlib";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, isAgentTapeError } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { isAgentTapeError } from "../../src/index.js";
 import { fsBackend, memoryBackend } from "../../src/backend/index.js";
 import { readVerifiedBlob } from "../../src/blobs/store-then-reference.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 const sha256 = (bytes: Buffer | string) => createHash("sha256").update(bytes).digest("hex");
 
@@ -27,10 +20,9 @@ function header(method: number, length: number): Buffer {
 }
 
 async function session() {
-  const root = join(await temps.make("agent-tape-caps-"), "root");
+  const root = join(await tempDir("agent-tape-caps-"), "root");
   const backend = fsBackend({ root });
-  const store = new SessionStore({ backend });
-  stores.push(store);
+  const store = openStore({ backend });
   const { id } = await store.create({});
   const plant = async (hash: string, bytes: Buffer) => {
     await mkdir(join(root, id, "blobs", hash.slice(0, 2)), { recursive: true });
@@ -88,8 +80,7 @@ describe("a blob read with the length its snapshot recorded", () => {
   });
 
   it("the memory backend cuts a longer blob the same way", async () => {
-    const store = new SessionStore({ backend: memoryBackend() });
-    stores.push(store);
+    const store = openStore({ backend: memoryBackend() });
     const { id } = await store.create({});
     const locked = await store.backend.lock(id);
     const content = Buffer.from("0123456789");

@@ -2,18 +2,11 @@ import { createHash, randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateRawSync } from "node:zlib";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind, verify } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, isAgentTapeError, rewind, verify } from "../../src/index.js";
 import { fsBackend } from "../../src/backend/index.js";
 import { readVerifiedBlob } from "../../src/blobs/store-then-reference.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 const sha256 = (bytes: Buffer | string) => createHash("sha256").update(bytes).digest("hex");
 const MAGIC = Buffer.from([0x00, 0x61, 0x74, 0x7a]);
@@ -27,7 +20,7 @@ function sourceText(lines: number): string {
 }
 
 async function setup(options: { compressBlobs?: boolean; root?: string; workspace?: string } = {}) {
-  const base = await temps.make("agent-tape-compress-");
+  const base = await tempDir("agent-tape-compress-");
   const root = options.root ?? join(base, "root");
   const workspace = options.workspace ?? join(base, "workspace");
   await mkdir(workspace, { recursive: true });
@@ -36,8 +29,7 @@ async function setup(options: { compressBlobs?: boolean; root?: string; workspac
     packBlobsUnder: 0, // every blob its own file: the loose format is what is tested here (packs: fs-blob-pack)
     ...(options.compressBlobs !== undefined && { compressBlobs: options.compressBlobs }),
   });
-  const store = new SessionStore({ backend });
-  stores.push(store);
+  const store = openStore({ backend });
   return { root, workspace, store, backend, checkpoints: new CheckpointStore(store, { afterState: false }) };
 }
 

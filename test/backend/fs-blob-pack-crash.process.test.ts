@@ -1,15 +1,13 @@
 import { createHash, randomBytes, randomInt } from "node:crypto";
 import { readdir, readFile, realpath } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/index.js";
 import { scanSegment } from "../../src/backend/fs/pack-format.js";
 import { childrenKilledAfterEach, Child } from "../helpers/children.js";
 import { rounds } from "../helpers/rounds.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach(); // registered last, so it runs first: children die before their folders go
 
 // 3 rounds in `npm test`, 12 when soaking (test/helpers/rounds.ts). Checked against a compaction that deleted the
@@ -21,7 +19,7 @@ const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest(
 
 describe("a pack writer killed at a random moment", () => {
   it("leaves every blob it wrote and did not start deleting whole, and a pack the next writer appends to", async () => {
-    const root = await realpath(await temps.make("agent-tape-pack-crash-"));
+    const root = await realpath(await tempDir("agent-tape-pack-crash-"));
     const backend = fsBackend({ root, lockStaleMs: 1000, packBlobsUnder: 4096 });
     await backend.createSession({ id: "s", createdAt: "2025-01-01T00:00:00.000Z" });
     const seen = { roundsWithSegmentsLeft: 0, roundsKilledInCompaction: 0, roundsWithTempLeft: 0 };

@@ -1,35 +1,27 @@
 import { createHash, randomBytes } from "node:crypto";
 import { appendFile, mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/index.js";
-import { CheckpointStore, SessionStore, rewind, verify } from "../../src/index.js";
+import { CheckpointStore, rewind, verify } from "../../src/index.js";
 import { readVerifiedBlob } from "../../src/blobs/store-then-reference.js";
 import { encodeEntry, BLOB } from "../../src/backend/fs/pack-format.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // The pack (src/backend/fs/blob-pack.ts; docs/format.md, "Blob packs"): small blobs appended together, read by
 // offset, their damage seen as a loose blob's is, a crash's torn tail cut, deletions compacted.
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
 
 const sha256 = (bytes: Uint8Array | string) => createHash("sha256").update(bytes).digest("hex");
 const segmentOf = (root: string, id: string, n = 1) =>
   join(root, id, "blobs", "pack", `${String(n).padStart(8, "0")}.pack`);
 
 async function setup() {
-  const base = await temps.make("agent-tape-pack-");
+  const base = await tempDir("agent-tape-pack-");
   const root = join(base, "root");
   const workspace = join(base, "ws");
   await mkdir(workspace, { recursive: true });
   const backend = fsBackend({ root, packBlobsUnder: 4096 });
-  const store = new SessionStore({ backend });
-  stores.push(store);
+  const store = openStore({ backend });
   const { id } = await store.create({ workspace });
   return { root, workspace, store, backend, id, checkpoints: new CheckpointStore(store, { afterState: false }) };
 }

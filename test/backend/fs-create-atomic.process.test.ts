@@ -1,18 +1,16 @@
 import { readdir } from "node:fs/promises";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/fs/fs-backend.js";
 import { isAgentTapeError } from "../../src/core/errors.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { events, readAll } from "../helpers/stored-events.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { tempDir } from "../helpers/fixture.js";
 
-const temp = new TempRoots();
-afterEach(() => temp.removeAll());
 const children = childrenKilledAfterEach();
 
 describe("fs backend: createSession is all at once", () => {
   it("callers racing for one id: one wins, the others get SESSION_EXISTS, no staging folder is left", async () => {
-    const root = await temp.make();
+    const root = await tempDir();
     const backend = fsBackend({ root });
     const outcomes = await Promise.allSettled(
       ["first", "second", "third"].map((title) =>
@@ -30,7 +28,7 @@ describe("fs backend: createSession is all at once", () => {
   it("a process killed mid-create leaves each session absent or complete, every resolved one there", async () => {
     const perSession = 2000;
     for (let round = 0; round < 4; round++) {
-      const root = await temp.make();
+      const root = await tempDir();
       const child = new Child("create-sessions.ts", [root, String(perSession)]);
       children.push(child);
       await child.waitForLine(() => true);

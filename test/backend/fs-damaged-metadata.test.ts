@@ -1,20 +1,13 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, isAgentTapeError, verify } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { isAgentTapeError, verify } from "../../src/index.js";
 import { cli } from "../cli/harness.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // A session.json or rewind intent that is not what the library wrote (garbage, empty,
 // `{}`) once threw a raw SyntaxError from every call while `verify` said intact. Now each call fails
 // with a typed error naming the file (the parse error as its cause), and verify reports it.
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
 
 const damage: [string, string][] = [
   ["garbage", "{not json"],
@@ -24,9 +17,8 @@ const damage: [string, string][] = [
 ];
 
 async function sessionWith(file: (root: string, id: string) => string, text: string) {
-  const root = await temps.make();
-  const store = new SessionStore({ root, lockIdleMs: 0 });
-  stores.push(store);
+  const root = await tempDir();
+  const store = openStore({ root, lockIdleMs: 0 });
   const { id } = await store.create();
   await store.append(id, { type: "message", payload: { role: "user", content: "kept" } });
   const path = file(root, id);

@@ -1,14 +1,11 @@
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/fs/fs-backend.js";
 import type { SessionRecord } from "../../src/backend/types.js";
 import { event, readAll } from "../helpers/stored-events.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temp = new TempRoots();
-afterEach(() => temp.removeAll());
+import { tempDir } from "../helpers/fixture.js";
 
 function blob(text: string): { hash: string; bytes: Buffer } {
   const bytes = Buffer.from(text);
@@ -17,7 +14,7 @@ function blob(text: string): { hash: string; bytes: Buffer } {
 
 describe("fs backend: what a session looks like on disk", () => {
   it("keeps events.jsonl, session.json, blobs/<first byte>/<hash>, records/<name>.json in its folder", async () => {
-    const root = await temp.make();
+    const root = await tempDir();
     const backend = fsBackend({ root, packBlobsUnder: 0 }); // a blob of its own (packs: the next test)
     const record: SessionRecord = {
       id: "s1",
@@ -54,7 +51,7 @@ describe("fs backend: what a session looks like on disk", () => {
   });
 
   it("keeps small blobs in blobs/pack/00000001.pack, each behind its 52-byte entry header", async () => {
-    const root = await temp.make();
+    const root = await tempDir();
     const backend = fsBackend({ root, packBlobsUnder: 4096 });
     const a = blob("before the edit\n");
     const b = blob("another file\n");
@@ -73,7 +70,7 @@ describe("fs backend: what a session looks like on disk", () => {
   });
 
   it("stores blob files read-only, in the session and in a fork's copy", async () => {
-    const root = await temp.make();
+    const root = await tempDir();
     const backend = fsBackend({ root, packBlobsUnder: 0 });
     const a = blob("snapshot bytes");
     await backend.createSession({ id: "parent", createdAt: "2025-01-01T00:00:00.000Z" });
@@ -90,7 +87,7 @@ describe("fs backend: what a session looks like on disk", () => {
   });
 
   it("getSession rebuilds a record from the log when session.json is gone, since the file is derived", async () => {
-    const root = await temp.make();
+    const root = await tempDir();
     const backend = fsBackend({ root, packBlobsUnder: 4096 });
     await backend.createSession({ id: "s1", createdAt: "2025-01-01T00:00:00.000Z", title: "lost" }, [event("s1", 1)]);
     await rm(join(root, "s1", "session.json"));
@@ -101,7 +98,7 @@ describe("fs backend: what a session looks like on disk", () => {
   });
 
   it("listSessionIds ignores hidden folders (staging and trash) and stray files", async () => {
-    const root = await temp.make();
+    const root = await tempDir();
     const backend = fsBackend({ root, packBlobsUnder: 4096 });
     await backend.createSession({ id: "real", createdAt: "2025-01-01T00:00:00.000Z" });
     await mkdir(join(root, ".staging-real-1-2"));
@@ -111,7 +108,7 @@ describe("fs backend: what a session looks like on disk", () => {
   });
 
   it("sizeOf counts the bytes of the log, blobs and records", async () => {
-    const root = await temp.make();
+    const root = await tempDir();
     const backend = fsBackend({ root, packBlobsUnder: 4096 });
     await backend.createSession({ id: "s1", createdAt: "2025-01-01T00:00:00.000Z" });
     const empty = await backend.sizeOf!("s1");

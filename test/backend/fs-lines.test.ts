@@ -1,16 +1,14 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readLines } from "../../src/backend/fs/lines.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { tempDir } from "../helpers/fixture.js";
 
 // The chunked line reader with lines far longer than a chunk: each line comes out
 // exactly once, whole, with multi-byte characters split across chunk edges put back together.
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 
 async function logWith(content: string): Promise<string> {
-  const dir = join(await temps.make(), "session-1");
+  const dir = join(await tempDir(), "session-1");
   await mkdir(dir);
   const file = join(dir, "events.jsonl");
   await writeFile(file, content);

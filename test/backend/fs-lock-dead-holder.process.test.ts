@@ -3,13 +3,11 @@
 // waiter a wait of a few seconds: a waiter that waits for staleness gets LOCKED, one that takes over gets on.
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, isAgentTapeError } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { isAgentTapeError } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
 const staleMs = 60_000;
@@ -17,9 +15,9 @@ const say = (content: string) => ({ type: "message" as const, payload: { role: "
 
 /** A session whose last writer was killed (SIGKILL) right after its first append, its lease still held. */
 async function killedAfterWrite() {
-  const root = await temps.make();
-  const store = new SessionStore({ root });
-  const { id } = await store.create({ workspace: await temps.make() });
+  const root = await tempDir();
+  const store = openStore({ root });
+  const { id } = await store.create({ workspace: await tempDir() });
   await store.close();
   const writer = new Child("append-and-hold.ts", [root, id, String(staleMs)]);
   children.push(writer);
@@ -33,7 +31,7 @@ async function killedAfterWrite() {
 
 /** The outcome of one append by a new store that waits `waitMs` for the lock. */
 async function appendWaiting(root: string, id: string, waitMs: number) {
-  const store = new SessionStore({ root, lockStaleMs: staleMs, lockWaitMs: waitMs });
+  const store = openStore({ root, lockStaleMs: staleMs, lockWaitMs: waitMs });
   try {
     return (await store.append(id, say("the next process"))).sequence;
   } catch (error) {
@@ -45,7 +43,7 @@ async function appendWaiting(root: string, id: string, waitMs: number) {
 }
 
 async function sequences(root: string, id: string): Promise<number[]> {
-  const store = new SessionStore({ root });
+  const store = openStore({ root });
   try {
     const out: number[] = [];
     for await (const event of store.read(id)) out.push(event.sequence);
@@ -77,9 +75,9 @@ describe("fs backend: a lock whose holder died", { timeout: 120_000 }, () => {
   });
 
   it("a holder that is alive but stopped (SIGSTOP, so it refreshes nothing) keeps its lock: LOCKED", async () => {
-    const root = await temps.make();
-    const store = new SessionStore({ root });
-    const { id } = await store.create({ workspace: await temps.make() });
+    const root = await tempDir();
+    const store = openStore({ root });
+    const { id } = await store.create({ workspace: await tempDir() });
     await store.close();
     const holder = new Child("hold-session-lock.ts", [root, id, String(staleMs)]);
     children.push(holder);

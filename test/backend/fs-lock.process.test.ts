@@ -1,17 +1,15 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/fs/fs-backend.js";
 import { isAgentTapeError } from "../../src/core/errors.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { event, readAll } from "../helpers/stored-events.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { tempDir } from "../helpers/fixture.js";
 
-const temp = new TempRoots();
-afterEach(() => temp.removeAll());
 const children = childrenKilledAfterEach();
 
 describe("fs backend: the session lock across processes", () => {
   it("a lock held by another process is LOCKED here; once that process is killed, it is taken over", async () => {
-    const root = await temp.make();
+    const root = await tempDir();
     const staleMs = 2000;
     const backend = fsBackend({ root, lockStaleMs: staleMs });
     await backend.createSession({ id: "s1", createdAt: "2025-01-01T00:00:00.000Z" }, [event("s1", 1)]);

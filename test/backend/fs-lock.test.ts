@@ -1,18 +1,15 @@
 import { mkdir, rm, stat, utimes } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/fs/fs-backend.js";
 import { isAgentTapeError } from "../../src/core/errors.js";
 import { event } from "../helpers/stored-events.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temp = new TempRoots();
-afterEach(() => temp.removeAll());
+import { tempDir } from "../helpers/fixture.js";
 
 // Across real processes: fs-lock.process.test.ts.
 describe("fs backend: the session lock within one process", () => {
   it("two backends on one root exclude each other, as two processes would", async () => {
-    const root = await temp.make();
+    const root = await tempDir();
     const one = fsBackend({ root });
     const two = fsBackend({ root });
     await one.createSession({ id: "s1", createdAt: "2025-01-01T00:00:00.000Z" });
@@ -41,7 +38,7 @@ describe("fs backend: which lock folder is ours", () => {
   it("a lock folder replaced by another holder's is lost, even when the two folders' mtimes are equal", async () => {
     // proper-lockfile stamps a new lock with the next whole second + 5 ms, so two processes that take the lock
     // within the same second leave identical mtimes: the mtime alone cannot tell the two folders apart.
-    const root = await temp.make();
+    const root = await tempDir();
     const backend = fsBackend({ root, lockStaleMs: 2000 });
     await backend.createSession({ id: "s1", createdAt: "2025-01-01T00:00:00.000Z" });
     const held = await backend.lock("s1");
@@ -61,7 +58,7 @@ describe("fs backend: which lock folder is ours", () => {
   });
 
   it("a lease that lapsed while nobody took it is refreshed on the spot and stays held", async () => {
-    const root = await temp.make();
+    const root = await tempDir();
     const backend = fsBackend({ root, lockStaleMs: 2000 });
     await backend.createSession({ id: "s1", createdAt: "2025-01-01T00:00:00.000Z" });
     const held = await backend.lock("s1");

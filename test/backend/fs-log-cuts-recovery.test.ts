@@ -5,27 +5,18 @@
 // to bytes from after it (docs/ARCHITECTURE.md, "On disk": a cut in place).
 import { appendFile, readFile, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, isAgentTapeError, type StoredEvent } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { isAgentTapeError, type StoredEvent } from "../../src/index.js";
 import { fsBackend } from "../../src/backend/index.js";
 import { serializeEvent } from "../../src/core/envelope.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 const EVENTS = 3000;
 const CONTENT = 2000; // characters of a new event's content: it reaches past where the torn line ended
 
 async function longSession() {
-  const root = await temps.make("agent-tape-cut-recovery-");
-  const writer = new SessionStore({ root, durability: "none" });
-  const reader = new SessionStore({ root, durability: "none" });
-  stores.push(writer, reader);
+  const root = await tempDir("agent-tape-cut-recovery-");
+  const writer = openStore({ root, durability: "none" });
   const { id } = await writer.create();
   for (let i = 1; i <= EVENTS; i++)
     await writer.append(id, { type: "message", payload: { role: "user", content: `event ${i} `.padEnd(300, "z") } });
@@ -65,12 +56,10 @@ describe("cuts made by the next lock holder and by a failed append, against a pa
     // inside its content, so that its bytes and the new line's line up.
     const torn = lineLike(template, EVENTS + 1, "a".repeat(CONTENT));
     await appendFile(log, torn.slice(0, torn.indexOf('"content":"') + 200));
-    const reader = new SessionStore({ root, durability: "none" });
-    stores.push(reader);
+    const reader = openStore({ root, durability: "none" });
     const paused = reader.read(id)[Symbol.asyncIterator]();
     expect((await take(paused, EVENTS)).at(-1)!.sequence).toBe(EVENTS); // it has read the torn bytes too
-    const writer = new SessionStore({ root, durability: "none" });
-    stores.push(writer);
+    const writer = openStore({ root, durability: "none" });
     const appended = await writer.append(id, {
       type: "message",
       payload: { role: "user", content: "b".repeat(CONTENT) },
@@ -89,12 +78,10 @@ describe("cuts made by the next lock holder and by a failed append, against a pa
     const batch = { first: EVENTS + 1, last: EVENTS + 9 };
     const lines = [1, 2, 3].map((i) => lineLike(template, EVENTS + i, "a".repeat(CONTENT), batch));
     await appendFile(log, lines.join("").slice(0, -CONTENT)); // killed in the batch's third line
-    const reader = new SessionStore({ root, durability: "none" });
-    stores.push(reader);
+    const reader = openStore({ root, durability: "none" });
     const paused = reader.read(id)[Symbol.asyncIterator]();
     expect((await take(paused, EVENTS)).at(-1)!.sequence).toBe(EVENTS);
-    const writer = new SessionStore({ root, durability: "none" });
-    stores.push(writer);
+    const writer = openStore({ root, durability: "none" });
     const appended: StoredEvent[] = [];
     for (let i = 0; i < 3; i++)
       appended.push(
@@ -110,7 +97,7 @@ describe("cuts made by the next lock holder and by a failed append, against a pa
     const { root, id } = await longSession();
     const backend = fsBackend({ root });
     const locked = await backend.lock(id);
-    const template = (await new SessionStore({ root }).readAll(id)).at(-1)!;
+    const template = (await openStore({ root }).readAll(id)).at(-1)!;
     let pause!: () => void;
     const paused = new Promise<void>((resolve) => (pause = resolve));
     let go!: () => void;
@@ -129,8 +116,7 @@ describe("cuts made by the next lock holder and by a failed append, against a pa
     }
     const streaming = locked.appendStream!(failing(), { first: EVENTS + 1, last: EVENTS + 300 });
     await paused;
-    const reader = new SessionStore({ root, durability: "none" });
-    stores.push(reader);
+    const reader = openStore({ root, durability: "none" });
     const stream = reader.read(id)[Symbol.asyncIterator]();
     expect((await take(stream, EVENTS)).at(-1)!.sequence).toBe(EVENTS); // with batch lines held after it
     go();
@@ -150,8 +136,7 @@ describe("a cut record grown by hand", () => {
     const { root, id } = await longSession();
     const cuts = join(root, id, "events.cuts");
     await writeFile(cuts, "");
-    const reader = new SessionStore({ root, durability: "none" });
-    stores.push(reader);
+    const reader = openStore({ root, durability: "none" });
     const paused = reader.read(id)[Symbol.asyncIterator]();
     await take(paused, 100);
     await truncate(cuts, 5 * 1024 ** 3); // sparse: no disk, 5 GiB of zeros to a reader

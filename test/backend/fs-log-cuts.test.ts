@@ -3,27 +3,19 @@
 // the session, then resumed: they must give the tape as it is now, or TAPE_REWOUND, never a mix.
 import { appendFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, rewind, type StoredEvent } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { rewind, type StoredEvent } from "../../src/index.js";
 import { readLines } from "../../src/backend/fs/lines.js";
 import { keptEndFor } from "../../src/backend/fs/seek.js";
 import { codeOf } from "../helpers/outcomes.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 const EVENTS = 3000; // ~1 MB: many 64 KB reads
 
 async function longSession() {
-  const root = await temps.make("agent-tape-log-cuts-");
-  const writer = new SessionStore({ root, durability: "none" });
-  const reader = new SessionStore({ root, durability: "none" });
-  stores.push(writer, reader);
+  const root = await tempDir("agent-tape-log-cuts-");
+  const writer = openStore({ root, durability: "none" });
+  const reader = openStore({ root, durability: "none" });
   const { id } = await writer.create();
   // One event per append: no batch marks, so a rewind between any two is a cut in place.
   for (let i = 1; i <= EVENTS; i++)

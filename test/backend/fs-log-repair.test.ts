@@ -1,19 +1,16 @@
 import { appendFile, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/fs/fs-backend.js";
 import type { CorruptLine } from "../../src/backend/types.js";
 import { event, events, readAll } from "../helpers/stored-events.js";
 import { expectRejection } from "../helpers/expect-rejection.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temp = new TempRoots();
-afterEach(() => temp.removeAll());
+import { tempDir } from "../helpers/fixture.js";
 
 const created = "2025-01-01T00:00:00.000Z";
 
 async function sessionWith(count: number) {
-  const root = await temp.make();
+  const root = await tempDir();
   const backend = fsBackend({ root });
   await backend.createSession({ id: "s1", createdAt: created }, events("s1", count));
   return { backend, log: join(root, "s1", "events.jsonl") };

@@ -3,23 +3,15 @@
 // swept by the next lock holder and by gc. The failing write is real: a child process under `ulimit -f`.
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, gc } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { gc } from "../../src/index.js";
 import { runChild } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 /** A session whose log is ~720 KB: 600 messages of 1 KB, so keeping 590 of them copies far past 256 KiB. */
 async function longSession() {
-  const root = await temps.make("agent-tape-leftovers-");
-  const store = new SessionStore({ root, durability: "none" });
-  stores.push(store);
+  const root = await tempDir("agent-tape-leftovers-");
+  const store = openStore({ root, durability: "none" });
   const { id } = await store.create();
   const content = "x".repeat(1000);
   for (let i = 0; i < 6; i++)
@@ -77,8 +69,7 @@ describe("temp files a killed process left behind", () => {
       // and only such a cut copies the log; any other is made in place.
       const { root, id } = await longSession();
       await killedMidRewrite(root, id);
-      const store = new SessionStore({ root, lockStaleMs: 1000 });
-      stores.push(store);
+      const store = openStore({ root, lockStaleMs: 1000 });
       await store.append(id, { type: "message", payload: { role: "user", content: "next" } });
       expect(await tempFiles(root, id)).toEqual([]);
       await store.close();
@@ -87,8 +78,7 @@ describe("temp files a killed process left behind", () => {
 
   it("are swept by gc, and counted", async () => {
     const { root, id } = await longSession();
-    const store = new SessionStore({ root, lockStaleMs: 1000 });
-    stores.push(store);
+    const store = openStore({ root, lockStaleMs: 1000 });
     const left = await killedMidRewrite(root, id);
     await store.append(id, { type: "message", payload: { role: "user", content: "lease held" } });
     // Planted while this store holds the lease, so no new lock acquisition sweeps it: only gc can.

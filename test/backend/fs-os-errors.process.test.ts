@@ -1,17 +1,15 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { childScript } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { tempDir } from "../helpers/fixture.js";
 
 // Running out of file descriptors (EMFILE) is made for real, in a child started with a
 // low `ulimit -n`: every failed append is STORAGE_FAILED with osCode EMFILE, none a raw error.
-const roots = new TempRoots();
-afterEach(() => roots.removeAll());
 
 describe("a process out of file descriptors", () => {
   it("gets STORAGE_FAILED (EMFILE) from appends that cannot open their log, never raw (1 round)", async () => {
-    const root = await roots.make();
+    const root = await tempDir();
     // Through bash, for `ulimit`, as list-many.process.test.ts does.
     const { stdout } = await promisify(execFile)(
       "bash",

@@ -1,24 +1,16 @@
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, type SessionStore, isAgentTapeError } from "../../src/index.js";
 import { cli } from "../cli/harness.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // OS errors met by the store are STORAGE_FAILED with the OS code (`osCode`) and the OS
 // error as `cause`, never raw. Each is made for real: a file where the store keeps a folder (ENOTDIR,
 // EEXIST) and a folder where it keeps a file (EISDIR). EMFILE: fs-os-errors.process.test.ts.
 
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
-
 function open(root: string): SessionStore {
-  const store = new SessionStore({ root });
-  stores.push(store);
+  const store = openStore({ root });
   return store;
 }
 
@@ -35,7 +27,7 @@ async function storageFailure(promise: Promise<unknown>) {
 
 describe("OS errors are STORAGE_FAILED with the OS error as cause", () => {
   it("a file where the root folder should be: create (EEXIST), list and get (ENOTDIR)", async () => {
-    const base = await temps.make();
+    const base = await tempDir();
     const root = join(base, "root");
     await writeFile(root, "not a folder");
     const store = open(root);
@@ -50,7 +42,7 @@ describe("OS errors are STORAGE_FAILED with the OS error as cause", () => {
   });
 
   it("a file where a blob shard should be: the capture is ENOTDIR, and appends go on", async () => {
-    const base = await temps.make();
+    const base = await tempDir();
     const workspace = join(base, "ws");
     await mkdir(workspace);
     await writeFile(join(workspace, "a.txt"), "hello");
@@ -68,7 +60,7 @@ describe("OS errors are STORAGE_FAILED with the OS error as cause", () => {
   });
 
   it("a folder where a side record should be: the capture is EISDIR", async () => {
-    const base = await temps.make();
+    const base = await tempDir();
     const workspace = join(base, "ws");
     await mkdir(workspace);
     await writeFile(join(workspace, "a.txt"), "hello");
@@ -81,7 +73,7 @@ describe("OS errors are STORAGE_FAILED with the OS error as cause", () => {
   });
 
   it("the CLI prints it with its code: a fork meeting a folder where a blob should be (EISDIR)", async () => {
-    const base = await temps.make();
+    const base = await tempDir();
     const workspace = join(base, "ws");
     await mkdir(workspace);
     await writeFile(join(workspace, "a.txt"), "hello");

@@ -5,16 +5,13 @@
 import { open, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { StoredEvent } from "../../src/index.js";
 import { fsBackend } from "../../src/backend/index.js";
 import { keptEndFor, keptEndForwards } from "../../src/backend/fs/seek.js";
 import { serializeEvent } from "../../src/core/envelope.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { rounds } from "../helpers/rounds.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { tempDir } from "../helpers/fixture.js";
 
 const SESSION = "seek-model";
 
@@ -118,7 +115,7 @@ const log = fc.record({
 
 describe("the backward seek agrees with a forwards model of the log", () => {
   it("keptEndFor (backwards) and keptEndForwards give the model's kept end for any target", async () => {
-    const dir = await temps.make("agent-tape-seek-model-");
+    const dir = await tempDir("agent-tape-seek-model-");
     const file = join(dir, "events.jsonl");
     await fc.assert(
       fc.asyncProperty(log, async ({ specs, tail, targets }) => {
@@ -141,7 +138,7 @@ describe("the backward seek agrees with a forwards model of the log", () => {
   });
 
   it("a read from a sequence gives the model's events from there, whole batches only", async () => {
-    const root = await temps.make("agent-tape-seek-read-");
+    const root = await tempDir("agent-tape-seek-read-");
     const backend = fsBackend({ root });
     await backend.createSession({ id: SESSION, createdAt: "2026-12-01T00:00:00.000Z" });
     const file = join(root, SESSION, "events.jsonl");

@@ -1,12 +1,9 @@
 import { open, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { keptEndFor } from "../../src/backend/fs/seek.js";
 import { serializeEvent } from "../../src/core/envelope.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { tempDir } from "../helpers/fixture.js";
 
 function line(sequence: number, content = "x"): string {
   return `${serializeEvent({
@@ -21,7 +18,7 @@ function line(sequence: number, content = "x"): string {
 }
 
 async function seek(text: string, sequence: number) {
-  const file = join(await temps.make(), "events.jsonl");
+  const file = join(await tempDir(), "events.jsonl");
   await writeFile(file, text);
   const fh = await open(file, "r");
   try {

@@ -5,15 +5,13 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/index.js";
-import { CheckpointStore, SessionStore, rewind, verify } from "../../src/index.js";
+import { CheckpointStore, type SessionStore, rewind, verify } from "../../src/index.js";
 import { codeOf, filesBelow, within } from "../helpers/outcomes.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // Parts of a session folder replaced by symlinks or FIFOs, as anyone who can write the folder could
 // (docs/ARCHITECTURE.md, "Confinement"): the store follows none of them and hangs on none of them.
 
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
 const fifos: string[] = [];
 afterEach(async () => {
   // A read blocked on a FIFO holds a thread until a writer comes: be that writer, so nothing stays stuck.
@@ -24,8 +22,6 @@ afterEach(async () => {
       // no reader waiting
     }
   }
-  for (const store of stores.splice(0)) await store.close().catch(() => undefined);
-  await temps.removeAll();
 });
 
 const HASH = "ab".repeat(32);
@@ -38,7 +34,7 @@ async function scene(loose = true) {
   const text = (label: string) => (loose ? `${label}-${randomBytes(4500).toString("base64")}` : label);
   const v1 = text("v1");
   const v2 = text("v2");
-  const base = await realpath(await temps.make("agent-tape-store-tamper-"));
+  const base = await realpath(await tempDir("agent-tape-store-tamper-"));
   const workspace = join(base, "ws");
   const outside = join(base, "outside");
   const root = join(base, "sessions");
@@ -49,8 +45,7 @@ async function scene(loose = true) {
   await writeFile(join(outside, ".incoming", "keep.txt"), "keep");
   await writeFile(join(outside, "ab", HASH), "looks like a blob");
   await writeFile(join(workspace, "f.txt"), v1);
-  const store = new SessionStore({ backend: fsBackend({ root, packBlobsUnder: 4096 }) });
-  stores.push(store);
+  const store = openStore({ backend: fsBackend({ root, packBlobsUnder: 4096 }) });
   const { id } = await store.create({ workspace });
   const start = await store.append(id, { type: "message", payload: { role: "user", content: "go" } });
   const checkpoints = new CheckpointStore(store);
@@ -63,8 +58,7 @@ async function scene(loose = true) {
 }
 
 function reopen(root: string): SessionStore {
-  const store = new SessionStore({ backend: fsBackend({ root, packBlobsUnder: 4096 }), lockWaitMs: 2000 });
-  stores.push(store);
+  const store = openStore({ backend: fsBackend({ root, packBlobsUnder: 4096 }), lockWaitMs: 2000 });
   return store;
 }
 

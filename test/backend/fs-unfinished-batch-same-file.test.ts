@@ -4,14 +4,11 @@
 // new file's lines and called a healthy tape LOG_CORRUPT: it must read the file it was given.
 import { open, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { serializeEvent } from "../../src/core/envelope.js";
 import { readTail } from "../../src/backend/fs/lines.js";
 import { unfinishedBatchStart } from "../../src/backend/fs/unfinished-batch.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { tempDir } from "../helpers/fixture.js";
 
 const line = (sequence: number, batch?: { first: number; last: number }) =>
   `${serializeEvent(
@@ -28,7 +25,7 @@ const line = (sequence: number, batch?: { first: number; last: number }) =>
   )}\n`;
 
 it("reads the lines of the file it was handed, even once another file was renamed over its path", async () => {
-  const dir = await temps.make("agent-tape-unfinished-same-file-");
+  const dir = await tempDir("agent-tape-unfinished-same-file-");
   const file = join(dir, "events.jsonl");
   const kept = [1, 2, 3, 4, 5].map((n) => line(n)).join("");
   const batch = { first: 6, last: 8 };

@@ -1,34 +1,26 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import pg from "pg";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/fs/fs-backend.js";
 import { postgresBackend, SCHEMA_VERSION } from "../../src/backend/postgres/index.js";
 import { sessionLockKeys } from "../../src/backend/postgres/lock.js";
 import type { StorageBackend } from "../../src/backend/types.js";
 import { isAgentTapeError } from "../../src/core/errors.js";
 import type { StoredEvent } from "../../src/core/events.js";
-import { SessionStore } from "../../src/session/session-store.js";
 import { lockedAccess } from "../../src/session/locked-access.js";
 import { event, expectCode, range, readAll, record, withLock } from "../../src/testing/fixtures.js";
 import { pgBackend, pgUrl, useSchemas } from "../helpers/postgres.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { closeAfter, openStore, tempDir } from "../helpers/fixture.js";
 
 // What only a PostgreSQL backend has to keep: schemas, versions, typed connection failures, the fence, readers
 // paging past a cut, and lines byte for byte the fs backend's.
 const schemas = useSchemas("pgbackend");
-const temps = new TempRoots();
-const opened: StorageBackend[] = [];
 function backend(schema: string, options: Parameters<typeof pgBackend>[1] = {}): StorageBackend {
   const made = pgBackend(schema, options);
-  opened.push(made);
+  closeAfter(made);
   return made;
 }
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((b) => b.close()));
-  await temps.removeAll();
-});
-afterAll(() => temps.removeAll());
 
 describe("schemas", () => {
   it("two backends on different schemas never see each other's sessions", async () => {
@@ -123,7 +115,7 @@ describe("the lock fences", () => {
     const pool = new pg.Pool({ connectionString: pgUrl(), max: 1 });
     pool.on("error", () => undefined);
     const b = postgresBackend({ pool, schema: schemas.make(), lockLeaseMs: 2000 });
-    opened.push(b);
+    closeAfter(b);
     await b.createSession(record("s1"), [event("s1", 1)]);
     const listenersAfter = async (holds: number) => {
       for (let i = 0; i < holds; i++) await (await b.lock("s1")).release();
@@ -215,9 +207,9 @@ describe("the lock fences", () => {
 
 describe("the log", () => {
   it("a line's bytes are the fs backend's, batch marks and closed batches included", async () => {
-    const root = await temps.make("agent-tape-pg-lines-");
+    const root = await tempDir("agent-tape-pg-lines-");
     const schema = schemas.make();
-    const stores = [new SessionStore({ backend: fsBackend({ root }) }), new SessionStore({ backend: backend(schema) })];
+    const stores = [openStore({ backend: fsBackend({ root }) }), openStore({ backend: backend(schema) })];
     for (const store of stores) {
       await store.create({ id: "same" });
       await store.append("same", { type: "message", payload: { role: "user", content: 'quotes " and \n ünï 🎉' } });
@@ -243,7 +235,7 @@ describe("the log", () => {
   });
 
   it("an archived log range is the fs backend's byte for byte: same length, sha256 and lines", async () => {
-    const root = await temps.make("agent-tape-pg-archive-");
+    const root = await tempDir("agent-tape-pg-archive-");
     const backends = [fsBackend({ root }), backend(schemas.make())];
     const archives = [];
     for (const b of backends) {

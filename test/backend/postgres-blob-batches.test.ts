@@ -1,20 +1,18 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import pg from "pg";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { postgresBackend } from "../../src/backend/postgres/index.js";
-import { CheckpointStore, SessionStore } from "../../src/index.js";
+import { CheckpointStore } from "../../src/index.js";
 import { pgUrl, useSchemas } from "../helpers/postgres.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // Blobs in batches on PostgreSQL (docs/postgres.md, "Appends, cuts and readers"): a capture's before-snapshots
 // are one statement, not one per blob, and a fork copies its blobs inside the database. The statements are
 // counted where our code hands them to the driver: every client the pool makes has its `query` counted.
 
-const temps = new TempRoots();
 const schemas = useSchemas("blob_batches");
 const pools: pg.Pool[] = [];
-afterEach(() => temps.removeAll());
 afterAll(async () => {
   for (const pool of pools) await pool.end();
 });
@@ -34,7 +32,7 @@ function countedStore() {
   });
   pools.push(pool);
   const backend = postgresBackend({ pool, schema: schemas.make(), lockLeaseMs: 2000 });
-  return { statements, backend, store: new SessionStore({ backend }) };
+  return { statements, backend, store: openStore({ backend }) };
 }
 
 const writesBlobs = (text: string) => /INSERT INTO \S+\.blobs/.test(text);
@@ -43,7 +41,7 @@ const readsBlobBytes = (text: string) => /SELECT\s+b\.stored\b/.test(text);
 describe("PostgreSQL blobs in batches", () => {
   it("a capture of 40 edited files writes their 40 before-snapshots in one statement", async () => {
     const { statements, backend, store } = countedStore();
-    const workspace = await temps.make("agent-tape-pg-batch-");
+    const workspace = await tempDir("agent-tape-pg-batch-");
     const paths = Array.from({ length: 40 }, (_, i) => `src/file-${i}.txt`);
     await mkdir(join(workspace, "src"));
     for (const [i, path] of paths.entries()) await writeFile(join(workspace, path), `before ${i}\n`);
@@ -64,7 +62,7 @@ describe("PostgreSQL blobs in batches", () => {
 
   it("a fork copies the parent's blobs inside the database: one INSERT … SELECT, no blob bytes read", async () => {
     const { statements, backend, store } = countedStore();
-    const workspace = await temps.make("agent-tape-pg-batch-");
+    const workspace = await tempDir("agent-tape-pg-batch-");
     const paths = Array.from({ length: 10 }, (_, i) => `f${i}.txt`);
     for (const path of paths) await writeFile(join(workspace, path), `${path} before\n`);
     try {

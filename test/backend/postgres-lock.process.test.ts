@@ -1,19 +1,15 @@
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { sessionLockKeys } from "../../src/backend/postgres/lock.js";
 import type { StorageBackend } from "../../src/backend/types.js";
-import { SessionStore } from "../../src/session/session-store.js";
 import { event, range, readAll, record } from "../../src/testing/fixtures.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { pgBackend, pgUrl, useSchemas } from "../helpers/postgres.js";
 import { rounds } from "../helpers/rounds.js";
+import { closeAfter, openStore } from "../helpers/fixture.js";
 
 // PostgreSQL with real processes: several writers on one session, a holder killed, a holder frozen past its
 // lease, a holder's connection cut mid-batch. The workers are test/children/pg-session-worker.ts.
 const schemas = useSchemas("pgprocess");
-const opened: StorageBackend[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((b) => b.close()));
-});
 const children = childrenKilledAfterEach();
 afterAll(async () => {
   for (const child of children.splice(0)) child.kill("SIGKILL");
@@ -24,7 +20,7 @@ const LEASE_MS = 2000;
 function setup(): { schema: string; backend: StorageBackend } {
   const schema = schemas.make();
   const backend = pgBackend(schema, { lockLeaseMs: LEASE_MS });
-  opened.push(backend);
+  closeAfter(backend);
   return { schema, backend };
 }
 
@@ -40,7 +36,7 @@ const ROUNDS = rounds(500, 1000);
 describe("PostgreSQL with real processes", () => {
   it(`4 processes x ${ROUNDS} appends to one session: no duplicate, no gap, nothing acknowledged lost`, async () => {
     const { schema, backend } = setup();
-    const store = new SessionStore({ backend });
+    const store = openStore({ backend });
     await store.create({ id: "shared" });
     await store.close();
     const workers = ["a", "b", "c", "d"].map((name) => worker("append", schema, "shared", `${name}:${ROUNDS}`));

@@ -7,13 +7,11 @@ import { once } from "node:events";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createDeflateRaw } from "node:zlib";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore } from "../../src/index.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { CheckpointStore } from "../../src/index.js";
 import { childrenKilledAfterEach, runChild } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 childrenKilledAfterEach();
 
 /** A CLI child (node, tsx and the library loaded) reads a small session in about 150 MB here; 1 GiB is the claim. */
@@ -39,10 +37,10 @@ beforeAll(async () => {
 }, 120_000);
 
 async function bombedSession() {
-  const base = await temps.make("agent-tape-bomb-");
+  const base = await tempDir("agent-tape-bomb-");
   const root = join(base, "sessions");
   const workspace = join(base, "ws");
-  const store = new SessionStore({ root });
+  const store = openStore({ root });
   try {
     await mkdir(workspace);
     for (const name of FILES) await writeFile(join(workspace, name), `one ${name}\n`);

@@ -3,18 +3,11 @@
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, readdir, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore } from "../../src/index.js";
+import { beforeEach, describe, expect, it } from "vitest";
+import { CheckpointStore, type SessionStore } from "../../src/index.js";
 import { BLOBS_IN_FLIGHT_RECORD } from "../../src/blobs/in-flight.js";
 import { lockedAccess } from "../../src/session/locked-access.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 let root: string;
 let workspace: string;
@@ -23,12 +16,11 @@ let checkpoints: CheckpointStore;
 let sessionId: string;
 
 beforeEach(async () => {
-  const base = await realpath(await temps.make("agent-tape-blobs-"));
+  const base = await realpath(await tempDir("agent-tape-blobs-"));
   root = join(base, "sessions");
   workspace = join(base, "ws");
   await mkdir(workspace);
-  store = new SessionStore({ root });
-  stores.push(store);
+  store = openStore({ root });
   checkpoints = new CheckpointStore(store);
   sessionId = (await store.create({ workspace })).id;
 });
@@ -53,8 +45,7 @@ async function filesUnderBlobs(id: string): Promise<string[]> {
 
 describe("a capture whose blob write fails", () => {
   it("throws, records nothing, leaves no orphan blob even if the next capture in the lease succeeds", async () => {
-    const leased = new SessionStore({ root, lockIdleMs: 60_000 }); // keeps the lock between the two captures
-    stores.push(leased);
+    const leased = openStore({ root, lockIdleMs: 60_000 }); // keeps the lock between the two captures
     await store.close();
     const leasedCheckpoints = new CheckpointStore(leased);
     const stored = "this one is written";
@@ -93,7 +84,7 @@ describe("a capture that died between its blobs and its event", () => {
     await store.close(); // its idle lease would otherwise keep the lock from the dying store
     const earlier = sha256("indexed by an earlier checkpoint");
     const fresh = sha256("written by the capture that died");
-    const dying = new SessionStore({ root });
+    const dying = openStore({ root });
     await lockedAccess(dying).withLockedSession(sessionId, async (locked) => {
       // The note a capture leaves before its first blob (src/blobs/in-flight.ts), as a dead process leaves it.
       await locked.writeRecord(BLOBS_IN_FLIGHT_RECORD, { pid: 0, at: new Date().toISOString() });
@@ -114,8 +105,7 @@ describe("a capture that died between its blobs and its event", () => {
 
   it("has its blobs removed by the next holder of the lock, and nothing older touched", async () => {
     const { fresh, earlier } = await dieAfterBlobs({ eventWritten: false });
-    const next = new SessionStore({ root });
-    stores.push(next);
+    const next = openStore({ root });
     await next.append(sessionId, { type: "message", payload: { role: "user", content: "next turn" } });
     expect(await next.backend.listBlobs(sessionId)).toEqual([earlier]);
     expect(await next.backend.listBlobs(sessionId)).not.toContain(fresh);
@@ -124,8 +114,7 @@ describe("a capture that died between its blobs and its event", () => {
 
   it("keeps its blobs when the event made it to the log before the death", async () => {
     const { fresh, earlier } = await dieAfterBlobs({ eventWritten: true });
-    const next = new SessionStore({ root });
-    stores.push(next);
+    const next = openStore({ root });
     await next.append(sessionId, { type: "message", payload: { role: "user", content: "next turn" } });
     expect((await next.backend.listBlobs(sessionId)).sort()).toEqual([earlier, fresh].sort());
     expect((await new CheckpointStore(next).readBlob(sessionId, fresh)).toString()).toBe(
@@ -137,9 +126,9 @@ describe("a capture that died between its blobs and its event", () => {
 
 describe("a blob write cut short by a crash", () => {
   it("leaves no temp file once the next store takes the lock", async () => {
-    const root = await temps.make("agent-tape-blob-temp-");
+    const root = await tempDir("agent-tape-blob-temp-");
     {
-      const first = new SessionStore({ root });
+      const first = openStore({ root });
       const session = await first.create({ id: "s" });
       await first.close();
       // What a process killed between opening a blob's temp file and renaming it leaves behind.
@@ -150,7 +139,7 @@ describe("a blob write cut short by a crash", () => {
       await mkdir(join(root, "s", "records"), { recursive: true });
       await writeFile(join(root, "s", "records", `${BLOBS_IN_FLIGHT_RECORD}.json`), JSON.stringify({ pid: 0 }));
 
-      const next = new SessionStore({ root });
+      const next = openStore({ root });
       await next.append(session.id, { type: "message", payload: { role: "user", content: "after the crash" } });
       await next.close();
       expect(await readdir(join(root, "s", "blobs"))).toEqual([]);

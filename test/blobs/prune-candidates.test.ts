@@ -2,15 +2,14 @@
 // candidate is known to be kept (docs/ARCHITECTURE.md, "Blobs"): whichever holder names a blob, it is kept;
 // only one that no holder names, and that is on disk, is pruned.
 import { createHash } from "node:crypto";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SessionStore } from "../../src/index.js";
+import { beforeEach, describe, expect, it } from "vitest";
+import type { SessionStore } from "../../src/index.js";
 import { findUnreferencedBlobs } from "../../src/blobs/prune.js";
 import { archiveName } from "../../src/blobs/archives.js";
 import { registerReferenceRoot } from "../../src/blobs/reference-roots.js";
 import { lockedAccess } from "../../src/session/locked-access.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
 let store: SessionStore;
 let sessionId: string;
 
@@ -35,12 +34,8 @@ const rooted = new Map<string, string[]>();
 registerReferenceRoot(async (_backend, id) => rooted.get(id) ?? []);
 
 beforeEach(async () => {
-  store = new SessionStore({ root: await temps.make("agent-tape-prune-") });
+  store = openStore({ root: await tempDir("agent-tape-prune-") });
   sessionId = (await store.create()).id;
-});
-afterEach(async () => {
-  await store.close();
-  await temps.removeAll();
 });
 
 describe("which of a few candidate blobs nothing references", () => {

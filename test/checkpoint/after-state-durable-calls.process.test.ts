@@ -1,14 +1,11 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DURABLE_CALLS, FS_CALLS, traceChild } from "../helpers/syscalls.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { tempDir } from "../helpers/fixture.js";
 
 // What recording a tool's after-state costs in waits for the disk, counted by strace in a real child process
 // (docs/ARCHITECTURE.md, "Conflicts"): at most one hash and no extra fsync per touched file. `after` (what
 // `around` adds to a call) is one append, so one sync whatever the number of files; a shell command's
 // after-state rides in its checkpoint's append, so it adds none.
-
-const temp = new TempRoots();
-afterEach(() => temp.removeAll());
 
 const TRACED_TIMEOUT = 120_000;
 
@@ -18,7 +15,7 @@ const TRACED_TIMEOUT = 120_000;
  * the store (a blob, a record, the workspace index).
  */
 async function traced(files: number, kind: "after" | "command" | "command-without") {
-  const dir = await temp.make("agent-tape-after-state-calls-");
+  const dir = await tempDir("agent-tape-after-state-calls-");
   const syscalls = [...FS_CALLS, "write", "pwrite64", "writev", "pwritev"];
   const run = await traceChild("after-state-traced.ts", [dir, String(files), kind], syscalls, dir, { fdPaths: true });
   const durable = DURABLE_CALLS.reduce((sum, name) => sum + (run.calls.get(name) ?? 0), 0);

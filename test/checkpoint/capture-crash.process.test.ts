@@ -1,15 +1,13 @@
 import { randomInt } from "node:crypto";
 import { mkdir, readdir, realpath } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore } from "../../src/index.js";
 import { childrenKilledAfterEach, Child } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { referencedBlobs } from "../../src/blobs/references.js";
 import { rounds } from "../helpers/rounds.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach(); // registered last, so it runs first: children die before their folders go
 
 // 4 rounds in `npm test`, 10 when soaking (test/helpers/rounds.ts).
@@ -30,11 +28,11 @@ async function namesUnderBlobs(root: string, id: string): Promise<string[]> {
 
 describe("a capture killed at a random moment", () => {
   it("leaves, once the next store has the lock, only blobs an event indexes, each present and intact", async () => {
-    const base = await realpath(await temps.make("agent-tape-capture-crash-"));
+    const base = await realpath(await tempDir("agent-tape-capture-crash-"));
     const root = join(base, "sessions");
     const workspace = join(base, "ws");
     await mkdir(workspace);
-    const setup = new SessionStore({ root });
+    const setup = openStore({ root });
     const { id } = await setup.create({ workspace });
     await setup.close();
 
@@ -53,7 +51,7 @@ describe("a capture killed at a random moment", () => {
       children.splice(children.indexOf(child), 1);
 
       // Reads take no lock, so the dead capture's leftovers can be looked at before recovery runs.
-      const reader = new SessionStore({ root });
+      const reader = openStore({ root });
       const before = new Set(await reader.backend.listBlobs(id));
       const indexedBefore = referencedBlobs(await reader.readAll(id));
       if ([...before].some((hash) => !indexedBefore.has(hash))) seen.roundsWithOrphans++;
@@ -61,7 +59,7 @@ describe("a capture killed at a random moment", () => {
       await reader.close();
 
       // The dead child's lock goes stale after lockStaleMs; the next writer takes it and recovers first.
-      const next = new SessionStore({ root, lockStaleMs: 2000 });
+      const next = openStore({ root, lockStaleMs: 2000 });
       const marker = await next.append(id, { type: "message", payload: { role: "user", content: where } });
       const events = await next.readAll(id);
       expect(events.at(-1), where).toEqual(marker);
@@ -75,7 +73,7 @@ describe("a capture killed at a random moment", () => {
       await next.close();
     }
 
-    const finalReader = new SessionStore({ root });
+    const finalReader = openStore({ root });
     const indexed = referencedBlobs(await finalReader.readAll(id));
     await finalReader.close();
     expect(indexed.size).toBeGreaterThan(0);

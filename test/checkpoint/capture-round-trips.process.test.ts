@@ -1,6 +1,6 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { FS_CALLS, traceChild } from "../helpers/syscalls.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { tempDir } from "../helpers/fixture.js";
 
 // The file-system calls of one capture, counted by strace in a real child process, so they do not creep
 // back: each is a round trip through libuv's thread pool, and a capture of one new 4 KB file
@@ -8,12 +8,9 @@ import { TempRoots } from "../helpers/temp-root.js";
 // store, the parents are looked at only through the folder held open, and the blob's folder checks go
 // together.
 
-const temp = new TempRoots();
-afterEach(() => temp.removeAll());
-
 describe("round trips of a capture (strace)", () => {
   it("one new 4 KB file, lease held: no realpath, at most 26 file-system calls", async () => {
-    const dir = await temp.make("agent-tape-capture-calls-");
+    const dir = await tempDir("agent-tape-capture-calls-");
     const run = await traceChild("capture-traced.ts", [dir], FS_CALLS, dir);
     expect(JSON.parse(run.stdout.trim())).toEqual({ kind: "blob" });
     const calls = Object.fromEntries(run.calls);

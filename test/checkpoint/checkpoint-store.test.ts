@@ -2,25 +2,18 @@ import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { chmod, mkdir, readdir, readFile, realpath, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import {
   CheckpointPayload,
   CheckpointStore,
-  SessionStore,
+  type SessionStore,
   isAgentTapeError,
   type CheckpointEvent,
   type FileSnapshot,
 } from "../../src/index.js";
 import { BLOBS_IN_FLIGHT_RECORD } from "../../src/blobs/in-flight.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 import { allOwnerless, ownerless } from "../helpers/ownerless.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
 
 let root: string;
 let workspace: string;
@@ -31,7 +24,7 @@ let checkpoints: CheckpointStore;
 let sessionId: string;
 
 beforeEach(async () => {
-  const base = await realpath(await temps.make("agent-tape-checkpoints-"));
+  const base = await realpath(await tempDir("agent-tape-checkpoints-"));
   root = join(base, "sessions");
   workspace = join(base, "ws");
   outside = join(base, "outside");
@@ -40,8 +33,7 @@ beforeEach(async () => {
   // Random, so finding it in a blob can only mean outside content was read.
   secret = `OUTSIDE-SECRET-${randomBytes(16).toString("hex")}`;
   await writeFile(join(outside, "secret.txt"), secret);
-  store = new SessionStore({ root });
-  stores.push(store);
+  store = openStore({ root });
   checkpoints = new CheckpointStore(store);
   sessionId = (await store.create({ workspace })).id;
 });
@@ -161,7 +153,7 @@ describe("capture", () => {
   });
 
   it("uses the workspace passed to capture over the session's", async () => {
-    const other = await temps.make("agent-tape-other-ws-");
+    const other = await tempDir("agent-tape-other-ws-");
     await writeFile(join(other, "only-here.txt"), "other workspace");
     const event = await checkpoints.capture(sessionId, { tool: "edit", paths: ["only-here.txt"], workspace: other });
     expect(event?.payload.workspace).toBe(await realpath(other));
@@ -223,7 +215,7 @@ describe("capture", () => {
     await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"] });
     expect(await store.backend.listRecords(sessionId)).toEqual([BLOBS_IN_FLIGHT_RECORD]); // the lease is still held
     await store.close();
-    expect(await new SessionStore({ root }).backend.listRecords(sessionId)).toEqual([]);
+    expect(await openStore({ root }).backend.listRecords(sessionId)).toEqual([]);
   });
 
   it("stores blob files read-only (0444)", async () => {

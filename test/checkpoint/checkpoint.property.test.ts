@@ -2,15 +2,12 @@ import { createHash } from "node:crypto";
 import { chmod, mkdir, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, type CheckpointEvent, type FileSnapshot } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, type CheckpointEvent, type FileSnapshot } from "../../src/index.js";
 import { CONTENTS, FILES, FOLDERS, MODES } from "../helpers/little-tree.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { rounds } from "../helpers/rounds.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 import { allOwnerless } from "../helpers/ownerless.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 
 const FOLDER_MODE = 0o755;
 
@@ -143,11 +140,11 @@ describe("checkpoints against a model of the workspace", () => {
   it("records exactly what each path held at capture time, and every blob verifies", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 25 }), async (commands) => {
-        const base = await realpath(await temps.make("agent-tape-property-"));
+        const base = await realpath(await tempDir("agent-tape-property-"));
         const workspace = join(base, "ws");
         await mkdir(workspace);
         await chmod(workspace, FOLDER_MODE);
-        const store = new SessionStore({ root: join(base, "sessions"), durability: "none" });
+        const store = openStore({ root: join(base, "sessions"), durability: "none" });
         try {
           const checkpoints = new CheckpointStore(store);
           const { id } = await store.create({ workspace });

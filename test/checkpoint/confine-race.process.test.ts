@@ -1,17 +1,15 @@
 import { mkdir, readFile, realpath, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, type SessionStore, rewind, undoRewind } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { rounds } from "../helpers/rounds.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // Code in the workspace racing the library (docs/ARCHITECTURE.md, "Confinement"): a child process flips a folder
 // of the workspace between a place inside it and a folder outside, while this process captures, rewinds and undoes
 // through it. Whatever the timing, no byte outside may be read into a blob, written or deleted.
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach(); // registered last, so it runs first: children die before their folders go
 
 // Rounds in `npm test`, and when soaking (test/helpers/rounds.ts): 400 / 1500 captures, 150 / 600 walks,
@@ -23,7 +21,7 @@ const OUTSIDE = "OUTSIDE-SECRET";
 const OUTSIDE_NEW = "OUTSIDE-NEW";
 
 async function scene(prefix: string) {
-  const base = await realpath(await temps.make(prefix));
+  const base = await realpath(await tempDir(prefix));
   const workspace = join(base, "ws");
   const outside = join(base, "outside");
   await mkdir(join(workspace, "real"), { recursive: true });
@@ -31,7 +29,7 @@ async function scene(prefix: string) {
   await writeFile(join(workspace, "real", "f.txt"), "inside-v1");
   await writeFile(join(outside, "f.txt"), OUTSIDE);
   await writeFile(join(outside, "new.txt"), OUTSIDE_NEW);
-  const store = new SessionStore({ root: join(base, "sessions"), durability: "none" });
+  const store = openStore({ root: join(base, "sessions"), durability: "none" });
   const { id } = await store.create({ workspace });
   return { base, workspace, outside, store, id, checkpoints: new CheckpointStore(store) };
 }

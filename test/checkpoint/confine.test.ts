@@ -1,17 +1,14 @@
 import { mkdir, realpath, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { confine, isInside, toPortable } from "../../src/checkpoint/confine.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { tempDir } from "../helpers/fixture.js";
 
 // A real workspace beside a real "outside" folder, both under one temp dir, so `../outside` is a real place.
 let workspace: string;
 let outside: string;
 beforeEach(async () => {
-  const base = await realpath(await temps.make("agent-tape-confine-"));
+  const base = await realpath(await tempDir("agent-tape-confine-"));
   workspace = join(base, "ws");
   outside = join(base, "outside");
   await mkdir(join(workspace, "src", "deep"), { recursive: true });

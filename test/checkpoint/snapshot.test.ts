@@ -2,20 +2,17 @@ import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmod, mkdir, realpath, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import type { FileSnapshot } from "../../src/core/events.js";
 import { forEachLimited } from "../../src/core/bounded-concurrency.js";
 import { snapshotPaths, type SnapshotLimits } from "../../src/checkpoint/snapshot.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { tempDir } from "../helpers/fixture.js";
 import { allOwnerless } from "../helpers/ownerless.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 
 let workspace: string;
 let outside: string;
 beforeEach(async () => {
-  const base = await realpath(await temps.make("agent-tape-snapshot-"));
+  const base = await realpath(await tempDir("agent-tape-snapshot-"));
   workspace = join(base, "ws");
   outside = join(base, "outside");
   await mkdir(workspace);

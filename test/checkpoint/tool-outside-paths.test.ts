@@ -4,11 +4,10 @@
 // run as before (recorded `skipped`). docs/ARCHITECTURE.md, "Adapters".
 import { mkdir, readFile, readdir, realpath, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, withCheckpoints } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { beforeEach, describe, expect, it } from "vitest";
+import { CheckpointStore, type SessionStore, isAgentTapeError, withCheckpoints } from "../../src/index.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
 let base: string;
 let workspace: string;
 let outside: string;
@@ -17,7 +16,7 @@ let checkpoints: CheckpointStore;
 let sessionId: string;
 
 beforeEach(async () => {
-  base = await realpath(await temps.make("agent-tape-tool-outside-"));
+  base = await realpath(await tempDir("agent-tape-tool-outside-"));
   workspace = join(base, "ws");
   outside = join(base, "outside");
   await mkdir(workspace);
@@ -28,13 +27,9 @@ beforeEach(async () => {
   await symlink(join(outside, "secret.txt"), join(workspace, "out-file"));
   await symlink(join(outside, "not-yet.txt"), join(workspace, "out-dangling"));
   await symlink("a.txt", join(workspace, "in-file"));
-  store = new SessionStore({ root: join(base, "sessions") });
+  store = openStore({ root: join(base, "sessions") });
   checkpoints = new CheckpointStore(store);
   sessionId = (await store.create({ workspace })).id;
-});
-afterEach(async () => {
-  await store.close();
-  await temps.removeAll();
 });
 
 type Call = { toolCallId?: string };

@@ -5,36 +5,31 @@ import { execFile } from "node:child_process";
 import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import {
   CheckpointStore,
-  SessionStore,
+  type SessionStore,
   checkpointTool,
   isAgentTapeError,
   rewind,
   withCheckpoints,
 } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 const run = promisify(execFile);
-const temps = new TempRoots();
 let store: SessionStore;
 let checkpoints: CheckpointStore;
 let workspace: string;
 let sessionId: string;
 
 beforeEach(async () => {
-  const base = await realpath(await temps.make("agent-tape-tool-wrapper-"));
+  const base = await realpath(await tempDir("agent-tape-tool-wrapper-"));
   workspace = join(base, "ws");
   await mkdir(workspace);
   await writeFile(join(workspace, "a.txt"), "one\n");
-  store = new SessionStore({ root: join(base, "sessions") });
+  store = openStore({ root: join(base, "sessions") });
   checkpoints = new CheckpointStore(store);
   sessionId = (await store.create({ workspace })).id;
-});
-afterEach(async () => {
-  await store.close();
-  await temps.removeAll();
 });
 
 /** What a framework passes after the input (the Vercel AI SDK's shape). */

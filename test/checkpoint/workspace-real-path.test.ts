@@ -1,23 +1,16 @@
 import { mkdir, realpath, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, isAgentTapeError } from "../../src/index.js";
 import { codeOf } from "../helpers/outcomes.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // A CheckpointStore resolves a workspace's real path once, not on every capture. What must not
 // change with it: a workspace moved, removed or re-pointed since is never read through the stale path, so
 // its files are never recorded absent (a rewind would delete them).
 
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
-
 async function setUp() {
-  const base = await realpath(await temps.make("agent-tape-real-path-"));
+  const base = await realpath(await tempDir("agent-tape-real-path-"));
   const first = join(base, "first");
   const second = join(base, "second");
   await mkdir(join(first, "src"), { recursive: true });
@@ -26,8 +19,7 @@ async function setUp() {
   await writeFile(join(second, "src", "a.ts"), "second\n");
   const link = join(base, "ws");
   await symlink(first, link);
-  const store = new SessionStore({ root: join(base, "sessions") });
-  stores.push(store);
+  const store = openStore({ root: join(base, "sessions") });
   const checkpoints = new CheckpointStore(store);
   const { id } = await store.create({ workspace: link });
   return { base, first, second, link, store, checkpoints, id };

@@ -3,17 +3,13 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { afterEach, describe, expect, it } from "vitest";
-import { TempRoots } from "../helpers/temp-root.js";
+import { describe, expect, it } from "vitest";
 import { seedSession } from "./harness.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 
 const repo = fileURLToPath(new URL("../../", import.meta.url));
 
 it("the real entry point runs as a program: `node --import tsx src/cli/main.ts list` prints the sessions", async () => {
-  const { root, id } = await seedSession(temps);
+  const { root, id } = await seedSession();
   // tsup keeps the entry's first line, so this is what makes dist/cli/main.js runnable as a bin.
   expect((await readFile(new URL("../../src/cli/main.ts", import.meta.url), "utf8")).split("\n", 1)[0]).toBe(
     "#!/usr/bin/env node",
@@ -47,7 +43,7 @@ async function atTerminal(args: readonly string[], typed: string): Promise<{ cod
 
 describe("agent-tape rewind run as a program: a conflict", () => {
   async function handEdited() {
-    const seeded = await seedSession(temps, { afterState: true });
+    const seeded = await seedSession({ afterState: true });
     await writeFile(join(seeded.workspace, "a.txt"), "two + typed by hand\n");
     return { ...seeded, read: () => readFile(join(seeded.workspace, "a.txt"), "utf8") };
   }

@@ -1,16 +1,13 @@
 import { mkdir, readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { TempRoots } from "../helpers/temp-root.js";
+import { describe, expect, it } from "vitest";
 import { cli, seedSession } from "./harness.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { tempDir } from "../helpers/fixture.js";
 
 describe("agent-tape export", () => {
   it("--html writes one page with every event and the checkpoint's diff, and says where", async () => {
-    const { root, id } = await seedSession(temps);
-    const out = join(await temps.make("agent-tape-export-"), "session.html");
+    const { root, id } = await seedSession();
+    const out = join(await tempDir("agent-tape-export-"), "session.html");
     const run = await cli(["export", id, "--html", out, "--root", root]);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(new RegExp(`^Wrote ${out} \\(\\d+\\.\\d KiB\\): 5 events, 1 checkpoint\\. Open it`));
@@ -21,15 +18,15 @@ describe("agent-tape export", () => {
   });
 
   it("--json reports the file, its size and what it holds", async () => {
-    const { root, id } = await seedSession(temps);
-    const out = join(await temps.make("agent-tape-export-"), "s.html");
+    const { root, id } = await seedSession();
+    const out = join(await tempDir("agent-tape-export-"), "s.html");
     const run = await cli(["export", id, "--html", out, "--json", "--root", root]);
     expect(JSON.parse(run.stdout)).toMatchObject({ file: out, events: 5, checkpoints: 1 });
   });
 
   it("a page it cannot write is reported with the path given and the system's code, and leaves nothing", async () => {
-    const { root, id } = await seedSession(temps);
-    const dir = await temps.make("agent-tape-export-");
+    const { root, id } = await seedSession();
+    const dir = await tempDir("agent-tape-export-");
     const missing = join(dir, "no-such-folder", "s.html");
     const run = await cli(["export", id, "--html", missing, "--root", root]);
     expect(run.code).toBe(1);
@@ -47,7 +44,7 @@ describe("agent-tape export", () => {
   });
 
   it("without --html is a usage error (exit 2)", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const run = await cli(["export", id, "--root", root]);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain("--html <file>");

@@ -1,14 +1,10 @@
 import { createHash } from "node:crypto";
 import { chmod, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { formatBytes } from "../../src/cli/output.js";
 import { rewind } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { cli, seedSession, withStore, type Seeded } from "./harness.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 
 const sha256 = (bytes: string | Buffer) => createHash("sha256").update(bytes).digest("hex");
 const blobPath = (s: Seeded, hash: string) => join(s.root, s.id, "blobs", hash.slice(0, 2), hash);
@@ -30,7 +26,7 @@ async function exists(path: string): Promise<boolean> {
 
 describe("agent-tape gc", () => {
   it("--dry-run reports the unreferenced blob and its bytes, and deletes nothing", async () => {
-    const s = await seedSession(temps);
+    const s = await seedSession();
     const orphan = await plantOrphanBlob(s, "left by a crash: 31 bytes long\n");
     const run = await cli(["gc", s.id, "--dry-run", "--root", s.root]);
     expect(run.code).toBe(0);
@@ -42,7 +38,7 @@ describe("agent-tape gc", () => {
   });
 
   it("deletes the unreferenced blob, keeps every referenced one, and reports bytes freed", async () => {
-    const s = await seedSession(temps);
+    const s = await seedSession();
     const orphan = await plantOrphanBlob(s, "left by a crash: 31 bytes long\n");
     const referenced = sha256("one\n");
     const run = await cli(["gc", "--json", "--root", s.root]);
@@ -61,7 +57,7 @@ describe("agent-tape gc", () => {
   });
 
   it("drops rewind archives older than the newest, with the blobs only they needed; undo still works", async () => {
-    const s = await seedSession(temps);
+    const s = await seedSession();
     await withStore(s.root, async (store) => {
       // Rewind 1 cuts checkpoint #3, the only event naming the blob of "one\n" once its archive goes.
       await rewind(store, s.id, { toSequence: 2, keepUndo: 2 });
@@ -94,8 +90,8 @@ describe("agent-tape gc", () => {
   });
 
   it("over every session: collects the readable ones, reports the one it cannot read, exits 1", async () => {
-    const good = await seedSession(temps);
-    const bad = await seedSession(temps, { root: good.root });
+    const good = await seedSession();
+    const bad = await seedSession({ root: good.root });
     const orphan = await plantOrphanBlob(good, "orphan");
     const badOrphan = await plantOrphanBlob(bad, "orphan too");
     await writeFile(
@@ -114,8 +110,8 @@ describe("agent-tape gc", () => {
   });
 
   it("shows progress on stderr only when stderr is a terminal", async () => {
-    const s = await seedSession(temps);
-    await seedSession(temps, { root: s.root });
+    const s = await seedSession();
+    await seedSession({ root: s.root });
     const onTerminal = await cli(["gc", "--root", s.root], { isTTY: { stdout: false, stderr: true } });
     expect(onTerminal.stderr).toContain("\r\x1b[2Kgc: session 1/2");
     const piped = await cli(["gc", "--root", s.root], { isTTY: false });
@@ -126,8 +122,8 @@ describe("agent-tape gc", () => {
 
 describe("agent-tape verify", () => {
   it("passes (exit 0) for intact sessions", async () => {
-    const s = await seedSession(temps);
-    await seedSession(temps, { root: s.root });
+    const s = await seedSession();
+    await seedSession({ root: s.root });
     const run = await cli(["verify", "--root", s.root]);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(new RegExp(`^ok    ${s.id}  5 events, 1 blob$`, "m"));
@@ -135,7 +131,7 @@ describe("agent-tape verify", () => {
   });
 
   it("lists a corrupted blob and a corrupt line, and exits 1", async () => {
-    const s = await seedSession(temps);
+    const s = await seedSession();
     const hash = sha256("one\n");
     // Blobs are stored read-only (0444): a damaging write has to get past that first.
     await chmod(blobPath(s, hash), 0o644);
@@ -166,7 +162,7 @@ describe("agent-tape verify", () => {
   });
 
   it("finds a missing blob and a sequence that does not increase", async () => {
-    const s = await seedSession(temps);
+    const s = await seedSession();
     const hash = sha256("one\n");
     await rm(blobPath(s, hash), { force: true });
     const log = join(s.root, s.id, "events.jsonl");
@@ -184,7 +180,7 @@ describe("agent-tape verify", () => {
   });
 
   it("checks the blobs a rewind archive keeps for undo", async () => {
-    const s = await seedSession(temps);
+    const s = await seedSession();
     expect((await cli(["rewind", s.id, "--to", "2", "--root", s.root])).code).toBe(0);
     // Only the archive (of the cut checkpoint #3) still names the blob of "one\n".
     const hash = sha256("one\n");
@@ -197,15 +193,15 @@ describe("agent-tape verify", () => {
   });
 
   it("fails with SESSION_NOT_FOUND (exit 1) for an unknown id", async () => {
-    const s = await seedSession(temps);
+    const s = await seedSession();
     const run = await cli(["verify", "missing", "--root", s.root]);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain("(SESSION_NOT_FOUND)");
   });
 
   it("shows progress on stderr only when stderr is a terminal", async () => {
-    const s = await seedSession(temps);
-    await seedSession(temps, { root: s.root });
+    const s = await seedSession();
+    await seedSession({ root: s.root });
     const onTerminal = await cli(["verify", "--root", s.root], { isTTY: { stderr: true } });
     expect(onTerminal.stderr).toContain("\r\x1b[2Kverify session 1/2");
     expect(onTerminal.stderr.endsWith("\r\x1b[2K")).toBe(true); // the status line is cleared before results

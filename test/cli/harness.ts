@@ -1,9 +1,9 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { CheckpointStore, SessionStore } from "../../src/index.js";
+import { CheckpointStore, type SessionStore } from "../../src/index.js";
 import type { StorageBackend } from "../../src/backend/index.js";
 import { runCli, type CliIO } from "../../src/cli/run-cli.js";
-import type { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 export interface CliRun {
   code: number;
@@ -42,16 +42,15 @@ export interface Seeded {
  * after which a.txt says "two" and b.txt exists.
  */
 export async function seedSession(
-  temps: TempRoots,
   options: { root?: string; title?: string; afterState?: boolean; backend?: StorageBackend } = {},
 ): Promise<Seeded> {
-  const base = await temps.make("agent-tape-cli-");
+  const base = await tempDir("agent-tape-cli-");
   const root = options.root ?? join(base, "root");
   const workspace = join(base, "workspace");
   await mkdir(workspace);
   await writeFile(join(workspace, "a.txt"), "one\n");
   // A backend given (a PostgreSQL one) holds the session instead of `root`; the store leaves it open.
-  const store = new SessionStore(options.backend ? { backend: options.backend } : { root });
+  const store = openStore(options.backend ? { backend: options.backend } : { root });
   try {
     // The CLI tests count events: after-states (one more, #4, then the result is #5) only when asked for.
     const checkpoints = new CheckpointStore(store, { afterState: options.afterState ?? false });
@@ -75,7 +74,7 @@ export async function seedSession(
 
 /** Opens a store on `root` for the duration of `fn`. */
 export async function withStore<T>(root: string, fn: (store: SessionStore) => Promise<T>): Promise<T> {
-  const store = new SessionStore({ root });
+  const store = openStore({ root });
   try {
     return await fn(store);
   } finally {

@@ -1,16 +1,13 @@
 import { appendFile, readFile, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { TempRoots } from "../helpers/temp-root.js";
+import { describe, expect, it } from "vitest";
 import { cli, seedSession, withStore } from "./harness.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { tempDir } from "../helpers/fixture.js";
 
 describe("agent-tape list", () => {
   it("lists sessions newest first with id, title, last sequence, last activity and size", async () => {
-    const older = await seedSession(temps, { title: "older session" });
-    const newer = await seedSession(temps, { root: older.root, title: "newer session" });
+    const older = await seedSession({ title: "older session" });
+    const newer = await seedSession({ root: older.root, title: "newer session" });
     // Activity, not creation, decides the order: touch the older one last. Activity times have millisecond
     // resolution, so let the clock move first or the two sessions tie and the id breaks the tie.
     await new Promise((resolve) => setTimeout(resolve, 5));
@@ -31,7 +28,7 @@ describe("agent-tape list", () => {
   });
 
   it("--json gives every session with its last sequence and bytes on disk", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const run = await cli(["list", "--json", "--root", root]);
     expect(run.code).toBe(0);
     const sessions = JSON.parse(run.stdout);
@@ -46,14 +43,14 @@ describe("agent-tape list", () => {
   });
 
   it("after a rewind shows the marker's sequence, the highest ever written", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     expect((await cli(["rewind", id, "--to", "2", "--root", root])).code).toBe(0);
     const run = await cli(["list", "--root", root]);
     expect(run.stdout).toMatch(new RegExp(`^${id}\\s+fix the failing test\\s+#6\\s+`, "m")); // #1, #2, marker #6
   });
 
   it("reads each session's tail and record, not its log: a 256 MB hole mid-log costs nothing", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const log = join(root, id, "events.jsonl");
     const lines = (await readFile(log, "utf8")).split("\n");
     // The first four lines, a 256 MB sparse run of NUL bytes (no disk used), then the last line: a
@@ -68,14 +65,14 @@ describe("agent-tape list", () => {
   }, 20_000);
 
   it("says so when the root holds no sessions", async () => {
-    const root = await temps.make();
+    const root = await tempDir();
     const run = await cli(["list", "--root", root]);
     expect(run).toMatchObject({ code: 0, stdout: `No sessions under ${root}.\n` });
     expect(JSON.parse((await cli(["list", "--json", "--root", root])).stdout)).toEqual([]);
   });
 
   it("still shows a session whose last line is corrupt, with the reason", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     await appendFile(join(root, id, "events.jsonl"), "{not json}\n");
     const run = await cli(["list", "--root", root]);
     expect(run.code).toBe(0);
@@ -87,7 +84,7 @@ describe("agent-tape list", () => {
 
 describe("agent-tape show", () => {
   it("prints one line per event: sequence, time, type and a summary", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const run = await cli(["show", id, "--root", root]);
     expect(run.code).toBe(0);
     const lines = run.stdout.trimEnd().split("\n");
@@ -104,7 +101,7 @@ describe("agent-tape show", () => {
   });
 
   it("--diff prints each checkpoint's unified diffs below its paths", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const run = await cli(["show", id, "--diff", "--root", root]);
     expect(run.stdout).toContain(
       "   modified  a.txt  +1 \u22121\n" +
@@ -115,7 +112,7 @@ describe("agent-tape show", () => {
   });
 
   it("--from and --to cut the range; --type keeps one kind of event", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const range = await cli(["show", id, "--from", "2", "--to", "3", "--root", root]);
     expect(
       range.stdout
@@ -133,7 +130,7 @@ describe("agent-tape show", () => {
   });
 
   it("--json prints the stored events as JSONL, exactly as the library reads them", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const run = await cli(["show", id, "--json", "--from", "3", "--root", root]);
     expect(run.code).toBe(0);
     const printed = run.stdout
@@ -145,7 +142,7 @@ describe("agent-tape show", () => {
   });
 
   it("fails with SESSION_NOT_FOUND (exit 1) for an unknown session", async () => {
-    const { root } = await seedSession(temps);
+    const { root } = await seedSession();
     const run = await cli(["show", "no-such-session", "--root", root]);
     expect(run.code).toBe(1);
     expect(run.stdout).toBe("");
@@ -153,7 +150,7 @@ describe("agent-tape show", () => {
   });
 
   it("stops at a corrupt line with LOG_CORRUPT, naming the line, and points at verify", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const log = join(root, id, "events.jsonl");
     const lines = (await readFile(log, "utf8")).split("\n");
     lines[1] = "garbage";

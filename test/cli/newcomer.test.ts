@@ -2,16 +2,13 @@
 // a session that is not there. Each answer is the CLI's own, in the user's words, with the right exit code.
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { TempRoots } from "../helpers/temp-root.js";
+import { describe, expect, it } from "vitest";
 import { cli, seedSession, withStore } from "./harness.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { tempDir } from "../helpers/fixture.js";
 
 describe("a session id may be given by a unique prefix", () => {
   it("show, rewind and verify accept the first characters of an id, in either case", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const full = await cli(["show", id, "--root", root]);
     expect(full.code).toBe(0);
     expect(await cli(["show", id.slice(0, 6), "--root", root])).toEqual(full);
@@ -25,7 +22,7 @@ describe("a session id may be given by a unique prefix", () => {
   });
 
   it("a prefix several sessions share is a usage error naming them; an exact id wins over a longer one", async () => {
-    const root = await temps.make();
+    const root = await tempDir();
     await withStore(root, async (store) => {
       for (const id of ["job-1", "job-10", "job-2"]) await store.create({ id });
     });
@@ -37,7 +34,7 @@ describe("a session id may be given by a unique prefix", () => {
   });
 
   it("an unknown id is reported in the CLI's words, without advice meant for library code", async () => {
-    const { root } = await seedSession(temps);
+    const { root } = await seedSession();
     const run = await cli(["show", "01ZZZZ", "--root", root]);
     expect(run.code).toBe(1);
     expect(run.stderr).not.toContain("store.create()");
@@ -50,7 +47,7 @@ describe("a session id may be given by a unique prefix", () => {
 
 describe("--root that does not exist", () => {
   it("is a usage error (exit 2) for list, verify and gc, naming the folder", async () => {
-    const missing = join(await temps.make(), "no-such-folder");
+    const missing = join(await tempDir(), "no-such-folder");
     for (const verb of ["list", "verify", "gc"]) {
       const run = await cli([verb, "--root", missing]);
       expect(run.code, verb).toBe(2);
@@ -60,7 +57,7 @@ describe("--root that does not exist", () => {
   });
 
   it("an existing empty root is no error", async () => {
-    const empty = join(await temps.make(), "empty");
+    const empty = join(await tempDir(), "empty");
     await mkdir(empty);
     expect(await cli(["list", "--root", empty])).toMatchObject({ code: 0, stdout: `No sessions under ${empty}.\n` });
   });
@@ -68,7 +65,7 @@ describe("--root that does not exist", () => {
 
 describe("option errors are the CLI's own words", () => {
   it("an unknown option names the verb's options; a missing value and a value given to a flag say so", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const unknown = await cli(["list", "--colour", "--root", root]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe(

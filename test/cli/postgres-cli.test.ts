@@ -4,20 +4,17 @@ import { readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { SessionStore } from "../../src/index.js";
+import { afterAll, describe, expect, it } from "vitest";
 import type { StorageBackend } from "../../src/backend/index.js";
 import { pgBackend, pgUrl, useSchemas } from "../helpers/postgres.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { cli, seedSession } from "./harness.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // The CLI on a PostgreSQL store (`--store postgres://…`, $AGENT_TAPE_STORE): the verbs run against the real server,
 // the workspace on this machine's disk (docs/cli.md, docs/postgres.md).
 
-const temps = new TempRoots();
 const schemas = useSchemas("cli");
 const backends: StorageBackend[] = [];
-afterEach(() => temps.removeAll());
 afterAll(async () => {
   for (const backend of backends) await backend.close();
 });
@@ -29,14 +26,14 @@ async function seeded() {
   const schema = schemas.make();
   const backend = pgBackend(schema);
   backends.push(backend);
-  const session = await seedSession(temps, { backend });
+  const session = await seedSession({ backend });
   const url = new URL(pgUrl());
   url.searchParams.set("schema", schema);
   return { ...session, backend, store: url.toString() };
 }
 
 async function sequences(backend: StorageBackend, id: string): Promise<number[]> {
-  const store = new SessionStore({ backend });
+  const store = openStore({ backend });
   try {
     return (await store.readAll(id)).map((event) => event.sequence);
   } finally {
@@ -65,7 +62,7 @@ describe("agent-tape --store postgres://…", () => {
     const fromEnv = await cli(["list", "--json"], { env: { AGENT_TAPE_STORE: s.store } });
     expect(fromEnv.code, fromEnv.stderr).toBe(0);
     expect(JSON.parse(fromEnv.stdout).map((x: { id: string }) => x.id)).toEqual([s.id]);
-    const folder = await temps.make("agent-tape-cli-root-");
+    const folder = await tempDir("agent-tape-cli-root-");
     const byRoot = await cli(["list", "--json", "--root", folder], { env: { AGENT_TAPE_STORE: s.store } });
     expect(byRoot.code, byRoot.stderr).toBe(0);
     expect(JSON.parse(byRoot.stdout)).toEqual([]);

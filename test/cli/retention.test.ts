@@ -1,16 +1,12 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { TempRoots } from "../helpers/temp-root.js";
+import { describe, expect, it } from "vitest";
 import { cli, seedSession } from "./harness.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 
 describe("agent-tape gc with a retention policy", () => {
   it("--keep-newest deletes the older session; --dry-run first only says so", async () => {
-    const older = await seedSession(temps, { title: "older" });
-    const newer = await seedSession(temps, { root: older.root, title: "newer" });
+    const older = await seedSession({ title: "older" });
+    const newer = await seedSession({ root: older.root, title: "newer" });
     const dry = await cli(["gc", "--keep-newest", "1", "--dry-run", "--root", older.root]);
     expect(dry.code).toBe(0);
     expect(dry.stdout).toMatch(
@@ -29,7 +25,7 @@ describe("agent-tape gc with a retention policy", () => {
   });
 
   it("list --json splits each session's bytes into log, blobs and records", async () => {
-    const s = await seedSession(temps);
+    const s = await seedSession();
     const [listed] = JSON.parse((await cli(["list", "--json", "--root", s.root])).stdout);
     const log = (await readFile(join(s.root, s.id, "events.jsonl"))).length;
     expect(listed.usage).toMatchObject({ log, blobCount: 1, records: 0 });
@@ -38,7 +34,7 @@ describe("agent-tape gc with a retention policy", () => {
   });
 
   it("a bad limit is a usage error (exit 2)", async () => {
-    const s = await seedSession(temps);
+    const s = await seedSession();
     const run = await cli(["gc", "--keep-newest=-1", "--root", s.root]);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain("--keep-newest needs a whole number of at least 0");

@@ -1,11 +1,7 @@
 import { readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { TempRoots } from "../helpers/temp-root.js";
+import { describe, expect, it } from "vitest";
 import { cli, seedSession, withStore } from "./harness.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 
 const HAND_EDIT = "two + a line typed by hand\n";
 
@@ -14,7 +10,7 @@ const HAND_EDIT = "two + a line typed by hand\n";
  * edited by hand: a rewind to #2 would roll the hand edit back with the agent's.
  */
 async function handEdited() {
-  const seeded = await seedSession(temps, { afterState: true });
+  const seeded = await seedSession({ afterState: true });
   await writeFile(join(seeded.workspace, "a.txt"), HAND_EDIT);
   const read = (path: string) => readFile(join(seeded.workspace, path), "utf8");
   const sequences = () =>
@@ -218,7 +214,7 @@ describe("agent-tape rewind at a terminal: the tape the person was shown", () =>
 
 describe("agent-tape rewind --before-call", () => {
   it("goes back to just before the tool call with that id", async () => {
-    const { root, workspace, id } = await seedSession(temps, { afterState: true });
+    const { root, workspace, id } = await seedSession({ afterState: true });
     const run = await cli(["rewind", id, "--before-call", "c1", "--root", root]);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(`Rewound ${id} to #1 (mode all):`);
@@ -227,7 +223,7 @@ describe("agent-tape rewind --before-call", () => {
   });
 
   it("is a usage error with --to as well, or with neither", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const both = await cli(["rewind", id, "--to", "2", "--before-call", "c1", "--root", root]);
     expect(both.code).toBe(2);
     expect(both.stderr).toContain("either --to <seq> or --before-call <toolCallId>");
@@ -236,7 +232,7 @@ describe("agent-tape rewind --before-call", () => {
   });
 
   it("fails (exit 2) for a call id not on the tape, naming it", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const run = await cli(["rewind", id, "--before-call", "nope", "--root", root]);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('No tool call "nope"');

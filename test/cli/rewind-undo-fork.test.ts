@@ -1,12 +1,9 @@
 import { readFile, readdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CheckpointStore, DIFF_LIMITS } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { cli, seedSession, withStore } from "./harness.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { tempDir } from "../helpers/fixture.js";
 
 const ESC = "\x1b[";
 const sequences = (root: string, id: string) =>
@@ -14,7 +11,7 @@ const sequences = (root: string, id: string) =>
 
 describe("agent-tape rewind", () => {
   it("--dry-run prints the plan per path and changes neither files nor tape", async () => {
-    const { root, workspace, id } = await seedSession(temps);
+    const { root, workspace, id } = await seedSession();
     const run = await cli(["rewind", id, "--to", "2", "--dry-run", "--root", root]);
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(
@@ -29,7 +26,7 @@ describe("agent-tape rewind", () => {
   });
 
   it("--dry-run --diff adds each file's unified diff: plain when piped, coloured on a terminal", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const piped = await cli(["rewind", id, "--to", "2", "--dry-run", "--diff", "--root", root]);
     expect(piped.code).toBe(0);
     expect(piped.stdout).toBe(
@@ -47,7 +44,7 @@ describe("agent-tape rewind", () => {
   });
 
   it("--dry-run --diff counts a binary file and one over the diff bound in bytes, and says why no diff", async () => {
-    const { root, workspace, id } = await seedSession(temps);
+    const { root, workspace, id } = await seedSession();
     await writeFile(join(workspace, "logo.png"), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 3, 4, 5]));
     await writeFile(join(workspace, "big.txt"), "small\n");
     await withStore(root, async (store) => {
@@ -70,7 +67,7 @@ describe("agent-tape rewind", () => {
   });
 
   it("restores the files, cuts the tape, appends a marker and reports it", async () => {
-    const { root, workspace, id } = await seedSession(temps);
+    const { root, workspace, id } = await seedSession();
     const run = await cli(["rewind", id, "--to", "2", "--root", root]);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(
@@ -83,7 +80,7 @@ describe("agent-tape rewind", () => {
   });
 
   it("--json prints the library's report", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const run = await cli(["rewind", id, "--to", "2", "--json", "--root", root]);
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual({
@@ -106,7 +103,7 @@ describe("agent-tape rewind", () => {
   });
 
   it("--mode conversation cuts the tape and leaves the files alone", async () => {
-    const { root, workspace, id } = await seedSession(temps);
+    const { root, workspace, id } = await seedSession();
     const run = await cli(["rewind", id, "--to", "2", "--mode", "conversation", "--root", root]);
     expect(run.code).toBe(0);
     expect(await readFile(join(workspace, "a.txt"), "utf8")).toBe("two\n");
@@ -114,14 +111,14 @@ describe("agent-tape rewind", () => {
   });
 
   it("colours paths by action on a terminal: restore green, delete red", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const run = await cli(["rewind", id, "--to", "2", "--dry-run", "--root", root], { isTTY: true });
     expect(run.stdout).toContain(`${ESC}32ma.txt${ESC}39m`);
     expect(run.stdout).toContain(`${ESC}31mb.txt${ESC}39m`);
   });
 
   it("prints no colour when piped, or when NO_COLOR is set on a terminal", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const piped = await cli(["rewind", id, "--to", "2", "--dry-run", "--root", root], { isTTY: false });
     const noColour = await cli(["rewind", id, "--to", "2", "--dry-run", "--root", root], {
       isTTY: true,
@@ -133,7 +130,7 @@ describe("agent-tape rewind", () => {
   });
 
   it("is a usage error (exit 2) without --to, with a bad --to or a bad --mode", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     for (const args of [[], ["--to", "two"], ["--to", "-1"], ["--to", "2", "--mode", "everything"], ["--to"]]) {
       const run = await cli(["rewind", id, ...args, "--root", root]);
       expect(run.code, args.join(" ")).toBe(2);
@@ -143,7 +140,7 @@ describe("agent-tape rewind", () => {
   });
 
   it("fails (exit 1) with SEQUENCE_OUT_OF_RANGE past the end of the tape", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const run = await cli(["rewind", id, "--to", "99", "--root", root]);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain("(SEQUENCE_OUT_OF_RANGE)");
@@ -152,7 +149,7 @@ describe("agent-tape rewind", () => {
 
 describe("agent-tape undo", () => {
   it("puts back the files and the events the last rewind removed", async () => {
-    const { root, workspace, id } = await seedSession(temps);
+    const { root, workspace, id } = await seedSession();
     expect((await cli(["rewind", id, "--to", "2", "--root", root])).code).toBe(0);
     const run = await cli(["undo", id, "--root", root]);
     expect(run.code).toBe(0);
@@ -164,7 +161,7 @@ describe("agent-tape undo", () => {
   });
 
   it("--dry-run --diff shows what the undo would do to each file, and its diff", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     await cli(["rewind", id, "--to", "2", "--root", root]);
     const run = await cli(["undo", id, "--dry-run", "--diff", "--root", root]);
     expect(run.stdout).toContain("  restore  a.txt  +1 \u22121\n  restore  b.txt  +1 \u22120\n");
@@ -173,14 +170,14 @@ describe("agent-tape undo", () => {
   });
 
   it("--json prints the undo report", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     await cli(["rewind", id, "--to", "2", "--root", root]);
     const report = JSON.parse((await cli(["undo", id, "--json", "--root", root])).stdout);
     expect(report).toMatchObject({ undoneMarker: 6, eventsRestored: 3, filesRestored: 2, markerSequence: 10 });
   });
 
   it("fails (exit 1) with NOTHING_TO_UNDO when the last event is not a rewind", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const run = await cli(["undo", id, "--root", root]);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/Nothing to undo .*\(NOTHING_TO_UNDO\)/);
@@ -191,7 +188,7 @@ describe("agent-tape undo", () => {
 
 describe("agent-tape fork", () => {
   it("copies the tape up to --at into a new session with the given title", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const run = await cli(["fork", id, "--at", "3", "--title", "try another way", "--json", "--root", root]);
     expect(run.code).toBe(0);
     const info = JSON.parse(run.stdout);
@@ -203,14 +200,14 @@ describe("agent-tape fork", () => {
   });
 
   it("prints the new id for a person, and forks the whole tape by default", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const run = await cli(["fork", id, "--id", "my-fork", "--root", root]);
     expect(run).toMatchObject({ code: 0, stdout: `Forked ${id} at #5 into my-fork\n` });
   });
 
   it("--workspace fills a new folder with the files as they were at --at; the fork rewinds there only", async () => {
-    const { root, workspace, id } = await seedSession(temps);
-    const child = join(await realpath(await temps.make("agent-tape-cli-fork-")), "try-2");
+    const { root, workspace, id } = await seedSession();
+    const child = join(await realpath(await tempDir("agent-tape-cli-fork-")), "try-2");
     const run = await cli(["fork", id, "--at", "2", "--workspace", child, "--id", "try-2", "--root", root]);
     expect(run.stderr).toBe("");
     expect(run).toMatchObject({
@@ -237,8 +234,8 @@ describe("agent-tape fork", () => {
   });
 
   it("--workspace --json prints the report; a folder that is not empty is refused (WORKSPACE_NOT_EMPTY)", async () => {
-    const { root, workspace, id } = await seedSession(temps);
-    const child = join(await realpath(await temps.make("agent-tape-cli-fork-")), "ws");
+    const { root, workspace, id } = await seedSession();
+    const child = join(await realpath(await tempDir("agent-tape-cli-fork-")), "ws");
     const json = await cli(["fork", id, "--workspace", child, "--json", "--root", root]);
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({
@@ -253,10 +250,10 @@ describe("agent-tape fork", () => {
   });
 
   it("--before-call forks just before that tool call, --workspace too; with --at it is a usage error", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const run = await cli(["fork", id, "--before-call", "c1", "--id", "before-c1", "--root", root]);
     expect(run).toMatchObject({ code: 0, stdout: `Forked ${id} at #1 into before-c1\n` });
-    const child = join(await realpath(await temps.make("agent-tape-cli-fork-")), "before-c1");
+    const child = join(await realpath(await tempDir("agent-tape-cli-fork-")), "before-c1");
     const folder = await cli(["fork", id, "--before-call", "c1", "--workspace", child, "--json", "--root", root]);
     expect(folder.code).toBe(0);
     expect(JSON.parse(folder.stdout)).toMatchObject({ session: { parent: { id, atSequence: 1 } } });
@@ -270,7 +267,7 @@ describe("agent-tape fork", () => {
   });
 
   it("at a sequence cut by a rewind fails (exit 1) with SEQUENCE_NOT_ON_TAPE naming its neighbours", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     expect((await cli(["rewind", id, "--to", "2", "--root", root])).code).toBe(0); // cuts #3-#5, marker #6
     const run = await cli(["fork", id, "--at", "4", "--root", root]);
     expect(run.code).toBe(1);
@@ -279,7 +276,7 @@ describe("agent-tape fork", () => {
   });
 
   it("is a usage error (exit 2) for an unsafe new id", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const run = await cli(["fork", id, "--id", "../escape", "--root", root]);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain("(INVALID_SESSION_ID)");

@@ -6,14 +6,11 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore } from "../../src/index.js";
 import { cli } from "./harness.js";
 import { rounds } from "../helpers/rounds.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 const ROUNDS = rounds(12, 100);
 const NOW = new Date("2030-01-01T00:00:00Z");
@@ -52,13 +49,13 @@ function fileName(text: string): string {
 }
 
 async function session(title: string, text: string) {
-  const base = await temps.make("agent-tape-escapes-");
+  const base = await tempDir("agent-tape-escapes-");
   const root = join(base, "root");
   const workspace = join(base, "ws");
   await mkdir(workspace);
   const name = fileName(text);
   await writeFile(join(workspace, name), `before ${text}\n`);
-  const store = new SessionStore({ root });
+  const store = openStore({ root });
   try {
     const { id } = await store.create({ title, workspace });
     await store.append(id, { type: "message", payload: { role: "user", content: text } });

@@ -1,14 +1,11 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { defaultRoot } from "../../src/cli/default-root.js";
 import { formatAge, formatBytes } from "../../src/cli/output.js";
 import { commands } from "../../src/cli/run-cli.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { cli, seedSession } from "./harness.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { tempDir } from "../helpers/fixture.js";
 
 const VERBS = ["list", "show", "rewind", "undo", "fork", "export", "gc", "verify", "repair"];
 
@@ -55,7 +52,7 @@ describe("usage errors exit 2", () => {
   });
 
   it("an unknown command, an unknown option, a missing id, an extra argument", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const cases: [string[], RegExp][] = [
       [["rewnd", id, "--to", "1"], /Unknown command "rewnd"/],
       [["list", "--colour"], /`list` has no option --colour/],
@@ -74,14 +71,14 @@ describe("usage errors exit 2", () => {
   });
 
   it("an unsafe session id is a usage error, named by its code", async () => {
-    const { root } = await seedSession(temps);
+    const { root } = await seedSession();
     const run = await cli(["show", "../etc", "--root", root]);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain("(INVALID_SESSION_ID)");
   });
 
   it("with --json, errors go to stderr as JSON", async () => {
-    const { root } = await seedSession(temps);
+    const { root } = await seedSession();
     const usage = await cli(["show", "--json", "--root", root]);
     expect(usage.code).toBe(2);
     expect(JSON.parse(usage.stderr)).toEqual({
@@ -106,16 +103,16 @@ describe("the store root", () => {
   });
 
   it("is taken from the environment when --root is not given", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const viaEnv = await cli(["list", "--json"], { env: { AGENT_TAPE_ROOT: root } });
     expect(JSON.parse(viaEnv.stdout).map((s: { id: string }) => s.id)).toEqual([id]);
-    const xdg = join(await temps.make(), "xdg");
+    const xdg = join(await tempDir(), "xdg");
     const viaXdg = await cli(["list"], { env: { XDG_DATA_HOME: xdg } });
     expect(viaXdg.stdout).toBe(`No sessions under ${join(xdg, "agent-tape", "sessions")}.\n`);
   });
 
   it("--root may come before or after the verb", async () => {
-    const { root, id } = await seedSession(temps);
+    const { root, id } = await seedSession();
     const before = await cli(["--root", root, "show", id]);
     const after = await cli(["show", id, "--root", root]);
     expect(before.code).toBe(0);

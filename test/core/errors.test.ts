@@ -1,30 +1,10 @@
 import { access, appendFile, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, expectTypeOf, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
 import { InvalidSessionIdError, LockedError, RewindConflictError } from "../../src/core/errors.js";
-import {
-  SessionStore,
-  isAgentTapeError,
-  type AgentTapeErrorByCode,
-  type AgentTapeErrorCode,
-  type SessionStoreOptions,
-} from "../../src/index.js";
+import { isAgentTapeError, type AgentTapeErrorByCode, type AgentTapeErrorCode } from "../../src/index.js";
 import { expectRejection } from "../helpers/expect-rejection.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
-
-async function openStore(options: Partial<SessionStoreOptions> = {}): Promise<{ store: SessionStore; root: string }> {
-  const root = options.root ?? (await temps.make());
-  const store = new SessionStore({ ...options, root });
-  stores.push(store);
-  return { store, root };
-}
+import { tempDir, tempStore } from "../helpers/fixture.js";
 
 const say = (content: string) => ({ type: "message" as const, payload: { role: "user" as const, content } });
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -54,7 +34,7 @@ describe("SESSION_NOT_FOUND", () => {
   it.each(["fsync", "batch"] as const)(
     "is what every operation on a missing session gets, and nothing is created (durability %s)",
     async (durability) => {
-      const { store, root } = await openStore({ durability });
+      const { store, root } = await tempStore({ durability });
       await store.create({ id: "exists" });
       const calls: [string, () => Promise<unknown>][] = [
         ["append", () => store.append("missing", say("x"))],
@@ -79,9 +59,9 @@ describe("SESSION_NOT_FOUND", () => {
   );
 
   it("is what an append waiting for the lock gets when the session is deleted meanwhile", async () => {
-    const root = await temps.make();
-    const { store: holder } = await openStore({ root, lockIdleMs: 60_000 });
-    const { store: waiter } = await openStore({ root, lockWaitMs: 10_000 });
+    const root = await tempDir();
+    const { store: holder } = await tempStore({ root, lockIdleMs: 60_000 });
+    const { store: waiter } = await tempStore({ root, lockWaitMs: 10_000 });
     await holder.create({ id: "doomed" });
     await holder.append("doomed", say("holder has the lease"));
     const waiting = failure(() => waiter.append("doomed", say("waiting")));
@@ -95,7 +75,7 @@ describe("SESSION_NOT_FOUND", () => {
 
 describe("SESSION_EXISTS", () => {
   it("refuses create and fork onto a taken id and leaves that session as it was", async () => {
-    const { store, root } = await openStore();
+    const { store, root } = await tempStore();
     await store.create({ id: "taken", title: "original" });
     await store.append("taken", say("keep me"));
     const other = await store.create({ id: "other" });
@@ -132,8 +112,8 @@ describe("INVALID_SESSION_ID", () => {
     "refuses %s before touching anything",
     async (_label, id) => {
       // A root that does not exist yet: any write at all would create it.
-      const root = join(await temps.make(), "root");
-      const { store } = await openStore({ root });
+      const root = join(await tempDir(), "root");
+      const { store } = await tempStore({ root });
       const calls: [string, () => Promise<unknown>][] = [
         ["create", () => store.create({ id })],
         ["get", () => store.get(id)],
@@ -157,7 +137,7 @@ describe("INVALID_SESSION_ID", () => {
   );
 
   it("accepts 128 safe characters", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const id = "A-z_0.9" + "x".repeat(121);
     expect(id).toHaveLength(128);
     expect((await store.create({ id })).id).toBe(id);
@@ -168,7 +148,7 @@ describe("INVALID_EVENT", () => {
   it.each(["fsync", "batch", "none"] as const)(
     "refuses a bad payload, an unknown type or a shapeless event and writes nothing (durability %s)",
     async (durability) => {
-      const { store, root } = await openStore({ durability });
+      const { store, root } = await tempStore({ durability });
       const { id } = await store.create();
       await store.append(id, say("good"));
       const log = join(root, id, "events.jsonl");
@@ -209,7 +189,7 @@ describe("INVALID_EVENT", () => {
   );
 
   it("is checked before the session is looked up, so it writes nothing even for a missing session", async () => {
-    const { store, root } = await openStore();
+    const { store, root } = await tempStore();
     await expectRejection(() => store.append("missing", { type: "message", payload: {} } as never), "INVALID_EVENT");
     expect(await readdir(root)).toEqual([]);
   });
@@ -217,7 +197,7 @@ describe("INVALID_EVENT", () => {
 
 describe("LOG_CORRUPT", () => {
   async function sessionWithCorruptLine(lineText: string) {
-    const { store, root } = await openStore({ lockIdleMs: 0 });
+    const { store, root } = await tempStore({ lockIdleMs: 0 });
     const { id } = await store.create();
     await store.appendMany(id, [say("1"), say("2")]);
     const log = join(root, id, "events.jsonl");
@@ -226,7 +206,7 @@ describe("LOG_CORRUPT", () => {
   }
 
   it("names the file and line of a corrupt line in the middle of the log", async () => {
-    const { store, root } = await openStore({ lockIdleMs: 0 });
+    const { store, root } = await tempStore({ lockIdleMs: 0 });
     const { id } = await store.create();
     await store.appendMany(id, [say("1"), say("2"), say("3"), say("4")]);
     const log = join(root, id, "events.jsonl");
@@ -282,7 +262,7 @@ describe("LOCK_COMPROMISED", () => {
   const detection = 2_500;
 
   it("is what the next call gets after the lock folder is removed under a holder; the one after works", async () => {
-    const { store, root } = await openStore({ lockStaleMs: 2000, lockIdleMs: 60_000 });
+    const { store, root } = await tempStore({ lockStaleMs: 2000, lockIdleMs: 60_000 });
     const { id } = await store.create();
     await store.append(id, say("1"));
     await rm(join(root, id, "events.jsonl.lock"), { recursive: true });
@@ -296,7 +276,7 @@ describe("LOCK_COMPROMISED", () => {
 
   it("is still reported when the loss was noticed while idle and the idle lease has since run out", async () => {
     // The lock is checked 1000 ms after it is taken; the idle release comes at 1500 ms, after that check.
-    const { store, root } = await openStore({ lockStaleMs: 2000, lockIdleMs: 1_500 });
+    const { store, root } = await tempStore({ lockStaleMs: 2000, lockIdleMs: 1_500 });
     const { id } = await store.create();
     await store.append(id, say("1"));
     await rm(join(root, id, "events.jsonl.lock"), { recursive: true });
@@ -309,7 +289,7 @@ describe("LOCK_COMPROMISED", () => {
 
 describe("STORE_CLOSED", () => {
   it("is what every call on a closed store gets", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const { id } = await store.create();
     await store.append(id, say("x"));
     await store.close();
@@ -337,7 +317,7 @@ describe("STORE_CLOSED", () => {
 
 describe("SEQUENCE_OUT_OF_RANGE", () => {
   it.each([6, -1, 1.5, Number.NaN])("refuses a fork at %s and creates nothing", async (atSequence) => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const { id } = await store.create();
     await store.appendMany(id, [say("1"), say("2"), say("3"), say("4"), say("5")]);
     const error = await expectRejection(() => store.fork(id, { atSequence, id: "fork" }), "SEQUENCE_OUT_OF_RANGE");

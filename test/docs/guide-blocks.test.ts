@@ -2,14 +2,17 @@
 // tour of one session: its blocks run in order, each seeing what the earlier ones made (`doc.state`); the adapter,
 // shell, verify and error blocks each get a session of their own, so the tour's numbers stay the guide's.
 import { expect, afterAll } from "vitest";
-import { TempRoots } from "../helpers/temp-root.js";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { aiSdkGiven, aiSdkImports, openaiAgentsGiven, openaiAgentsImports } from "./givens.js";
 import { describeDocBlocks, docState } from "./doc-blocks.js";
 
-const temps = new TempRoots();
+/** The doc's one folder, made before its first block (its blocks run in order on it), removed after the last. */
+let home = "";
 afterAll(async () => {
   for (const open of (docState.open as { close(): Promise<void> }[] | undefined) ?? []) await open.close();
-  await temps.removeAll();
+  if (home !== "") await rm(home, { recursive: true, force: true });
 });
 
 const fromTour = (...names: string[]) => `const { ${names.join(", ")} } = doc.state;`;
@@ -188,7 +191,7 @@ await store.close();`,
     },
   },
   async () => {
-    const home = await temps.make("agent-tape-guide-");
+    home = await mkdtemp(join(tmpdir(), "agent-tape-guide-"));
     Object.assign(docState, { home, open: [] });
     return home;
   },

@@ -3,7 +3,9 @@
 import pg from "pg";
 import { afterAll, expect } from "vitest";
 import { pgUrl } from "../helpers/postgres.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describeDocBlocks, docState } from "./doc-blocks.js";
 
 const dropSchema = async () => {
@@ -11,10 +13,11 @@ const dropSchema = async () => {
   await admin.query("DROP SCHEMA IF EXISTS agent_tape CASCADE");
   await admin.end();
 };
-const temps = new TempRoots();
+/** The doc's one folder, made before its first block (its blocks run in order on it), removed after the last. */
+let home = "";
 afterAll(async () => {
   await dropSchema();
-  await temps.removeAll();
+  if (home !== "") await rm(home, { recursive: true, force: true });
 });
 
 describeDocBlocks(
@@ -37,6 +40,6 @@ await store.close();`,
   async () => {
     await dropSchema();
     docState.pgUrl = pgUrl();
-    return temps.make("agent-tape-readme-pg-");
+    return (home = await mkdtemp(join(tmpdir(), "agent-tape-readme-pg-")));
   },
 );

@@ -1,14 +1,17 @@
 // Every code block of README.md runs as written, or is included from an example that runs, or is listed here with
 // why not. Each quickstart runs on a store of its own, with what the README takes as given (test/docs/givens.ts).
 import { afterAll, expect } from "vitest";
-import { TempRoots } from "../helpers/temp-root.js";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describeDocBlocks, docState } from "./doc-blocks.js";
 import { aiSdkGiven, aiSdkImports, openaiAgentsGiven, openaiAgentsImports } from "./givens.js";
 
-const temps = new TempRoots();
+/** The doc's one folder, made before its first block (its blocks run in order on it), removed after the last. */
+let home = "";
 afterAll(async () => {
   for (const open of (docState.open as { close(): Promise<void> }[] | undefined) ?? []) await open.close();
-  await temps.removeAll();
+  if (home !== "") await rm(home, { recursive: true, force: true });
 });
 
 /** A store, a session `s` whose #1 is a message, then call c1's checkpointed edit of app.ts (v1 to v2). */
@@ -108,7 +111,7 @@ import { CheckpointStore, SessionStore, forkIntoWorkspace, rewind, undoRewind } 
     },
   },
   async () => {
-    const home = await temps.make("agent-tape-readme-");
+    home = await mkdtemp(join(tmpdir(), "agent-tape-readme-"));
     Object.assign(docState, { home, open: [] });
     return home;
   },

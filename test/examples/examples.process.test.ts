@@ -3,19 +3,15 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
 import { cli } from "../cli/harness.js";
 import { docBlocks, examplesCheckedAgainstDocs, exampleShown, expectLinesShown } from "../docs/doc-blocks.js";
 import { runChild } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 /** Runs an example with its own TMPDIR (so whatever it leaves behind is ours to inspect and remove). */
 async function runExample(file: string): Promise<{ code: number | null; stdout: string; stderr: string; tmp: string }> {
-  const tmp = await temps.make("agent-tape-example-");
+  const tmp = await tempDir("agent-tape-example-");
   const script = fileURLToPath(new URL(`../../examples/${file}`, import.meta.url));
   const { code, stdout, stderr } = await runChild(script, [], { TMPDIR: tmp, NO_COLOR: "1" });
   return { code, stdout, stderr, tmp };
@@ -126,7 +122,7 @@ describe("examples/agent-loop.ts (npm run demo)", () => {
     const listed = await cli(printed!);
     expect(listed.code).toBe(0);
     expect(listed.stdout).toMatch(/^ID +TITLE +LAST #/);
-    const store = new SessionStore({ root: join(run.tmp, home!, "sessions") });
+    const store = openStore({ root: join(run.tmp, home!, "sessions") });
     try {
       const [session] = await store.list();
       expect(out).toContain(`${join(run.tmp, home!, "sessions", session!.id)}/`);

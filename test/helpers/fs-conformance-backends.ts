@@ -1,7 +1,7 @@
 import { rm } from "node:fs/promises";
 import { fsBackend } from "../../src/backend/fs/fs-backend.js";
 import type { StorageBackend } from "../../src/backend/types.js";
-import { TempRoots } from "./temp-root.js";
+import { tempDir } from "./fixture.js";
 
 // Low, so a lock left by a killed holder is taken over in ~2 s rather than 5.
 export const LOCK_STALE_MS = 2000;
@@ -11,12 +11,11 @@ export const LOCK_STALE_MS = 2000;
  * takes them, and `rootOf` for the checks that plant files by hand.
  */
 export function fsConformanceBackends() {
-  const temps = new TempRoots();
   const roots = new Map<StorageBackend, string>();
   return {
     rootOf: (backend: StorageBackend) => roots.get(backend)!,
     async create(): Promise<StorageBackend> {
-      const root = await temps.make("agent-tape-fs-conformance-");
+      const root = await tempDir("agent-tape-fs-conformance-");
       const backend = fsBackend({ root, lockStaleMs: LOCK_STALE_MS });
       roots.set(backend, root);
       return backend;

@@ -1,9 +1,8 @@
 import { chmod, mkdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { CheckpointStore, SessionStore, type StoredEvent } from "../../src/index.js";
-import { afterEach } from "vitest";
-import { TempRoots } from "./temp-root.js";
+import { CheckpointStore, type SessionStore, type StoredEvent } from "../../src/index.js";
 import { put, workspaceTree } from "./rewind-workspace.js";
+import { openStore, tempDir } from "./fixture.js";
 
 /**
  * A session's story, told for real (docs/ARCHITECTURE.md, "Rewind intent"): after the target,
@@ -53,8 +52,8 @@ export const STORY_DIFF_TOTALS = { lines: { insertions: 4, deletions: 2 }, bytes
 /** Events appended after the story's target: 5 × (call, checkpoint, result), 4 checkpoints, 1 message. */
 export const STORY_EVENTS_AFTER_TARGET = 20;
 
-export async function tellTheStory(temps: TempRoots): Promise<Story> {
-  const base = await realpath(await temps.make("agent-tape-rewind-"));
+export async function tellTheStory(): Promise<Story> {
+  const base = await realpath(await tempDir("agent-tape-rewind-"));
   const root = join(base, "sessions");
   const workspace = join(base, "ws");
   const outside = join(base, "outside");
@@ -67,7 +66,7 @@ export async function tellTheStory(temps: TempRoots): Promise<Story> {
   await put(workspace, "vendor/pkg/package.json", '{ "name": "pkg" }\n', 0o600);
   await chmod(join(workspace, "vendor/pkg"), 0o750);
 
-  const store = new SessionStore({ root });
+  const store = openStore({ root });
   // The story's tests count its events; after-states are tested in test/rewind/conflicts.test.ts.
   const checkpoints = new CheckpointStore(store, { afterState: false });
   const { id } = await store.create({ workspace, title: "the story" });
@@ -128,23 +127,4 @@ export function logBytes(root: string, id: string): Promise<Buffer> {
 /** The blob file of `hash` inside the session folder (for damaging it on purpose). */
 export function blobFile(root: string, id: string, hash: string): string {
   return join(root, id, "blobs", hash.slice(0, 2), hash);
-}
-
-/**
- * What a rewind test file needs: temp folders and the stores opened in them, cleaned up after
- * each test, and `story()`, which tells the story in a fresh session.
- */
-export function storyFixture(): { temps: TempRoots; stores: SessionStore[]; story: () => Promise<Story> } {
-  const temps = new TempRoots();
-  const stores: SessionStore[] = [];
-  afterEach(async () => {
-    await Promise.all(stores.splice(0).map((s) => s.close()));
-    await temps.removeAll();
-  });
-  const story = async () => {
-    const told = await tellTheStory(temps);
-    stores.push(told.store);
-    return told;
-  };
-  return { temps, stores, story };
 }

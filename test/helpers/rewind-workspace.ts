@@ -1,9 +1,9 @@
 import { BLOBS_IN_FLIGHT_RECORD } from "../../src/blobs/in-flight.js";
-import { CheckpointStore, SessionStore } from "../../src/index.js";
+import { CheckpointStore, type SessionStore } from "../../src/index.js";
 import { createHash } from "node:crypto";
 import { chmod, lstat, mkdir, readdir, readFile, readlink, realpath, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import type { TempRoots } from "./temp-root.js";
+import { openStore, tempDir } from "./fixture.js";
 
 /**
  * What a folder holds, byte for byte, as one comparable object: every entry below it by
@@ -62,15 +62,14 @@ export async function recordsLeft(store: SessionStore, id: string): Promise<stri
 
 /**
  * A session whose one tool call edited a.txt and b.txt (a1/b1 -> a2/b2) after `target`, then one more message:
- * the story of the pending-rewind tests. The store is pushed on `stores` for the caller's afterEach to close.
+ * the story of the pending-rewind tests. The store is closed when the test finishes (test/helpers/fixture.ts).
  */
-export async function editedTwoFiles(temps: TempRoots, stores: SessionStore[], prefix: string) {
-  const workspace = join(await realpath(await temps.make(prefix)), "ws");
+export async function editedTwoFiles(prefix: string) {
+  const workspace = join(await realpath(await tempDir(prefix)), "ws");
   const root = `${workspace}-sessions`;
   await put(workspace, "a.txt", "a1\n");
   await put(workspace, "b.txt", "b1\n");
-  const store = new SessionStore({ root });
-  stores.push(store);
+  const store = openStore({ root });
   const { id } = await store.create({ workspace });
   const target = (await store.append(id, { type: "message", payload: { role: "user", content: "start" } })).sequence;
   await new CheckpointStore(store).around(id, { tool: "edit", paths: ["a.txt", "b.txt"] }, async () => {

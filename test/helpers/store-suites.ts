@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
 import { readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { claudeEvents, claudeSessionStore } from "../../src/adapters/claude-agent-sdk/index.js";
 import type { StorageBackend } from "../../src/backend/index.js";
-import { CheckpointStore, SessionStore, gc, rewind, undoRewind, verify } from "../../src/index.js";
-import { TempRoots } from "./temp-root.js";
+import { CheckpointStore, gc, rewind, undoRewind, verify } from "../../src/index.js";
+import { closeAfter, openStore, tempDir } from "./fixture.js";
 
 // Capture, rewind, undo, recovery, gc/verify and an adapter, defined once and run over each backend: the fs
 // backend (test/session/store-suites-fs.test.ts) and PostgreSQL (test/session/postgres-store-suites.test.ts).
@@ -20,22 +20,11 @@ export interface BackendUnderTest {
 const sha256 = (bytes: string | Buffer) => createHash("sha256").update(bytes).digest("hex");
 
 export function runStoreSuites(kind: BackendUnderTest): void {
-  const temps = new TempRoots();
-  const opened: { store: SessionStore<never>; backend: StorageBackend }[] = [];
-  afterEach(async () => {
-    for (const { store, backend } of opened.splice(0)) {
-      await store.close();
-      await backend.close();
-    }
-    await temps.removeAll();
-  });
-
   /** A store on a fresh backend, a workspace with a.txt "one", and a session on it. */
   async function session() {
-    const backend = await kind.open();
-    const store = new SessionStore({ backend });
-    opened.push({ store: store as SessionStore<never>, backend });
-    const workspace = await temps.make(`agent-tape-${kind.name}-suite-`);
+    const backend = closeAfter(await kind.open()); // closed after the store (test/helpers/fixture.ts)
+    const store = openStore({ backend });
+    const workspace = await tempDir(`agent-tape-${kind.name}-suite-`);
     await writeFile(join(workspace, "a.txt"), "one\n");
     const { id } = await store.create({ workspace });
     const first = await store.append(id, { type: "message", payload: { role: "user", content: "edit a, make b" } });
@@ -114,9 +103,8 @@ export function runStoreSuites(kind: BackendUnderTest): void {
     });
 
     it("an adapter (Claude Agent SDK session store) appends and loads its transcript through the store", async () => {
-      const backend = await kind.open();
-      const store = new SessionStore({ backend, events: claudeEvents });
-      opened.push({ store: store as unknown as SessionStore<never>, backend });
+      const backend = closeAfter(await kind.open()); // closed after the store (test/helpers/fixture.ts)
+      const store = openStore({ backend, events: claudeEvents });
       const claude = claudeSessionStore({ store });
       const key = { projectKey: "project", sessionId: "s1" };
       await claude.append(key, [{ type: "user", uuid: "u1" }]);

@@ -4,13 +4,14 @@ import { join } from "node:path";
 import { expect } from "vitest";
 import {
   CheckpointStore,
-  SessionStore,
+  type SessionStore,
   type CheckpointPayload,
   type FileSnapshot,
   type ScanReport,
   type WorkspaceIndexOptions,
 } from "../../src/index.js";
 import { treeOf } from "./workspace-tree.js";
+import { openStore } from "./fixture.js";
 
 // The differential harness of the watched-scan tests (docs/ARCHITECTURE.md, "Watched scans"): two copies of one
 // workspace, one session each, one watched and one walked; the same commands run in both must leave the same
@@ -42,7 +43,7 @@ export async function openWorld(
   options: WorkspaceIndexOptions = {},
 ): Promise<World> {
   const workspace = join(base, name);
-  const store = new SessionStore({ root: join(base, `${name}-sessions`) });
+  const store = openStore({ root: join(base, `${name}-sessions`) });
   const scans: ScanReport[] = [];
   const checkpoints = new CheckpointStore(store, {
     workspaceIndex: { ...options, watch, onScan: (scan) => scans.push(scan) },

@@ -1,24 +1,18 @@
 // In the process tier: one test holds a session lock from a real child process.
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, gc, isAgentTapeError, rewind, undoRewind, verify } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { gc, isAgentTapeError, rewind, undoRewind, verify } from "../../src/index.js";
 import { memoryBackend } from "../../src/backend/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { BACKENDS, plantOrphanBlob, seed, sha256, type Seeded } from "./sessions.js";
+import { closeAfter, openStore } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-const open: Seeded[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
 const children = childrenKilledAfterEach();
 
 async function seeded(...args: Parameters<typeof seed>): Promise<Seeded> {
   const s = await seed(...args);
-  open.push(s);
+  closeAfter(s);
   return s;
 }
 
@@ -28,7 +22,7 @@ const blobsOf = async (s: Seeded) => (await s.store.backend.listBlobs(s.id)).sor
 
 describe.each(BACKENDS)("gc (%s backend)", (kind) => {
   it("a dry run reports the orphan blob and its bytes and deletes nothing; the real run frees the same", async () => {
-    const s = await seeded(temps, kind);
+    const s = await seeded(kind);
     const orphan = await plantOrphanBlob(s, "left by a crash: 31 bytes long\n");
     const referenced = sha256("one\n");
     expect(await blobsOf(s)).toEqual([orphan, referenced].sort());
@@ -55,7 +49,7 @@ describe.each(BACKENDS)("gc (%s backend)", (kind) => {
   });
 
   it("a dry run counts an orphan blob as stored (compressed on the fs backend): what the real run frees", async () => {
-    const s = await seeded(temps, kind);
+    const s = await seeded(kind);
     const text = "the same line, over and over, compresses well\n".repeat(200); // 9.4 KB
     await plantOrphanBlob(s, text);
     const dry = await gc(s.store, { dryRun: true });
@@ -66,7 +60,7 @@ describe.each(BACKENDS)("gc (%s backend)", (kind) => {
   });
 
   it("drops the rewind archives older than the newest with the blobs only they needed; undo still works", async () => {
-    const s = await seeded(temps, kind);
+    const s = await seeded(kind);
     // Rewind 1 cuts checkpoint #2, the only event naming the blob of "one\n" once its archive goes.
     await rewind(s.store, s.id, { toSequence: 1, keepUndo: 2 });
     await s.store.append(s.id, { type: "message", payload: { role: "user", content: "something else" } });
@@ -85,7 +79,7 @@ describe.each(BACKENDS)("gc (%s backend)", (kind) => {
   });
 
   it("collects only the sessions named, and reports a named one that does not exist", async () => {
-    const a = await seeded(temps, kind);
+    const a = await seeded(kind);
     const orphanA = await plantOrphanBlob(a, "orphan of a");
     const { id: b } = await a.store.create();
     const report = await gc(a.store, { sessionIds: [b, "missing"] });
@@ -98,7 +92,7 @@ describe.each(BACKENDS)("gc (%s backend)", (kind) => {
   });
 
   it("rejects with the signal's reason when aborted, deleting nothing", async () => {
-    const s = await seeded(temps, kind);
+    const s = await seeded(kind);
     const orphan = await plantOrphanBlob(s, "orphan");
     const controller = new AbortController();
     controller.abort(new Error("stop"));
@@ -112,7 +106,7 @@ describe("gc: bytes", () => {
     const inner = memoryBackend();
     // The same backend, minus its optional sizeOf.
     const backend = Object.assign(Object.create(inner) as typeof inner, { sizeOf: undefined });
-    const s = await seeded(temps, "memory", { backend });
+    const s = await seeded("memory", { backend });
     const orphan = await plantOrphanBlob(s, "orphan");
     const report = await gc(s.store);
     expect(report.bytesFreed).toBeUndefined();
@@ -125,8 +119,8 @@ describe("gc: bytes", () => {
 
 describe("gc: sessions it must not touch (fs backend)", () => {
   it("leaves a session whose tape cannot be read, reports LOG_CORRUPT, and collects the others", async () => {
-    const good = await seeded(temps, "fs");
-    const bad = await seeded(temps, "fs", { root: good.root! });
+    const good = await seeded("fs");
+    const bad = await seeded("fs", { root: good.root! });
     const goodOrphan = await plantOrphanBlob(good, "orphan");
     const badOrphan = await plantOrphanBlob(bad, "orphan too");
     const log = join(bad.root!, bad.id, "events.jsonl");
@@ -142,11 +136,11 @@ describe("gc: sessions it must not touch (fs backend)", () => {
   });
 
   it("never touches a session whose lock a live process keeps: LOCKED, orphan still there (1 round)", async () => {
-    const s = await seeded(temps, "fs");
+    const s = await seeded("fs");
     const orphan = await plantOrphanBlob(s, "orphan");
     await s.store.close(); // its idle lease would otherwise keep the lock from the child
-    const store = new SessionStore({ backend: s.store.backend, lockWaitMs: 300 });
-    open.push({ ...s, store, close: () => store.close() });
+    const store = openStore({ backend: s.store.backend, lockWaitMs: 300 });
+    closeAfter({ ...s, store, close: () => store.close() });
     const holder = new Child("hold-lock.ts", [s.root!, s.id]);
     children.push(holder);
     await holder.waitForLine((line) => line.startsWith("held"));

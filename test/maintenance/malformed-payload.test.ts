@@ -3,26 +3,19 @@
 // and must stop `gc` from pruning blobs: a reference gc cannot read is not a reference it may assume absent.
 import { readdir, readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, gc, rewind, undoRewind, verify } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, type SessionStore, gc, rewind, undoRewind, verify } from "../../src/index.js";
 import { codeOf, filesBelow } from "../helpers/outcomes.js";
 import { put } from "../helpers/rewind-workspace.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 /** a.txt captured as "a1" then edited to "a2", between two messages; the store closed, as a later process finds it. */
 async function editedSession() {
-  const base = await realpath(await temps.make("agent-tape-malformed-"));
+  const base = await realpath(await tempDir("agent-tape-malformed-"));
   const workspace = join(base, "ws");
   const root = join(base, "sessions");
   await put(workspace, "a.txt", "a1");
-  const store = new SessionStore({ root });
+  const store = openStore({ root });
   const { id } = await store.create({ workspace });
   const say = (content: string) => store.append(id, { type: "message", payload: { role: "user", content } });
   const target = (await say("start")).sequence;
@@ -50,8 +43,7 @@ async function blobsOf(root: string, id: string): Promise<string[]> {
 }
 
 function open(root: string): SessionStore {
-  const store = new SessionStore({ root });
-  stores.push(store);
+  const store = openStore({ root });
   return store;
 }
 

@@ -5,18 +5,11 @@
 import { readFileSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, isAgentTapeError, repair, rewind } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { isAgentTapeError, repair, rewind } from "../../src/index.js";
 import { editedTwoFiles, workspaceTree } from "../helpers/rewind-workspace.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { cli } from "../cli/harness.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  await temps.removeAll();
-});
+import { openStore } from "../helpers/fixture.js";
 
 const next = { type: "message", payload: { role: "user", content: "next" } } as const;
 
@@ -29,7 +22,7 @@ async function failure(promise: Promise<unknown>): Promise<any> {
 
 /** The intent as a crash right after writing it leaves it (copied then, the rewind itself rolled back). */
 async function interruptedRewind() {
-  const s = await editedTwoFiles(temps, stores, "agent-tape-repair-");
+  const s = await editedTwoFiles("agent-tape-repair-");
   const intentFile = join(s.root, s.id, "records", "rewind-intent.json");
   let intent = "";
   await failure(
@@ -52,8 +45,7 @@ describe("repair", () => {
     const garbled = JSON.stringify({ ...JSON.parse(s.intent), append: "zzz" });
     await writeFile(s.intentFile, garbled);
     const tree = await workspaceTree(s.workspace);
-    const store = new SessionStore({ root: s.root });
-    stores.push(store);
+    const store = openStore({ root: s.root });
 
     const refused = await failure(store.append(s.id, next));
     expect(isAgentTapeError(refused, "STORE_TAMPERED")).toBe(true);
@@ -74,8 +66,7 @@ describe("repair", () => {
   it("a well-formed intent that fits the tape is finished", async () => {
     const s = await interruptedRewind();
     await writeFile(s.intentFile, s.intent);
-    const store = new SessionStore({ root: s.root });
-    stores.push(store);
+    const store = openStore({ root: s.root });
     const report = await repair(store, s.id);
     expect(report.action).toBe("finished");
     expect(report.intent).toMatchObject({ kind: "rewind", targetSequence: s.target });
@@ -86,7 +77,7 @@ describe("repair", () => {
   });
 
   it("no intent: nothing to do", async () => {
-    const s = await editedTwoFiles(temps, stores, "agent-tape-repair-");
+    const s = await editedTwoFiles("agent-tape-repair-");
     expect(await repair(s.store, s.id)).toEqual({ sessionId: s.id, action: "none" });
   });
 

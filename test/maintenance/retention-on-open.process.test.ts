@@ -1,16 +1,10 @@
 // In the process tier: a real child process holds one session's lock while a store opens with retention.
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, isAgentTapeError } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { type SessionStore, isAgentTapeError } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
 const children = childrenKilledAfterEach();
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -18,7 +12,7 @@ const names = async (store: SessionStore) => (await store.list()).map((s) => s.i
 
 /** Sessions a, b, c made in that order a few ms apart, each with one message (c the newest), by another store. */
 async function threeSessions(root: string): Promise<void> {
-  const maker = new SessionStore({ root, lockIdleMs: 0 });
+  const maker = openStore({ root, lockIdleMs: 0 });
   for (const id of ["a", "b", "c"]) {
     await maker.create({ id });
     await maker.append(id, { type: "message", payload: { role: "user", content: id.repeat(100) } });
@@ -29,14 +23,13 @@ async function threeSessions(root: string): Promise<void> {
 
 describe("retention applied by the store as it opens", () => {
   it("keepNewest 1: deletes b, keeps a (its lock held by a live child) and c; once per open (1 round)", async () => {
-    const root = join(await temps.make("agent-tape-retention-open-"), "root");
+    const root = join(await tempDir("agent-tape-retention-open-"), "root");
     await threeSessions(root);
     const holder = new Child("hold-session-lock.ts", [root, "a", "2000"]);
     children.push(holder);
     await holder.waitForLine((line) => line === "locked");
 
-    const store = new SessionStore({ root, lockStaleMs: 2000, lockIdleMs: 0, retention: { keepNewest: 1 } });
-    stores.push(store);
+    const store = openStore({ root, lockStaleMs: 2000, lockIdleMs: 0, retention: { keepNewest: 1 } });
     const report = await store.retention;
     expect(report?.deleted.map((d) => [d.sessionId, d.reason])).toEqual([["b", "count"]]);
     expect(report?.held).toEqual([{ sessionId: "a", reason: "count" }]);
@@ -52,15 +45,13 @@ describe("retention applied by the store as it opens", () => {
   });
 
   it("without the option nothing is deleted; an invalid policy rejects `retention`; close() still works", async () => {
-    const root = join(await temps.make("agent-tape-retention-open-"), "root");
+    const root = join(await tempDir("agent-tape-retention-open-"), "root");
     await threeSessions(root);
-    const plain = new SessionStore({ root });
-    stores.push(plain);
+    const plain = openStore({ root });
     expect(await plain.retention).toBeUndefined();
     expect(await names(plain)).toEqual(["a", "b", "c"]);
 
-    const invalid = new SessionStore({ root, retention: { keepNewest: -1 } });
-    stores.push(invalid);
+    const invalid = openStore({ root, retention: { keepNewest: -1 } });
     const error = await invalid.retention.catch((e: unknown) => e);
     expect(isAgentTapeError(error, "INVALID_ARGUMENT"), String(error)).toBe(true);
     expect(await names(invalid)).toEqual(["a", "b", "c"]);

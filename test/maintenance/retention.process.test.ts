@@ -2,10 +2,10 @@
 import { randomBytes } from "node:crypto";
 import { readFile, writeFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CheckpointStore,
-  SessionStore,
+  type SessionStore,
   applyRetention,
   gc,
   isAgentTapeError,
@@ -15,27 +15,20 @@ import {
   verify,
 } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
 const children = childrenKilledAfterEach();
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function openStore(options: { lockStaleMs?: number; lockWaitMs?: number } = {}) {
-  const base = await temps.make("agent-tape-retention-");
+async function retentionStore(options: { lockStaleMs?: number; lockWaitMs?: number } = {}) {
+  const base = await tempDir("agent-tape-retention-");
   const root = join(base, "root");
   const workspace = join(base, "workspace");
   await mkdir(workspace);
   // lockIdleMs 0: the store gives each lock up at once, so only the child's lock counts as held.
-  const store = new SessionStore({ root, lockIdleMs: 0, ...options });
-  stores.push(store);
+  const store = openStore({ root, lockIdleMs: 0, ...options });
   return { store, root, workspace, checkpoints: new CheckpointStore(store, { afterState: false }) };
 }
 
@@ -55,7 +48,7 @@ const remaining = async (store: SessionStore) => (await store.list()).map((s) =>
 
 describe("retention: which sessions go", () => {
   it("maxAgeDays deletes the sessions with no event since the cutoff, and a dry run only reports it", async () => {
-    const { store } = await openStore();
+    const { store } = await retentionStore();
     await threeSessions(store);
     const b = (await store.get("b"))!;
     // The cutoff is b's last event: a is older, b is not.
@@ -72,7 +65,7 @@ describe("retention: which sessions go", () => {
   });
 
   it("keepNewest keeps the most recently active; maxTotalBytes deletes the least recently active first", async () => {
-    const { store } = await openStore();
+    const { store } = await retentionStore();
     await threeSessions(store);
     // a is touched last, so it is the newest now: b is the oldest.
     await store.append("a", { type: "message", payload: { role: "user", content: "again" } });
@@ -91,7 +84,7 @@ describe("retention: which sessions go", () => {
 
   it("never deletes a session a live process holds the lock of; deleted once the holder dies (1 round)", async () => {
     // lockWaitMs 300: gc's collect step gives up on the held session soon (reported in failed as LOCKED).
-    const { store, root } = await openStore({ lockStaleMs: 2000, lockWaitMs: 300 });
+    const { store, root } = await retentionStore({ lockStaleMs: 2000, lockWaitMs: 300 });
     await threeSessions(store);
     const holder = new Child("hold-session-lock.ts", [root, "a", "2000"]);
     children.push(holder);
@@ -120,7 +113,7 @@ describe("retention: which sessions go", () => {
   });
 
   it("refuses a policy with a negative or non-numeric limit", async () => {
-    const { store } = await openStore();
+    const { store } = await retentionStore();
     for (const policy of [{ maxAgeDays: -1 }, { keepNewest: 1.5 }, { maxTotalBytes: Number.NaN }]) {
       const error = await applyRetention(store, policy).catch((e: unknown) => e);
       expect(isAgentTapeError(error, "INVALID_ARGUMENT")).toBe(true);
@@ -134,7 +127,7 @@ describe("retention: old checkpoints dropped, the conversation kept", () => {
    * 4 checkpoint of a.txt ("v2") and b.txt (absent), a.txt = "v3", b.txt = "new", 5 message.
    */
   async function story() {
-    const s = await openStore();
+    const s = await retentionStore();
     const { store, checkpoints, workspace } = s;
     const id = (await store.create({ workspace })).id;
     const file = (name: string) => join(workspace, name);
@@ -210,7 +203,7 @@ describe("retention, then a conversation rewind and its undo", () => {
   // The undo puts the dropped checkpoint back under a new sequence above the horizon: what retention dropped
   // is known by the checkpoint itself (docs/ARCHITECTURE.md, "Retention"), not by where it now stands.
   it("verify finds no blob missing; a files rewind to before the re-appended checkpoint is refused whole", async () => {
-    const s = await openStore();
+    const s = await retentionStore();
     const { store, checkpoints, workspace } = s;
     const id = (await store.create({ workspace })).id;
     const file = (name: string) => join(workspace, name);
@@ -249,7 +242,7 @@ describe("retention, then a conversation rewind and its undo", () => {
 
 describe("usage", () => {
   it("reports the log, blobs and records apart, adding up to sizeOf", async () => {
-    const { store, workspace, checkpoints } = await openStore();
+    const { store, workspace, checkpoints } = await retentionStore();
     const id = (await store.create({ workspace })).id;
     await writeFile(join(workspace, "x.txt"), "x".repeat(3000));
     await checkpoints.capture(id, { tool: "edit", paths: ["x.txt"] });

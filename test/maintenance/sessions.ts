@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { CheckpointStore, SessionStore, type SessionStoreOptions } from "../../src/index.js";
+import { CheckpointStore, type SessionStore, type SessionStoreOptions } from "../../src/index.js";
 import { fsBackend, memoryBackend } from "../../src/backend/index.js";
 import { lockedAccess } from "../../src/session/locked-access.js";
-import type { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 export const sha256 = (bytes: string | Buffer) => createHash("sha256").update(bytes).digest("hex");
 
@@ -27,16 +27,15 @@ export interface Seeded {
  * "two\n" and 3 message. The caller closes it.
  */
 export async function seed(
-  temps: TempRoots,
   kind: BackendKind,
   options: Partial<SessionStoreOptions> & { root?: string } = {},
 ): Promise<Seeded> {
-  const base = await temps.make("agent-tape-maintenance-");
+  const base = await tempDir("agent-tape-maintenance-");
   const workspace = join(base, "workspace");
   await mkdir(workspace);
   const root = kind === "fs" ? (options.root ?? join(base, "root")) : undefined;
   const backend = options.backend ?? (kind === "fs" ? fsBackend({ root: root! }) : memoryBackend());
-  const store = new SessionStore({ ...options, backend });
+  const store = openStore({ ...options, backend });
   // These tests count events; after-states are tested in test/rewind/conflicts.test.ts.
   const checkpoints = new CheckpointStore(store, { afterState: false });
   const { id } = await store.create({ workspace });

@@ -1,21 +1,14 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { VERIFY_NEVER_CHECKS, isAgentTapeError, rewind, verify, type VerifyProgress } from "../../src/index.js";
 import { lockedAccess } from "../../src/session/locked-access.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { BACKENDS, seed, sha256, type Seeded } from "./sessions.js";
-
-const temps = new TempRoots();
-const open: Seeded[] = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { closeAfter } from "../helpers/fixture.js";
 
 async function seeded(...args: Parameters<typeof seed>): Promise<Seeded> {
   const s = await seed(...args);
-  open.push(s);
+  closeAfter(s);
   return s;
 }
 
@@ -29,7 +22,7 @@ async function damageBlob(s: Seeded, hash: string, bytes: string): Promise<void>
 
 describe.each(BACKENDS)("verify (%s backend)", (kind) => {
   it("passes an intact session: every event read, every referenced blob re-hashed", async () => {
-    const s = await seeded(temps, kind);
+    const s = await seeded(kind);
     const seen: VerifyProgress[] = [];
     const report = await verify(s.store, s.id, { onProgress: (p) => seen.push(p) });
     const notChecked = [...VERIFY_NEVER_CHECKS]; // a tape with a snapshot, no intent, no retention: nothing else
@@ -38,7 +31,7 @@ describe.each(BACKENDS)("verify (%s backend)", (kind) => {
   });
 
   it("names a missing blob and a damaged one with the event and path that reference them", async () => {
-    const s = await seeded(temps, kind);
+    const s = await seeded(kind);
     await s.store.append(s.id, { type: "message", payload: { role: "user", content: "and b.txt too" } });
     await writeFile(join(s.workspace, "b.txt"), "bee\n");
     await s.checkpoints.capture(s.id, { tool: "write_file", paths: ["b.txt"] });
@@ -69,7 +62,7 @@ describe.each(BACKENDS)("verify (%s backend)", (kind) => {
   });
 
   it("checks the blobs a rewind archive keeps for undo, naming the archive", async () => {
-    const s = await seeded(temps, kind);
+    const s = await seeded(kind);
     await rewind(s.store, s.id, { toSequence: 1 });
     const one = sha256("one\n");
     await damageBlob(s, one, "damaged");
@@ -81,7 +74,7 @@ describe.each(BACKENDS)("verify (%s backend)", (kind) => {
   });
 
   it("reports a rewind archive that holds no events as a malformed record, and changes nothing", async () => {
-    const s = await seeded(temps, kind);
+    const s = await seeded(kind);
     await lockedAccess(s.store).withLockedSession(s.id, (locked) =>
       locked.writeRecord("rewind-archive-9", { events: "gone" }),
     );
@@ -97,13 +90,13 @@ describe.each(BACKENDS)("verify (%s backend)", (kind) => {
   });
 
   it("throws SESSION_NOT_FOUND for a session that does not exist", async () => {
-    const s = await seeded(temps, kind);
+    const s = await seeded(kind);
     const error = await verify(s.store, "missing").catch((e: unknown) => e);
     expect(isAgentTapeError(error, "SESSION_NOT_FOUND")).toBe(true);
   });
 
   it("rejects with the signal's reason when aborted", async () => {
-    const s = await seeded(temps, kind);
+    const s = await seeded(kind);
     const controller = new AbortController();
     controller.abort(new Error("stop"));
     await expect(verify(s.store, s.id, { signal: controller.signal })).rejects.toThrow("stop");
@@ -112,7 +105,7 @@ describe.each(BACKENDS)("verify (%s backend)", (kind) => {
 
 describe("verify: damage only a file can show (fs backend)", () => {
   it("lists every corrupt line with its 1-based line number, and reads past them", async () => {
-    const s = await seeded(temps, "fs");
+    const s = await seeded("fs");
     const log = join(s.root!, s.id, "events.jsonl");
     const lines = (await readFile(log, "utf8")).split("\n");
     lines[0] = '{"v":1,"sequence":1, cut off';
@@ -128,7 +121,7 @@ describe("verify: damage only a file can show (fs backend)", () => {
   });
 
   it("reports a side record that cannot be read, naming it", async () => {
-    const s = await seeded(temps, "fs");
+    const s = await seeded("fs");
     await rewind(s.store, s.id, { toSequence: 1 });
     await writeFile(join(s.root!, s.id, "records", "rewind-archive-4.json"), "{ not json");
     const report = await verify(s.store, s.id);

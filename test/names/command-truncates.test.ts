@@ -1,27 +1,20 @@
 import { execFileSync } from "node:child_process";
-import { afterEach, beforeEach, expect, it } from "vitest";
+import { beforeEach, expect, it } from "vitest";
 import { type CheckpointStore, type SessionStore, rewind, undoRewind } from "../../src/index.js";
 import { byteTreeOf } from "../helpers/byte-tree.js";
-import { TempRoots } from "../helpers/temp-root.js";
-import { workspaceWithStore } from "../helpers/workspace-session.js";
+import { workspaceWithStore } from "../helpers/fixture.js";
 
 // A file whose name is not UTF-8 that is there before the session starts, emptied by the first command: its
 // content must be kept by the index's first scan under its exact name, so a rewind brings it back
 // (docs/ARCHITECTURE.md, "Names and depths"). Found by the whole-workspace property with the non-utf8 family.
 
-const temps = new TempRoots();
 let store: SessionStore;
 let checkpoints: CheckpointStore;
 let workspace: string;
 let sessionId: string;
 
 beforeEach(async () => {
-  ({ workspace, store, checkpoints } = await workspaceWithStore(temps, "agent-tape-truncates-"));
-});
-afterEach(async () => {
-  checkpoints?.close();
-  await store?.close();
-  await temps.removeAll();
+  ({ workspace, store, checkpoints } = await workspaceWithStore("agent-tape-truncates-"));
 });
 
 /** Runs a shell command in the workspace with /bin/sh; `\377` in printf makes the byte. */

@@ -1,15 +1,14 @@
 import { execFileSync } from "node:child_process";
 import { mkdir, realpath } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { beforeEach, describe, expect, it } from "vitest";
+import { CheckpointStore, type SessionStore, rewind, undoRewind } from "../../src/index.js";
 import { byteTreeOf } from "../helpers/byte-tree.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // Paths longer than PATH_MAX (4096 bytes here) are walked, captured, restored and removed like any other: each
 // is reached through a folder descriptor held open (docs/ARCHITECTURE.md, "Confinement", any depth).
 
-const temps = new TempRoots();
 let store: SessionStore;
 let checkpoints: CheckpointStore;
 let workspace: string;
@@ -17,17 +16,12 @@ let sessionId: string;
 let base: string;
 
 beforeEach(async () => {
-  base = await realpath(await temps.make("agent-tape-deep-"));
+  base = await realpath(await tempDir("agent-tape-deep-"));
   workspace = join(base, "ws");
   await mkdir(workspace);
-  store = new SessionStore({ root: join(base, "sessions") });
+  store = openStore({ root: join(base, "sessions") });
   checkpoints = new CheckpointStore(store);
   sessionId = (await store.create({ workspace })).id;
-});
-afterEach(async () => {
-  await store?.close();
-  execFileSync("rm", ["-rf", base]); // GNU rm goes to any depth; node's rm stops at PATH_MAX
-  await temps.removeAll();
 });
 
 const sh = (command: string) => execFileSync("sh", ["-c", command], { cwd: workspace, stdio: "ignore" });

@@ -8,20 +8,13 @@ import { execFileSync } from "node:child_process";
 import { mkdir, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
-import { afterEach, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { expect, it } from "vitest";
+import { CheckpointStore, rewind, undoRewind } from "../../src/index.js";
 import { byteTreeOf, plantTree, type PlantedEntry } from "../helpers/byte-tree.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { rounds } from "../helpers/rounds.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 const RUNS = rounds(6, 40);
-
-const temps = new TempRoots();
-const made: string[] = [];
-afterEach(async () => {
-  for (const base of made.splice(0)) execFileSync("rm", ["-rf", base]); // node's rm stops at PATH_MAX
-  await temps.removeAll();
-});
 
 /** Bytes as a name: no NUL, no `/`, never `.` or `..`. */
 const asName = (bytes: Uint8Array): Buffer => {
@@ -78,11 +71,10 @@ const APPEND_TO_FILES = `find . -type f -exec sh -c 'printf "\\377more" >> "$1"'
 it(`capture -> rewind -> undo gives back hostile names byte for byte, at any depth (${RUNS} runs)`, async () => {
   await fc.assert(
     fc.asyncProperty(tree, fc.constantFrom<Change>("create", "delete", "append"), async (planted, change) => {
-      const base = await realpath(await temps.make("agent-tape-hostile-"));
-      made.push(base);
+      const base = await realpath(await tempDir("agent-tape-hostile-"));
       const workspace = join(base, "ws");
       await mkdir(workspace);
-      const store = new SessionStore({ root: join(base, "sessions") });
+      const store = openStore({ root: join(base, "sessions") });
       try {
         const checkpoints = new CheckpointStore(store);
         const { id } = await store.create({ workspace });

@@ -1,16 +1,14 @@
 import { execFileSync } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { CheckpointStore, type SessionStore, rewind, undoRewind, type CheckpointPayload } from "../../src/index.js";
 import { byteTreeOf } from "../helpers/byte-tree.js";
-import { TempRoots } from "../helpers/temp-root.js";
-import { workspaceWithStore } from "../helpers/workspace-session.js";
+import { workspaceWithStore } from "../helpers/fixture.js";
 
 // Names are bytes: a name that is not valid UTF-8 is tracked, recorded, rewound and undone exactly
 // (docs/ARCHITECTURE.md, "On disk", names on the tape).
 
-const temps = new TempRoots();
 let store: SessionStore;
 let checkpoints: CheckpointStore;
 let workspace: string;
@@ -18,12 +16,8 @@ let sessionId: string;
 let root: string;
 
 beforeEach(async () => {
-  ({ workspace, root, store, checkpoints } = await workspaceWithStore(temps, "agent-tape-names-"));
+  ({ workspace, root, store, checkpoints } = await workspaceWithStore("agent-tape-names-"));
   sessionId = (await store.create({ workspace })).id;
-});
-afterEach(async () => {
-  await store?.close();
-  await temps.removeAll();
 });
 
 /** Runs a shell command in the workspace; `\377` and friends in printf make the bytes. */

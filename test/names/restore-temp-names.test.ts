@@ -4,14 +4,12 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type CheckpointStore, type SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
 import { byteTreeOf } from "../helpers/byte-tree.js";
-import { TempRoots } from "../helpers/temp-root.js";
-import { workspaceWithStore } from "../helpers/workspace-session.js";
+import { workspaceWithStore } from "../helpers/fixture.js";
 
 // The restore writes each file to a temp name in its folder and renames it into place. That name is short and
 // unique to the operation, made exclusively: never the user's name lengthened (a name of 233-255 bytes would pass
 // NAME_MAX), never a name a user's own file may have (docs/ARCHITECTURE.md, "Rewind intent").
 
-const temps = new TempRoots();
 const immutable: string[] = [];
 let store: SessionStore;
 let checkpoints: CheckpointStore;
@@ -19,13 +17,11 @@ let workspace: string;
 let sessionId: string;
 
 beforeEach(async () => {
-  ({ workspace, store, checkpoints } = await workspaceWithStore(temps, "agent-tape-temp-names-"));
+  ({ workspace, store, checkpoints } = await workspaceWithStore("agent-tape-temp-names-"));
   sessionId = (await store.create({ workspace })).id;
 });
 afterEach(async () => {
   for (const path of immutable.splice(0)) execFileSync("chattr", ["-i", path]);
-  await store?.close();
-  await temps.removeAll();
 });
 
 const head = async () => (await store.get(sessionId))!.lastSequence;

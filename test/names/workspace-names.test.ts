@@ -2,20 +2,18 @@ import { execFileSync } from "node:child_process";
 import { mkdir, realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, forkIntoWorkspace } from "../../src/index.js";
+import { CheckpointStore, forkIntoWorkspace } from "../../src/index.js";
 import { nameFromBytes } from "../../src/core/byte-names.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // The workspace's own name reaches every file call as bytes (docs/ARCHITECTURE.md, "Names and depths"): a folder
 // named `ws-\xff` is a workspace like any other, and a fork into a folder so named counts what it copied, at any
 // depth. Before, `create` stat-ed the name as text (the byte became U+FFFD: INVALID_ARGUMENT, "create it first"),
 // and the fork's count listed folders by their whole path (ENAMETOOLONG past PATH_MAX, after the copy).
 
-const temps = new TempRoots();
 let base = "";
 afterEach(async () => {
   if (base !== "") execFileSync("rm", ["-rf", base]); // GNU rm goes to any depth
-  await temps.removeAll();
 });
 
 /** `<base>/<name>-\xff` as the library names it (the byte 0xff is not UTF-8). */
@@ -26,10 +24,10 @@ const deepTree = (name: string) =>
   `mkdir ${"d".repeat(116)}$i && cd -P ${"d".repeat(116)}$i; done && echo bottom > f`;
 
 it("a workspace with a non-UTF-8 byte in its name is created on; a fork into one counts a deep tree", async () => {
-  base = await realpath(await temps.make("agent-tape-ws-names-"));
+  base = await realpath(await tempDir("agent-tape-ws-names-"));
   const workspace = bad("ws");
   await mkdir(Buffer.from(`${base}/ws-\xff`, "latin1"));
-  const store = new SessionStore({ root: join(base, "sessions") });
+  const store = openStore({ root: join(base, "sessions") });
   try {
     const { id } = await store.create({ workspace });
     expect((await store.get(id))!.workspace).toBe(workspace);

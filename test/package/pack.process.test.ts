@@ -3,16 +3,18 @@
 // Fast on purpose: it packs the dist/ already built (`prepare` rebuilds only when sources are newer) and installs
 // from the local npm cache (--prefer-offline, no audit, no fund).
 import { execFile } from "node:child_process";
-import { readdir, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TempRoots } from "../helpers/temp-root.js";
 
 const exec = promisify(execFile);
 const repository = fileURLToPath(new URL("../..", import.meta.url));
-const temps = new TempRoots();
+// One install for the whole file, made in beforeAll where no test runs yet: the one temp folder not made with
+// test/helpers/fixture.ts (test/fixture-everywhere.test.ts lists it).
+let base: string;
 let project: string;
 
 const npm = (args: string[], cwd: string) => exec("npm", args, { cwd, maxBuffer: 16 * 1024 * 1024 });
@@ -20,7 +22,7 @@ const node = (args: string[]) => exec(process.execPath, args, { cwd: project });
 
 beforeAll(async () => {
   await exec(process.execPath, ["scripts/prepare.mjs"], { cwd: repository });
-  const base = await temps.make("agent-tape-pack-");
+  base = await mkdtemp(join(tmpdir(), "agent-tape-pack-"));
   const packed = join(base, "packed");
   project = join(base, "project");
   await exec("mkdir", ["-p", packed, project]);
@@ -42,7 +44,7 @@ beforeAll(async () => {
     project,
   );
 }, 300_000);
-afterAll(() => temps.removeAll());
+afterAll(() => rm(base, { recursive: true, force: true }));
 
 describe("the packed package, installed into a fresh project", () => {
   it("ships dist, README and LICENSE, nothing else", async () => {

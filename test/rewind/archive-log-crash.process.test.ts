@@ -5,16 +5,14 @@
 import { randomInt } from "node:crypto";
 import { mkdir, readdir, realpath } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, type RewindPayload, type StoredEvent } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import type { RewindPayload, StoredEvent } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { archivedEventsOf } from "../helpers/stored-events.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { rounds } from "../helpers/rounds.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
 const children = childrenKilledAfterEach();
-afterEach(() => temps.removeAll());
 
 const EVENTS = 30_000;
 // 2 rounds of each in `npm test`, 6 when soaking (test/helpers/rounds.ts).
@@ -23,11 +21,11 @@ const PROBE = "opened after the crash";
 
 /** A session of EVENTS messages (a ~9 MB log) in a workspace with no files. */
 async function tape(): Promise<{ root: string; workspace: string; id: string; events: StoredEvent[] }> {
-  const base = await realpath(await temps.make("agent-tape-archive-crash-"));
+  const base = await realpath(await tempDir("agent-tape-archive-crash-"));
   const root = join(base, "sessions");
   const workspace = join(base, "ws");
   await mkdir(workspace);
-  const store = new SessionStore({ root, durability: "none" });
+  const store = openStore({ root, durability: "none" });
   try {
     const { id } = await store.create({ workspace });
     for (let first = 0; first < EVENTS; first += 1000)
@@ -62,7 +60,7 @@ async function killSomewhereAfter(child: Child, line: string, withinMs: number):
 
 /** The session as the next writer leaves it: a reader first (it sees no part of a batch), then an append. */
 async function afterCrash(t: { root: string; id: string }, shapes: readonly (readonly number[])[]) {
-  const store = new SessionStore({ root: t.root, lockStaleMs: 4000 });
+  const store = openStore({ root: t.root, lockStaleMs: 4000 });
   try {
     const read = (await store.readAll(t.id)).length;
     expect(shapes.map((s) => s.length)).toContain(read); // whole states only, never half a batch
@@ -93,7 +91,7 @@ describe("byte-range archives across kill -9", () => {
       const name = `rewind-archive-${EVENTS + 1}`;
       expect(records.sort()).toEqual([`${name}.json`, `${name}.jsonl`]);
       expect(marker.undo?.archiveLog?.events).toBe(EVENTS - 1);
-      const store = new SessionStore({ root: t.root });
+      const store = openStore({ root: t.root });
       try {
         expect((await archivedEventsOf(store.backend, t.id, name)).map(without)).toEqual(
           t.events.slice(1).map(without),

@@ -7,12 +7,10 @@ import { closeSync, constants, openSync } from "node:fs";
 import { copyFile, mkdir, readFile, realpath, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { type SessionStore, rewind, undoRewind } from "../../src/index.js";
 import { codeOf, filesBelow, within } from "../helpers/outcomes.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
 const fifos: string[] = [];
 afterEach(async () => {
   for (const fifo of fifos.splice(0)) {
@@ -22,20 +20,17 @@ afterEach(async () => {
       // no reader waiting
     }
   }
-  for (const store of stores.splice(0)) await store.close().catch(() => undefined);
-  await temps.removeAll();
 });
 
 const say = (content: string) => ({ type: "message" as const, payload: { role: "user" as const, content } });
 
 /** A session rewound twice (two archives), the second rewind not undone; a folder outside with a file. */
 async function scene() {
-  const base = await realpath(await temps.make("agent-tape-archive-planted-"));
+  const base = await realpath(await tempDir("agent-tape-archive-planted-"));
   const root = join(base, "sessions");
   const outside = join(base, "outside");
   await mkdir(outside);
-  const store = new SessionStore({ root });
-  stores.push(store);
+  const store = openStore({ root });
   const { id } = await store.create();
   for (let i = 0; i < 20; i++) await store.append(id, say(`event ${i} ${"é".repeat(100)}`));
   const first = await rewind(store, id, { toSequence: 15, mode: "conversation", keepUndo: 5 });
@@ -56,8 +51,7 @@ async function scene() {
 }
 
 function reopen(root: string): SessionStore {
-  const store = new SessionStore({ root, lockWaitMs: 2000 });
-  stores.push(store);
+  const store = openStore({ root, lockWaitMs: 2000 });
   return store;
 }
 

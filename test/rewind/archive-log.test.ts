@@ -6,22 +6,15 @@ import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { gc, isAgentTapeError, rewind, SessionStore, undoRewind, verify } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { gc, isAgentTapeError, rewind, undoRewind, verify } from "../../src/index.js";
 import { fsBackend } from "../../src/backend/index.js";
 import type { StorageBackend } from "../../src/backend/types.js";
 import type { RewindPayload, StoredEvent } from "../../src/core/events.js";
 import { lockedAccess } from "../../src/session/locked-access.js";
 import { archivedEventsOf } from "../helpers/stored-events.js";
 import { expectRejection } from "../helpers/expect-rejection.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 const say = (content: string) => ({ type: "message" as const, payload: { role: "user" as const, content } });
 const AWKWARD = 'héllo wörld 😀 中文 \u2028\u2029 \u0000 "quoted" \\ back \ud83d\ude00 e\u0301';
@@ -31,9 +24,8 @@ const AWKWARD = 'héllo wörld 😀 中文 \u2028\u2029 \u0000 "quoted" \\ back 
  * JSON keeps, a 2.5 MB event spanning several copy chunks, and an appendMany batch (lines carrying marks).
  */
 async function awkwardTape(backend?: (root: string) => StorageBackend) {
-  const root = await temps.make("agent-tape-archive-log-");
-  const store = new SessionStore(backend ? { backend: backend(root) } : { root });
-  stores.push(store);
+  const root = await tempDir("agent-tape-archive-log-");
+  const store = openStore(backend ? { backend: backend(root) } : { root });
   const { id } = await store.create({ title: "archive log" });
   await store.append(id, say("start"));
   const batchStart = (await store.append(id, say("before the batch"))).sequence + 1;
@@ -224,8 +216,7 @@ describe("an altered byte-range archive is refused", () => {
     await writeFile(join(t.root, t.id, "records", "rewind-intent.json"), JSON.stringify(intent));
 
     await t.store.close(); // recovery runs when the lock is taken: by a store that does not hold it yet
-    const next = new SessionStore({ root: t.root });
-    stores.push(next);
+    const next = openStore({ root: t.root });
     const error = await next.append(t.id, say("next")).catch((e: unknown) => e);
     expect(isAgentTapeError(error, "STORE_TAMPERED")).toBe(true);
     expect((error as Error).message).toMatch(/puts back events that are not the archive of the rewind it undoes/);
@@ -314,8 +305,7 @@ describe("byte-range archives and the rest of the store", () => {
     expect(record.events).toHaveLength(eventsBefore.length - 2);
     await t.store.close();
 
-    const store = new SessionStore({ root: t.root });
-    stores.push(store);
+    const store = openStore({ root: t.root });
     expect(await archivedEventsOf(store.backend, t.id, name)).toEqual(eventsBefore.slice(2));
     const undone = await undoRewind(store, t.id);
     expect(undone.eventsRestored).toBe(eventsBefore.length - 2);
@@ -349,8 +339,7 @@ describe("an intent written before byte-range archives", () => {
     await writeFile(t.log, logBefore);
     await writeFile(join(t.root, t.id, "records", "rewind-intent.json"), intent);
 
-    const store = new SessionStore({ root: t.root });
-    stores.push(store);
+    const store = openStore({ root: t.root });
     // The undo takes the lock: recovery finishes the rewind first (the old way), then it is undone.
     const undone = await undoRewind(store, t.id);
     expect(undone.undoneMarker).toBe(report.markerSequence);

@@ -4,15 +4,12 @@
 // start). Random tapes with gaps in the sequence as long as several windows (a rewind's marker skips the
 // numbers it cut), call ids used by several tool calls, checkpoints naming calls before or after their call.
 import fc from "fast-check";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { isAgentTapeError, type StoredEvent } from "../../src/index.js";
 import { fsBackend } from "../../src/backend/index.js";
 import { resolveTarget } from "../../src/rewind/target.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { rounds } from "../helpers/rounds.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { tempDir } from "../helpers/fixture.js";
 
 const IDS = ["c1", "c2", "c3"];
 
@@ -52,7 +49,7 @@ function model(events: StoredEvent[], callId: string): number | undefined {
 
 describe("beforeCallId, found backwards in widening windows", () => {
   it("agrees with the rule read forwards", async () => {
-    const root = await temps.make("agent-tape-before-call-");
+    const root = await tempDir("agent-tape-before-call-");
     const backend = fsBackend({ root });
     let n = 0;
     await fc.assert(

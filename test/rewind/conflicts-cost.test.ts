@@ -5,27 +5,19 @@
 import { readFile, realpath, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind, type StoredEvent } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, isAgentTapeError, rewind, type StoredEvent } from "../../src/index.js";
 import { LastWritten, lastWrittenStates } from "../../src/rewind/conflicts.js";
 import { bytesRead } from "../helpers/bytes-read.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { put } from "../helpers/rewind-workspace.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 describe("a files rewind's conflict check reads what it cuts", () => {
   it("a long tape, the last edit rewound: a few KB read, and a hand edit is still refused", async () => {
-    const base = await realpath(await temps.make("agent-tape-conflict-cost-"));
+    const base = await realpath(await tempDir("agent-tape-conflict-cost-"));
     const workspace = join(base, "ws");
     await put(workspace, "notes.md", "v0\n");
-    const store = new SessionStore({ root: join(base, "sessions"), durability: "none" });
-    stores.push(store);
+    const store = openStore({ root: join(base, "sessions"), durability: "none" });
     const checkpoints = new CheckpointStore(store);
     const { id } = await store.create({ workspace });
     // notes.md written early by the agent, then a long conversation, then the edit that is rewound.

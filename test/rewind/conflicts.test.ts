@@ -1,29 +1,21 @@
 import { readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
 import { expectRejection } from "../helpers/expect-rejection.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { put } from "../helpers/rewind-workspace.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 /**
  * The agent edits `notes.md` (v0 -> v1) and `other.md` (o0 -> o1) through `around`, then someone edits
  * `notes.md` by hand. A rewind to before the agent's edits would roll the hand edit back with them.
  */
 async function handEditAfterAgent() {
-  const base = await realpath(await temps.make("agent-tape-conflict-"));
+  const base = await realpath(await tempDir("agent-tape-conflict-"));
   const workspace = join(base, "ws");
   await put(workspace, "notes.md", "v0\n");
   await put(workspace, "other.md", "o0\n");
-  const store = new SessionStore({ root: join(base, "sessions") });
-  stores.push(store);
+  const store = openStore({ root: join(base, "sessions") });
   const checkpoints = new CheckpointStore(store);
   const { id } = await store.create({ workspace });
   await store.append(id, { type: "message", payload: { role: "user", content: "edit both" } });

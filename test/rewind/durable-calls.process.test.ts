@@ -1,20 +1,17 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DURABLE_CALLS, FS_CALLS, traceChild } from "../helpers/syscalls.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { tempDir } from "../helpers/fixture.js";
 
 // How many times a rewind waits for the disk, counted by strace in a real child process (docs/ARCHITECTURE.md,
 // "Rewind intent"): each file's own fsync and its folder's, per restored file and per undo blob, made a
 // rewind of 1000 files slower than `git restore` (~1 ms a file). Many files are made durable together; a
 // few carry their undo bytes in the intent, and every file-system call (a thread-pool round trip) counts.
 
-const temp = new TempRoots();
-afterEach(() => temp.removeAll());
-
 // Under strace, with the whole session built first (100 captures), on a loaded 2-core machine.
 const TRACED_TIMEOUT = 120_000;
 
 async function rewindTraced(files: number, script = "rewind-traced.ts") {
-  const dir = await temp.make("agent-tape-durable-calls-");
+  const dir = await tempDir("agent-tape-durable-calls-");
   const run = await traceChild(script, [dir, String(files)], FS_CALLS, dir);
   const report = JSON.parse(run.stdout.trim()) as { filesRestored: number; intact: boolean };
   const total = DURABLE_CALLS.reduce((sum, name) => sum + (run.calls.get(name) ?? 0), 0);

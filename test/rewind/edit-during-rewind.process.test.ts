@@ -2,10 +2,9 @@ import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CheckpointStore,
-  SessionStore,
   isAgentTapeError,
   rewind,
   undoRewind,
@@ -13,9 +12,9 @@ import {
   type RewindReport,
 } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { put } from "../helpers/rewind-workspace.js";
 import { rounds } from "../helpers/rounds.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // An edit saved by another process after the rewind's conflict check and before it replaces or deletes the path
 // (docs/ARCHITECTURE.md, "Conflicts"): a conflict found late, handled as `onConflict` says. "refuse": the rewind
@@ -25,8 +24,6 @@ import { rounds } from "../helpers/rounds.js";
 // the soak tier. On the code before, "refuse" rewound anyway and "overwrite" left the save in place (every round).
 const ROUNDS = rounds(20, 150);
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
@@ -57,13 +54,13 @@ async function raceRounds(
     saved: string;
   },
 ): Promise<string[]> {
-  const base = await realpath(await temps.make("agent-tape-edit-race-"));
+  const base = await realpath(await tempDir("agent-tape-edit-race-"));
   const workspace = join(base, "ws");
   const flags = join(base, "flags");
   await mkdir(flags);
   await mkdir(workspace);
   await layout.start(workspace);
-  const store = new SessionStore({ root: join(base, "sessions") });
+  const store = openStore({ root: join(base, "sessions") });
   const lost: string[] = [];
   try {
     const { id } = await store.create({ workspace });

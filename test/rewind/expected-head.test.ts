@@ -1,24 +1,16 @@
 import { readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
 import { put } from "../helpers/rewind-workspace.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 /** A session whose agent edited `a.txt` (v0 -> v1) after event #1; the rewind target is #1. */
 async function editedSession() {
-  const base = await realpath(await temps.make("agent-tape-head-"));
+  const base = await realpath(await tempDir("agent-tape-head-"));
   const workspace = join(base, "ws");
   await put(workspace, "a.txt", "v0\n");
-  const store = new SessionStore({ root: join(base, "sessions") });
-  stores.push(store);
+  const store = openStore({ root: join(base, "sessions") });
   const { id } = await store.create({ workspace });
   await store.append(id, { type: "message", payload: { role: "user", content: "edit" } });
   await new CheckpointStore(store).around(id, { tool: "edit", paths: ["a.txt"], callId: "c1" }, async () => {

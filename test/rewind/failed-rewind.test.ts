@@ -5,30 +5,25 @@ import { execFileSync } from "node:child_process";
 import { realpath, mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
+import { CheckpointStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
 import { put, workspaceTree } from "../helpers/rewind-workspace.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
 const immutable: string[] = [];
 afterEach(async () => {
   for (const folder of immutable.splice(0)) execFileSync("chattr", ["-i", folder]);
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
 });
 
 /** a.txt and b.txt edited and sub/c.txt deleted by one tool call after the target; the rewind would put all back. */
 async function editedWorkspace() {
-  const base = await realpath(await temps.make("agent-tape-failed-rewind-"));
+  const base = await realpath(await tempDir("agent-tape-failed-rewind-"));
   const workspace = join(base, "ws");
   await mkdir(workspace);
   await put(workspace, "a.txt", "a1\n");
   await put(workspace, "b.txt", "b1\n");
   await put(workspace, "sub/c.txt", "c1\n");
   const root = join(base, "sessions");
-  const store = new SessionStore({ root });
-  stores.push(store);
+  const store = openStore({ root });
   const checkpoints = new CheckpointStore(store);
   const { id } = await store.create({ workspace });
   const say = async (content: string) =>
@@ -87,8 +82,7 @@ describe("a rewind that fails", () => {
       const error = await attack(s);
       const appended = await s.say("the rewind failed"); // what a caller does at once: log the failure
 
-      const fresh = new SessionStore({ root: s.root }); // another process, later: runs recovery
-      stores.push(fresh);
+      const fresh = openStore({ root: s.root }); // another process, later: runs recovery
       const log = await fresh.readAll(s.id);
       const tree = await workspaceTree(s.workspace);
       const records = await fresh.backend.listRecords(s.id);

@@ -1,29 +1,21 @@
 import { execFileSync } from "node:child_process";
 import { mkdir, readFile, readdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // Folder snapshots mean what they say (docs/ARCHITECTURE.md, "Rewind intent"): a folder
 // captured whole lists everything below it, so a rewind to before it removes what it did not list; a folder
 // captured past its budget is partial, and a rewind keeps (and reports) what it could not list.
 
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  await temps.removeAll();
-});
-
 async function session(options: { maxDirectoryEntries?: number } = {}) {
-  const base = await realpath(await temps.make("agent-tape-folder-snapshots-"));
+  const base = await realpath(await tempDir("agent-tape-folder-snapshots-"));
   const workspace = join(base, "ws");
   await mkdir(join(workspace, "src"), { recursive: true });
   await writeFile(join(workspace, "src", "a.txt"), "a1");
   await writeFile(join(workspace, "src", "b.txt"), "b1");
-  const store = new SessionStore({ root: join(base, "sessions") });
-  stores.push(store);
+  const store = openStore({ root: join(base, "sessions") });
   const { id } = await store.create({ workspace });
   const start = await store.append(id, { type: "message", payload: { role: "user", content: "go" } });
   const checkpoints = new CheckpointStore(store, options);
@@ -116,8 +108,7 @@ describe("folder snapshots", () => {
     } finally {
       execFileSync("chattr", ["-i", locked]);
     }
-    const next = new SessionStore({ root: join(s.workspace, "..", "sessions") });
-    stores.push(next);
+    const next = openStore({ root: join(s.workspace, "..", "sessions") });
     await next.append(s.id, { type: "message", payload: { role: "user", content: "after the fix" } });
     expect(await tree(join(s.workspace, "src"))).toEqual(["a.txt", "b.txt", "new.txt"]);
     expect(await readFile(locked, "utf8")).toBe("a2");

@@ -1,23 +1,22 @@
 import { execFileSync } from "node:child_process";
 import { mkdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { beforeEach, expect, it } from "vitest";
+import { CheckpointStore, type SessionStore, rewind, undoRewind } from "../../src/index.js";
 import { byteTreeOf } from "../helpers/byte-tree.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { closeAfter, openStore, tempDir } from "../helpers/fixture.js";
 
 // A folder replaced by a link whose target a tool deleted just before (so the link dangles): a files rewind to
 // before both puts the folder back with everything below it. Found by the whole-workspace property with the
 // kind-changes family (docs/ARCHITECTURE.md, "Workspace index").
 
-const temps = new TempRoots();
 let store: SessionStore;
 let checkpoints: CheckpointStore;
 let workspace: string;
 let outside: string;
 
 beforeEach(async () => {
-  const base = await realpath(await temps.make("agent-tape-dangling-"));
+  const base = await realpath(await tempDir("agent-tape-dangling-"));
   workspace = join(base, "ws");
   outside = join(base, "outside");
   await mkdir(outside);
@@ -26,13 +25,8 @@ beforeEach(async () => {
   await writeFile(join(workspace, "a.txt"), "a\n");
   await writeFile(join(workspace, "d", "c.txt"), "c\n");
   await writeFile(join(workspace, "d", "e", "f.txt"), "f\n");
-  store = new SessionStore({ root: join(base, "sessions") });
-  checkpoints = new CheckpointStore(store);
-});
-afterEach(async () => {
-  checkpoints?.close();
-  await store?.close();
-  await temps.removeAll();
+  store = openStore({ root: join(base, "sessions") });
+  checkpoints = closeAfter(new CheckpointStore(store));
 });
 
 const sh = (script: string) => () => execFileSync("/bin/sh", ["-c", script], { cwd: workspace, stdio: "ignore" });

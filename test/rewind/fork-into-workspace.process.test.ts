@@ -1,26 +1,24 @@
 import { mkdir, readdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, forkIntoWorkspace, isAgentTapeError } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, forkIntoWorkspace, isAgentTapeError } from "../../src/index.js";
 import { Child, childrenKilledAfterEach, runChild } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // A fork into its own folder fills the folder first and makes the session last (docs/ARCHITECTURE.md, "Forks"):
 // a failure part way leaves neither files nor a session, a kill -9 part way leaves no session claiming the folder.
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 const FILES = 1000;
 
 async function parentWith(files: number, big?: number) {
-  const base = await realpath(await temps.make("agent-tape-fork-crash-"));
+  const base = await realpath(await tempDir("agent-tape-fork-crash-"));
   const root = join(base, "sessions");
   const workspace = join(base, "ws");
   await mkdir(join(workspace, "src"), { recursive: true });
   for (let i = 0; i < files; i++) await writeFile(join(workspace, "src", `f${i}.txt`), `file ${i}\n`.repeat(50));
   if (big !== undefined) await writeFile(join(workspace, "zz-big.bin"), Buffer.alloc(big, 7));
-  const store = new SessionStore({ root, lockStaleMs: 1000 });
+  const store = openStore({ root, lockStaleMs: 1000 });
   const { id } = await store.create({ workspace });
   await store.append(id, { type: "message", payload: { role: "user", content: "go" } });
   // A shell command makes the index track the whole tree.
@@ -32,7 +30,7 @@ async function parentWith(files: number, big?: number) {
 }
 
 const sessionsClaiming = async (root: string, folder: string) => {
-  const store = new SessionStore({ root, lockStaleMs: 1000 });
+  const store = openStore({ root, lockStaleMs: 1000 });
   try {
     return (await store.list()).filter((s) => s.workspace === folder);
   } finally {
@@ -93,7 +91,7 @@ describe("forkIntoWorkspace part way", () => {
       expect((await readdir(join(folder, "src"))).length).toBeLessThan(FILES);
       expect(await sessionsClaiming(p.root, folder)).toEqual([]);
 
-      const store = new SessionStore({ root: p.root, lockStaleMs: 1000 });
+      const store = openStore({ root: p.root, lockStaleMs: 1000 });
       try {
         const error = await forkIntoWorkspace(store, p.id, { workspace: folder }).catch((e: unknown) => e);
         expect(isAgentTapeError(error, "WORKSPACE_NOT_EMPTY")).toBe(true);
@@ -102,7 +100,7 @@ describe("forkIntoWorkspace part way", () => {
       }
     }
     // The parent is whole and forks fine into a new folder once the killed holder's lock is stale.
-    const store = new SessionStore({ root: p.root, lockStaleMs: 1000 });
+    const store = openStore({ root: p.root, lockStaleMs: 1000 });
     try {
       const report = await forkIntoWorkspace(store, p.id, { workspace: join(p.base, "retry") });
       expect(report.files).toBe(FILES + 1);

@@ -2,10 +2,10 @@ import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readdir, readFile, realpath, rm, symlink, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CheckpointStore,
-  SessionStore,
+  type SessionStore,
   forkIntoWorkspace,
   isAgentTapeError,
   rewind,
@@ -13,25 +13,17 @@ import {
   verify,
   type ForkPayload,
 } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { workspaceTree } from "../helpers/rewind-workspace.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // Fork into its own folder (docs/ARCHITECTURE.md, "Forks"): the new folder holds the tracked
 // files as they were at the fork point, and the two sessions' rewinds and undos each stay in their own folder.
 
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  await temps.removeAll();
-});
-
 async function setup() {
-  const base = await realpath(await temps.make("agent-tape-fork-ws-"));
+  const base = await realpath(await tempDir("agent-tape-fork-ws-"));
   const workspace = join(base, "ws");
   await mkdir(workspace);
-  const store = new SessionStore({ root: join(base, "sessions") });
-  stores.push(store);
+  const store = openStore({ root: join(base, "sessions") });
   const checkpoints = new CheckpointStore(store);
   const { id } = await store.create({ workspace, title: "parent" });
   const say = (content: string) => store.append(id, { type: "message", payload: { role: "user", content } });
@@ -235,7 +227,7 @@ describe("forkIntoWorkspace with a workspace index (shell commands)", () => {
 
   /** The project as the story's first shell line made it, in a scratch folder. */
   async function projectBeforeSession(): Promise<Record<string, string>> {
-    const scratch = join(await realpath(await temps.make("agent-tape-fork-start-")), "ws");
+    const scratch = join(await realpath(await tempDir("agent-tape-fork-start-")), "ws");
     await mkdir(scratch);
     execFileSync("sh", ["-c", PROJECT], { cwd: scratch, stdio: "ignore" });
     return workspaceTree(scratch);
@@ -314,8 +306,7 @@ describe("forkIntoWorkspace refuses, writing nothing and making no session", () 
     const record = join(s.base, "sessions", s.id, "session.json");
     const meta = JSON.parse(await readFile(record, "utf8"));
     await writeFile(record, JSON.stringify({ ...meta, workspace: elsewhere }));
-    const reopened = new SessionStore({ root: join(s.base, "sessions") });
-    stores.push(reopened);
+    const reopened = openStore({ root: join(s.base, "sessions") });
     const error = await rejection(forkIntoWorkspace(reopened, s.id, { workspace: join(s.base, "child") }));
     expect(isAgentTapeError(error, "WORKSPACE_MISMATCH")).toBe(true);
     expect(await readdir(s.base)).not.toContain("child");
@@ -353,8 +344,7 @@ describe("forkIntoWorkspace never goes outside the two folders", () => {
     const text = await readFile(log, "utf8");
     await writeFile(log, text.replace('"path":"a.txt"', '"path":"../outside.txt"'));
     await writeFile(join(s.base, "outside.txt"), "outside\n");
-    const reopened = new SessionStore({ root: join(s.base, "sessions") });
-    stores.push(reopened);
+    const reopened = openStore({ root: join(s.base, "sessions") });
     const report = await forkIntoWorkspace(reopened, s.id, { workspace: join(s.base, "child") });
     expect(await readdir(join(s.base, "child"))).toEqual([]);
     expect(report.skipped).toEqual([{ path: "../outside.txt", reason: "outside_workspace" }]);

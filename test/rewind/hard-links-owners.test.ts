@@ -6,33 +6,27 @@
 import { execFileSync } from "node:child_process";
 import { chown, link, lstat, mkdir, readFile, realpath, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { beforeEach, expect, it } from "vitest";
+import { CheckpointStore, type SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { closeAfter, openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
 let workspace: string;
 let store: SessionStore;
 let checkpoints: CheckpointStore;
 let id: string;
 
 beforeEach(async () => {
-  const base = await realpath(await temps.make("agent-tape-links-owners-"));
+  const base = await realpath(await tempDir("agent-tape-links-owners-"));
   workspace = join(base, "ws");
   await mkdir(join(workspace, "d"), { recursive: true });
   await writeFile(join(workspace, "mine.txt"), "mine\n");
   await chown(join(workspace, "mine.txt"), 1000, 1001);
   await writeFile(join(workspace, "hard-1"), "linked\n");
   await link(join(workspace, "hard-1"), join(workspace, "d/hard-2"));
-  store = new SessionStore({ root: join(base, "sessions") });
-  checkpoints = new CheckpointStore(store);
+  store = openStore({ root: join(base, "sessions") });
+  checkpoints = closeAfter(new CheckpointStore(store));
   id = (await store.create({ workspace })).id;
   await store.append(id, { type: "message", payload: { role: "user", content: "start" } });
-});
-afterEach(async () => {
-  checkpoints.close();
-  await store.close();
-  await temps.removeAll();
 });
 
 const sh = (command: string) => () => execFileSync("sh", ["-c", command], { cwd: workspace, stdio: "ignore" });

@@ -1,10 +1,10 @@
 import { execFileSync } from "node:child_process";
 import { mkdir, realpath, rm, symlink } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, rewind, undoRewind } from "../../src/index.js";
 import { put, workspaceTree } from "../helpers/rewind-workspace.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // Every kind change of one path — file, folder, symlink, absent, each into each — at the top and two folders
 // down, made by a shell command (recorded by the workspace index) or by a tool (`around`): the rewind to before
@@ -16,13 +16,6 @@ const KINDS = ["file", "folder", "symlink", "absent"] as const;
 type Kind = (typeof KINDS)[number];
 const DEPTHS = [0, 2] as const;
 const WAYS = ["command", "tool"] as const;
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
 
 /**
  * Makes `kind` at `path`; `other` gives the second form of the same kind (for a change that keeps the kind).
@@ -47,15 +40,14 @@ async function make(workspace: string, path: string, kind: Kind, other: boolean)
 }
 
 async function setUp(from: Kind, path: string) {
-  const base = await realpath(await temps.make("agent-tape-kinds-"));
+  const base = await realpath(await tempDir("agent-tape-kinds-"));
   const workspace = join(base, "ws");
   await mkdir(workspace);
   await make(workspace, "twin", "folder", false);
   await put(workspace, "elsewhere.txt", "elsewhere\n");
   if (path.includes("/")) await mkdir(join(workspace, path.slice(0, path.lastIndexOf("/"))), { recursive: true });
   await make(workspace, path, from, false);
-  const store = new SessionStore({ root: join(base, "sessions") });
-  stores.push(store);
+  const store = openStore({ root: join(base, "sessions") });
   const checkpoints = new CheckpointStore(store);
   const { id } = await store.create({ workspace });
   return { workspace, store, checkpoints, id };

@@ -6,18 +6,14 @@ import { execFileSync } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, isAgentTapeError, rewind } from "../../src/index.js";
+import { isAgentTapeError, rewind } from "../../src/index.js";
 import { runChild } from "../helpers/children.js";
 import { editedTwoFiles, workspaceTree } from "../helpers/rewind-workspace.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
 const immutable: string[] = [];
 afterEach(async () => {
   for (const file of immutable.splice(0)) execFileSync("chattr", ["-i", file]);
-  for (const store of stores.splice(0)) await store.close();
-  await temps.removeAll();
 });
 
 function setImmutable(path: string, on: boolean): void {
@@ -28,7 +24,7 @@ function setImmutable(path: string, on: boolean): void {
 
 /** a.txt and b.txt edited by one tool call after the target, then one more message; b.txt made immutable. */
 async function failedRewind(keepUndo: number) {
-  const { workspace, root, store, id, target } = await editedTwoFiles(temps, stores, "agent-tape-pending-process-");
+  const { workspace, root, store, id, target } = await editedTwoFiles("agent-tape-pending-process-");
   const treeBefore = await workspaceTree(workspace);
   const logBefore = await store.readAll(id);
   // b.txt can be neither restored nor put back: the rewind fails and cannot be rolled back.
@@ -88,8 +84,7 @@ describe("a rewind that failed and could not be rolled back", () => {
       }
 
       // The next writer (a fresh store: another process, later) rolls the failed rewind back and appends.
-      const writer = new SessionStore({ root: s.root });
-      stores.push(writer);
+      const writer = openStore({ root: s.root });
       const appended = await writer.append(s.id, { type: "message", payload: { role: "user", content: "after" } });
       expect(await workspaceTree(s.workspace)).toEqual(s.treeBefore);
       expect(await writer.readAll(s.id)).toEqual([...s.logBefore, appended]);
@@ -102,8 +97,7 @@ describe("a rewind that failed and could not be rolled back", () => {
   it("a writer that meets it while the cause persists gets REWIND_FAILED and changes nothing", async () => {
     const s = await failedRewind(1);
     const pending = await onDisk(s);
-    const writer = new SessionStore({ root: s.root });
-    stores.push(writer);
+    const writer = openStore({ root: s.root });
     const error: any = await writer.append(s.id, { type: "message", payload: { role: "user", content: "x" } }).then(
       () => new Error("expected the append to fail"),
       (e: unknown) => e,

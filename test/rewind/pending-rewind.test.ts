@@ -5,19 +5,15 @@ import { readFileSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, isAgentTapeError, rewind, undoRewind, verify } from "../../src/index.js";
+import { isAgentTapeError, rewind, undoRewind, verify } from "../../src/index.js";
 import { editedTwoFiles, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { cli } from "../cli/harness.js";
+import { openStore } from "../helpers/fixture.js";
 import { removeBlob } from "../helpers/blob-files.js";
 
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
 const immutable: string[] = [];
 afterEach(async () => {
   for (const file of immutable.splice(0)) execFileSync("chattr", ["-i", file]);
-  for (const store of stores.splice(0)) await store.close();
-  await temps.removeAll();
 });
 
 async function failure(promise: Promise<unknown>): Promise<any> {
@@ -29,7 +25,7 @@ async function failure(promise: Promise<unknown>): Promise<any> {
 
 describe("a rewind pending after a persistent failure", () => {
   it("writers that meet it get REWIND_FAILED with the EPERM as cause, not a raw EPERM", async () => {
-    const { workspace, root, store, id, target } = await editedTwoFiles(temps, stores, "agent-tape-pending-");
+    const { workspace, root, store, id, target } = await editedTwoFiles("agent-tape-pending-");
     // b.txt can be neither restored nor put back: the rewind stays pending.
     execFileSync("chattr", ["+i", join(workspace, "b.txt")]);
     immutable.push(join(workspace, "b.txt"));
@@ -38,8 +34,7 @@ describe("a rewind pending after a persistent failure", () => {
     expect(failed.rolledBack).toBe(false);
 
     for (let i = 0; i < 2; i++) {
-      const other = new SessionStore({ root });
-      stores.push(other);
+      const other = openStore({ root });
       const error = await failure(other.append(id, { type: "message", payload: { role: "user", content: "next" } }));
       expect(isAgentTapeError(error, "REWIND_FAILED"), String(error)).toBe(true);
       expect(error.rolledBack).toBe(false);
@@ -48,8 +43,7 @@ describe("a rewind pending after a persistent failure", () => {
 
     // Readers, in this process and a fresh store, never fail because of it: they read the tape as it is on disk
     // (the log is cut only once the files are done) and report the rewind as pending.
-    for (const reader of [store, new SessionStore({ root })]) {
-      if (reader !== store) stores.push(reader);
+    for (const reader of [store, openStore({ root })]) {
       const info = await reader.get(id);
       expect(info?.pendingRewind?.reason).toMatch(/EPERM|operation not permitted/i);
       expect((await reader.readAll(id)).map((e) => e.sequence)).toEqual([1, 2, 3, 4]);
@@ -64,7 +58,7 @@ describe("a rewind pending after a persistent failure", () => {
 
 describe("a writer that cannot finish an interrupted rewind", () => {
   it("rolls it back while the log is untouched, and goes on with its own write", async () => {
-    const s = await editedTwoFiles(temps, stores, "agent-tape-pending-");
+    const s = await editedTwoFiles("agent-tape-pending-");
     const treeBefore = await workspaceTree(s.workspace);
     const logBefore = await s.store.readAll(s.id);
     // The intent as a crash right after writing it leaves it: copied at that moment, put back afterwards.
@@ -85,8 +79,7 @@ describe("a writer that cannot finish an interrupted rewind", () => {
     // Finishing it cannot work: the bytes a.txt must get back are gone.
     await removeBlob(s.root, s.id, sha256("a1\n"));
 
-    const reader = new SessionStore({ root: s.root });
-    stores.push(reader);
+    const reader = openStore({ root: s.root });
     expect((await reader.get(s.id))?.pendingRewind?.state).toBe("interrupted");
     const appended = await reader.append(s.id, { type: "message", payload: { role: "user", content: "next" } });
     expect(await workspaceTree(s.workspace)).toEqual(treeBefore);
@@ -95,7 +88,7 @@ describe("a writer that cannot finish an interrupted rewind", () => {
   });
 
   it("that cannot roll it back either marks it failed: no later writer finishes it", async () => {
-    const s = await editedTwoFiles(temps, stores, "agent-tape-pending-");
+    const s = await editedTwoFiles("agent-tape-pending-");
     const intentFile = join(s.root, s.id, "records", "rewind-intent.json");
     let intent = "";
     await failure(
@@ -113,8 +106,7 @@ describe("a writer that cannot finish an interrupted rewind", () => {
     execFileSync("chattr", ["+i", join(s.workspace, "b.txt")]);
     immutable.push(join(s.workspace, "b.txt"));
 
-    const writer = new SessionStore({ root: s.root });
-    stores.push(writer);
+    const writer = openStore({ root: s.root });
     const error = await failure(writer.append(s.id, { type: "message", payload: { role: "user", content: "x" } }));
     expect(isAgentTapeError(error, "REWIND_FAILED"), String(error)).toBe(true);
     expect(error.rolledBack).toBe(false);
@@ -144,7 +136,7 @@ describe("a writer that cannot finish an interrupted rewind", () => {
 
 describe("an undo that fails", () => {
   it("is rolled back: REWIND_FAILED, the files and the log as after the rewind, no intent", async () => {
-    const s = await editedTwoFiles(temps, stores, "agent-tape-pending-");
+    const s = await editedTwoFiles("agent-tape-pending-");
     await rewind(s.store, s.id, { toSequence: s.target });
     const treeRewound = await workspaceTree(s.workspace);
     const logRewound = await s.store.readAll(s.id);

@@ -3,28 +3,20 @@
 // file too large even to be read for undo.
 import { chmod, mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, DIFF_LIMITS, SessionStore, rewind, undoRewind, type RewindPayload } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, DIFF_LIMITS, rewind, undoRewind, type RewindPayload } from "../../src/index.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 /** `n` numbered lines, "line 1\n" … */
 const numbered = (n: number, from = 1) => Array.from({ length: n }, (_, i) => `line ${from + i}\n`).join("");
 
 /** A session over a workspace with files `before`, a checkpointed edit to `after`, and the target before it. */
 async function edited(before: Record<string, string | Buffer>, after: Record<string, string | Buffer | null>) {
-  const base = await realpath(await temps.make("agent-tape-diffs-"));
+  const base = await realpath(await tempDir("agent-tape-diffs-"));
   const workspace = join(base, "ws");
   await mkdir(workspace);
   for (const [path, content] of Object.entries(before)) await writeFile(join(workspace, path), content);
-  const store = new SessionStore({ root: join(base, "sessions") });
-  stores.push(store);
+  const store = openStore({ root: join(base, "sessions") });
   const checkpoints = new CheckpointStore(store, { maxFileBytes: 8 * 1024 * 1024 });
   const { id } = await store.create({ workspace });
   const target = (await store.append(id, { type: "message", payload: { role: "user", content: "go" } })).sequence;

@@ -1,21 +1,14 @@
 import { chmod, mkdir, realpath, symlink } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, type FileSnapshot, type StoredEvent } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import type { FileSnapshot, StoredEvent } from "../../src/index.js";
 import { closestSnapshotPerPath, planFileChanges } from "../../src/rewind/plan.js";
 import { lockedAccess } from "../../src/session/locked-access.js";
 import { UNDO_LIMITS } from "../../src/rewind/rewind.js";
 import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 import { allOwnerless } from "../helpers/ownerless.js";
 import { damageBlob } from "../helpers/blob-files.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
 
 let nextSequence = 1;
 function event(type: string, payload: unknown): StoredEvent {
@@ -83,12 +76,11 @@ describe("closestSnapshotPerPath", () => {
 
 describe("planFileChanges", () => {
   async function setup() {
-    const base = await realpath(await temps.make("agent-tape-plan-"));
+    const base = await realpath(await tempDir("agent-tape-plan-"));
     const workspace = join(base, "ws");
     await mkdir(workspace);
     const root = join(base, "sessions");
-    const store = new SessionStore({ root });
-    stores.push(store);
+    const store = openStore({ root });
     const { id } = await store.create({ workspace });
     const storeBlob = (content: string) =>
       lockedAccess(store).withLockedSession(id, (locked) => locked.writeBlob(sha256(content), Buffer.from(content)));

@@ -1,31 +1,23 @@
 import { restoreTempName } from "../../src/rewind/apply-files.js";
 import { mkdir, readFile, readdir, realpath, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, rewind } from "../../src/index.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // A restore renames its temp file straight over the path and looks only when that fails (one
 // lstat less per file). What it must still clear: a temp a crash left (a file, or a link leading out, never
 // followed), and a folder standing where the file goes.
 
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
-
 async function editedFile() {
-  const base = await realpath(await temps.make("agent-tape-in-the-way-"));
+  const base = await realpath(await tempDir("agent-tape-in-the-way-"));
   const workspace = join(base, "ws");
   const outside = join(base, "outside");
   await mkdir(join(workspace, "src"), { recursive: true });
   await mkdir(outside);
   await writeFile(join(outside, "keep.txt"), "outside\n");
   await writeFile(join(workspace, "src", "a.txt"), "v1\n");
-  const store = new SessionStore({ root: join(base, "sessions") });
-  stores.push(store);
+  const store = openStore({ root: join(base, "sessions") });
   const { id } = await store.create({ workspace });
   const target = await store.append(id, { type: "message", payload: { role: "user", content: "edit" } });
   await new CheckpointStore(store).around(id, { tool: "edit", paths: ["src/a.txt"] }, () =>

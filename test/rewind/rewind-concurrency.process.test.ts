@@ -1,14 +1,12 @@
 import { realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, type StoredEvent } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, rewind, type StoredEvent } from "../../src/index.js";
 import { childrenKilledAfterEach, Child } from "../helpers/children.js";
 import { put, workspaceTree } from "../helpers/rewind-workspace.js";
 import { archivedEventsOf } from "../helpers/stored-events.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach(); // registered last, so it runs first: children die before their folders go
 
 const FILES = 300; // a rewind long enough that the appender has to wait for it
@@ -27,11 +25,11 @@ async function moreLines(child: Child, count: number): Promise<void> {
 
 describe("a rewind while another process appends", () => {
   it("lands the other process's events before the rewind or after its marker, never between; loses none", async () => {
-    const base = await realpath(await temps.make("agent-tape-rewind-concurrency-"));
+    const base = await realpath(await tempDir("agent-tape-rewind-concurrency-"));
     const root = join(base, "sessions");
     const workspace = join(base, "ws");
     for (let i = 0; i < FILES; i++) await put(workspace, path(i), `at the target ${i}\n`.repeat(100));
-    const store = new SessionStore({ root });
+    const store = openStore({ root });
     try {
       const checkpoints = new CheckpointStore(store);
       const { id } = await store.create({ workspace });

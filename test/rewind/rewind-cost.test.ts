@@ -1,13 +1,10 @@
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, type SessionStore, rewind } from "../../src/index.js";
 import { bytesRead } from "../helpers/bytes-read.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 import { rounds } from "../helpers/rounds.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 
 // How long the tape is: 8,000 events of ~400 bytes (3.2 MB) in npm test, 40,000 (16 MB) when soaking. The bound is a
 // tenth of the log, and a rewind that reads the whole log reads at least all of it, at either length.
@@ -27,8 +24,8 @@ async function appendMessages(store: SessionStore, id: string, count: number): P
 
 describe("a rewind's reading follows what it cuts", () => {
   it(`cutting the last 10 of ${EVENTS} events (conversation) reads a few KB of the log, not all of it`, async () => {
-    const root = await temps.make();
-    const store = new SessionStore({ root, durability: "none" });
+    const root = await tempDir();
+    const store = openStore({ root, durability: "none" });
     try {
       const { id } = await store.create();
       await appendMessages(store, id, EVENTS - 10);
@@ -50,8 +47,8 @@ describe("a rewind's reading follows what it cuts", () => {
   }, 60_000);
 
   it(`a beforeCallId target 10 events from the end of ${EVENTS} is found reading a few KB, not the log`, async () => {
-    const root = await temps.make();
-    const store = new SessionStore({ root, durability: "none" });
+    const root = await tempDir();
+    const store = openStore({ root, durability: "none" });
     try {
       const { id } = await store.create();
       await appendMessages(store, id, EVENTS);
@@ -74,11 +71,11 @@ describe("a rewind's reading follows what it cuts", () => {
   }, 60_000);
 
   it(`undoing a 1-file shell command (files, keepUndo 0) after ${EVENTS} events reads a few KB, not all`, async () => {
-    const root = await temps.make();
+    const root = await tempDir();
     const workspace = join(root, "ws");
     await mkdir(workspace);
     for (let k = 0; k < 20; k++) await writeFile(join(workspace, `f${k}.txt`), `file ${k}\n`);
-    const store = new SessionStore({ root: join(root, "store"), durability: "none" });
+    const store = openStore({ root: join(root, "store"), durability: "none" });
     try {
       const { id } = await store.create({ workspace });
       await appendMessages(store, id, EVENTS);

@@ -2,10 +2,9 @@ import { randomInt } from "node:crypto";
 import { access, readFile, realpath, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
-import { describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import {
   CheckpointStore,
-  SessionStore,
   rewind,
   undoRewind,
   type FileChange,
@@ -15,27 +14,36 @@ import {
 import { Child } from "../helpers/children.js";
 import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 import { archivedEventsOf } from "../helpers/stored-events.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { referencedBlobs } from "../../src/blobs/references.js";
+import { it, type Closable, type OpenStore, type TempDir } from "../helpers/fixture.js";
 import { blobIsStored } from "../helpers/blob-files.js";
 
 /**
- * What one test makes and must clean up: its temp folders and its children. Per test, since the boundary
- * tests run concurrently.
+ * What one test makes and must clean up: its temp folders, its stores and its children. From the test's own
+ * context (test/helpers/fixture.ts), since the boundary tests run concurrently.
  */
 interface Round {
-  temps: TempRoots;
+  tempDir: TempDir;
+  openStore: OpenStore;
   children: Child[];
 }
 
-function newRound(onTestFinished: (fn: () => Promise<void>) => void): Round {
-  const round: Round = { temps: new TempRoots(), children: [] };
-  onTestFinished(async () => {
-    for (const child of round.children.splice(0)) {
-      child.kill();
-      await child.done();
-    }
-    await round.temps.removeAll();
+interface RoundContext {
+  tempDir: TempDir;
+  openStore: OpenStore;
+  closeAfter: (closable: Closable) => unknown;
+}
+
+function newRound({ tempDir, openStore, closeAfter }: RoundContext): Round {
+  const round: Round = { tempDir, openStore, children: [] };
+  // Killed before the temp folders go, since the fixture closes what it was given before removing folders.
+  closeAfter({
+    async close() {
+      for (const child of round.children.splice(0)) {
+        child.kill();
+        await child.done();
+      }
+    },
   });
   return round;
 }
@@ -85,12 +93,12 @@ function describeMarker(
 async function buildSession(
   round: Round,
 ): Promise<Scenario & { treeBefore: Record<string, string>; eventsBefore: StoredEvent[] }> {
-  const base = await realpath(await round.temps.make("agent-tape-rewind-crash-"));
+  const base = await realpath(await round.tempDir("agent-tape-rewind-crash-"));
   const root = join(base, "sessions");
   const workspace = join(base, "ws");
   for (let i = 0; i < EDITED; i++) await put(workspace, editedPath(i), contentOf(i, "target"));
   for (let i = 0; i < DELETED; i++) await put(workspace, deletedPath(i), `gone ${i}\n`);
-  const store = new SessionStore({ root, durability: "none" });
+  const store = round.openStore({ root, durability: "none" });
   try {
     const checkpoints = new CheckpointStore(store);
     const { id } = await store.create({ workspace });
@@ -145,7 +153,7 @@ async function buildSession(
 /** The session rewound (by this process), and the two states a crashed undo may leave: still rewound, or undone. */
 async function buildRewoundSession(round: Round): Promise<Scenario> {
   const built = await buildSession(round);
-  const store = new SessionStore({ root: built.root });
+  const store = round.openStore({ root: built.root });
   try {
     const { markerSequence } = await rewind(store, built.id, { toSequence: built.target });
     const rewoundLog = (await store.readAll(built.id)).map(describeEvent);
@@ -195,8 +203,8 @@ async function killNow(round: Round, child: Child): Promise<void> {
  * the rewind) and names the states the files and the log are in. A crash must leave both in the same one of
  * the scenario's states.
  */
-async function openAfterCrash(s: Scenario): Promise<{ files: string[]; log: string[] }> {
-  const store = new SessionStore({ root: s.root, lockStaleMs: 4000 });
+async function openAfterCrash(round: Round, s: Scenario): Promise<{ files: string[]; log: string[] }> {
+  const store = round.openStore({ root: s.root, lockStaleMs: 4000 });
   let events: StoredEvent[];
   try {
     const onDisk = async () => ({
@@ -240,8 +248,8 @@ async function openAfterCrash(s: Scenario): Promise<{ files: string[]; log: stri
  * Once any writer has had the lock: no leftover intent or pending record, and exactly the referenced blobs,
  * each intact.
  */
-async function expectSettled(s: Scenario): Promise<void> {
-  const store = new SessionStore({ root: s.root, lockStaleMs: 4000 });
+async function expectSettled(round: Round, s: Scenario): Promise<void> {
+  const store = round.openStore({ root: s.root, lockStaleMs: 4000 });
   try {
     await store.append(s.id, { type: "message", payload: { role: "user", content: PROBE } });
     const records = await store.backend.listRecords(s.id);
@@ -291,15 +299,15 @@ describe.concurrent("a rewind killed at a step boundary", () => {
   ] as const)(
     "after $step: a reader changes nothing, the next writer finds it $expected, files and log alike",
     { timeout: BOUNDARY_TIMEOUT },
-    async ({ step, expected }, { onTestFinished }) => {
-      const round = newRound(onTestFinished);
+    async ({ step, expected }, { tempDir, openStore, closeAfter }) => {
+      const round = newRound({ tempDir, openStore, closeAfter });
       const s = await buildSession(round);
       const child = startChild(round, s, "rewind", step);
       await child.waitForLine((line) => line === step);
       await killNow(round, child);
 
-      expect(await openAfterCrash(s)).toEqual({ files: [expected], log: [expected] });
-      await expectSettled(s);
+      expect(await openAfterCrash(round, s)).toEqual({ files: [expected], log: [expected] });
+      await expectSettled(round, s);
     },
   );
 
@@ -313,15 +321,15 @@ describe.concurrent("a rewind killed at a step boundary", () => {
   ] as const)(
     "with keepUndo: 0, after $step: the next writer finishes the rewind",
     { timeout: BOUNDARY_TIMEOUT },
-    async ({ step }, { onTestFinished }) => {
-      const round = newRound(onTestFinished);
+    async ({ step }, { tempDir, openStore, closeAfter }) => {
+      const round = newRound({ tempDir, openStore, closeAfter });
       const s = await buildSession(round);
       const child = startChild(round, s, "rewind", step, 0);
       await child.waitForLine((line) => line === step);
       await killNow(round, child);
 
-      expect(await openAfterCrash(s)).toEqual({ files: ["rewound"], log: ["rewound"] });
-      await expectSettled(s);
+      expect(await openAfterCrash(round, s)).toEqual({ files: ["rewound"], log: ["rewound"] });
+      await expectSettled(round, s);
     },
   );
 });
@@ -335,15 +343,15 @@ describe.concurrent("an undo killed at a step boundary", () => {
   ] as const)(
     "after $step: a reader changes nothing, the next writer finds it $expected, files and log alike",
     { timeout: BOUNDARY_TIMEOUT },
-    async ({ step, expected }, { onTestFinished }) => {
-      const round = newRound(onTestFinished);
+    async ({ step, expected }, { tempDir, openStore, closeAfter }) => {
+      const round = newRound({ tempDir, openStore, closeAfter });
       const s = await buildRewoundSession(round);
       const child = startChild(round, s, "undo", step);
       await child.waitForLine((line) => line === step);
       await killNow(round, child);
 
-      expect(await openAfterCrash(s)).toEqual({ files: [expected], log: [expected] });
-      await expectSettled(s);
+      expect(await openAfterCrash(round, s)).toEqual({ files: [expected], log: [expected] });
+      await expectSettled(round, s);
     },
   );
 });
@@ -351,9 +359,11 @@ describe.concurrent("an undo killed at a step boundary", () => {
 // One at a time: where these kills land depends on the child running at full speed.
 describe("a rewind killed at a random moment", () => {
   it("while saving what an undo needs (planned to intent-written): found untouched or fully rewound", async ({
-    onTestFinished,
+    tempDir,
+    openStore,
+    closeAfter,
   }) => {
-    const round = newRound(onTestFinished);
+    const round = newRound({ tempDir, openStore, closeAfter });
     const seen: string[] = [];
     for (let n = 0; n < 3; n++) {
       const s = await buildSession(round);
@@ -367,20 +377,22 @@ describe("a rewind killed at a random moment", () => {
         `round ${n}, killed once file ${k}'s current bytes were stored; ` +
         `the child had printed: ${child.stdout.trim().split("\n").join(", ")}`;
 
-      const found = await openAfterCrash(s);
+      const found = await openAfterCrash(round, s);
       expect(found.files, where).toHaveLength(1);
       expect(found.log, where).toEqual(found.files);
       if (child.stdout.includes("intent-written")) expect(found.files, where).toEqual(["rewound"]);
-      await expectSettled(s);
+      await expectSettled(round, s);
       seen.push(found.files[0]!);
     }
     expect(seen).toContain("untouched"); // at least one kill landed before the intent, as meant
   }, 180_000);
 
   it("inside step 1, with files half restored: a reader changes nothing, the next writer finishes the rewind", async ({
-    onTestFinished,
+    tempDir,
+    openStore,
+    closeAfter,
   }) => {
-    const round = newRound(onTestFinished);
+    const round = newRound({ tempDir, openStore, closeAfter });
     let halfRestored = 0;
     for (let n = 0; n < 4; n++) {
       const s = await buildSession(round);
@@ -401,11 +413,11 @@ describe("a rewind killed at a random moment", () => {
         if ((await readFile(join(s.workspace, editedPath(i)), "utf8")) === contentOf(i, "target")) restored++;
       if (restored < EDITED) halfRestored++;
 
-      expect(await openAfterCrash(s), where).toEqual({
+      expect(await openAfterCrash(round, s), where).toEqual({
         files: ["rewound"],
         log: ["rewound"],
       });
-      await expectSettled(s);
+      await expectSettled(round, s);
     }
     expect(halfRestored).toBeGreaterThan(0); // the kills did land while files were being restored
   }, 180_000);

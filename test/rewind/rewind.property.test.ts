@@ -1,17 +1,14 @@
 import { chmod, mkdir, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import fc from "fast-check";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, rewind, undoRewind } from "../../src/index.js";
 import { fileEntry, workspaceTree } from "../helpers/rewind-workspace.js";
 import { archivedEventsOf } from "../helpers/stored-events.js";
 import { CONTENTS, FILES, FOLDERS, MODES } from "../helpers/little-tree.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { referencedBlobs } from "../../src/blobs/references.js";
 import { rounds } from "../helpers/rounds.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 type Operation =
   | { kind: "write"; path: string; content: number; mode: number }
@@ -110,11 +107,11 @@ describe("rewind against a model of the workspace's history", () => {
   it("puts the workspace back as at the target, keeps exactly the referenced blobs; undo brings it back", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(round, { minLength: 1, maxLength: 3 }), async (rounds) => {
-        const base = await realpath(await temps.make("agent-tape-rewind-property-"));
+        const base = await realpath(await tempDir("agent-tape-rewind-property-"));
         const workspace = join(base, "ws");
         for (const folder of FOLDERS) await mkdir(join(workspace, folder), { recursive: true });
         for (const folder of ["", ...FOLDERS]) await chmod(join(workspace, folder), 0o755);
-        const store = new SessionStore({ root: join(base, "sessions"), durability: "none" });
+        const store = openStore({ root: join(base, "sessions"), durability: "none" });
         try {
           const checkpoints = new CheckpointStore(store);
           const { id } = await store.create({ workspace });

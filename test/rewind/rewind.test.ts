@@ -2,40 +2,30 @@ import { mkdir, readFile, realpath, rename, stat, symlink, writeFile } from "nod
 import { renameSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import {
-  CheckpointStore,
-  SessionStore,
-  gc,
-  isAgentTapeError,
-  rewind,
-  type RewindMode,
-  type RewindPayload,
-} from "../../src/index.js";
+import { CheckpointStore, gc, isAgentTapeError, rewind, type RewindMode, type RewindPayload } from "../../src/index.js";
 import { lockedAccess } from "../../src/session/locked-access.js";
 import {
   STORY_CHANGES,
   STORY_DIFF_TOTALS,
   STORY_EVENTS_AFTER_TARGET,
   logBytes,
-  storyFixture,
+  tellTheStory as story,
 } from "../helpers/rewind-story.js";
 import { put, recordsLeft, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 import { archivedEventsOf } from "../helpers/stored-events.js";
 import { referencedBlobs } from "../../src/blobs/references.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 import { damageBlob } from "../helpers/blob-files.js";
-
-const { temps, stores, story } = storyFixture();
 
 /** A fresh session over an empty workspace, with a folder beside it that must stay untouched. */
 async function smallSession(options: { maxFileBytes?: number } = {}) {
-  const base = await realpath(await temps.make("agent-tape-rewind-small-"));
+  const base = await realpath(await tempDir("agent-tape-rewind-small-"));
   const workspace = join(base, "ws");
   const outside = join(base, "outside");
   await mkdir(workspace);
   await mkdir(outside);
   const root = join(base, "sessions");
-  const store = new SessionStore({ root });
-  stores.push(store);
+  const store = openStore({ root });
   const checkpoints = new CheckpointStore(store, options);
   const { id } = await store.create({ workspace });
   const say = async (content: string) =>
@@ -588,9 +578,8 @@ describe("bad input", () => {
   });
 
   it("a session without a workspace can rewind its conversation, and is told to pass one for its files", async () => {
-    const base = await temps.make("agent-tape-rewind-nows-");
-    const store = new SessionStore({ root: base });
-    stores.push(store);
+    const base = await tempDir("agent-tape-rewind-nows-");
+    const store = openStore({ root: base });
     const { id } = await store.create();
     const target = (await store.append(id, { type: "message", payload: { role: "user", content: "a" } })).sequence;
     await store.append(id, { type: "message", payload: { role: "user", content: "b" } });

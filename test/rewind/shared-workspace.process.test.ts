@@ -1,20 +1,18 @@
 import { createHash } from "node:crypto";
 import { readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { put } from "../helpers/rewind-workspace.js";
 import { rounds } from "../helpers/rounds.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // Two sessions, in two stores, on one folder, each rewound and undone by its own process at the same time
 // (docs/ARCHITECTURE.md, "Workspace lock"). Rounds per process: AGENT_TAPE_ROUNDS, 15 by default (npm test);
 // the soak tier runs 100 (rounds()).
 const ROUNDS = rounds(15, 100);
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
@@ -22,7 +20,7 @@ const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
 /** Session `name` in its own store, whose agent rewrote shared.txt to `wrote` (after event #1). */
 async function sessionOn(base: string, workspace: string, name: string, wrote: string) {
   const root = join(base, `store-${name}`);
-  const store = new SessionStore({ root });
+  const store = openStore({ root });
   try {
     const { id } = await store.create({ workspace });
     await store.append(id, { type: "message", payload: { role: "user", content: `edit, ${name}` } });
@@ -37,7 +35,7 @@ async function sessionOn(base: string, workspace: string, name: string, wrote: s
 
 describe("two sessions rewinding and undoing one folder at once (two processes)", () => {
   it(`lose no write: every content written is found by the next call or stays (${ROUNDS} rounds each)`, async () => {
-    const base = await realpath(await temps.make("agent-tape-shared-ws-"));
+    const base = await realpath(await tempDir("agent-tape-shared-ws-"));
     const workspace = join(base, "ws");
     await put(workspace, "shared.txt", "initial\n");
     const a = await sessionOn(base, workspace, "a", "written by a\n");

@@ -1,20 +1,13 @@
 import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind, verify } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, rewind, undoRewind, verify } from "../../src/index.js";
 import { cli } from "../cli/harness.js";
 import { codeOf, filesBelow } from "../helpers/outcomes.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // Whoever can write the session folder is not trusted to move a rewind outside the workspace
 // (docs/ARCHITECTURE.md, "Confinement"): each attack below edits the store by hand, as they could.
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  await temps.removeAll();
-});
 
 /** session.json edited by hand, as whoever can write the session folder could: its workspace is now `workspace`. */
 async function pointSessionJsonAt(root: string, id: string, workspace: string): Promise<void> {
@@ -24,15 +17,14 @@ async function pointSessionJsonAt(root: string, id: string, workspace: string): 
 
 /** A new store (another process, as far as the session knows) appends a message: the store and what it threw. */
 async function appendAsAnotherWriter(root: string, id: string) {
-  const writer = new SessionStore({ root });
-  stores.push(writer);
+  const writer = openStore({ root });
   const error = await writer.append(id, { type: "message", payload: { role: "user", content: "x" } }).catch((e) => e);
   return { writer, error };
 }
 
 /** A session over `ws` whose `f.txt` was captured as "v1" and then edited, with a victim folder beside it. */
 async function editedSession() {
-  const base = await realpath(await temps.make("agent-tape-tamper-"));
+  const base = await realpath(await tempDir("agent-tape-tamper-"));
   const workspace = join(base, "ws");
   const victim = join(base, "victim");
   const root = join(base, "sessions");
@@ -42,8 +34,7 @@ async function editedSession() {
   await writeFile(join(victim, "f.txt"), "victim's own");
   await writeFile(join(victim, "new.txt"), "victim's new");
   await writeFile(join(victim, "important", "keep.txt"), "keep me");
-  const store = new SessionStore({ root });
-  stores.push(store);
+  const store = openStore({ root });
   const { id } = await store.create({ workspace });
   const start = await store.append(id, { type: "message", payload: { role: "user", content: "go" } });
   await new CheckpointStore(store).capture(id, { tool: "edit", paths: ["f.txt", "new.txt"] });
@@ -58,8 +49,7 @@ describe("an edited session.json", () => {
     const before = await filesBelow(s.victim);
     await pointSessionJsonAt(s.root, s.id, s.victim);
 
-    const reader = new SessionStore({ root: s.root });
-    stores.push(reader);
+    const reader = openStore({ root: s.root });
     const code = await codeOf(rewind(reader, s.id, { toSequence: s.target }));
     expect(await filesBelow(s.victim)).toEqual(before);
     expect(code).toBe("WORKSPACE_MISMATCH");
@@ -79,8 +69,7 @@ describe("an edited session.json", () => {
     const victimBefore = await filesBelow(s.victim);
 
     // Another process (a new store) goes on capturing, as the agent would after a restart.
-    const store = new SessionStore({ root: s.root });
-    stores.push(store);
+    const store = openStore({ root: s.root });
     const checkpoints = new CheckpointStore(store);
     const last = await store.head(s.id);
     expect(await codeOf(checkpoints.capture(s.id, { tool: "edit", paths: ["f.txt", "new.txt"] }))).toBe(
@@ -104,15 +93,14 @@ describe("an edited session.json", () => {
   });
 
   it("a session whose tape records no snapshot yet takes session.json's workspace, and holds to it after", async () => {
-    const base = await realpath(await temps.make("agent-tape-tamper-"));
+    const base = await realpath(await tempDir("agent-tape-tamper-"));
     const [workspace, other] = [join(base, "ws"), join(base, "other")];
     await mkdir(workspace);
     await mkdir(other);
     await writeFile(join(workspace, "f.txt"), "mine");
     await writeFile(join(other, "f.txt"), "other's");
     const root = join(base, "sessions");
-    const store = new SessionStore({ root });
-    stores.push(store);
+    const store = openStore({ root });
     const { id } = await store.create({ workspace });
     const first = await new CheckpointStore(store).capture(id, { tool: "edit", paths: ["f.txt"] });
     expect(first?.payload.workspace).toBe(workspace);
@@ -125,8 +113,7 @@ describe("an edited session.json", () => {
     const s = await editedSession();
     expect((await verify(s.store, s.id)).ok).toBe(true);
     await pointSessionJsonAt(s.root, s.id, s.victim);
-    const reader = new SessionStore({ root: s.root });
-    stores.push(reader);
+    const reader = openStore({ root: s.root });
     const report = await verify(reader, s.id);
     expect(report.ok).toBe(false);
     expect(report.problems).toEqual([
@@ -150,8 +137,7 @@ describe("an edited session.json", () => {
     await rewind(s.store, s.id, { toSequence: s.target });
     const before = await filesBelow(s.victim);
     await pointSessionJsonAt(s.root, s.id, s.victim);
-    const reader = new SessionStore({ root: s.root });
-    stores.push(reader);
+    const reader = openStore({ root: s.root });
     await undoRewind(reader, s.id);
     expect(await filesBelow(s.victim)).toEqual(before);
     expect(await filesBelow(s.workspace)).toEqual({ "f.txt": "v2", "new.txt": "made by the tool" });
@@ -199,8 +185,7 @@ describe("a planted rewind intent", () => {
     const before = await filesBelow(s.victim);
     await plantIntent(s, { workspace: s.victim, files: [{ path: "important", kind: "absent" }] });
 
-    const reader = new SessionStore({ root: s.root });
-    stores.push(reader);
+    const reader = openStore({ root: s.root });
     const listed = await reader.list();
     expect(await filesBelow(s.victim)).toEqual(before);
     expect(listed.find((info) => info.id === s.id)?.unreadable?.code).toBe("STORE_TAMPERED");
@@ -216,8 +201,7 @@ describe("a planted rewind intent", () => {
     await mkdir(join(s.workspace, "src"));
     await writeFile(join(s.workspace, "src", "main.ts"), "precious");
     await plantIntent(s, { workspace: s.workspace, files: [{ path: "src", kind: "absent" }] });
-    const reader = new SessionStore({ root: s.root });
-    stores.push(reader);
+    const reader = openStore({ root: s.root });
     expect(await codeOf(reader.append(s.id, { type: "message", payload: { role: "user", content: "x" } }))).toBe(
       "STORE_TAMPERED",
     );
@@ -270,8 +254,7 @@ describe("a planted rewind intent", () => {
     const s = await editedSession();
     await mkdir(join(s.root, s.id, "records"), { recursive: true });
     await writeFile(join(s.root, s.id, "records", "rewind-intent.json"), JSON.stringify({ kind: "rewind", files: 3 }));
-    const reader = new SessionStore({ root: s.root });
-    stores.push(reader);
+    const reader = openStore({ root: s.root });
     expect(await codeOf(reader.readAll(s.id))).toBe("STORE_TAMPERED");
     const report = await verify(reader, s.id);
     expect(report.problems.map((p) => p.kind)).toContain("record_malformed");

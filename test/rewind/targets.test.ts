@@ -1,34 +1,26 @@
 import { readFile, readdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CheckpointStore,
-  SessionStore,
+  type SessionStore,
   forkIntoWorkspace,
   isAgentTapeError,
   rewind,
   undoRewind,
 } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { put } from "../helpers/rewind-workspace.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 /**
  * #1 user message, #2 tool_call c1 (edit), #3 its checkpoint, #4 its after-state, #5 its result,
  * #6 assistant message, #7 tool_call c2 (a read: no checkpoint), #8 its result, #9 assistant message.
  */
 async function session() {
-  const base = await realpath(await temps.make("agent-tape-targets-"));
+  const base = await realpath(await tempDir("agent-tape-targets-"));
   const workspace = join(base, "ws");
   await put(workspace, "a.txt", "v0\n");
-  const store = new SessionStore({ root: join(base, "sessions") });
-  stores.push(store);
+  const store = openStore({ root: join(base, "sessions") });
   const checkpoints = new CheckpointStore(store);
   const { id } = await store.create({ workspace });
   const say = (role: "user" | "assistant", content: string) =>
@@ -189,9 +181,8 @@ describe("fork targets, every form, for store.fork and forkIntoWorkspace", () =>
 describe("rewind({ beforeCallId }) found going back from the end", () => {
   type Call = (type: "tool_call" | "session_checkpoint") => Promise<number>;
   async function tape(shape: (say: (n: number) => Promise<unknown>, call: Call) => Promise<void>) {
-    const root = await temps.make("agent-tape-call-back-");
-    const store = new SessionStore({ root, durability: "none" });
-    stores.push(store);
+    const root = await tempDir("agent-tape-call-back-");
+    const store = openStore({ root, durability: "none" });
     const { id } = await store.create();
     const say = (n: number) => store.append(id, { type: "message", payload: { role: "user", content: `m${n}` } });
     const call = async (type: "tool_call" | "session_checkpoint") => {

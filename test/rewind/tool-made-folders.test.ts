@@ -3,19 +3,16 @@
 // folder `new`, which the workspace never had: the capture recorded only the path the tool named.
 import { mkdir, readdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { expect, it } from "vitest";
+import { CheckpointStore, rewind, undoRewind } from "../../src/index.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 it("folders a tool makes on the way to the file it names: a rewind removes them, an undo puts them back", async () => {
-  const base = await realpath(await temps.make("agent-tape-tool-folders-"));
+  const base = await realpath(await tempDir("agent-tape-tool-folders-"));
   const workspace = join(base, "ws");
   await mkdir(workspace);
   await writeFile(join(workspace, "a.txt"), "a\n");
-  const store = new SessionStore({ root: join(base, "sessions") });
+  const store = openStore({ root: join(base, "sessions") });
   try {
     const checkpoints = new CheckpointStore(store);
     const { id } = await store.create({ workspace });

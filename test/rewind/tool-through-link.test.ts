@@ -3,21 +3,18 @@
 // back and left `a.txt` as the tool wrote it, since the capture recorded the link and never its target.
 import { mkdir, readFile, readlink, realpath, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { expect, it } from "vitest";
+import { CheckpointStore, rewind, undoRewind } from "../../src/index.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 it("a tool that writes through a link inside the workspace: the rewind puts the link's target back", async () => {
-  const base = await realpath(await temps.make("agent-tape-tool-link-"));
+  const base = await realpath(await tempDir("agent-tape-tool-link-"));
   const workspace = join(base, "ws");
   await mkdir(join(workspace, "d"), { recursive: true });
   await writeFile(join(workspace, "d/a.txt"), "before\n");
   await symlink("d/a.txt", join(workspace, "in-link"));
   await symlink("in-link", join(workspace, "link-to-link"));
-  const store = new SessionStore({ root: join(base, "sessions") });
+  const store = openStore({ root: join(base, "sessions") });
   try {
     const checkpoints = new CheckpointStore(store);
     const { id } = await store.create({ workspace });

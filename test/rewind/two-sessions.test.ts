@@ -1,31 +1,23 @@
 import { readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, rewind } from "../../src/index.js";
 import { expectRejection } from "../helpers/expect-rejection.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { put } from "../helpers/rewind-workspace.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 /**
  * Two agent sessions on one checkout, each in its own store (as two processes would be), take turns
  * editing `shared.txt` (3 rounds each, A first), and each its own file too. B edits last.
  */
 async function twoSessionsTakingTurns() {
-  const base = await realpath(await temps.make("agent-tape-two-sessions-"));
+  const base = await realpath(await tempDir("agent-tape-two-sessions-"));
   const workspace = join(base, "ws");
   await put(workspace, "shared.txt", "start\n");
   await put(workspace, "a.txt", "a0\n");
   await put(workspace, "b.txt", "b0\n");
   const open = async (name: string) => {
-    const store = new SessionStore({ root: join(base, "sessions") });
-    stores.push(store);
+    const store = openStore({ root: join(base, "sessions") });
     const { id } = await store.create({ workspace, title: name });
     await store.append(id, { type: "message", payload: { role: "user", content: `session ${name}` } });
     const checkpoints = new CheckpointStore(store);

@@ -5,15 +5,12 @@
 // inside the batch an earlier undo put back), on the filesystem backend (byte-range archives) and the memory
 // backend (archives of events), which must end with the same tape.
 import fc from "fast-check";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, rewind, undoRewind, type StoredEvent } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { type SessionStore, rewind, undoRewind, type StoredEvent } from "../../src/index.js";
 import { memoryBackend } from "../../src/backend/index.js";
 import type { RewindPayload } from "../../src/core/events.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { rounds } from "../helpers/rounds.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 const PIECES = ["a", "é", "😀", '\n{"sequence":5,', '\\"', "\u2028"];
 
@@ -98,8 +95,8 @@ describe("rewind + undo, against a model of the tape", () => {
   it("puts back the cut events exactly, on both backends alike", async () => {
     await fc.assert(
       fc.asyncProperty(story, async (s) => {
-        const fsStore = new SessionStore({ root: await temps.make("agent-tape-undo-exact-") });
-        const memStore = new SessionStore({ backend: memoryBackend() });
+        const fsStore = openStore({ root: await tempDir("agent-tape-undo-exact-") });
+        const memStore = openStore({ backend: memoryBackend() });
         try {
           expect(await play(fsStore, s)).toEqual(await play(memStore, s));
         } finally {

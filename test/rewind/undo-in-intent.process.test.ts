@@ -5,11 +5,11 @@
 // (simulated: emptied), and an intent whose carried bytes do not match their names is refused.
 import { readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, isAgentTapeError, undoRewind } from "../../src/index.js";
+import { describe, expect } from "vitest";
+import { CheckpointStore, isAgentTapeError, undoRewind } from "../../src/index.js";
 import { Child } from "../helpers/children.js";
 import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { it, openStore, type TempDir } from "../helpers/fixture.js";
 import { blobIsStored, damageBlob } from "../helpers/blob-files.js";
 
 interface Small {
@@ -24,14 +24,14 @@ interface Small {
 }
 
 /** a.txt and sub/b.txt edited, gone.txt deleted, new.txt made by one tool call after the target. */
-async function smallSession(temps: TempRoots): Promise<Small> {
-  const base = await realpath(await temps.make("agent-tape-undo-in-intent-"));
+async function smallSession(tempDir: TempDir): Promise<Small> {
+  const base = await realpath(await tempDir("agent-tape-undo-in-intent-"));
   const workspace = join(base, "ws");
   const root = join(base, "sessions");
   await put(workspace, "a.txt", "a1\n");
   await put(workspace, "sub/b.txt", "b1\n", 0o600);
   await put(workspace, "gone.txt", "g1\n");
-  const store = new SessionStore({ root });
+  const store = openStore({ root });
   try {
     const checkpoints = new CheckpointStore(store);
     const { id } = await store.create({ workspace });
@@ -76,7 +76,7 @@ const exists = (path: string) =>
 
 /** Takes the session's lock (recovery runs), then undoes the rewind: both trees must be exact. */
 async function expectRewoundThenUndone(s: Small): Promise<void> {
-  const store = new SessionStore({ root: s.root });
+  const store = openStore({ root: s.root });
   try {
     await store.withLock(s.id, async () => undefined);
     expect(await exists(intentFile(s))).toBe(false);
@@ -93,10 +93,8 @@ const TIMEOUT = 60_000;
 describe("undo bytes carried by the intent (a rewind of a few small files)", () => {
   it(
     "the intent holds them, and no blob of them is stored before it",
-    async ({ onTestFinished }) => {
-      const temps = new TempRoots();
-      onTestFinished(() => temps.removeAll());
-      const s = await smallSession(temps);
+    async ({ tempDir }) => {
+      const s = await smallSession(tempDir);
       await rewindKilledAt(s, "intent-written");
       const intent = JSON.parse(await readFile(intentFile(s), "utf8")) as { undoBlobs?: { hash: string }[] };
       expect(intent.undoBlobs?.map((b) => b.hash).sort()).toEqual([...s.undoHashes].sort());
@@ -109,10 +107,8 @@ describe("undo bytes carried by the intent (a rewind of a few small files)", () 
   for (const step of ["files-restored", "log-truncated", "blobs-pruned", "marker-appended"])
     it(
       `killed after ${step}: opening it finishes the rewind, and the undo gives every file back`,
-      async ({ onTestFinished }) => {
-        const temps = new TempRoots();
-        onTestFinished(() => temps.removeAll());
-        const s = await smallSession(temps);
+      async ({ tempDir }) => {
+        const s = await smallSession(tempDir);
         await rewindKilledAt(s, step);
         await expectRewoundThenUndone(s);
       },
@@ -121,10 +117,8 @@ describe("undo bytes carried by the intent (a rewind of a few small files)", () 
 
   it(
     "blobs written with the files but lost to a power loss (emptied) are written again from the intent",
-    async ({ onTestFinished }) => {
-      const temps = new TempRoots();
-      onTestFinished(() => temps.removeAll());
-      const s = await smallSession(temps);
+    async ({ tempDir }) => {
+      const s = await smallSession(tempDir);
       await rewindKilledAt(s, "files-restored");
       for (const hash of s.undoHashes) await damageBlob(s.root, s.id, hash, "");
       await expectRewoundThenUndone(s);
@@ -134,15 +128,13 @@ describe("undo bytes carried by the intent (a rewind of a few small files)", () 
 
   it(
     "an intent whose carried bytes do not match their name is STORE_TAMPERED, and no file changes",
-    async ({ onTestFinished }) => {
-      const temps = new TempRoots();
-      onTestFinished(() => temps.removeAll());
-      const s = await smallSession(temps);
+    async ({ tempDir }) => {
+      const s = await smallSession(tempDir);
       await rewindKilledAt(s, "intent-written");
       const intent = JSON.parse(await readFile(intentFile(s), "utf8")) as { undoBlobs: { base64: string }[] };
       intent.undoBlobs[0]!.base64 = Buffer.from("not what it was\n").toString("base64");
       await writeFile(intentFile(s), JSON.stringify(intent));
-      const store = new SessionStore({ root: s.root });
+      const store = openStore({ root: s.root });
       try {
         const error = await store
           .withLock(s.id, async () => undefined)

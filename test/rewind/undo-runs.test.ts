@@ -5,9 +5,8 @@
 import { readFileSync } from "node:fs";
 import { readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  SessionStore,
   isAgentTapeError,
   renderSessionPage,
   rewind,
@@ -21,21 +20,13 @@ import type { StorageBackend } from "../../src/backend/types.js";
 import { summarizeEvent } from "../../src/cli/event-summary.js";
 import { lockedAccess } from "../../src/session/locked-access.js";
 import { rounds } from "../helpers/rounds.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 const say = (content: string) => ({ type: "message" as const, payload: { role: "user" as const, content } });
 
-async function openStore(backend: (root: string) => StorageBackend, root?: string) {
-  const at = root ?? (await temps.make("agent-tape-undo-runs-"));
-  const store = new SessionStore({ backend: backend(at), durability: "none" });
-  stores.push(store);
+async function storeOn(backend: (root: string) => StorageBackend, root?: string) {
+  const at = root ?? (await tempDir("agent-tape-undo-runs-"));
+  const store = openStore({ backend: backend(at), durability: "none" });
   return { root: at, store };
 }
 
@@ -53,7 +44,7 @@ const CUT = rounds(10_000, 100_000);
 
 describe("the undo marker of a large cut stays small", () => {
   it(`undoing a rewind that cut ${CUT} events writes one run: a marker line and an intent of a few KB`, async () => {
-    const { root, store } = await openStore((r) => fsBackend({ root: r }));
+    const { root, store } = await storeOn((r) => fsBackend({ root: r }));
     const { id } = await store.create({ title: "long" });
     const total = CUT + 1;
     for (let start = 0; start < total; start += 5000)
@@ -94,7 +85,7 @@ describe.each([
    * #4, #5, #11, #12, #13, whose numbers have a gap where the first rewind's cut was.
    */
   async function gappedCut() {
-    const { root, store } = await openStore(backend);
+    const { root, store } = await storeOn(backend);
     const { id } = await store.create({ title: "gaps" });
     await store.appendMany(
       id,
@@ -130,7 +121,7 @@ describe.each([
   });
 
   it("a run of one: the earlier rewind's marker alone between two stretches", async () => {
-    const { store } = await openStore(backend);
+    const { store } = await storeOn(backend);
     const { id } = await store.create({ title: "one" });
     await store.appendMany(
       id,
@@ -148,8 +139,8 @@ describe.each([
   });
 
   it("an undo that puts back no events (a files-only rewind) records no runs", async () => {
-    const { store } = await openStore(backend);
-    const workspace = await realpath(await temps.make("agent-tape-undo-runs-ws-"));
+    const { store } = await storeOn(backend);
+    const workspace = await realpath(await tempDir("agent-tape-undo-runs-ws-"));
     const { id } = await store.create({ title: "none", workspace });
     await store.append(id, say("one"));
     await store.append(id, say("two"));
@@ -171,7 +162,7 @@ describe("an archive of events (the older form) whose numbers are not the cut's"
     ["an event numbered at the rewind's marker", (events: StoredEvent[]) => void (events.at(-1)!.sequence = 14)],
   ] as const) {
     it(`${what}: the undo refuses`, async () => {
-      const { store } = await openStore((_root) => memoryBackend());
+      const { store } = await storeOn((_root) => memoryBackend());
       const { id } = await store.create({ title: "json archive" });
       await store.appendMany(
         id,
@@ -203,7 +194,7 @@ describe("an archive of events (the older form) whose numbers are not the cut's"
  * former sequences have a gap (4-5 and 11-13). The store is closed, so a test can edit the files.
  */
 async function undoneGappedStory(title: string): Promise<{ root: string; id: string }> {
-  const { root, store } = await openStore((r) => fsBackend({ root: r }));
+  const { root, store } = await storeOn((r) => fsBackend({ root: r }));
   const { id } = await store.create({ title });
   await store.appendMany(
     id,
@@ -238,7 +229,7 @@ describe("undo markers as older versions wrote them (every former sequence in re
       payload.reappendedFrom = reappendedFrom;
     });
     expect(marker.sequence).toBe(20);
-    return { id, marker, ...(await openStore((r) => fsBackend({ root: r }), root)) };
+    return { id, marker, ...(await storeOn((r) => fsBackend({ root: r }), root)) };
   }
 
   it("read, summarise, render and verify as before", async () => {
@@ -283,7 +274,7 @@ describe("verify holds an undo marker's runs to the tape", () => {
   async function verifyEdited(edit: (payload: any) => void) {
     const t = await undoneGappedStory("verify");
     await editLastPayload(t.root, t.id, edit);
-    const { store } = await openStore((r) => fsBackend({ root: r }), t.root);
+    const { store } = await storeOn((r) => fsBackend({ root: r }), t.root);
     return (await verify(store, t.id)).problems;
   }
 
@@ -343,7 +334,7 @@ describe("verify holds an undo marker's runs to the tape", () => {
   });
 
   it("an undo marker a later undo put back has a new number: it is not held to its old count", async () => {
-    const { store } = await openStore((r) => fsBackend({ root: r }));
+    const { store } = await storeOn((r) => fsBackend({ root: r }));
     const { id } = await store.create({ title: "moved" });
     await store.appendMany(
       id,

@@ -4,7 +4,6 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   CheckpointStore,
-  SessionStore,
   foldConversation,
   isAgentTapeError,
   rewind,
@@ -14,10 +13,9 @@ import {
   type RewindPayload,
 } from "../../src/index.js";
 import { lockedAccess } from "../../src/session/locked-access.js";
-import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, logBytes, storyFixture } from "../helpers/rewind-story.js";
+import { STORY_CHANGES, STORY_EVENTS_AFTER_TARGET, logBytes, tellTheStory as story } from "../helpers/rewind-story.js";
 import { put, recordsLeft, workspaceTree } from "../helpers/rewind-workspace.js";
-
-const { temps, stores, story } = storyFixture();
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 async function expectNothingToUndo(promise: Promise<unknown>, because: RegExp): Promise<void> {
   const error = await promise.then(
@@ -134,11 +132,10 @@ describe("undoRewind puts back what the last rewind changed", () => {
   });
 
   it("binary files, symlinks and modes come back byte for byte", async () => {
-    const base = await realpath(await temps.make("agent-tape-undo-bytes-"));
+    const base = await realpath(await tempDir("agent-tape-undo-bytes-"));
     const workspace = join(base, "ws");
     await mkdir(workspace);
-    const store = new SessionStore({ root: join(base, "sessions") });
-    stores.push(store);
+    const store = openStore({ root: join(base, "sessions") });
     const checkpoints = new CheckpointStore(store);
     const { id } = await store.create({ workspace });
     await put(workspace, "img/logo.bin", randomBytes(4096), 0o600);
@@ -237,9 +234,8 @@ describe("after an undo", () => {
 
 describe("NOTHING_TO_UNDO", () => {
   it("for an empty session, and one whose last event is not a rewind", async () => {
-    const base = await temps.make("agent-tape-undo-none-");
-    const store = new SessionStore({ root: base });
-    stores.push(store);
+    const base = await tempDir("agent-tape-undo-none-");
+    const store = openStore({ root: base });
     const { id } = await store.create({ workspace: base });
     await expectNothingToUndo(undoRewind(store, id), /empty/);
     await store.append(id, { type: "message", payload: { role: "user", content: "hi" } });
@@ -303,9 +299,8 @@ describe("keepUndo", () => {
 });
 
 async function smallSessionWithMessages(count: number) {
-  const base = await temps.make("agent-tape-undo-keep-");
-  const store = new SessionStore({ root: base });
-  stores.push(store);
+  const base = await tempDir("agent-tape-undo-keep-");
+  const store = openStore({ root: base });
   const { id } = await store.create({ workspace: base });
   for (let i = 1; i <= count; i++)
     await store.append(id, { type: "message", payload: { role: "user", content: `m${i}` } });

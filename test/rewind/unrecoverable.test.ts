@@ -1,32 +1,24 @@
 import { mkdir, readFile, realpath, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { CheckpointStore, rewind, undoRewind } from "../../src/index.js";
 import { codeOf } from "../helpers/outcomes.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { cli } from "../cli/harness.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // A rewind never destroys content it cannot give back without being told (docs/ARCHITECTURE.md,
 // "Confinement"): the undo snapshot keeps files up to 5 MiB, so a bigger one would be lost for good.
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  await temps.removeAll();
-});
 
 const SIX_MB = 6 * 1000 * 1000;
 
 /** A session whose `f.txt` was captured as a small file; `then` changes the workspace after the capture. */
 async function captured(paths: string[], then: (workspace: string) => Promise<void>) {
-  const base = await realpath(await temps.make("agent-tape-unrecoverable-"));
+  const base = await realpath(await tempDir("agent-tape-unrecoverable-"));
   const workspace = join(base, "ws");
   await mkdir(workspace);
   await writeFile(join(workspace, "f.txt"), "v1");
   const root = join(base, "sessions");
-  const store = new SessionStore({ root });
-  stores.push(store);
+  const store = openStore({ root });
   const { id } = await store.create({ workspace });
   const start = await store.append(id, { type: "message", payload: { role: "user", content: "go" } });
   await new CheckpointStore(store).capture(id, { tool: "edit", paths });

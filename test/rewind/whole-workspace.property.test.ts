@@ -13,15 +13,13 @@ import { chown, link, mkdir, realpath, rm, symlink, writeFile } from "node:fs/pr
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import fc from "fast-check";
-import { afterEach, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../src/index.js";
+import { expect, it } from "vitest";
+import { CheckpointStore, rewind, undoRewind } from "../../src/index.js";
 import { byteTreeOf } from "../helpers/whole-tree.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { rounds } from "../helpers/rounds.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 const sh = promisify(execFile);
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 
 /**
  * Hostile families, each a kind of name or change the generator may use. The default holds only those the
@@ -228,11 +226,11 @@ it(`generated workspace under shell and tool edits rewinds and undoes whole tree
   );
   await fc.assert(
     fc.asyncProperty(start, fc.array(step, { minLength: 1, maxLength: 10 }), async (shape, steps) => {
-      const base = await realpath(await temps.make("agent-tape-whole-workspace-"));
+      const base = await realpath(await tempDir("agent-tape-whole-workspace-"));
       const workspace = join(base, "ws");
       await mkdir(join(base, "outside"));
       await makeWorkspace(workspace, shape);
-      const store = new SessionStore({ root: join(base, "sessions") });
+      const store = openStore({ root: join(base, "sessions") });
       const checkpoints = new CheckpointStore(store);
       const treeOptions = { hardLinks: has("hard-links"), owners: has("owners") };
       const tree = () => byteTreeOf(workspace, treeOptions);

@@ -3,9 +3,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { isAgentTapeError } from "../../src/index.js";
 import { lockWorkspace, workspaceLockFolder } from "../../src/rewind/workspace-lock.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
 const saved = { lockDir: process.env.AGENT_TAPE_LOCK_DIR, runtime: process.env.XDG_RUNTIME_DIR };
 afterEach(async () => {
   for (const [name, value] of [
@@ -14,7 +13,6 @@ afterEach(async () => {
   ] as const)
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
-  await temps.removeAll();
 });
 
 async function errorOf(promise: Promise<unknown>): Promise<unknown> {
@@ -26,7 +24,7 @@ async function errorOf(promise: Promise<unknown>): Promise<unknown> {
 
 describe("the workspace lock", () => {
   it("is keyed by the folder itself: the folder renamed while held is still locked (WORKSPACE_LOCKED)", async () => {
-    const base = await realpath(await temps.make("agent-tape-wslock-"));
+    const base = await realpath(await tempDir("agent-tape-wslock-"));
     process.env.AGENT_TAPE_LOCK_DIR = join(base, "locks");
     await mkdir(join(base, "ws"));
     const held = await lockWorkspace(join(base, "ws"));
@@ -46,7 +44,7 @@ describe("the workspace lock", () => {
   });
 
   it("lives in a per-user folder outside every workspace, and refuses one others can write", async () => {
-    const base = await realpath(await temps.make("agent-tape-wslock-"));
+    const base = await realpath(await tempDir("agent-tape-wslock-"));
     delete process.env.AGENT_TAPE_LOCK_DIR;
     process.env.XDG_RUNTIME_DIR = base;
     expect(workspaceLockFolder()).toBe(join(base, `agent-tape-${process.getuid!()}`, "workspace-locks"));

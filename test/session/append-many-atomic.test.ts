@@ -1,26 +1,19 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import type { SessionStore } from "../../src/index.js";
 import { fsBackend } from "../../src/backend/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // The log cut at every byte of an appendMany's write, as a crash leaves
 // it. A reader at once and the next writer both see the batch whole or not at all; a cut made on purpose
 // inside a batch (a rewind's truncation) keeps its part (docs/ARCHITECTURE.md, "On disk"). The same with
 // a real SIGKILL: test/session/append-many-crash.process.test.ts.
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
 
 const say = (content: string) => ({ type: "message" as const, payload: { role: "user" as const, content } });
 
 function open(root: string): SessionStore {
-  const store = new SessionStore({ root, lockIdleMs: 0 });
-  stores.push(store);
+  const store = openStore({ root, lockIdleMs: 0 });
   return store;
 }
 
@@ -28,7 +21,7 @@ const range = (from: number, to: number) => Array.from({ length: to - from + 1 }
 
 describe("appendMany after a crash mid-write", () => {
   it("is whole or absent at every byte it could have been cut at, for readers and the next writer", async () => {
-    const root = await temps.make();
+    const root = await tempDir();
     const setup = open(root);
     const { id } = await setup.create();
     await setup.append(id, say("one"));
@@ -43,7 +36,7 @@ describe("appendMany after a crash mid-write", () => {
     const ends = [before, ...range(before + 1, whole.length).filter((i) => whole[i - 1] === 0x0a)];
     const cuts = ends.flatMap((end, i) => [end - 1, end, end + 1, i > 0 ? (end + ends[i - 1]!) >> 1 : end]);
     for (const at of new Set(cuts.filter((c) => c >= before && c <= whole.length))) {
-      const copy = await temps.make();
+      const copy = await tempDir();
       const store = open(copy);
       const { id: other } = await store.create({ id });
       const copyLog = join(copy, other, "events.jsonl");
@@ -67,7 +60,7 @@ describe("appendMany after a crash mid-write", () => {
   });
 
   it("keeps the part of a batch a truncation kept, across the next lock", async () => {
-    const root = await temps.make();
+    const root = await tempDir();
     const store = open(root);
     const { id } = await store.create();
     await store.appendMany(id, [say("1"), say("2"), say("3"), say("4"), say("5")]);
@@ -90,9 +83,8 @@ describe("appendMany after a crash mid-write", () => {
   });
 
   it("writes group-committed appends as separate lines, with no batch mark", async () => {
-    const root = await temps.make();
-    const store = new SessionStore({ root, durability: "batch" });
-    stores.push(store);
+    const root = await tempDir();
+    const store = openStore({ root, durability: "batch" });
     const { id } = await store.create();
     await Promise.all(range(1, 20).map((n) => store.append(id, say(String(n)))));
     const text = await readFile(join(root, id, "events.jsonl"), "utf8");

@@ -1,16 +1,14 @@
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, type Durability, type StoredEvent } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import type { Durability, StoredEvent } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { rounds } from "../helpers/rounds.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // `appendMany` is all or nothing across kill -9. A child appends ~30 MB batches and is
 // killed while the log grows; the batch it was writing must then be in the log whole or not at all, for a
 // reader at once and after the next writer has taken the lock (docs/ARCHITECTURE.md, "On disk").
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
 // Rounds per durability mode: 4 in `npm test`, 8 when soaking (test/helpers/rounds.ts).
@@ -36,11 +34,11 @@ describe("appendMany killed with SIGKILL while its batch is being written", () =
   it.each(["fsync", "batch"] as Durability[])(
     "leaves the batch whole or not at all (durability %s)",
     async (durability) => {
-      const root = await temps.make();
-      const ackDir = await temps.make();
+      const root = await tempDir();
+      const ackDir = await tempDir();
       let cutMidBatch = 0; // rounds whose log held part of a batch when the child died
       for (let round = 0; round < ROUNDS_PER_MODE; round++) {
-        const setup = new SessionStore({ root });
+        const setup = openStore({ root });
         const { id } = await setup.create();
         await setup.close();
         const log = join(root, id, "events.jsonl");
@@ -65,7 +63,7 @@ describe("appendMany killed with SIGKILL while its batch is being written", () =
           .map((line) => Number(line.split(" ")[0]));
 
         const check = async (who: string) => {
-          const store = new SessionStore({ root });
+          const store = openStore({ root });
           try {
             if (who === "after a writer")
               await store.append(id, { type: "message", payload: { role: "user", content: "after the crash" } });

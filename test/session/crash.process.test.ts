@@ -1,13 +1,11 @@
 import { access, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, type Durability } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import type { Durability } from "../../src/index.js";
 import { childrenKilledAfterEach, Child } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { rounds } from "../helpers/rounds.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach(); // registered last, so it runs first: children die before their folders go
 
 // Rounds: 8 in `npm test`, 30 when soaking (test/helpers/rounds.ts). Acknowledging an append before its write
@@ -17,10 +15,10 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("a writer killed with SIGKILL mid-stream", () => {
   it("loses no append that had resolved, leaves a readable log, and the next append works", async () => {
-    const root = await temps.make();
-    const ackDir = await temps.make();
+    const root = await tempDir();
+    const ackDir = await tempDir();
     // lockStaleMs 2000 (the minimum): a lock left by a killed writer is taken over within about 2 s.
-    const open = () => new SessionStore({ root, lockStaleMs: 2000, lockIdleMs: 0 });
+    const open = () => openStore({ root, lockStaleMs: 2000, lockIdleMs: 0 });
     const setup = open();
     const { id } = await setup.create();
     await setup.close();

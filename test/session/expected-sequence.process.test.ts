@@ -1,20 +1,12 @@
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, isAgentTapeError } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { isAgentTapeError } from "../../src/index.js";
 import { runChild } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 async function twoMessages() {
-  const root = join(await temps.make("agent-tape-expected-"), "sessions");
-  const store = new SessionStore({ root, lockIdleMs: 0 });
-  stores.push(store);
+  const root = join(await tempDir("agent-tape-expected-"), "sessions");
+  const store = openStore({ root, lockIdleMs: 0 });
   const { id } = await store.create();
   for (const content of ["one", "two"]) await store.append(id, { type: "message", payload: { role: "user", content } });
   return { root, store, id };

@@ -1,22 +1,19 @@
 import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { type CheckpointEvent, CheckpointStore, SessionStore } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { type CheckpointEvent, CheckpointStore } from "../../src/index.js";
 import { runChild } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const roots = new TempRoots();
-afterEach(() => roots.removeAll());
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 const EVENTS = 200_000;
 
 describe("fork of a long session", () => {
   it(`forks ${EVENTS.toLocaleString("en")} events in a process with a 48 MB heap, blobs too (1 round)`, async () => {
-    const base = await realpath(await roots.make());
+    const base = await realpath(await tempDir());
     const root = join(base, "sessions");
     const workspace = join(base, "ws");
     await mkdir(workspace);
-    const store = new SessionStore({ root, durability: "none" });
+    const store = openStore({ root, durability: "none" });
     const checkpoints = new CheckpointStore(store);
     const parent = await store.create({ workspace });
     // About 60 MB of log: more than the child's whole heap, so holding it (as events or as one
@@ -45,7 +42,7 @@ describe("fork of a long session", () => {
     // Every event copied, plus the fork's own.
     expect(result).toMatchObject({ lastSequence: last + 1, events: last + 1 });
 
-    const reopened = new SessionStore({ root });
+    const reopened = openStore({ root });
     try {
       const forked = (await reopened.readAll(result.id, { types: ["session_checkpoint"] })) as CheckpointEvent[];
       expect(forked).toHaveLength(4);

@@ -4,25 +4,17 @@
 // events up to the point asked for, whole batches, nothing of the torn end, then its own fork event.
 import { appendFile, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, rewind, type StoredEvent } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { rewind, type StoredEvent } from "../../src/index.js";
 import { serializeEvent } from "../../src/core/envelope.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  for (const store of stores.splice(0)) await store.close();
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 const say = (content: string) => ({ type: "message" as const, payload: { role: "user" as const, content } });
 const same = (e: StoredEvent) => ({ id: e.id, sequence: e.sequence, type: e.type, payload: e.payload });
 
 async function parentWith(end: "torn" | "unfinished batch") {
-  const root = await temps.make("agent-tape-fork-prefix-");
-  const store = new SessionStore({ root });
-  stores.push(store);
+  const root = await tempDir("agent-tape-fork-prefix-");
+  const store = openStore({ root });
   const { id } = await store.create();
   for (let i = 0; i < 5; i++) await store.append(id, say(`one ${i}`));
   await store.appendMany(id, [say("b1"), say(`b2 ${"é".repeat(100_000)}`), say("b3")]);
@@ -31,7 +23,7 @@ async function parentWith(end: "torn" | "unfinished batch") {
   await store.append(id, say(`big ${"x".repeat(200_000)}`));
   await store.close();
   const log = join(root, id, "events.jsonl");
-  const events = await new SessionStore({ root }).readAll(id);
+  const events = await openStore({ root }).readAll(id);
   const last = events.at(-1)!;
   const line = (sequence: number, batch?: { first: number; last: number }) =>
     serializeEvent({ ...last, id: `killed${sequence}`, sequence, payload: { role: "user", content: "lost" } }, batch);
@@ -40,8 +32,7 @@ async function parentWith(end: "torn" | "unfinished batch") {
     const batch = { first: last.sequence + 1, last: last.sequence + 3 };
     await appendFile(log, `${line(batch.first, batch)}\n${line(batch.first + 1, batch)}\n`);
   }
-  const forker = new SessionStore({ root });
-  stores.push(forker);
+  const forker = openStore({ root });
   return { forker, id, log, events };
 }
 

@@ -7,14 +7,12 @@
 // is allowed; anything else is a failure (docs/ARCHITECTURE.md, "On disk": a cut in place).
 import { realpath } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, expect, it } from "vitest";
-import { SessionStore, isAgentTapeError, type StoredEvent } from "../../src/index.js";
+import { expect, it } from "vitest";
+import { isAgentTapeError, type StoredEvent } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { rounds } from "../helpers/rounds.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
 // 15 rewind + undo rounds in `npm test`, 60 when soaking (test/helpers/rounds.ts).
@@ -41,8 +39,8 @@ function problemOf(events: StoredEvent[], from: number): string | undefined {
 it(`whole reads and reads from a sequence during cuts see only tapes that were (${ROUNDS} rewind + undo rounds)`, {
   timeout: 400_000,
 }, async () => {
-  const root = join(await realpath(await temps.make("agent-tape-full-reads-cut-")), "sessions");
-  const store = new SessionStore({ root });
+  const root = join(await realpath(await tempDir("agent-tape-full-reads-cut-")), "sessions");
+  const store = openStore({ root });
   const { id } = await store.create();
   for (let i = 0; i < EVENTS; i += 50)
     await store.appendMany(
@@ -61,7 +59,7 @@ it(`whole reads and reads from a sequence during cuts see only tapes that were (
   let rewound = 0;
   const rounds = () => cutter.lines.filter((line) => line.startsWith("state")).length / 2;
   const reader = async (fromEnd: boolean) => {
-    const own = new SessionStore({ root });
+    const own = openStore({ root });
     while (rounds() < ROUNDS && cutter.process.exitCode === null) {
       let from = 1;
       const events: StoredEvent[] = [];
@@ -84,7 +82,7 @@ it(`whole reads and reads from a sequence during cuts see only tapes that were (
   // And the last event alone, read backwards from the end (head, get, list), as often as it can be.
   let heads = 0;
   const header = async () => {
-    const own = new SessionStore({ root });
+    const own = openStore({ root });
     while (rounds() < ROUNDS && cutter.process.exitCode === null) {
       try {
         ends.push(await own.head(id));

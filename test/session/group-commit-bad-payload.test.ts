@@ -1,17 +1,11 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { SessionStore, isAgentTapeError } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { isAgentTapeError } from "../../src/index.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // Under group commit one payload that cannot be written must not fail the good
 // appends that happened to share its write. Each event is checked and serialised before it joins a
 // group (docs/ARCHITECTURE.md, "On disk").
-const temps = new TempRoots();
-const stores: SessionStore<any>[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
 
 // Schemas a user might write that admit a value JSON cannot hold: a BigInt, bare or inside an object.
 const events = {
@@ -34,8 +28,7 @@ const bad = [
 
 describe("group commit with one bad payload", () => {
   it.each(bad)("[good, %s, good] appended at once: only the bad one fails", async (_name, badEvent) => {
-    const store = new SessionStore({ root: await temps.make(), durability: "batch", events });
-    stores.push(store);
+    const store = openStore({ root: await tempDir(), durability: "batch", events });
     const { id } = await store.create();
     const good = (n: number) => ({ type: "counter" as const, payload: { n } });
     const outcomes = await Promise.allSettled([

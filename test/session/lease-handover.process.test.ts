@@ -1,11 +1,9 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import type { SessionStore } from "../../src/index.js";
 import { fsBackend, type StorageBackend } from "../../src/backend/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const roots = new TempRoots();
-afterEach(() => roots.removeAll());
 const children = childrenKilledAfterEach();
 
 /** The fs backend, counting how often the lock is taken: each take after the first is a hand-over. */
@@ -32,9 +30,9 @@ async function appendFor(store: SessionStore, id: string, ms: number): Promise<n
 
 describe("the lease hands the lock over only when someone waits", () => {
   it("a lone writer appending for 1.5 s with lockMaxHoldMs 200 takes the lock once", async () => {
-    const root = await roots.make();
+    const root = await tempDir();
     const { backend, takes } = countingLocks(root);
-    const store = new SessionStore({ backend, lockMaxHoldMs: 200 });
+    const store = openStore({ backend, lockMaxHoldMs: 200 });
     try {
       const { id } = await store.create();
       const appended = await appendFor(store, id, 1500);
@@ -48,9 +46,9 @@ describe("the lease hands the lock over only when someone waits", () => {
   });
 
   it("a writer in another process waiting for the lock gets it while this one appends nonstop (3 rounds)", async () => {
-    const root = await roots.make();
+    const root = await tempDir();
     const { backend, takes } = countingLocks(root);
-    const store = new SessionStore({ backend, lockMaxHoldMs: 200 });
+    const store = openStore({ backend, lockMaxHoldMs: 200 });
     try {
       const { id } = await store.create();
       for (let round = 0; round < 3; round++) {

@@ -2,18 +2,14 @@ import { execFile } from "node:child_process";
 import { cp, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
 import { childScript } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const roots = new TempRoots();
-afterEach(() => roots.removeAll());
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 describe("list() with many sessions", () => {
   it("lists 2,000 sessions in a process limited to 256 open files, none unreadable (1 round)", async () => {
-    const root = await roots.make();
-    const store = new SessionStore({ root, durability: "none" });
+    const root = await tempDir();
+    const store = openStore({ root, durability: "none" });
     const template = await store.create({ title: "t" });
     await store.append(template.id, { type: "message", payload: { role: "user", content: "hi" } });
     await store.close();

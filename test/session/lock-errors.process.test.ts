@@ -1,26 +1,12 @@
 // The lock errors that need a second process: one holding the lock, one taking it over, one losing it.
 import { access, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, type SessionStoreOptions } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
 import { expectRejection } from "../helpers/expect-rejection.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempStore } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
 const children = childrenKilledAfterEach();
-
-async function openStore(options: Partial<SessionStoreOptions> = {}): Promise<{ store: SessionStore; root: string }> {
-  const root = options.root ?? (await temps.make());
-  const store = new SessionStore({ ...options, root });
-  stores.push(store);
-  return { store, root };
-}
 
 const say = (content: string) => ({ type: "message" as const, payload: { role: "user" as const, content } });
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -34,7 +20,7 @@ async function exists(path: string): Promise<boolean> {
 
 describe("LOCKED", () => {
   it("is what a writer gets when another process holds the lock past lockWaitMs; nothing is written", async () => {
-    const { store, root } = await openStore({ lockWaitMs: 400 });
+    const { store, root } = await tempStore({ lockWaitMs: 400 });
     const { id } = await store.create();
     await store.append(id, say("before"));
     await store.close();
@@ -42,7 +28,7 @@ describe("LOCKED", () => {
     children.push(holder);
     expect(await holder.waitForLine((l) => l.startsWith("held"))).toBe("held 1");
 
-    const { store: writer } = await openStore({ root, lockWaitMs: 400 });
+    const { store: writer } = await tempStore({ root, lockWaitMs: 400 });
     const before = await readFile(join(root, id, "events.jsonl"));
     const error = await expectRejection(() => writer.append(id, say("blocked")), "LOCKED");
     expect(error.sessionId).toBe(id);
@@ -65,7 +51,7 @@ describe("LOCK_COMPROMISED", () => {
   const detection = 5_000;
 
   it("does not free the lock of the process that took it over", async () => {
-    const { store, root } = await openStore({ lockStaleMs: 2000, lockIdleMs: 60_000, lockWaitMs: 10_000 });
+    const { store, root } = await tempStore({ lockStaleMs: 2000, lockIdleMs: 60_000, lockWaitMs: 10_000 });
     const { id } = await store.create();
     await store.append(id, say("1"));
     const lockDir = join(root, id, "events.jsonl.lock");
@@ -84,7 +70,7 @@ describe("LOCK_COMPROMISED", () => {
 
     taker.endInput();
     expect((await taker.done()).code).toBe(0);
-    const again = new SessionStore({ root });
+    const again = openStore({ root });
     try {
       expect((await again.append(id, say("2"))).sequence).toBe(2);
     } finally {
@@ -94,7 +80,7 @@ describe("LOCK_COMPROMISED", () => {
 
   it("does not crash the process that lost it", async () => {
     // A child that loses its lock while idle, then keeps working; proper-lockfile's default would throw from a timer.
-    const { store, root } = await openStore();
+    const { store, root } = await tempStore();
     const { id } = await store.create();
     await store.close();
     const child = new Child("lose-lock.ts", [root, id]);

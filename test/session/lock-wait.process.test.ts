@@ -1,19 +1,17 @@
 // onLockWait: a wait for another process's lock is not silent.
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, type LockWait } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import type { LockWait } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { cli } from "../cli/harness.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 const say = (content: string) => ({ type: "message" as const, payload: { role: "user" as const, content } });
 
 async function heldByChild(staleMs: number) {
-  const root = await temps.make();
-  const store = new SessionStore({ root, lockStaleMs: staleMs });
-  const { id } = await store.create({ workspace: await temps.make() });
+  const root = await tempDir();
+  const store = openStore({ root, lockStaleMs: staleMs });
+  const { id } = await store.create({ workspace: await tempDir() });
   await store.close();
   const holder = new Child("hold-session-lock.ts", [root, id, String(staleMs)]);
   children.push(holder);
@@ -27,7 +25,7 @@ describe("onLockWait", () => {
     const staleMs = 60_000;
     const { root, id, holder } = await heldByChild(staleMs);
     const waits: LockWait[] = [];
-    const store = new SessionStore({
+    const store = openStore({
       root,
       lockStaleMs: staleMs,
       lockWaitMs: 20_000,

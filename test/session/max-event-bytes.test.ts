@@ -1,27 +1,19 @@
 import { readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { SessionStore, isAgentTapeError, type SessionStoreOptions } from "../../src/index.js";
+import { isAgentTapeError, type SessionStoreOptions } from "../../src/index.js";
 import { expectRejection } from "../helpers/expect-rejection.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { closeAfter, openStore, tempDir, tempStore } from "../helpers/fixture.js";
 
 // An event too large to read back cheaply is refused when appended, with a typed
 // error that says how large it was and how to raise the limit; a log that already holds one still
 // reads (docs/ARCHITECTURE.md, "On disk").
-const temps = new TempRoots();
-const stores: SessionStore<any>[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
 
 const events = { note: z.object({ text: z.string() }) };
 
-async function openStore(options: Partial<SessionStoreOptions<typeof events>> = {}) {
-  const root = options.root ?? (await temps.make());
-  const store = new SessionStore({ events, ...options, root });
-  stores.push(store);
+async function openSession(options: Partial<SessionStoreOptions<typeof events>> = {}) {
+  const { store, root } = await tempStore({ events, ...options });
   const { id } = await store.create();
   return { store, root, id, log: join(root, id, "events.jsonl") };
 }
@@ -39,12 +31,12 @@ async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
 
 describe("maxEventBytes", () => {
   it("defaults to 16 MiB", async () => {
-    const { store } = await openStore();
+    const { store } = await openSession();
     expect(store.maxEventBytes).toBe(16 * 1024 * 1024);
   });
 
   it("refuses an event whose line would pass it, naming its size and the option, and writes nothing", async () => {
-    const { store, id, log } = await openStore({ maxEventBytes: 4096 });
+    const { store, id, log } = await openSession({ maxEventBytes: 4096 });
     await store.append(id, note(10));
     const sizeBefore = (await stat(log)).size;
     // "é" is two bytes in UTF-8: 3000 characters are 6000 bytes, over the limit though under it in chars.
@@ -58,7 +50,7 @@ describe("maxEventBytes", () => {
 
   it("counts the whole line: an event that fits is written, and its line is within the limit", async () => {
     const limit = 4096;
-    const { store, id, log } = await openStore({ maxEventBytes: limit, durability: "none" });
+    const { store, id, log } = await openSession({ maxEventBytes: limit, durability: "none" });
     // Bisect to the largest event that is accepted: every line written stays within the limit.
     let fits = 1;
     let refused = limit;
@@ -75,34 +67,34 @@ describe("maxEventBytes", () => {
   });
 
   it("fails a whole appendMany with one oversized event, writing none of it", async () => {
-    const { store, id } = await openStore({ maxEventBytes: 4096 });
+    const { store, id } = await openSession({ maxEventBytes: 4096 });
     expect(await codeOf(store.appendMany(id, [note(1), note(3000), note(1)]))).toBe("EVENT_TOO_LARGE");
     expect(await store.readAll(id)).toEqual([]);
   });
 
   it("under group commit fails only the oversized append", async () => {
-    const { store, id } = await openStore({ maxEventBytes: 4096, durability: "batch" });
+    const { store, id } = await openSession({ maxEventBytes: 4096, durability: "batch" });
     const codes = await Promise.all([note(1), note(3000), note(2)].map((e) => codeOf(store.append(id, e))));
     expect(codes).toEqual([undefined, "EVENT_TOO_LARGE", undefined]);
     expect((await store.readAll(id, { types: ["note"] })).map((e) => e.payload.text.length)).toEqual([1, 2]);
   });
 
   it("holds inside withLock too", async () => {
-    const { store, id } = await openStore({ maxEventBytes: 4096 });
+    const { store, id } = await openSession({ maxEventBytes: 4096 });
     expect(await codeOf(store.withLock(id, (held) => held.append(note(3000))))).toBe("EVENT_TOO_LARGE");
   });
 
   it.each([0, -1, 1.5, Number.NaN, "16MB"])("rejects %s as a limit", async (limit) => {
-    const root = await temps.make();
-    expect(() => new SessionStore({ root, maxEventBytes: limit as number })).toThrow(/maxEventBytes/);
+    const root = await tempDir();
+    expect(() => openStore({ root, maxEventBytes: limit as number })).toThrow(/maxEventBytes/);
   });
 
   it("does not stop a store with a lower limit from reading an event written under a higher one", async () => {
-    const { store, id, root } = await openStore({ maxEventBytes: 1024 * 1024 });
+    const { store, id, root } = await openSession({ maxEventBytes: 1024 * 1024 });
     const big = await store.append(id, note(200_000));
     await store.append(id, note(1));
-    const strict = new SessionStore({ root, events, maxEventBytes: 4096 });
-    stores.push(strict);
+    const strict = openStore({ root, events, maxEventBytes: 4096 });
+    closeAfter(strict);
     const read = await strict.readAll(id);
     expect(read.map((e) => e.sequence)).toEqual([1, 2]);
     expect(read[0]!.payload).toEqual(big.payload);

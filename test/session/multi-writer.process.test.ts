@@ -1,18 +1,16 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, type Durability } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import type { Durability } from "../../src/index.js";
 import { childrenKilledAfterEach, runChild, Child } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach(); // registered last, so it runs first: children die before their folders go
 
 const WRITERS = 4;
 const EACH = 300;
 
 async function writeFromFourProcesses(durability: Durability, concurrency: number) {
-  const root = await temps.make();
-  const store = new SessionStore({ root });
+  const root = await tempDir();
+  const store = openStore({ root });
   const { id } = await store.create();
   await store.close();
 
@@ -39,7 +37,7 @@ async function writeFromFourProcesses(durability: Durability, concurrency: numbe
     expect(run.stdout).toContain(`done ${EACH}`);
   }
 
-  const reader = new SessionStore({ root });
+  const reader = openStore({ root });
   try {
     return await reader.readAll(id);
   } finally {
@@ -74,9 +72,9 @@ describe("four processes appending to one session at once", () => {
 
 describe("an open but idle store", () => {
   it("lets go of the session lock after lockIdleMs, so another process can write", async () => {
-    const root = await temps.make();
-    const idle = new SessionStore({ root, lockIdleMs: 100 });
-    const greedy = new SessionStore({ root, lockIdleMs: 60_000 });
+    const root = await tempDir();
+    const idle = openStore({ root, lockIdleMs: 100 });
+    const greedy = openStore({ root, lockIdleMs: 60_000 });
     try {
       const a = await idle.create({ id: "idle" });
       const b = await greedy.create({ id: "greedy" });

@@ -1,26 +1,18 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { SessionStore, isAgentTapeError } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { isAgentTapeError } from "../../src/index.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // What append returns is what read gives back, and a payload JSON would change
 // (a function, NaN, a Map, a BigInt, a cycle) is refused naming where, never stored altered.
 
-const temps = new TempRoots();
-const stores: SessionStore<any>[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
-
 const events = { note: z.unknown() };
 
 async function openSession() {
-  const root = await temps.make();
-  const store = new SessionStore({ root, events });
-  stores.push(store);
+  const root = await tempDir();
+  const store = openStore({ root, events });
   const { id } = await store.create();
   return { store, root, id };
 }
@@ -117,9 +109,8 @@ describe("a payload JSON cannot carry", () => {
 
   for (const durability of ["batch", "none"] as const) {
     it(`is refused under durability "${durability}" too, and the good appends beside it still land`, async () => {
-      const root = await temps.make();
-      const store = new SessionStore({ root, durability, events });
-      stores.push(store);
+      const root = await tempDir();
+      const store = openStore({ root, durability, events });
       const { id } = await store.create();
       const results = await Promise.allSettled([
         store.append(id, toolCall({ n: 1 })),
@@ -169,9 +160,8 @@ describe("what append returns", () => {
   });
 
   it("matches what read gives for every event of an appendMany, and under group commit", async () => {
-    const root = await temps.make();
-    const store = new SessionStore({ root, durability: "batch", events });
-    stores.push(store);
+    const root = await tempDir();
+    const store = openStore({ root, durability: "batch", events });
     const { id } = await store.create();
     const many = await store.appendMany(id, [
       { type: "note", payload: { a: undefined, b: 1 } },

@@ -5,14 +5,11 @@
 // not yet appended). Runs until the child has done ROUNDS rewind + undo pairs.
 import { realpath } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, expect, it } from "vitest";
-import { SessionStore } from "../../src/index.js";
+import { expect, it } from "vitest";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { rounds } from "../helpers/rounds.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
 // 30 rewind + undo rounds in `npm test`, 150 when soaking (test/helpers/rounds.ts).
@@ -21,8 +18,8 @@ const ROUNDS = rounds(30, 150);
 it(`head() and get() during in-place cuts see only states the tape had (${ROUNDS} rewind + undo rounds)`, {
   timeout: 300_000,
 }, async () => {
-  const root = join(await realpath(await temps.make("agent-tape-readers-cut-")), "sessions");
-  const store = new SessionStore({ root });
+  const root = join(await realpath(await tempDir("agent-tape-readers-cut-")), "sessions");
+  const store = openStore({ root });
   const { id } = await store.create();
   const events = Array.from({ length: 200 }, (_, i) => ({
     type: "message" as const,

@@ -2,34 +2,11 @@ import { readdir, readFile, readlink, appendFile, stat, writeFile } from "node:f
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import {
-  SessionStore,
-  isAgentTapeError,
-  type HeldSession,
-  type SessionStoreOptions,
-  type StoredEvent,
-} from "../../src/index.js";
-import type { EventSchemas } from "../../src/core/events.js";
+import { type SessionStore, isAgentTapeError, type HeldSession, type StoredEvent } from "../../src/index.js";
 import { lockedAccess } from "../../src/session/locked-access.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore<EventSchemas>[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
-
-async function openStore<E extends EventSchemas = {}>(
-  options: Partial<SessionStoreOptions<E>> = {},
-): Promise<{ store: SessionStore<E>; root: string }> {
-  const root = options.root ?? (await temps.make());
-  const store = new SessionStore<E>({ ...options, root });
-  stores.push(store as unknown as SessionStore<EventSchemas>);
-  return { store, root };
-}
+import { openStore, tempDir, tempStore } from "../helpers/fixture.js";
 
 function say(content: string) {
   return { type: "message" as const, payload: { role: "user" as const, content } };
@@ -45,8 +22,8 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("create", () => {
   it("makes an empty session that get() returns, with its workspace stored absolute", async () => {
-    const { store } = await openStore();
-    const dir = await temps.make();
+    const { store } = await tempStore();
+    const dir = await tempDir();
     const info = await store.create({ title: "fix the build", workspace: relative(process.cwd(), dir) });
     expect(info.title).toBe("fix the build");
     expect(info.workspace).toBe(resolve(dir));
@@ -57,14 +34,14 @@ describe("create", () => {
   });
 
   it("uses the id it is given", async () => {
-    const { store, root } = await openStore();
+    const { store, root } = await tempStore();
     const info = await store.create({ id: "my-session_1.a" });
     expect(info.id).toBe("my-session_1.a");
     expect((await stat(join(root, "my-session_1.a", "events.jsonl"))).size).toBe(0);
   });
 
   it("generates ids that sort by creation time", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) ids.push((await store.create()).id);
     expect([...ids].sort()).toEqual(ids);
@@ -75,12 +52,12 @@ describe("create", () => {
 
 describe("get", () => {
   it("is undefined for a session that does not exist", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     expect(await store.get("nobody-here")).toBeUndefined();
   });
 
   it("reports the last sequence and the time of the last event", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const { id } = await store.create();
     const written = await appendMessages(store, id, 3);
     const info = await store.get(id);
@@ -91,13 +68,13 @@ describe("get", () => {
 
 describe("list", () => {
   it("is empty for a root that does not exist yet", async () => {
-    const root = join(await temps.make(), "not-yet");
-    const { store } = await openStore({ root });
+    const root = join(await tempDir(), "not-yet");
+    const { store } = await tempStore({ root });
     expect(await store.list()).toEqual([]);
   });
 
   it("lists every session, most recently updated first", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const a = await store.create({ id: "a" });
     const b = await store.create({ id: "b" });
     const c = await store.create({ id: "c" });
@@ -112,7 +89,7 @@ describe("list", () => {
   });
 
   it("lists a session whose log cannot be read as unreadable with the error code, instead of hiding it", async () => {
-    const { store, root } = await openStore();
+    const { store, root } = await tempStore();
     const good = await store.create({ id: "good" });
     await store.append(good.id, say("fine"));
     const bad = await store.create({ id: "bad", title: "broken" });
@@ -128,7 +105,7 @@ describe("list", () => {
 
 describe("append", () => {
   it("returns the stored envelope and numbers events from 1 without gaps", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const { id } = await store.create();
     const first = await store.append(id, say("hi"));
     expect(first).toEqual({
@@ -147,7 +124,7 @@ describe("append", () => {
   });
 
   it("keeps fields a built-in schema does not name (provider extras)", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const { id } = await store.create();
     const event = await store.append(id, {
       type: "message",
@@ -160,7 +137,7 @@ describe("append", () => {
   it.each(["fsync", "batch", "none"] as const)(
     "gives concurrent appends distinct sequences in call order (durability %s)",
     async (durability) => {
-      const { store } = await openStore({ durability });
+      const { store } = await tempStore({ durability });
       const { id } = await store.create();
       const written = await Promise.all(Array.from({ length: 40 }, (_, i) => store.append(id, say(`c${i}`))));
       expect(written.map((e) => e.sequence)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
@@ -176,7 +153,7 @@ describe("call order", () => {
   it.each(["fsync", "batch", "none"] as const)(
     "is kept by appends, batches and locked work issued without waiting (durability %s)",
     async (durability) => {
-      const { store } = await openStore({ durability });
+      const { store } = await tempStore({ durability });
       const { id } = await store.create();
       const order: string[] = [];
       const calls = [
@@ -195,7 +172,7 @@ describe("call order", () => {
 
 describe("appendMany", () => {
   it("gives the events contiguous sequences, after what is already there", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const { id } = await store.create();
     await store.append(id, say("before"));
     const many = await store.appendMany(id, [
@@ -212,14 +189,14 @@ describe("appendMany", () => {
   });
 
   it("writes nothing for an empty list", async () => {
-    const { store, root } = await openStore();
+    const { store, root } = await tempStore();
     const { id } = await store.create();
     expect(await store.appendMany(id, [])).toEqual([]);
     expect(await readFile(join(root, id, "events.jsonl"), "utf8")).toBe("");
   });
 
   it("is not split by concurrent single appends (group commit)", async () => {
-    const { store } = await openStore({ durability: "batch" });
+    const { store } = await tempStore({ durability: "batch" });
     const { id } = await store.create();
     const batches = await Promise.all([
       store.append(id, say("x")),
@@ -234,7 +211,7 @@ describe("appendMany", () => {
 
 describe("read", () => {
   it("streams events in order within fromSequence..toSequence, of the given types", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const { id } = await store.create();
     await store.appendMany(id, [
       say("1"),
@@ -260,7 +237,7 @@ describe("read", () => {
   });
 
   it("narrows the event type by the types asked for", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const { id } = await store.create();
     await store.append(id, { type: "tool_call", payload: { callId: "a", name: "ls", input: {} } });
     for await (const e of store.read(id, { types: ["tool_call"] })) {
@@ -272,7 +249,7 @@ describe("read", () => {
 
   it("closes the log file when the loop is left early", async () => {
     // No lease fd: the store must not keep the log open between operations for this count to be exact.
-    const { store, root } = await openStore({ lockIdleMs: 0 });
+    const { store, root } = await tempStore({ lockIdleMs: 0 });
     const { id } = await store.create();
     await store.appendMany(
       id,
@@ -299,7 +276,7 @@ describe("read", () => {
   });
 
   it("hands out events in order when next() is called again before the last one settled", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const { id } = await store.create();
     // Over several read chunks, so the calls race across refills too.
     await store.appendMany(
@@ -315,7 +292,7 @@ describe("read", () => {
   });
 
   it("reads a log far longer than one read chunk, lines spanning chunk edges included", async () => {
-    const { store } = await openStore({ durability: "none" });
+    const { store } = await tempStore({ durability: "none" });
     const { id } = await store.create();
     // ~300-byte lines against 64 KB chunks, plus a few lines larger than a chunk.
     const inputs = Array.from({ length: 3000 }, (_, i) =>
@@ -334,7 +311,7 @@ describe("read", () => {
 
 describe("readAll", () => {
   it("returns what read() yields, options included", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const { id } = await store.create();
     await appendMessages(store, id, 5);
     const streamed: StoredEvent[] = [];
@@ -347,7 +324,7 @@ describe("readAll", () => {
 describe("salvage", () => {
   it("returns every readable event and reports each corrupt line with its number", async () => {
     // lockIdleMs 0: the damage is made while no lease is held (a write under a held one is refused).
-    const { store, root } = await openStore({ lockIdleMs: 0 });
+    const { store, root } = await tempStore({ lockIdleMs: 0 });
     const { id } = await store.create();
     await appendMessages(store, id, 2);
     await store.append(id, say("after the damage"));
@@ -361,7 +338,7 @@ describe("salvage", () => {
   });
 
   it("reports nothing corrupt for a clean log", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const { id } = await store.create();
     await appendMessages(store, id, 3);
     expect(await store.salvage(id)).toEqual({ events: await store.readAll(id), corrupt: [] });
@@ -370,7 +347,7 @@ describe("salvage", () => {
 
 describe("fold", () => {
   it("folds the events in sequence order into a state", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const { id } = await store.create();
     await appendMessages(store, id, 4);
     const order = await store.fold(id, (seen: number[], e) => [...seen, e.sequence], []);
@@ -387,9 +364,9 @@ describe("fold", () => {
 
 describe("conversation", () => {
   it("rebuilds messages with their tool calls and results, after a restart", async () => {
-    const root = await temps.make();
+    const root = await tempDir();
     {
-      await using first = new SessionStore({ root });
+      await using first = openStore({ root });
       await first.create({ id: "chat" });
       await first.appendMany("chat", [
         { type: "message", payload: { role: "user", content: "list files" } },
@@ -401,7 +378,7 @@ describe("conversation", () => {
         { type: "tool_result", payload: { callId: "t2", output: "boom", isError: true } },
       ]);
     }
-    const { store } = await openStore({ root });
+    const { store } = await tempStore({ root });
     const conversation = await store.conversation("chat");
     expect(conversation).toEqual({
       lastSequence: 7,
@@ -433,7 +410,7 @@ describe("conversation", () => {
   });
 
   it("replaces what a compaction summarised with its summary; leaves an unanswered call without result", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const { id } = await store.create();
     await store.appendMany(id, [
       say("old 1"),
@@ -454,7 +431,7 @@ describe("conversation", () => {
 
 describe("fork", () => {
   it("copies the parent's events through atSequence, then a session_fork naming the parent", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const parent = await store.create({ title: "parent", workspace: tmpdir() });
     const written = await appendMessages(store, parent.id, 5);
     const fork = await store.fork(parent.id, { atSequence: 3, id: "the-fork" });
@@ -482,7 +459,7 @@ describe("fork", () => {
   });
 
   it("forks the whole log by default, under a new title if given", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const parent = await store.create({ title: "p" });
     await appendMessages(store, parent.id, 2);
     const fork = await store.fork(parent.id, { title: "try another way" });
@@ -492,7 +469,7 @@ describe("fork", () => {
   });
 
   it("forks at 0 into a session holding only the fork event", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const parent = await store.create();
     await appendMessages(store, parent.id, 2);
     const fork = await store.fork(parent.id, { atSequence: 0 });
@@ -500,7 +477,7 @@ describe("fork", () => {
   });
 
   it("brings the blobs its copied checkpoints refer to, and only those", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const parent = await store.create({ workspace: tmpdir() });
     const blob = (text: string) => ({
       bytes: Buffer.from(text),
@@ -532,7 +509,7 @@ describe("fork", () => {
 
 describe("delete", () => {
   it("removes the session and its folder; the id can be used again", async () => {
-    const { store, root } = await openStore();
+    const { store, root } = await tempStore();
     const { id } = await store.create({ id: "gone" });
     await appendMessages(store, id, 3);
     expect(await store.delete(id)).toBe(true);
@@ -544,16 +521,16 @@ describe("delete", () => {
   });
 
   it("returns false for a session that does not exist", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     expect(await store.delete("never-was")).toBe(false);
   });
 });
 
 describe("close and Symbol.asyncDispose", () => {
   it("releases the session lock so another store can write at once", async () => {
-    const root = await temps.make();
-    const { store: holder } = await openStore({ root, lockIdleMs: 60_000 });
-    const { store: other } = await openStore({ root, lockWaitMs: 300 });
+    const root = await tempDir();
+    const { store: holder } = await tempStore({ root, lockIdleMs: 60_000 });
+    const { store: other } = await tempStore({ root, lockWaitMs: 300 });
     const { id } = await holder.create();
     await holder.append(id, say("holder keeps its lease"));
     await expect(other.append(id, say("too early"))).rejects.toSatisfy((e) => isAgentTapeError(e, "LOCKED"));
@@ -562,7 +539,7 @@ describe("close and Symbol.asyncDispose", () => {
   });
 
   it("waits for writes already queued before closing", async () => {
-    const { store, root } = await openStore({ durability: "batch" });
+    const { store, root } = await tempStore({ durability: "batch" });
     const { id } = await store.create();
     const queued = Array.from({ length: 25 }, (_, i) => store.append(id, say(`q${i}`)));
     await store.close();
@@ -572,30 +549,30 @@ describe("close and Symbol.asyncDispose", () => {
   });
 
   it("is idempotent", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     await store.close();
     await expect(store.close()).resolves.toBeUndefined();
   });
 
   it("closes the store at the end of an `await using` block", async () => {
-    const root = await temps.make();
+    const root = await tempDir();
     let escaped: SessionStore | undefined;
     {
-      await using store = new SessionStore({ root, lockIdleMs: 60_000 });
+      await using store = openStore({ root, lockIdleMs: 60_000 });
       escaped = store;
       const { id } = await store.create({ id: "scoped" });
       await store.append(id, say("inside"));
     }
     await expect(escaped.get("scoped")).rejects.toSatisfy((e) => isAgentTapeError(e, "STORE_CLOSED"));
     // And its lease is gone: a fresh store gets the lock without waiting.
-    const { store: next } = await openStore({ root, lockWaitMs: 300 });
+    const { store: next } = await tempStore({ root, lockWaitMs: 300 });
     expect((await next.append("scoped", say("next"))).sequence).toBe(2);
   });
 });
 
 describe("withLock", () => {
   it("hands out the held session, whose appends the store numbers after the log", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const { id } = await store.create();
     await appendMessages(store, id, 2);
     const written = await store.withLock(id, async (session) => {
@@ -611,7 +588,7 @@ describe("withLock", () => {
   });
 
   it("validates what user code appends under the lock, as append does: nothing invalid is written", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const { id } = await store.create();
     await appendMessages(store, id, 1);
     const refused = await store
@@ -630,7 +607,7 @@ describe("withLock", () => {
   });
 
   it("gives user code no way to cut the log, delete blobs or write side records", async () => {
-    const { store } = await openStore();
+    const { store } = await tempStore();
     const { id } = await store.create();
     await appendMessages(store, id, 3);
     const reachable = await store.withLock(id, async (session) => {
@@ -643,7 +620,7 @@ describe("withLock", () => {
   });
 
   it("refuses an append through a held session kept past its withLock: the log stays whole", async () => {
-    const { store } = await openStore({ lockIdleMs: 60_000 });
+    const { store } = await tempStore({ lockIdleMs: 60_000 });
     const { id } = await store.create();
     let kept: HeldSession | undefined;
     await store.withLock(id, async (session) => {
@@ -662,7 +639,7 @@ describe("withLock", () => {
   });
 
   it("waits for an append fn started and did not await before the lock goes to the next caller", async () => {
-    const { store } = await openStore({ lockIdleMs: 60_000 });
+    const { store } = await tempStore({ lockIdleMs: 60_000 });
     const { id } = await store.create();
     let unawaited: Promise<unknown> | undefined;
     await store.withLock(id, async (session) => {
@@ -676,7 +653,7 @@ describe("withLock", () => {
 
   it("refuses a store call for the same session from inside, instead of waiting for itself", async () => {
     for (const durability of ["fsync", "batch"] as const) {
-      const { store } = await openStore({ durability });
+      const { store } = await tempStore({ durability });
       const { id } = await store.create();
       const other = await store.create();
       const inner = await store.withLock(id, async () => {
@@ -706,7 +683,7 @@ describe("custom event types", () => {
   };
 
   it("validates, stores the schema's output, and reads it back", async () => {
-    const { store } = await openStore({ events });
+    const { store } = await tempStore({ events });
     const { id } = await store.create();
     const step = await store.append(id, { type: "plan_step", payload: { step: 1 } });
     expect(step.payload).toEqual({ step: 1, done: false });
@@ -724,8 +701,8 @@ describe("custom event types", () => {
   });
 
   it("cannot take a built-in type's name", async () => {
-    const root = await temps.make();
-    expect(() => new SessionStore({ root, events: { message: z.object({}) } })).toThrow(
+    const root = await tempDir();
+    expect(() => openStore({ root, events: { message: z.object({}) } })).toThrow(
       expect.objectContaining({ code: "INVALID_ARGUMENT" }),
     );
   });
@@ -733,12 +710,12 @@ describe("custom event types", () => {
 
 describe("event types found on disk that this store does not know", () => {
   it("are read back as they are, and appending goes on after them", async () => {
-    const root = await temps.make();
-    const { store } = await openStore({ root });
+    const root = await tempDir();
+    const { store } = await tempStore({ root });
     const { id } = await store.create();
     await store.append(id, say("known"));
     // A newer version of the app, with a type this one has never heard of, writes to the same session.
-    const { store: newer } = await openStore({
+    const { store: newer } = await tempStore({
       root,
       events: { from_a_newer_version: z.object({ whatever: z.array(z.unknown()) }) },
     });
@@ -755,7 +732,7 @@ describe("event types found on disk that this store does not know", () => {
   });
 
   it("are kept with envelope fields from a newer format version", async () => {
-    const { store, root } = await openStore();
+    const { store, root } = await tempStore();
     const { id } = await store.create();
     const future = {
       v: 2,

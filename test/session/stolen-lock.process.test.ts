@@ -4,14 +4,12 @@
 // the log reads cleanly, and the stalled writer's failures are typed. Rounds: see ROUNDS.
 import { access } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, isAgentTapeError } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { isAgentTapeError } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
 import { rounds } from "../helpers/rounds.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
 const STALE_MS = 2000;
@@ -24,8 +22,8 @@ interface Acked {
 }
 
 async function stealRound(mode: "block" | "pause"): Promise<{ acked: number; errors: string[]; duplicates: number }> {
-  const root = await temps.make();
-  const setup = new SessionStore({ root });
+  const root = await tempDir();
+  const setup = openStore({ root });
   const { id } = await setup.create();
   await setup.close();
 
@@ -40,7 +38,7 @@ async function stealRound(mode: "block" | "pause"): Promise<{ acked: number; err
   children.push(stalled);
   await stalled.waitForLine((l) => l === "stalling");
 
-  const other = new SessionStore({ root, lockStaleMs: STALE_MS, lockWaitMs: 60_000, lockIdleMs: 0 });
+  const other = openStore({ root, lockStaleMs: STALE_MS, lockWaitMs: 60_000, lockIdleMs: 0 });
   const mine: Acked[] = [];
   let stop = false;
   const writing = (async () => {
@@ -78,7 +76,7 @@ async function stealRound(mode: "block" | "pause"): Promise<{ acked: number; err
   const summary =
     `${mode}: stalled acked ${theirs.length}, other acked ${mine.length}, sequences acked twice ${duplicates}, ` +
     `errors ${JSON.stringify(errors.slice(0, 3))} (${errors.length})`;
-  const reader = new SessionStore({ root });
+  const reader = openStore({ root });
   const log = await reader.readAll(id).finally(() => reader.close());
   const inLog = new Map(log.map((e) => [e.id, e.sequence]));
   const lost = acked.filter((e) => inLog.get(e.id) !== e.sequence);
@@ -104,8 +102,8 @@ describe("a lock taken over from a stalled writer", () => {
 
 describe("handing over a lease that lapsed", () => {
   it("does not remove the lock folder of the process that took the lock over", async () => {
-    const root = await temps.make();
-    const store = new SessionStore({
+    const root = await tempDir();
+    const store = openStore({
       root,
       lockStaleMs: STALE_MS,
       lockIdleMs: 60_000,

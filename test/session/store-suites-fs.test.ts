@@ -1,7 +1,6 @@
 import { fsBackend } from "../../src/backend/index.js";
 import { runStoreSuites } from "../helpers/store-suites.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { tempDir } from "../helpers/fixture.js";
 
 // The shared capture, rewind, undo, recovery, gc/verify and adapter suite (test/helpers/store-suites.ts) on fs.
-const roots = new TempRoots();
-runStoreSuites({ name: "fs", open: async () => fsBackend({ root: await roots.make("agent-tape-suite-fs-") }) });
+runStoreSuites({ name: "fs", open: async () => fsBackend({ root: await tempDir("agent-tape-suite-fs-") }) });

@@ -1,29 +1,18 @@
 import { appendFile, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore, type SessionStoreOptions } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { describe, expect, it } from "vitest";
+import type { SessionStoreOptions } from "../../src/index.js";
+import { tempDir, tempStore } from "../helpers/fixture.js";
 
 // lockIdleMs 0: the store keeps no lease (and no view of the log's end) between operations, so
 // these tests may damage the file between calls the way a crashed writer would.
-async function openStore(options: Partial<SessionStoreOptions> = {}) {
-  const root = options.root ?? (await temps.make());
-  const store = new SessionStore({ lockIdleMs: 0, ...options, root });
-  stores.push(store);
-  return { store, root };
-}
+/** A store on a new temp folder that gives each lock up at once. */
+const idleFreeStore = (options: Partial<SessionStoreOptions> = {}) => tempStore({ lockIdleMs: 0, ...options });
 
 const say = (content: string) => ({ type: "message" as const, payload: { role: "user" as const, content } });
 
 async function sessionWithEvents(count: number, options: Partial<SessionStoreOptions> = {}) {
-  const { store, root } = await openStore(options);
+  const { store, root } = await idleFreeStore(options);
   const { id } = await store.create();
   for (let i = 1; i <= count; i++) await store.append(id, say(`event ${i}`));
   const log = join(root, id, "events.jsonl");
@@ -145,7 +134,7 @@ describe("sequences", () => {
   it("carry on from the log after the store is reopened", async () => {
     const { root, id, store } = await sessionWithEvents(3);
     await store.close();
-    const { store: reopened } = await openStore({ root });
+    const { store: reopened } = await idleFreeStore({ root });
     expect((await reopened.append(id, say("after reopening"))).sequence).toBe(4);
   });
 
@@ -161,11 +150,11 @@ describe("sequences", () => {
   });
 
   it("are never handed out twice to stores taking turns on one session", async () => {
-    const root = await temps.make();
+    const root = await tempDir();
     const stores = await Promise.all([
-      openStore({ root }),
-      openStore({ root, lockIdleMs: 5 }),
-      openStore({ root, durability: "batch" }),
+      idleFreeStore({ root }),
+      idleFreeStore({ root, lockIdleMs: 5 }),
+      idleFreeStore({ root, durability: "batch" }),
     ]);
     const { id } = await stores[0]!.store.create();
     const written = await Promise.all(

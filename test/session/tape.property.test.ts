@@ -1,10 +1,9 @@
 import fc from "fast-check";
+import { rm } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
-import { SessionStore, isAgentTapeError, type Durability, type StoredEvent } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { isAgentTapeError, type Durability, type StoredEvent } from "../../src/index.js";
 import { rounds } from "../helpers/rounds.js";
-
-const temps = new TempRoots();
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 // The model: a session is the array of events it holds. Nothing else about the store is modelled.
 interface ModelSession {
@@ -94,8 +93,8 @@ function expectedRead(s: ModelSession, from?: number, to?: number, types?: reado
 }
 
 async function runAgainstModel(ops: Op[], durability: Durability, lockIdleMs: number): Promise<void> {
-  const root = await temps.make("agent-tape-prop-");
-  const open = () => new SessionStore({ root, durability, lockIdleMs });
+  const root = await tempDir("agent-tape-prop-");
+  const open = () => openStore({ root, durability, lockIdleMs });
   let store = open();
   try {
     const sessions: ModelSession[] = [{ id: (await store.create()).id, events: [] }];
@@ -182,7 +181,7 @@ async function runAgainstModel(ops: Op[], durability: Durability, lockIdleMs: nu
     expect((await store.list()).map((i) => i.id).sort()).toEqual(sessions.map((s) => s.id).sort());
   } finally {
     await store.close();
-    await temps.removeAll(); // each run's folder goes at once: 60 runs would otherwise pile up
+    await rm(root, { recursive: true, force: true }); // each run's folder goes at once: 60 runs would otherwise pile up
   }
 }
 

@@ -1,32 +1,19 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { SessionStore } from "../../src/index.js";
 import { codeOf } from "../helpers/outcomes.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { tempStore } from "../helpers/fixture.js";
 
 // Inputs that once failed with a raw TypeError, or were silently accepted
 // (README, "Read it back").
 
-const temps = new TempRoots();
-const stores: SessionStore<any>[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
-
-async function openStore(events = {}) {
-  const root = await temps.make();
-  const store = new SessionStore({ root, events });
-  stores.push(store);
-  return { store, root };
-}
+const storeWith = (events = {}) => tempStore({ events });
 
 describe("event types named like Object's own members", () => {
   for (const type of ["constructor", "toString", "__proto__", "hasOwnProperty", "valueOf"]) {
     it(`"${type}" is an unknown type (INVALID_EVENT), not a TypeError`, async () => {
-      const { store } = await openStore();
+      const { store } = await storeWith();
       const { id } = await store.create();
       expect(await codeOf(store.append(id, { type, payload: {} } as never))).toBe("INVALID_EVENT");
       expect(await codeOf(store.appendMany(id, [{ type, payload: {} }] as never))).toBe("INVALID_EVENT");
@@ -36,7 +23,7 @@ describe("event types named like Object's own members", () => {
   }
 
   it("can be registered as a user type and appended like any other", async () => {
-    const { store } = await openStore({ toString: z.object({ n: z.number() }) });
+    const { store } = await storeWith({ toString: z.object({ n: z.number() }) });
     const { id } = await store.create();
     const event = await store.append(id, { type: "toString", payload: { n: 1 } } as never);
     expect(await store.readAll(id)).toEqual([event]);
@@ -53,7 +40,7 @@ describe("read ranges", () => {
   ];
   for (const [what, range] of bad) {
     it(`${what} is INVALID_ARGUMENT, not every event`, async () => {
-      const { store } = await openStore();
+      const { store } = await storeWith();
       const { id } = await store.create();
       await store.append(id, { type: "message", payload: { role: "user", content: "hi" } });
       expect(await codeOf(store.readAll(id, range as never))).toBe("INVALID_ARGUMENT");
@@ -63,13 +50,13 @@ describe("read ranges", () => {
 
 describe("create's workspace", () => {
   it("that does not exist is INVALID_ARGUMENT, and no session is made", async () => {
-    const { store, root } = await openStore();
+    const { store, root } = await storeWith();
     expect(await codeOf(store.create({ workspace: join(root, "nowhere") }))).toBe("INVALID_ARGUMENT");
     expect(await store.list()).toEqual([]);
   });
 
   it("that is a file is INVALID_ARGUMENT, and no session is made", async () => {
-    const { store, root } = await openStore();
+    const { store, root } = await storeWith();
     const file = join(root, "a-file");
     await writeFile(file, "x");
     expect(await codeOf(store.create({ workspace: file }))).toBe("INVALID_ARGUMENT");
@@ -77,7 +64,7 @@ describe("create's workspace", () => {
   });
 
   it("that is a folder is taken", async () => {
-    const { store, root } = await openStore();
+    const { store, root } = await storeWith();
     await mkdir(join(root, "ws"));
     expect((await store.create({ workspace: join(root, "ws") })).workspace).toBe(join(root, "ws"));
   });

@@ -4,9 +4,8 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { DIFF_LIMITS, checkpointChanges, rewind } from "../../src/index.js";
-import { storyFixture } from "../helpers/rewind-story.js";
+import { tellTheStory as story } from "../helpers/rewind-story.js";
 
-const { story } = storyFixture();
 const lines = (insertions: number, deletions: number) => ({ unit: "lines", insertions, deletions });
 
 describe("checkpointChanges", () => {

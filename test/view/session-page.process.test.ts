@@ -6,29 +6,21 @@
 import { copyFile, mkdir, readdir, stat, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
 import { cli } from "../cli/harness.js";
 import { Browser } from "../helpers/chromium.js";
 import { runChild } from "../helpers/children.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const browsers: Browser[] = [];
-afterEach(async () => {
-  await Promise.all(browsers.splice(0).map((b) => b.close()));
-  await temps.removeAll();
-});
+import { closeAfter, openStore, tempDir } from "../helpers/fixture.js";
 
 /** Runs the demo in its own TMPDIR and exports its session: the page's path and the tape it shows. */
 async function exportDemo() {
-  const tmp = await temps.make("agent-tape-page-demo-");
+  const tmp = await tempDir("agent-tape-page-demo-");
   const demo = fileURLToPath(new URL("../../examples/agent-loop.ts", import.meta.url));
   const run = await runChild(demo, [], { TMPDIR: tmp, NO_COLOR: "1" });
   expect(run.code, run.stderr).toBe(0);
   const home = (await readdir(tmp)).find((name) => name.startsWith("agent-tape-demo-"));
   const root = join(tmp, home!, "sessions");
-  const store = new SessionStore({ root });
+  const store = openStore({ root });
   try {
     const [session] = await store.list();
     const events = await store.readAll(session!.id);
@@ -71,8 +63,8 @@ async function screenshot(browser: Browser, page: string, path: string): Promise
 describe("the demo's session page in headless Chromium", () => {
   it("shows every event with its sequence, opens a checkpoint to its diff, fetches nothing, fits a phone", async () => {
     const { tmp, out, id, events } = await exportDemo();
-    const browser = await Browser.launch(await temps.make("agent-tape-chromium-"));
-    browsers.push(browser);
+    const browser = await Browser.launch(await tempDir("agent-tape-chromium-"));
+    closeAfter(browser);
     const url = pathToFileURL(out).href;
 
     // Wide screen.

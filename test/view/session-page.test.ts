@@ -3,23 +3,16 @@
 import { createHash } from "node:crypto";
 import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CheckpointStore,
-  SessionStore,
+  type SessionStore,
   checkpointChanges,
   renderSessionPage,
   rewind,
   undoRewind,
 } from "../../src/index.js";
-import { TempRoots } from "../helpers/temp-root.js";
-
-const temps = new TempRoots();
-const stores: SessionStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((s) => s.close()));
-  await temps.removeAll();
-});
+import { openStore, tempDir } from "../helpers/fixture.js";
 
 const EVIL_NAME = `<img src=x onerror="alert(1)">'&.txt`;
 const EVIL_TEXT = `</pre><script>alert("owned")</script><a href="https://example.com/x">`;
@@ -35,12 +28,11 @@ const PAGE_ATTRIBUTES = new Set("lang charset name content http-equiv class id h
 for (const a of ["data-events", "data-sequence", "data-type", "data-path"]) PAGE_ATTRIBUTES.add(a);
 
 async function hostileSession() {
-  const base = await realpath(await temps.make("agent-tape-page-"));
+  const base = await realpath(await tempDir("agent-tape-page-"));
   const workspace = join(base, "ws");
   await mkdir(workspace);
   await writeFile(join(workspace, EVIL_NAME), "safe\n");
-  const store = new SessionStore({ root: join(base, "sessions") });
-  stores.push(store);
+  const store = openStore({ root: join(base, "sessions") });
   const { id } = await store.create({ workspace, title: `<script>alert("title")</script>` });
   await store.append(id, { type: "message", payload: { role: "user", content: EVIL_TEXT } });
   await store.append(id, { type: "tool_call", payload: { callId: `"><b>`, name: "<i>edit</i>", input: EVIL_TEXT } });
@@ -134,8 +126,7 @@ describe("renderSessionPage", () => {
   });
 
   it("an empty session says so", async () => {
-    const store = new SessionStore({ root: join(await temps.make("agent-tape-page-"), "s") });
-    stores.push(store);
+    const store = openStore({ root: join(await tempDir("agent-tape-page-"), "s") });
     const { id } = await store.create();
     const { html } = await page(store, id);
     expect(html).toContain("This session has no events yet.");

@@ -10,18 +10,15 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore } from "../../src/index.js";
 import { cli } from "../cli/harness.js";
 import { Browser } from "../helpers/chromium.js";
-import { TempRoots } from "../helpers/temp-root.js";
+import { openStore, tempDir } from "../helpers/fixture.js";
 
-const temps = new TempRoots();
 const browsers: Browser[] = [];
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
   await Promise.all(browsers.splice(0).map((b) => b.close()));
   await Promise.all(closers.splice(0).map((close) => close()));
-  await temps.removeAll();
 });
 
 /** A listener on 127.0.0.1 recording every request it gets. */
@@ -52,12 +49,12 @@ function attacks(to: string): string[] {
 }
 
 async function tamperedSession(to: string) {
-  const base = await temps.make("agent-tape-tampered-page-");
+  const base = await tempDir("agent-tape-tampered-page-");
   const root = join(base, "sessions");
   const workspace = join(base, "ws");
   await mkdir(workspace);
   await writeFile(join(workspace, "a.txt"), "one\n");
-  const store = new SessionStore({ root });
+  const store = openStore({ root });
   const { id } = await store.create({ title: "tampered", workspace });
   await store.append(id, { type: "message", payload: { role: "user", content: "hi" } });
   await store.close();
@@ -107,7 +104,7 @@ describe("the session page from a tampered tape, in headless Chromium", () => {
     expect(exported.code, exported.stderr).toBe(0);
     const html = await readFile(out, "utf8");
 
-    const browser = await Browser.launch(await temps.make("agent-tape-chromium-"));
+    const browser = await Browser.launch(await tempDir("agent-tape-chromium-"));
     browsers.push(browser);
     const page = await browser.newPage();
     await browser.send("Page.enable", {}, page);

@@ -1,41 +1,35 @@
 import { execFileSync } from "node:child_process";
 import { mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import {
   CheckpointStore,
-  SessionStore,
+  type SessionStore,
   rewind,
   undoRewind,
   type CheckpointStoreOptions,
   type FileStatesPayload,
   type RewindConflict,
 } from "../../../src/index.js";
-import { TempRoots } from "../../helpers/temp-root.js";
+import { openStore, tempDir } from "../../helpers/fixture.js";
 
-const temps = new TempRoots();
 let store: SessionStore;
 let checkpoints: CheckpointStore;
 let workspace: string;
 let id: string;
 
 async function open(options: CheckpointStoreOptions = {}): Promise<void> {
-  const base = await realpath(await temps.make("agent-tape-command-after-"));
+  const base = await realpath(await tempDir("agent-tape-command-after-"));
   workspace = join(base, "ws");
   await mkdir(join(workspace, "src"), { recursive: true });
   await writeFile(join(workspace, "src/kept.ts"), "kept\n");
-  store = new SessionStore({ root: join(base, "sessions") });
+  store = openStore({ root: join(base, "sessions") });
   checkpoints = new CheckpointStore(store, options);
   id = (await store.create({ workspace })).id;
   await store.append(id, { type: "message", payload: { role: "user", content: "generate f" } });
   // The first scan of a session reads the whole tree: done here, so the commands below are ordinary ones.
   await checkpoints.beforeCommand(id, { tool: "warm" }).then((c) => checkpoints.afterCommand(c));
 }
-
-afterEach(async () => {
-  await store?.close();
-  await temps.removeAll();
-});
 
 const sh = (command: string) => execFileSync("sh", ["-c", command], { cwd: workspace, stdio: "ignore" });
 const read = (path: string) => readFile(join(workspace, path), "utf8");

@@ -2,21 +2,20 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, realpath, stat, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import {
   CheckpointStore,
-  SessionStore,
+  type SessionStore,
   isAgentTapeError,
   rewind,
   type CheckpointPayload,
   type CheckpointStoreOptions,
   type FileSnapshot,
 } from "../../../src/index.js";
-import { TempRoots } from "../../helpers/temp-root.js";
 import { treeOf } from "../../helpers/workspace-tree.js";
+import { openStore, tempDir } from "../../helpers/fixture.js";
 import { allOwnerless } from "../../helpers/ownerless.js";
 
-const temps = new TempRoots();
 let base: string;
 let store: SessionStore;
 let checkpoints: CheckpointStore;
@@ -24,23 +23,19 @@ let workspace: string;
 let sessionId: string;
 
 async function open(options: CheckpointStoreOptions = {}, root = join(base, "sessions")): Promise<void> {
-  store = new SessionStore({ root });
+  store = openStore({ root });
   checkpoints = new CheckpointStore(store, options);
   sessionId = (await store.create({ workspace })).id;
   await store.append(sessionId, { type: "message", payload: { role: "user", content: "start" } });
 }
 
 beforeEach(async () => {
-  base = await realpath(await temps.make("agent-tape-command-"));
+  base = await realpath(await tempDir("agent-tape-command-"));
   workspace = join(base, "ws");
   await mkdir(join(workspace, "dir/deep"), { recursive: true });
   await writeFile(join(workspace, "a.txt"), "hello\n");
   await writeFile(join(workspace, "dir/one.txt"), "one\n");
   await writeFile(join(workspace, "dir/deep/two.txt"), "two\n");
-});
-afterEach(async () => {
-  await store?.close();
-  await temps.removeAll();
 });
 
 const sh = (command: string) => execFileSync("sh", ["-c", command], { cwd: workspace, stdio: "ignore" });
@@ -200,7 +195,7 @@ describe("the workspace index", () => {
     await open();
     await checkpoints.aroundCommand(sessionId, { tool: "bash" }, () => sh("echo 1 >> a.txt"));
     await store.close();
-    store = new SessionStore({ root: join(base, "sessions") });
+    store = openStore({ root: join(base, "sessions") });
     checkpoints = new CheckpointStore(store);
     const target = await lastSequence();
     const tree = await treeOf(workspace);

@@ -5,12 +5,11 @@
 import { execFileSync } from "node:child_process";
 import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, type CheckpointPayload } from "../../../src/index.js";
-import { TempRoots } from "../../helpers/temp-root.js";
+import { beforeEach, describe, expect, it } from "vitest";
+import { CheckpointStore, type SessionStore, rewind, type CheckpointPayload } from "../../../src/index.js";
 import { cli } from "../../cli/harness.js";
+import { closeAfter, openStore, tempDir } from "../../helpers/fixture.js";
 
-const temps = new TempRoots();
 let store: SessionStore;
 let checkpoints: CheckpointStore;
 let workspace: string;
@@ -18,7 +17,7 @@ let sessionId: string;
 let root: string;
 
 async function setUp(watch: boolean): Promise<void> {
-  const base = await realpath(await temps.make("agent-tape-ignored-"));
+  const base = await realpath(await tempDir("agent-tape-ignored-"));
   workspace = join(base, "ws");
   await mkdir(join(workspace, "build"), { recursive: true });
   await mkdir(join(workspace, "node_modules/pkg"), { recursive: true });
@@ -29,16 +28,11 @@ async function setUp(watch: boolean): Promise<void> {
   await writeFile(join(workspace, ".env"), "SECRET=1\n");
   await writeFile(join(workspace, "src/a.txt"), "a\n");
   root = join(base, "sessions");
-  store = new SessionStore({ root });
-  checkpoints = new CheckpointStore(store, { workspaceIndex: { watch } });
+  store = openStore({ root });
+  checkpoints = closeAfter(new CheckpointStore(store, { workspaceIndex: { watch } }));
   sessionId = (await store.create({ workspace })).id;
   await store.append(sessionId, { type: "message", payload: { role: "user", content: "start" } });
 }
-afterEach(async () => {
-  checkpoints?.close();
-  await store?.close();
-  await temps.removeAll();
-});
 
 const sh = (command: string) => () => execFileSync("sh", ["-c", command], { cwd: workspace, stdio: "ignore" });
 async function lastCheckpoint(): Promise<CheckpointPayload | undefined> {

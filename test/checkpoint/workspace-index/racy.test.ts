@@ -5,32 +5,30 @@ import { execFileSync } from "node:child_process";
 import { lstat, mkdir, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SessionStore } from "../../../src/index.js";
+import type { SessionStore } from "../../../src/index.js";
 import { memoryBackend } from "../../../src/backend/index.js";
 import type { LockedSession } from "../../../src/backend/types.js";
 import { IgnoreRules } from "../../../src/checkpoint/workspace-index/ignore-rules.js";
 import { entryOf } from "../../../src/checkpoint/workspace-index/walk.js";
 import { scanWorkspace } from "../../../src/checkpoint/workspace-index/scan.js";
 import type { WorkspaceIndex } from "../../../src/checkpoint/workspace-index/index-entry.js";
-import { TempRoots } from "../../helpers/temp-root.js";
+import { openStore, tempDir } from "../../helpers/fixture.js";
 
-const temps = new TempRoots();
 let workspace: string;
 let store: SessionStore;
 let locked: LockedSession;
 
 beforeEach(async () => {
-  workspace = join(await realpath(await temps.make("agent-tape-racy-")), "ws");
+  workspace = join(await realpath(await tempDir("agent-tape-racy-")), "ws");
   await mkdir(workspace);
   await writeFile(join(workspace, "a.txt"), "again\n");
-  store = new SessionStore({ backend: memoryBackend() });
+  store = openStore({ backend: memoryBackend() });
   const { id } = await store.create({ workspace });
   locked = await store.backend.lock(id);
 });
 afterEach(async () => {
   await locked.release();
   await store.close();
-  await temps.removeAll();
 });
 
 const OLD_HASH = "0".repeat(64); // what the index thinks a.txt held: "first\n", same size

@@ -5,19 +5,18 @@
 import { execFileSync } from "node:child_process";
 import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind, undoRewind } from "../../../src/index.js";
-import { TempRoots } from "../../helpers/temp-root.js";
+import { beforeEach, describe, expect, it } from "vitest";
+import { CheckpointStore, type SessionStore, rewind, undoRewind } from "../../../src/index.js";
 import { treeOf } from "../../helpers/workspace-tree.js";
+import { openStore, tempDir } from "../../helpers/fixture.js";
 
-const temps = new TempRoots();
 let store: SessionStore;
 let checkpoints: CheckpointStore;
 let workspace: string;
 let sessionId: string;
 
 beforeEach(async () => {
-  const base = await realpath(await temps.make("agent-tape-shell-"));
+  const base = await realpath(await tempDir("agent-tape-shell-"));
   workspace = join(base, "ws");
   await mkdir(join(workspace, "dir/deep"), { recursive: true });
   await writeFile(join(workspace, "a.txt"), "hello world\n");
@@ -33,13 +32,9 @@ beforeEach(async () => {
   git("add", "-A");
   git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "other");
   git("checkout", "-q", "main");
-  store = new SessionStore({ root: join(base, "sessions") });
+  store = openStore({ root: join(base, "sessions") });
   checkpoints = new CheckpointStore(store);
   sessionId = (await store.create({ workspace })).id;
-});
-afterEach(async () => {
-  await store.close();
-  await temps.removeAll();
 });
 
 function git(...args: string[]): void {

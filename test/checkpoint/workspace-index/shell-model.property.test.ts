@@ -7,15 +7,12 @@
 import { chmod, mkdir, realpath, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import fc from "fast-check";
-import { afterEach, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, rewind } from "../../../src/index.js";
+import { expect, it } from "vitest";
+import { CheckpointStore, rewind } from "../../../src/index.js";
 import { CONTENTS, FILES, FOLDERS, MODES } from "../../helpers/little-tree.js";
-import { TempRoots } from "../../helpers/temp-root.js";
 import { treeOf } from "../../helpers/workspace-tree.js";
 import { rounds } from "../../helpers/rounds.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { openStore, tempDir } from "../../helpers/fixture.js";
 
 type Operation =
   | { kind: "write"; path: string; content: number; mode: number }
@@ -136,10 +133,10 @@ for (const scans of ["walked", "watched"] as const)
 async function modelHolds(watch: boolean): Promise<void> {
   await fc.assert(
     fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 8 }), async (steps) => {
-      const base = await realpath(await temps.make("agent-tape-shell-model-"));
+      const base = await realpath(await tempDir("agent-tape-shell-model-"));
       const workspace = join(base, "ws");
       for (const file of FILES) await apply(workspace, { kind: "write", path: file, content: 2, mode: 0o644 });
-      const store = new SessionStore({ root: join(base, "sessions") });
+      const store = openStore({ root: join(base, "sessions") });
       const checkpoints = new CheckpointStore(store, { workspaceIndex: { watch } });
       try {
         const { id } = await store.create({ workspace });

@@ -6,7 +6,6 @@ import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CheckpointStore, rewind, undoRewind, type WorkspaceIndexOptions } from "../../../src/index.js";
-import { TempRoots } from "../../helpers/temp-root.js";
 import {
   closeWorlds,
   inBoth,
@@ -17,8 +16,7 @@ import {
   type World,
 } from "../../helpers/watched-worlds.js";
 import { treeOf } from "../../helpers/workspace-tree.js";
-
-const temps = new TempRoots();
+import { tempDir } from "../../helpers/fixture.js";
 
 let base: string;
 let watched: World;
@@ -47,7 +45,7 @@ function watchedAllAlong(from: number) {
 }
 
 beforeEach(async () => {
-  base = await realpath(await temps.make("agent-tape-watched-attacks-"));
+  base = await realpath(await tempDir("agent-tape-watched-attacks-"));
   await twinWorkspaces(base, async (seed) => {
     await mkdir(join(seed, "src/deep/er"), { recursive: true });
     await mkdir(join(seed, "docs/guide"), { recursive: true });
@@ -61,7 +59,6 @@ beforeEach(async () => {
 });
 afterEach(async () => {
   await closeWorlds(watched, walking);
-  await temps.removeAll();
 });
 
 describe("folders renamed, swapped, replaced", () => {

@@ -6,13 +6,10 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, type CheckpointPayload, type ScanReport } from "../../../src/index.js";
-import { TempRoots } from "../../helpers/temp-root.js";
+import { expect, it } from "vitest";
+import { CheckpointStore, type CheckpointPayload, type ScanReport } from "../../../src/index.js";
 import { rounds } from "../../helpers/rounds.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { openStore, tempDir } from "../../helpers/fixture.js";
 
 // 2 rounds in `npm test`, 3 when soaking (test/helpers/rounds.ts).
 const ROUNDS = rounds(2, 3);
@@ -29,13 +26,13 @@ it(`a flood in one session's workspace does not hide a change in another's (${RO
   timeout: 300_000,
 }, async () => {
   for (let round = 0; round < ROUNDS; round++) {
-    const base = await realpath(await temps.make("agent-tape-overflow-shared-"));
+    const base = await realpath(await tempDir("agent-tape-overflow-shared-"));
     const quiet = join(base, "quiet");
     const noisy = join(base, "noisy");
     await mkdir(join(quiet, "docs"), { recursive: true });
     await mkdir(join(noisy, "flood"), { recursive: true });
     await writeFile(join(quiet, "docs/readme.md"), "before\n");
-    const store = new SessionStore({ root: join(base, "sessions") });
+    const store = openStore({ root: join(base, "sessions") });
     const scans: ScanReport[] = [];
     const checkpoints = new CheckpointStore(store, {
       workspaceIndex: { watch: true, maxFiles: 1_000_000, onScan: (scan) => scans.push(scan) },

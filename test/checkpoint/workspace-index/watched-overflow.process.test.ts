@@ -6,12 +6,9 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, type CheckpointPayload, type ScanReport } from "../../../src/index.js";
-import { TempRoots } from "../../helpers/temp-root.js";
-
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
+import { expect, it } from "vitest";
+import { CheckpointStore, type CheckpointPayload, type ScanReport } from "../../../src/index.js";
+import { openStore, tempDir } from "../../helpers/fixture.js";
 
 function queueLength(): number {
   try {
@@ -22,12 +19,12 @@ function queueLength(): number {
 }
 
 it("a change after a flood that overflowed the kernel's queue is recorded", { timeout: 180_000 }, async () => {
-  const base = await realpath(await temps.make("agent-tape-overflow-"));
+  const base = await realpath(await tempDir("agent-tape-overflow-"));
   const workspace = join(base, "ws");
   await mkdir(join(workspace, "flood"), { recursive: true });
   await mkdir(join(workspace, "docs"));
   await writeFile(join(workspace, "docs/readme.md"), "before\n");
-  const store = new SessionStore({ root: join(base, "sessions") });
+  const store = openStore({ root: join(base, "sessions") });
   const scans: ScanReport[] = [];
   const checkpoints = new CheckpointStore(store, {
     workspaceIndex: { watch: true, maxFiles: 1_000_000, onScan: (scan) => scans.push(scan) },

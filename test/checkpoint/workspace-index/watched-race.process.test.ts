@@ -5,14 +5,12 @@
 // commands, the churner paused and the index checked after every other command.
 import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, type ScanReport } from "../../../src/index.js";
+import { expect, it } from "vitest";
+import { CheckpointStore, type ScanReport } from "../../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../../helpers/children.js";
-import { TempRoots } from "../../helpers/temp-root.js";
 import { rounds } from "../../helpers/rounds.js";
+import { openStore, tempDir } from "../../helpers/fixture.js";
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
 // 3 rounds in `npm test`, 6 when soaking (test/helpers/rounds.ts).
@@ -24,11 +22,11 @@ it(`a whole walk after watched scans under churn finds nothing new (${ROUNDS} ro
 }, async () => {
   let watchedChecks = 0;
   for (let round = 0; round < ROUNDS; round++) {
-    const base = await realpath(await temps.make("agent-tape-watch-race-"));
+    const base = await realpath(await tempDir("agent-tape-watch-race-"));
     const workspace = join(base, "ws");
     for (const folder of ["d0", "d1/e", "d2/e/f"]) await mkdir(join(workspace, folder), { recursive: true });
     for (let i = 0; i < 8; i++) await writeFile(join(workspace, `d0/c${i}.txt`), `seed ${i}\n`);
-    const store = new SessionStore({ root: join(base, "sessions") });
+    const store = openStore({ root: join(base, "sessions") });
     const scans: ScanReport[] = [];
     const watched = new CheckpointStore(store, { workspaceIndex: { watch: true, onScan: (s) => scans.push(s) } });
     const { id } = await store.create({ workspace });

@@ -5,7 +5,6 @@ import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CheckpointStore, rewind, undoRewind } from "../../../src/index.js";
-import { TempRoots } from "../../helpers/temp-root.js";
 import {
   closeWorlds,
   inBoth,
@@ -16,8 +15,7 @@ import {
   type World,
 } from "../../helpers/watched-worlds.js";
 import { treeOf } from "../../helpers/workspace-tree.js";
-
-const temps = new TempRoots();
+import { tempDir } from "../../helpers/fixture.js";
 
 let base: string;
 let watched: World;
@@ -27,7 +25,7 @@ let walking: World;
 const both = (command: string) => inBoth([watched, walking], command);
 
 beforeEach(async () => {
-  base = await realpath(await temps.make("agent-tape-watched-"));
+  base = await realpath(await tempDir("agent-tape-watched-"));
   await twinWorkspaces(base, async (seed) => {
     await mkdir(join(seed, "src/deep/er"), { recursive: true });
     await mkdir(join(seed, "docs"), { recursive: true });
@@ -41,7 +39,6 @@ beforeEach(async () => {
 });
 afterEach(async () => {
   await closeWorlds(watched, walking);
-  await temps.removeAll();
 });
 
 const COMMANDS = [

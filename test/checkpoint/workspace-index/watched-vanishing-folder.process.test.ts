@@ -5,14 +5,12 @@
 // ROUNDS rounds of flips under watched scans, each followed by a write inside the folder and a check against a walk.
 import { mkdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, expect, it } from "vitest";
-import { CheckpointStore, SessionStore, type ScanReport } from "../../../src/index.js";
+import { expect, it } from "vitest";
+import { CheckpointStore, type ScanReport } from "../../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../../helpers/children.js";
-import { TempRoots } from "../../helpers/temp-root.js";
 import { rounds } from "../../helpers/rounds.js";
+import { openStore, tempDir } from "../../helpers/fixture.js";
 
-const temps = new TempRoots();
-afterEach(() => temps.removeAll());
 const children = childrenKilledAfterEach();
 
 // 8 rounds in `npm test`, 20 when soaking (test/helpers/rounds.ts).
@@ -21,11 +19,11 @@ const ROUNDS = rounds(8, 20);
 it(`a folder found gone when watched and back when listed is still watched (${ROUNDS} rounds)`, {
   timeout: 300_000,
 }, async () => {
-  const base = await realpath(await temps.make("agent-tape-watch-vanish-"));
+  const base = await realpath(await tempDir("agent-tape-watch-vanish-"));
   const workspace = join(base, "ws");
   await mkdir(join(workspace, "d/x"), { recursive: true });
   await writeFile(join(workspace, "d/x/kept.txt"), "kept\n");
-  const store = new SessionStore({ root: join(base, "sessions") });
+  const store = openStore({ root: join(base, "sessions") });
   const scans: ScanReport[] = [];
   const watched = new CheckpointStore(store, { workspaceIndex: { watch: true, onScan: (s) => scans.push(s) } });
   const { id } = await store.create({ workspace });
