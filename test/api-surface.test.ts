@@ -260,7 +260,13 @@ const BACKEND_TYPE_EXPORTS = [
   "StorageUsage",
 ];
 
-const TESTING_TYPE_EXPORTS = ["BackendConformanceOptions", "CrashLeftState", "OptionalMethod"];
+const TESTING_TYPE_EXPORTS = [
+  "BackendConformanceOptions",
+  "BackendConformanceRun",
+  "ConformanceAreaName",
+  "CrashLeftState",
+  "OptionalMethod",
+];
 
 // The adapters' and the PostgreSQL backend's entries, types and values together (importing them would need each
 // framework, or `pg`, installed).
