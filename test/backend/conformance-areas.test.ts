@@ -14,6 +14,8 @@ import {
 const memory = {
   create: () => memoryBackend(),
   lacks: {
+    writeBlobs: "a blob write is a step in memory",
+    archiveLogAfter: "a rewind keeps the events it cut in its record",
     readEventBatches: "its events are already in memory",
     discardPartialWrites: "a blob is stored in one synchronous step",
   },
