@@ -146,7 +146,8 @@ function ms(label: string, samples: number[]): Figure {
   return { label, value: median(samples), unit: "ms", samples };
 }
 
-function row(ours: Figure, baseline: Figure, target: number, op: "<=" | ">=" = "<="): Row {
+/** A row of the postgres suite: ours against the fs baseline, as a ratio. */
+export function row(ours: Figure, baseline: Figure, target: number, op: "<=" | ">=" = "<="): Row {
   return {
     suite: "postgres",
     ours,

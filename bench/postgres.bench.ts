@@ -5,7 +5,7 @@ import { serializeEvent } from "../src/core/envelope.js";
 import { SessionStore } from "../src/index.js";
 import { interleavedRounds, median, settleDisk, type Figure, type Row, type Suite } from "./harness.js";
 import { messageEvent } from "./workload.js";
-import { processRows, workspaceRows } from "./postgres-workloads.js";
+import { processRows, row, workspaceRows } from "./postgres-workloads.js";
 
 /**
  * The PostgreSQL backend against the fs backend on the same machine (docs/postgres.md), one run, ratios:
@@ -182,14 +182,4 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
   const started = performance.now();
   await fn();
   return performance.now() - started;
-}
-
-function row(ours: Figure, baseline: Figure, target: number, op: "<=" | ">=" = "<="): Row {
-  return {
-    suite: "postgres",
-    ours,
-    baseline,
-    ratio: ours.value / baseline.value,
-    target: { op, value: target, on: "ratio" },
-  };
 }
