@@ -32,6 +32,18 @@ it("a copy whose record is gone is swept by gc and reported; the session stays i
   await store.close();
 });
 
+it("gc reports a copy swept when it took the lock, not only one it found while the lock was held", async () => {
+  const { root, store, id, records, copy } = await rewound();
+  await rm(join(records, copy.replace(/\.jsonl$/, ".json")));
+  await store.close();
+  // A new store holds no lock: gc takes it, and taking it sweeps leftovers first.
+  const next = openStore({ root });
+  const report = await gc(next, { sessionIds: [id] });
+  expect(report.sessions[0]!.leftoverFiles).toEqual([`records/${copy}`]);
+  expect(await readdir(records)).not.toContain(copy);
+  await next.close();
+});
+
 it("a copy with its record is no leftover; none is while a rewind intent is pending", async () => {
   const { root, store, id, records, copy } = await rewound();
   const layout = new SessionLayout(root);

@@ -450,7 +450,7 @@ class FsBackend implements StorageBackend {
         () => othersWaiting(file, this.staleMs),
       );
       // Temp files a failed or killed rewrite left: no one else can be writing one now. Litter, so best-effort.
-      await session.sweepLeftovers().catch(() => undefined);
+      await session.sweepWhenTaken().catch(() => undefined);
     } catch (error) {
       await lock.release().catch(() => undefined);
       throw error;

@@ -35,6 +35,8 @@ import { constants, statSync, type Stats } from "node:fs";
 export class FsLockedSession implements LockedSession {
   private compromisedBy: Error | undefined;
   private released = false;
+  // Leftovers swept as the lock was taken, not yet named to anyone (sweepLeftovers).
+  private readonly sweptWhenTaken: string[] = [];
   // Opened O_DSYNC on the first durable append: then one write() is both the write and the
   // fdatasync, a single trip through libuv's thread pool instead of two.
   private syncFh: FileHandle | undefined;
@@ -386,7 +388,15 @@ export class FsLockedSession implements LockedSession {
     const found = await findLeftovers(this.layout, this.sessionId);
     if (!options.dryRun)
       for (const name of found) await rm(join(this.layout.dir(this.sessionId), name), { force: true });
-    return found;
+    // What taking the lock swept is still news to the first caller that asks (gc's report), whether or not the
+    // lock was already held when it asked.
+    const unreported = options.dryRun ? this.sweptWhenTaken : this.sweptWhenTaken.splice(0);
+    return [...unreported, ...found];
+  }
+
+  /** Sweeps leftovers as the lock is taken, and keeps their names for the next `sweepLeftovers`. */
+  async sweepWhenTaken(): Promise<void> {
+    this.sweptWhenTaken.push(...(await this.sweepLeftovers()));
   }
 
   async writeRecord(name: string, value: unknown, options: { durable?: boolean } = {}): Promise<void> {
