@@ -72,8 +72,14 @@ export async function buildChildBundles(): Promise<string> {
   }
   const digests = Object.fromEntries([...new Set(Object.values(inputs).flat())].map((file) => [file, digest(file)]));
   writeFileSync(join(building, BUNDLE_INDEX), JSON.stringify({ builtAtMs, inputs, digests } satisfies BundleIndex));
-  if (existsSync(folder)) rmSync(building, { recursive: true, force: true });
-  else renameSync(building, folder);
+  try {
+    renameSync(building, folder);
+  } catch (error) {
+    // Another run (a second vitest in this checkout) built the same sources first: use its set.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== "ENOTEMPTY" && code !== "EEXIST") throw error;
+    rmSync(building, { recursive: true, force: true });
+  }
   forgetOldBundles(folder);
   return folder;
 }
