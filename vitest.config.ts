@@ -23,6 +23,9 @@ const claudeTests = "test/**/*.claude.test.ts";
 const postgresTests = "test/**/postgres-*.test.ts";
 const postgresProcessTests = "test/**/postgres-*.process.test.ts";
 const postgresServer = ["test/setup/postgres-server.ts"];
+// The projects whose tests start child processes run them from bundles built once per run (docs/testing.md,
+// "Child processes").
+const childBundles = "test/setup/child-bundles.ts";
 const claudeInstalled = existsSync(".tools/claude-agent-sdk/node_modules/@anthropic-ai/claude-agent-sdk/sdk.mjs");
 
 // CI's run of every file but those with rounds() loops, which its soak run covers (scripts/soak.mjs --others).
@@ -76,7 +79,7 @@ export default defineConfig({
           name: "postgres-process",
           include: [postgresProcessTests],
           exclude: excluded,
-          globalSetup: postgresServer,
+          globalSetup: [...postgresServer, childBundles],
         },
       },
       { extends: true, test: { name: "property", include: [propertyTests], exclude: excluded } },
@@ -88,14 +91,24 @@ export default defineConfig({
           include: [processTests, cliAsProgram],
           exclude: [...excluded, postgresTests],
           // The session page's browser test needs Chromium: installed here as root, or the one command to run.
-          globalSetup: ["test/setup/chromium.ts"],
+          globalSetup: ["test/setup/chromium.ts", childBundles],
         },
       },
       ...(onNode22
-        ? [{ extends: true as const, test: { name: "node22", include: [node22Tests], exclude: excluded } }]
+        ? [
+            {
+              extends: true as const,
+              test: { name: "node22", include: [node22Tests], exclude: excluded, globalSetup: [childBundles] },
+            },
+          ]
         : []),
       ...(claudeInstalled
-        ? [{ extends: true as const, test: { name: "claude", include: [claudeTests], exclude: excluded } }]
+        ? [
+            {
+              extends: true as const,
+              test: { name: "claude", include: [claudeTests], exclude: excluded, globalSetup: [childBundles] },
+            },
+          ]
         : []),
     ],
   },

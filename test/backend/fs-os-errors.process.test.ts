@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { childScript } from "../helpers/children.js";
+import { childCommand } from "../helpers/children.js";
 import { tempDir } from "../helpers/fixture.js";
 
 // Running out of file descriptors (EMFILE) is made for real, in a child started with a
@@ -13,14 +13,7 @@ describe("a process out of file descriptors", () => {
     // Through bash, for `ulimit`, as list-many.process.test.ts does.
     const { stdout } = await promisify(execFile)(
       "bash",
-      [
-        "-c",
-        'ulimit -n 128 && exec "$0" --import tsx "$1" "$2" "$3"',
-        process.execPath,
-        childScript("open-many-sessions.ts"),
-        root,
-        "200",
-      ],
+      ["-c", 'ulimit -n 128 && exec "$0" "$@"', ...childCommand("open-many-sessions.ts", [root, "200"])],
       { maxBuffer: 1 << 20 },
     );
     const result = JSON.parse(stdout) as { codes: Record<string, number>; osCodes: string[]; ok: number };

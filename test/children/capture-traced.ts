@@ -11,7 +11,9 @@ if (!root) throw new Error("usage: capture-traced root");
 const workspace = join(root, "ws");
 await mkdir(join(workspace, "src", "deep"), { recursive: true });
 await writeFile(join(workspace, "src", "deep", "warm.ts"), "export const warm = 1;\n".repeat(100));
-const store = new SessionStore({ root: join(root, "store") });
+// The lease kept across calls, as an agent mid-turn keeps it: on a loaded machine the default idle time (50 ms)
+// can pass before the traced call, which would then take the lock anew and count that too.
+const store = new SessionStore({ root: join(root, "store"), lockIdleMs: 60_000 });
 const checkpoints = new CheckpointStore(store);
 const session = await store.create({ workspace });
 await checkpoints.capture(session.id, { tool: "edit_file", paths: ["src/deep/warm.ts"] });

@@ -15,7 +15,9 @@ for (const path of paths) {
   await mkdir(join(workspace, path, ".."), { recursive: true });
   await writeFile(join(workspace, path), `export const value = ${paths.indexOf(path)};\n`.repeat(20));
 }
-const store = new SessionStore({ root: join(root, "store") });
+// The lease kept across calls, as an agent mid-turn keeps it: on a loaded machine the default idle time (50 ms)
+// can pass before the traced call, which would then take the lock anew and count that too.
+const store = new SessionStore({ root: join(root, "store"), lockIdleMs: 60_000 });
 const checkpoints = new CheckpointStore(store);
 const session = await store.create({ workspace });
 const target = await store.append(session.id, { type: "message", payload: { role: "user", content: "edit" } });

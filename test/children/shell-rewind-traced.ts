@@ -16,7 +16,9 @@ for (const [i, path] of paths.entries()) {
   await mkdir(join(workspace, path, ".."), { recursive: true });
   await writeFile(join(workspace, path), `export const value = ${i};\n`.repeat(20));
 }
-const store = new SessionStore({ root: join(root, "store") });
+// The lease kept across calls, as an agent mid-turn keeps it: on a loaded machine the default idle time (50 ms)
+// can pass before the traced call, which would then take the lock anew and count that too.
+const store = new SessionStore({ root: join(root, "store"), lockIdleMs: 60_000 });
 const checkpoints = new CheckpointStore(store);
 const session = await store.create({ workspace });
 await checkpoints.aroundCommand(session.id, { tool: "bash" }, () => undefined); // the first scan

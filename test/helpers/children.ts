@@ -1,16 +1,53 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { isAbsolute } from "node:path";
+import { readFileSync, statSync } from "node:fs";
+import { isAbsolute, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach } from "vitest";
+import { afterEach, inject } from "vitest";
+import { BUNDLE_INDEX, type BundleIndex, digest } from "./child-bundle-index.js";
 
-// The one way the tests run a separate process: a script run with tsx from the repository's root.
+// The one way the tests run a separate process: a script from test/children/ or examples/, bundled once per run
+// by test/setup/child-bundles.ts, run with plain node from the repository's root (docs/testing.md, "Child
+// processes").
 
 const repository = fileURLToPath(new URL("../..", import.meta.url));
 
 /** Absolute path of a child script: a name in test/children/, or already absolute (an example, say). */
 export function childScript(script: string): string {
   return isAbsolute(script) ? script : fileURLToPath(new URL(`../children/${script}`, import.meta.url));
+}
+
+let index: { folder: string; read: BundleIndex } | undefined;
+
+/**
+ * The bundle that runs `script`, checked: it fails loudly, never runs an older build, when the project has no
+ * bundles, the script has none, or one of the files it was built from changed since.
+ */
+export function childBundle(script: string): string {
+  const folder = inject("childBundles");
+  if (!folder) {
+    throw new Error(
+      "No child bundles in this run: add test/setup/child-bundles.ts to this project's globalSetup (vitest.config.ts)",
+    );
+  }
+  if (index?.folder !== folder) {
+    index = { folder, read: JSON.parse(readFileSync(join(folder, BUNDLE_INDEX), "utf8")) as BundleIndex };
+  }
+  const name = relative(repository, childScript(script)).replace(/\.ts$/, ".mjs");
+  const inputs = index.read.inputs[name];
+  if (!inputs) throw new Error(`No child bundle for ${script}: only test/children/ and examples/ are bundled`);
+  for (const input of inputs) {
+    const touched = statSync(join(repository, input)).mtimeMs > index.read.builtAtMs;
+    if (touched && digest(input) !== index.read.digests[input]) {
+      throw new Error(`${input} changed after the child bundles were built (${folder}): run the tests again`);
+    }
+  }
+  return join(folder, name);
+}
+
+/** The command line that runs a child script: node, then its arguments. */
+export function childCommand(script: string, args: readonly string[] = [], preloads: readonly string[] = []) {
+  return [process.execPath, ...preloads.flatMap((p) => ["--import", childBundle(p)]), childBundle(script), ...args];
 }
 
 export interface ChildRun {
@@ -34,7 +71,7 @@ export interface ChildLimits {
   isolated?: boolean;
 }
 
-/** A child script run with tsx, its output collected as it comes. */
+/** A child script run from its bundle, its output collected as it comes. */
 export class Child {
   readonly process: ChildProcess;
   stdout = "";
@@ -45,9 +82,8 @@ export class Child {
   constructor(script: string, args: readonly string[], env: Record<string, string> = {}, limits: ChildLimits = {}) {
     // A file-size limit is set by the shell (`ulimit -f`, in KiB) and kept across exec. A write past it sends
     // SIGXFSZ, which kills the child mid-write ("die"), unless a listener is preloaded: then it fails EFBIG.
-    const preload =
-      limits.pastFileSize === "fail" ? ["--import", childScript("preload/file-size-limit-fails-writes.ts")] : [];
-    const node = [process.execPath, "--import", "tsx", ...preload, childScript(script), ...args];
+    const preload = limits.pastFileSize === "fail" ? ["preload/file-size-limit-fails-writes.ts"] : [];
+    const node = childCommand(script, args, preload);
     const isolation = ["unshare", "--net", "--pid", "--fork", "--kill-child=SIGKILL", "/bin/sh", "-c"];
     const [command, ...argv] = limits.isolated
       ? [...isolation, 'PATH="$PATH:/usr/sbin:/sbin" ip link set lo up && exec "$0" "$@"', ...node]

@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { childScript } from "./children.js";
+import { childCommand } from "./children.js";
 
 // Counts the system calls a child script makes between two markers it sets, through a real strace run:
 // no fs mock, the kernel's own record. The child calls `markTraced("start")` and `markTraced("end")`
@@ -59,11 +59,7 @@ export async function traceChild(
       `trace=${traced}`,
       "-o",
       out,
-      process.execPath,
-      "--import",
-      "tsx",
-      childScript(script),
-      ...args,
+      ...childCommand(script, args),
     ],
     { cwd: repository, stdio: ["ignore", "pipe", "pipe"] },
   );

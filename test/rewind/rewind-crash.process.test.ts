@@ -49,8 +49,13 @@ function newRound({ tempDir, openStore, closeAfter }: RoundContext): Round {
 }
 
 // A workspace big enough that restoring it takes many event-loop turns: 300 files of 2-5 KB in
-// nested folders, edited after the target, plus files created and deleted after it.
+// nested folders, edited after the target, plus files created and deleted after it. The kills at a random
+// moment need that many turns to land inside a step.
 const EDITED = 300;
+// The kills at a step boundary land where the child stops, whatever the workspace's size: 48 edited files (every
+// folder of editedPath) keep a rewind on the path of a big one, its undo bytes stored as blobs and made durable
+// by one syncfs (not carried in the intent: src/rewind/undo-in-intent.ts), at a sixth of the cost to build.
+const EDITED_AT_BOUNDARY = 48;
 const CREATED = 10;
 const DELETED = 10;
 const editedPath = (i: number) => `src/pkg-${i % 12}/part-${i % 3}/file-${String(i).padStart(3, "0")}.txt`;
@@ -92,11 +97,12 @@ function describeMarker(
 /** Builds the session, and the two states a crashed rewind may leave: untouched, or fully rewound. */
 async function buildSession(
   round: Round,
+  files: number,
 ): Promise<Scenario & { treeBefore: Record<string, string>; eventsBefore: StoredEvent[] }> {
   const base = await realpath(await round.tempDir("agent-tape-rewind-crash-"));
   const root = join(base, "sessions");
   const workspace = join(base, "ws");
-  for (let i = 0; i < EDITED; i++) await put(workspace, editedPath(i), contentOf(i, "target"));
+  for (let i = 0; i < files; i++) await put(workspace, editedPath(i), contentOf(i, "target"));
   for (let i = 0; i < DELETED; i++) await put(workspace, deletedPath(i), `gone ${i}\n`);
   const store = round.openStore({ root, durability: "none" });
   try {
@@ -107,7 +113,7 @@ async function buildSession(
       .sequence;
     const treeAtTarget = await workspaceTree(workspace);
     for (let part = 0; part < 3; part++) {
-      const edited = Array.from({ length: EDITED }, (_, i) => i).filter((i) => i % 3 === part);
+      const edited = Array.from({ length: files }, (_, i) => i).filter((i) => i % 3 === part);
       const extra =
         part === 2
           ? [
@@ -130,7 +136,7 @@ async function buildSession(
     const eventsBefore = await store.readAll(id);
     const treeBefore = await workspaceTree(workspace);
     const dry = await rewind(store, id, { toSequence: target, dryRun: true });
-    expect(dry.filesRestored + dry.filesDeleted).toBe(EDITED + CREATED + DELETED);
+    expect(dry.filesRestored + dry.filesDeleted).toBe(files + CREATED + DELETED);
     const last = eventsBefore.at(-1)!.sequence;
     const prefix = eventsBefore.filter((e) => e.sequence <= target).map(describeEvent);
     return {
@@ -152,7 +158,7 @@ async function buildSession(
 
 /** The session rewound (by this process), and the two states a crashed undo may leave: still rewound, or undone. */
 async function buildRewoundSession(round: Round): Promise<Scenario> {
-  const built = await buildSession(round);
+  const built = await buildSession(round, EDITED_AT_BOUNDARY);
   const store = round.openStore({ root: built.root });
   try {
     const { markerSequence } = await rewind(store, built.id, { toSequence: built.target });
@@ -301,7 +307,7 @@ describe.concurrent("a rewind killed at a step boundary", () => {
     { timeout: BOUNDARY_TIMEOUT },
     async ({ step, expected }, { tempDir, openStore, closeAfter }) => {
       const round = newRound({ tempDir, openStore, closeAfter });
-      const s = await buildSession(round);
+      const s = await buildSession(round, EDITED_AT_BOUNDARY);
       const child = startChild(round, s, "rewind", step);
       await child.waitForLine((line) => line === step);
       await killNow(round, child);
@@ -323,7 +329,7 @@ describe.concurrent("a rewind killed at a step boundary", () => {
     { timeout: BOUNDARY_TIMEOUT },
     async ({ step }, { tempDir, openStore, closeAfter }) => {
       const round = newRound({ tempDir, openStore, closeAfter });
-      const s = await buildSession(round);
+      const s = await buildSession(round, EDITED_AT_BOUNDARY);
       const child = startChild(round, s, "rewind", step, 0);
       await child.waitForLine((line) => line === step);
       await killNow(round, child);
@@ -366,7 +372,7 @@ describe("a rewind killed at a random moment", () => {
     const round = newRound({ tempDir, openStore, closeAfter });
     const seen: string[] = [];
     for (let n = 0; n < 3; n++) {
-      const s = await buildSession(round);
+      const s = await buildSession(round, EDITED);
       // The undo snapshot's blobs are the files' current bytes; kill once a random one of them is stored.
       const k = randomInt(0, EDITED);
       const child = startChild(round, s, "rewind", "none");
@@ -395,7 +401,7 @@ describe("a rewind killed at a random moment", () => {
     const round = newRound({ tempDir, openStore, closeAfter });
     let halfRestored = 0;
     for (let n = 0; n < 4; n++) {
-      const s = await buildSession(round);
+      const s = await buildSession(round, EDITED);
       const k = randomInt(0, 200); // restores run in path order, 8 at a time: plenty still to go after file k
       const child = startChild(round, s, "rewind", "none");
       await child.waitForLine((line) => line === "intent-written");

@@ -3,7 +3,7 @@ import { cp, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { childScript } from "../helpers/children.js";
+import { childCommand } from "../helpers/children.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 
 describe("list() with many sessions", () => {
@@ -24,13 +24,7 @@ describe("list() with many sessions", () => {
     // Through bash, for `ulimit`: the one child the tests do not start with helpers/children.ts.
     const { stdout } = await promisify(execFile)(
       "bash",
-      [
-        "-c",
-        'ulimit -n 256 && exec "$0" --import tsx "$1" "$2"',
-        process.execPath,
-        childScript("list-sessions.ts"),
-        root,
-      ],
+      ["-c", 'ulimit -n 256 && exec "$0" "$@"', ...childCommand("list-sessions.ts", [root])],
       { maxBuffer: 1 << 20 },
     );
     const result = JSON.parse(stdout) as { listed: number; unreadable: number; first?: unknown };
