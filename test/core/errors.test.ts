@@ -4,7 +4,7 @@ import { describe, expect, expectTypeOf, it } from "vitest";
 import { InvalidSessionIdError, LockedError, RewindConflictError } from "../../src/core/errors.js";
 import { isAgentTapeError, type AgentTapeErrorByCode, type AgentTapeErrorCode } from "../../src/index.js";
 import { expectRejection } from "../helpers/expect-rejection.js";
-import { tempDir, tempStore } from "../helpers/fixture.js";
+import { test as own, tempDir, tempStore } from "../helpers/fixture.js";
 
 const say = (content: string) => ({ type: "message" as const, payload: { role: "user" as const, content } });
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -257,34 +257,44 @@ describe("LOG_CORRUPT", () => {
 });
 
 // LOCKED, and LOCK_COMPROMISED between processes: test/session/lock-errors.process.test.ts.
-describe("LOCK_COMPROMISED", () => {
+// The two tests wait out the lock's check (a timer in proper-lockfile, at least 1000 ms: no event to wait for
+// instead), so they wait side by side, each with the fixtures of its own context.
+describe.concurrent("LOCK_COMPROMISED", () => {
   // proper-lockfile checks its lock every max(1000, lockStaleMs / 4) ms; wait out more than one check.
   const detection = 2_500;
 
-  it("is what the next call gets after the lock folder is removed under a holder; the one after works", async () => {
-    const { store, root } = await tempStore({ lockStaleMs: 2000, lockIdleMs: 60_000 });
-    const { id } = await store.create();
-    await store.append(id, say("1"));
-    await rm(join(root, id, "events.jsonl.lock"), { recursive: true });
-    await pause(detection);
+  own(
+    "is what the next call gets after the lock folder is removed under a holder; the one after works",
+    async ({ tempDir, openStore }) => {
+      const root = await tempDir();
+      const store = openStore({ root, lockStaleMs: 2000, lockIdleMs: 60_000 });
+      const { id } = await store.create();
+      await store.append(id, say("1"));
+      await rm(join(root, id, "events.jsonl.lock"), { recursive: true });
+      await pause(detection);
 
-    const error = await expectRejection(() => store.append(id, say("lost")), "LOCK_COMPROMISED");
-    expect(error.sessionId).toBe(id);
-    expect((await store.append(id, say("2"))).sequence).toBe(2);
-    expect((await store.readAll(id)).map((e) => (e.payload as { content: string }).content)).toEqual(["1", "2"]);
-  });
+      const error = await expectRejection(() => store.append(id, say("lost")), "LOCK_COMPROMISED");
+      expect(error.sessionId).toBe(id);
+      expect((await store.append(id, say("2"))).sequence).toBe(2);
+      expect((await store.readAll(id)).map((e) => (e.payload as { content: string }).content)).toEqual(["1", "2"]);
+    },
+  );
 
-  it("is still reported when the loss was noticed while idle and the idle lease has since run out", async () => {
-    // The lock is checked 1000 ms after it is taken; the idle release comes at 1500 ms, after that check.
-    const { store, root } = await tempStore({ lockStaleMs: 2000, lockIdleMs: 1_500 });
-    const { id } = await store.create();
-    await store.append(id, say("1"));
-    await rm(join(root, id, "events.jsonl.lock"), { recursive: true });
-    await pause(detection);
+  own(
+    "is still reported when the loss was noticed while idle and the idle lease has since run out",
+    async ({ tempDir, openStore }) => {
+      // The lock is checked 1000 ms after it is taken; the idle release comes at 1500 ms, after that check.
+      const root = await tempDir();
+      const store = openStore({ root, lockStaleMs: 2000, lockIdleMs: 1_500 });
+      const { id } = await store.create();
+      await store.append(id, say("1"));
+      await rm(join(root, id, "events.jsonl.lock"), { recursive: true });
+      await pause(detection);
 
-    await expectRejection(() => store.append(id, say("lost")), "LOCK_COMPROMISED");
-    expect((await store.append(id, say("2"))).sequence).toBe(2);
-  });
+      await expectRejection(() => store.append(id, say("lost")), "LOCK_COMPROMISED");
+      expect((await store.append(id, say("2"))).sequence).toBe(2);
+    },
+  );
 });
 
 describe("STORE_CLOSED", () => {

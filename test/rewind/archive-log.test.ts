@@ -15,13 +15,19 @@ import { lockedAccess } from "../../src/session/locked-access.js";
 import { archivedEventsOf } from "../helpers/stored-events.js";
 import { expectRejection } from "../helpers/expect-rejection.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
+import { rounds } from "../helpers/rounds.js";
 
 const say = (content: string) => ({ type: "message" as const, payload: { role: "user" as const, content } });
 const AWKWARD = 'héllo wörld 😀 中文 \u2028\u2029 \u0000 "quoted" \\ back \ud83d\ude00 e\u0301';
 
+// The big event's size: past two of the 256 KiB chunks the copy and the undo's read go by
+// (src/backend/fs/archive-log.ts), so one line starts in one chunk, fills the next and ends in a third;
+// 2.5 MB (ten chunks) when soaking.
+const BIG = rounds(600_000, 2_500_000);
+
 /**
  * A tape whose cut part holds what a byte copy could get wrong: multi-byte characters, a line separator
- * JSON keeps, a 2.5 MB event spanning several copy chunks, and an appendMany batch (lines carrying marks).
+ * JSON keeps, an event spanning several copy chunks, and an appendMany batch (lines carrying marks).
  */
 async function awkwardTape(backend?: (root: string) => StorageBackend) {
   const root = await tempDir("agent-tape-archive-log-");
@@ -30,7 +36,7 @@ async function awkwardTape(backend?: (root: string) => StorageBackend) {
   await store.append(id, say("start"));
   const batchStart = (await store.append(id, say("before the batch"))).sequence + 1;
   await store.appendMany(id, [say(`one ${AWKWARD}`), say("two"), say(`three ${"é".repeat(1000)}`)]);
-  await store.append(id, say(`big ${"x".repeat(2_500_000)} ${AWKWARD}`));
+  await store.append(id, say(`big ${"x".repeat(BIG)} ${AWKWARD}`));
   await store.append(id, { type: "tool_call", payload: { callId: "c1", name: "edit", input: { text: AWKWARD } } });
   await store.append(id, say("last"));
   return { root, store, id, batchStart, log: join(root, id, "events.jsonl") };
