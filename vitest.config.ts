@@ -23,6 +23,8 @@ const claudeTests = "test/**/*.claude.test.ts";
 const postgresTests = "test/**/postgres-*.test.ts";
 const postgresProcessTests = "test/**/postgres-*.process.test.ts";
 const postgresServer = ["test/setup/postgres-server.ts"];
+// In those projects, pg's warning of a query sent to a client still running one fails the test (the file says why).
+const postgresSetup = ["test/setup/pg-one-query-at-a-time.ts"];
 const claudeInstalled = existsSync(".tools/claude-agent-sdk/node_modules/@anthropic-ai/claude-agent-sdk/sdk.mjs");
 
 // CI's run of every file but those with rounds() loops, which its soak run covers (scripts/soak.mjs --others).
@@ -68,6 +70,7 @@ export default defineConfig({
           include: [postgresTests],
           exclude: [...excluded, postgresProcessTests],
           globalSetup: postgresServer,
+          setupFiles: postgresSetup,
         },
       },
       {
@@ -77,6 +80,7 @@ export default defineConfig({
           include: [postgresProcessTests],
           exclude: excluded,
           globalSetup: postgresServer,
+          setupFiles: postgresSetup,
         },
       },
       { extends: true, test: { name: "property", include: [propertyTests], exclude: excluded } },
