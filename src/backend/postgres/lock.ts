@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import type { Pool, PoolClient } from "pg";
 import { LockedError, SessionNotFoundError, StorageFailedError } from "../../core/errors.js";
@@ -62,6 +63,16 @@ export class HeldLock implements Queryable {
   /** Runs a statement on the lock's connection once every statement sent before it has settled. */
   query<R = Record<string, unknown>>(text: string, values?: unknown[]): Promise<QueryResult<R>> {
     return this.inLine((client) => client.query<R>(text, values));
+  }
+
+  /**
+   * {@link HeldLock.query} as a named statement: parsed and planned once per connection, then only bound and run
+   * (a lock's writes are the same few statements again and again). Named by a hash of its text, so a name is
+   * never reused for another text on a connection the pool hands to someone else later.
+   */
+  prepared<R = Record<string, unknown>>(text: string, values: unknown[]): Promise<QueryResult<R>> {
+    const name = `agent_tape_${createHash("sha256").update(text).digest("hex").slice(0, 24)}`;
+    return this.inLine(() => this.client.query<R & object>({ name, text, values }));
   }
 
   /**

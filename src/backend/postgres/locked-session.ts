@@ -75,7 +75,8 @@ export class PgLockedSession implements LockedSession {
     this.assertHeld();
     let result: { rows: R[]; rowCount: number | null };
     try {
-      result = await db.query<R & object>(text, [this.lock.incarnation, this.lock.epoch, ...values]);
+      const all = [this.lock.incarnation, this.lock.epoch, ...values];
+      result = await (db === this.lock ? this.lock.prepared<R & object>(text, all) : db.query<R & object>(text, all));
     } catch (error) {
       const code = (error as { code?: unknown }).code;
       // A connection that died took the lock with it; a row already there under our key means another writer.
