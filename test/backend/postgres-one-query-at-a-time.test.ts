@@ -72,7 +72,7 @@ describe("one statement at a time on a lock's connection", () => {
     }
   });
 
-  it("the lease's heartbeat waits while a write is stuck on the server: never a second statement beside it", async () => {
+  it("the heartbeat waits while a write is stuck on the server: never a second statement beside it", async () => {
     // Lease 1000 ms: a heartbeat every 333 ms. The write is held up for over a second by a row lock another
     // connection holds on the session's row (the events' foreign key has to share-lock it).
     const { seen, backend, schema } = watchedBackend(1000);
