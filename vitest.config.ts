@@ -26,6 +26,8 @@ const postgresServer = ["test/setup/postgres-server.ts"];
 // The projects whose tests start child processes run them from bundles built once per run (docs/testing.md,
 // "Child processes").
 const childBundles = "test/setup/child-bundles.ts";
+// In those projects, pg's warning of a query sent to a client still running one fails the test (the file says why).
+const postgresSetup = ["test/setup/pg-one-query-at-a-time.ts"];
 const claudeInstalled = existsSync(".tools/claude-agent-sdk/node_modules/@anthropic-ai/claude-agent-sdk/sdk.mjs");
 
 // CI's run of every file but those with rounds() loops, which its soak run covers (scripts/soak.mjs --others).
@@ -71,6 +73,7 @@ export default defineConfig({
           include: [postgresTests],
           exclude: [...excluded, postgresProcessTests],
           globalSetup: postgresServer,
+          setupFiles: postgresSetup,
         },
       },
       {
@@ -80,6 +83,7 @@ export default defineConfig({
           include: [postgresProcessTests],
           exclude: excluded,
           globalSetup: [...postgresServer, childBundles],
+          setupFiles: postgresSetup,
         },
       },
       { extends: true, test: { name: "property", include: [propertyTests], exclude: excluded } },

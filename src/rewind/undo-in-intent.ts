@@ -74,6 +74,12 @@ export async function storeUndoBlobs(
   if (blobs.size === 0) return;
   await markBlobsInFlight(locked);
   const later = locked.syncBlobs !== undefined; // else every write is made durable on its own
+  if (fresh && locked.writeBlobs) {
+    // The backend batches (PostgreSQL: one statement for them all, not one round trip per blob).
+    await locked.writeBlobs(blobs, { durable: !later });
+    if (later) await locked.syncBlobs!(blobs.keys());
+    return;
+  }
   await forEachLimited([...blobs], 8, async ([hash, bytes]) => {
     if (!fresh && (await intact(backend, locked.sessionId, hash, bytes.length))) return;
     if (!fresh) await locked.deleteBlob(hash);

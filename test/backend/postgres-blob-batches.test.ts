@@ -3,7 +3,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { postgresBackend } from "../../src/backend/postgres/index.js";
-import { CheckpointStore } from "../../src/index.js";
+import { CheckpointStore, rewind } from "../../src/index.js";
 import { pgUrl, useSchemas } from "../helpers/postgres.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 
@@ -55,6 +55,27 @@ describe("PostgreSQL blobs in batches", () => {
       const blobWrites = statements.filter(writesBlobs);
       expect(blobWrites, "statements that write blobs during one capture").toHaveLength(1);
       expect(await backend.listBlobs(id)).toHaveLength(40);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a rewind of 3 edited files stores their 3 undo snapshots in one statement", async () => {
+    const { statements, backend, store } = countedStore();
+    const workspace = await tempDir("agent-tape-pg-batch-");
+    const paths = ["a.txt", "b.txt", "c.txt"];
+    for (const path of paths) await writeFile(join(workspace, path), `${path} before\n`);
+    try {
+      const { id } = await store.create({ workspace });
+      const before = await store.append(id, { type: "message", payload: { role: "user", content: "hi" } });
+      await new CheckpointStore(store, { afterState: false }).around(id, { tool: "edit", paths }, async () => {
+        for (const path of paths) await writeFile(join(workspace, path), `${path} after\n`);
+      });
+      const blobsBefore = (await backend.listBlobs(id)).length;
+      statements.length = 0;
+      await rewind(store, id, { toSequence: before.sequence });
+      expect(statements.filter(writesBlobs), "statements that write the rewind's undo blobs").toHaveLength(1);
+      expect(await backend.listBlobs(id)).toHaveLength(blobsBefore + 3);
     } finally {
       await store.close();
     }

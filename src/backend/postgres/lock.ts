@@ -1,9 +1,11 @@
+import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import type { Pool, PoolClient } from "pg";
 import { LockedError, SessionNotFoundError, StorageFailedError } from "../../core/errors.js";
 import type { LockWait } from "../types.js";
 import { isConnectionLost } from "./pg-errors.js";
 import { advisoryKeys } from "./names.js";
+import type { Queryable, QueryResult } from "./queryable.js";
 
 // The session lock (docs/postgres.md, "The lock"): a session-level advisory lock held on one connection for
 // the whole hold. The server releases it when that connection ends (the process died, or was paused past its
@@ -19,11 +21,20 @@ export interface LockSettings {
   signal?: AbortSignal | undefined;
 }
 
-/** A session lock as held: its connection, the incarnation and epoch its writes are fenced by. */
-export class HeldLock {
+/**
+ * A session lock as held: its connection, the incarnation and epoch its writes are fenced by. Every statement on
+ * the connection goes through {@link HeldLock.query}, one at a time: writes made at once under the lock (a rewind
+ * stores its undo blobs several at a time) and the heartbeat share it, and `pg` refuses a query sent to a client
+ * still running one (it warns today; test/backend/postgres-one-query-at-a-time.test.ts).
+ */
+export class HeldLock implements Queryable {
   private heartbeat: NodeJS.Timeout | undefined;
   private lostBy: Error | undefined;
   private released = false;
+  /** The last statement sent or waiting to be: the next one starts when it has settled. */
+  private line: Promise<unknown> = Promise.resolve();
+  /** Statements sent or waiting: the heartbeat stays quiet while there are any (they keep the lease alive). */
+  private pending = 0;
   private readonly onError = (error: Error) => this.lose(error);
   private readonly onEnd = () => this.lose(new Error("the lock's PostgreSQL connection ended"));
 
@@ -41,11 +52,41 @@ export class HeldLock {
     // sends none, so the server shuts the connection and with it the lock (idle_session_timeout).
     this.heartbeat = setInterval(
       () => {
-        if (this.lostBy === undefined) client.query("SELECT 1").catch((error: Error) => this.lose(error));
+        if (this.lostBy === undefined && this.pending === 0)
+          this.query("SELECT 1").catch((error: Error) => this.lose(error));
       },
       Math.max(100, Math.floor(leaseMs / 3)),
     );
     this.heartbeat.unref();
+  }
+
+  /** Runs a statement on the lock's connection once every statement sent before it has settled. */
+  query<R = Record<string, unknown>>(text: string, values?: unknown[]): Promise<QueryResult<R>> {
+    return this.inLine((client) => client.query<R>(text, values));
+  }
+
+  /**
+   * {@link HeldLock.query} as a named statement: parsed and planned once per connection, then only bound and run
+   * (a lock's writes are the same few statements again and again). Named by a hash of its text, so a name is
+   * never reused for another text on a connection the pool hands to someone else later.
+   */
+  prepared<R = Record<string, unknown>>(text: string, values: unknown[]): Promise<QueryResult<R>> {
+    const name = `agent_tape_${createHash("sha256").update(text).digest("hex").slice(0, 24)}`;
+    return this.inLine(() => this.client.query<R & object>({ name, text, values }));
+  }
+
+  /**
+   * Runs `fn` with the connection to itself once every statement sent before has settled; statements sent
+   * meanwhile wait for it to end (a transaction of several statements: nobody else's write lands inside it).
+   */
+  inLine<T>(fn: (client: Queryable) => Promise<T>): Promise<T> {
+    this.pending++;
+    const run = this.line.then(() => fn(this.client as unknown as Queryable));
+    this.line = run.then(
+      () => this.pending--,
+      () => this.pending--,
+    );
+    return run;
   }
 
   /** Why the lock is lost (its connection died), or undefined while it holds. */
@@ -68,7 +109,7 @@ export class HeldLock {
     let failure: Error | undefined = this.lostBy;
     if (failure === undefined) {
       try {
-        await this.client.query(
+        await this.query(
           `SELECT pg_advisory_unlock($1, $2), set_config('idle_session_timeout', '0', false),
                   set_config('idle_in_transaction_session_timeout', '0', false)`,
           this.keys,

@@ -15,6 +15,7 @@ import {
 } from "./archive.js";
 import type { HeldLock } from "./lock.js";
 import { isConnectionLost } from "./pg-errors.js";
+import type { Queryable } from "./queryable.js";
 
 /**
  * A PostgreSQL session while its lock is held. Every write goes through the lock's connection and checks the
@@ -69,11 +70,13 @@ export class PgLockedSession implements LockedSession {
     text: string,
     values: unknown[],
     fenced: (result: { rows: R[]; rowCount: number | null }) => boolean,
+    db: Queryable = this.lock,
   ): Promise<R[]> {
     this.assertHeld();
     let result: { rows: R[]; rowCount: number | null };
     try {
-      result = await this.lock.client.query<R & object>(text, [this.lock.incarnation, this.lock.epoch, ...values]);
+      const all = [this.lock.incarnation, this.lock.epoch, ...values];
+      result = await (db === this.lock ? this.lock.prepared<R & object>(text, all) : db.query<R & object>(text, all));
     } catch (error) {
       const code = (error as { code?: unknown }).code;
       // A connection that died took the lock with it; a row already there under our key means another writer.
@@ -121,7 +124,7 @@ export class PgLockedSession implements LockedSession {
     const s = this.s;
     // The last line kept: when it is inside a batch that went on past the cut, it is written again marked as
     // that batch's end, as the fs backend does, so the log's bytes stay the same across backends.
-    const kept = await this.lock.client.query<{ sequence: string; line: string }>(
+    const kept = await this.lock.query<{ sequence: string; line: string }>(
       `SELECT sequence, line FROM ${s}.events WHERE incarnation = $1 AND sequence <= $2
         ORDER BY sequence DESC LIMIT 1`,
       [this.lock.incarnation, Math.max(0, Math.floor(sequence))],
@@ -163,7 +166,7 @@ export class PgLockedSession implements LockedSession {
       (result) => result.rows[0]?.fenced === "1",
     );
     const incarnation = this.lock.incarnation;
-    return archivedLogOf(copied!, () => archivedLogParts(this.lock.client, this.s, { incarnation }, name));
+    return archivedLogOf(copied!, () => archivedLogParts(this.lock, this.s, { incarnation }, name));
   }
 
   async writeBlob(hash: string, bytes: Uint8Array, options: { durable?: boolean } = {}): Promise<boolean> {
@@ -210,21 +213,25 @@ export class PgLockedSession implements LockedSession {
     }
     if (groups.length === 0) return [];
     if (groups.length === 1) return this.insertBlobs(groups[0]!, options);
-    await this.lock.client.query("BEGIN");
-    try {
-      const written: string[] = [];
-      for (const group of groups) written.push(...(await this.insertBlobs(group, options)));
-      await this.lock.client.query("COMMIT");
-      return written;
-    } catch (error) {
-      await this.lock.client.query("ROLLBACK").catch(() => undefined);
-      throw error;
-    }
+    // The connection to this transaction alone: a write made meanwhile under the lock waits for its end.
+    return this.lock.inLine(async (db) => {
+      await db.query("BEGIN");
+      try {
+        const written: string[] = [];
+        for (const group of groups) written.push(...(await this.insertBlobs(group, options, db)));
+        await db.query("COMMIT");
+        return written;
+      } catch (error) {
+        await db.query("ROLLBACK").catch(() => undefined);
+        throw error;
+      }
+    });
   }
 
   private async insertBlobs(
     group: { hashes: string[]; stored: Buffer[] },
     options: { durable?: boolean },
+    db: Queryable = this.lock,
   ): Promise<string[]> {
     const relaxed = options.durable === false ? `, c AS (SELECT set_config('synchronous_commit', 'off', true))` : "";
     const from = options.durable === false ? "f, c," : "f,";
@@ -237,6 +244,7 @@ export class PgLockedSession implements LockedSession {
        SELECT i.hash FROM f LEFT JOIN i ON true`,
       [group.hashes, group.stored],
       (result) => result.rows.length > 0,
+      db,
     );
     return rows.flatMap((row) => (row.hash === null ? [] : [row.hash]));
   }
@@ -249,7 +257,7 @@ export class PgLockedSession implements LockedSession {
   async hasBlob(hash: string): Promise<boolean> {
     this.assertHeld();
     if (!isBlobHash(hash)) return false;
-    const found = await this.lock.client.query(`SELECT 1 FROM ${this.s}.blobs WHERE incarnation = $1 AND hash = $2`, [
+    const found = await this.lock.query(`SELECT 1 FROM ${this.s}.blobs WHERE incarnation = $1 AND hash = $2`, [
       this.lock.incarnation,
       hash,
     ]);

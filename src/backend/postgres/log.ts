@@ -2,7 +2,7 @@ import { parseEventLine } from "../../core/envelope.js";
 import { LogCorruptError, SessionNotFoundError, TapeRewoundError } from "../../core/errors.js";
 import type { StoredEvent } from "../../core/events.js";
 import type { ReadEventsOptions } from "../types.js";
-import type { Queryable } from "./queryable.js";
+import type { Queryable, QueryResult } from "./queryable.js";
 
 // Reading the log: pages by sequence, each one statement (its own snapshot), so no transaction stays open
 // however slow the reader; a cut that passes under a paused reader is seen in the cut table of the next page's
@@ -55,15 +55,7 @@ export async function* readLogPages(
   let lineNumber = 0;
   for (;;) {
     options.signal?.throwIfAborted();
-    const page = await db.query<PageRow>(
-      `SELECT c.low, c.mark, e.sequence, e.line
-         FROM (SELECT min(after_sequence) FILTER (WHERE cut > $2) AS low, coalesce(max(cut), 0) AS mark
-                 FROM ${s}.cuts WHERE incarnation = $1) c
-         LEFT JOIN LATERAL (SELECT sequence, line FROM ${s}.events
-                             WHERE incarnation = $1 AND sequence > $3 AND sequence <= $4
-                             ORDER BY incarnation, sequence LIMIT $5) e ON true`,
-      [incarnation, mark, after, to, PAGE_ROWS],
-    );
+    const page = await readPage(db, s, incarnation, mark, after, to);
     const first = page.rows[0]!;
     // A cut below what this read handed out: those events are gone, and what follows now is another tape.
     if (mark !== "-1" && handedOut && first.low !== null && Number(first.low) < after)
@@ -97,6 +89,39 @@ export async function* readLogPages(
     }
     if (rows < PAGE_ROWS) return;
   }
+}
+
+/**
+ * One page: the cuts since `mark` and the next PAGE_ROWS events after `after`, in one snapshot. Sent as one
+ * simple-protocol message of two statements, so the first (`enable_sort` off for this implicit transaction alone)
+ * shapes the second's plan: on a table not analyzed yet the planner guesses a handful of rows and chooses to sort
+ * every event after `after` (spilled to disk for a long log, each page again) over walking the key in order;
+ * with sorting ruled out it walks the key, PAGE_ROWS rows and no more, whatever the statistics
+ * (docs/postgres.md, "Readers"). The numbers are inlined (no parameters in a multi-statement message), so each
+ * is checked to be an integer first.
+ */
+async function readPage(
+  db: Queryable,
+  s: string,
+  incarnation: string,
+  mark: string,
+  after: number,
+  to: number,
+): Promise<QueryResult<PageRow>> {
+  const numbers = [incarnation, mark, after, to, PAGE_ROWS].map(String);
+  if (!numbers.every((n) => /^-?\d{1,19}$/.test(n)))
+    throw new Error(`A page of the log asked for with a bound that is not an integer: ${numbers.join(", ")}`);
+  const [i, m, a, t, n] = numbers;
+  const results = (await db.query(
+    `SELECT set_config('enable_sort', 'off', true);
+     SELECT c.low, c.mark, e.sequence, e.line
+       FROM (SELECT min(after_sequence) FILTER (WHERE cut > ${m}) AS low, coalesce(max(cut), 0) AS mark
+               FROM ${s}.cuts WHERE incarnation = ${i}) c
+       LEFT JOIN LATERAL (SELECT sequence, line FROM ${s}.events
+                           WHERE incarnation = ${i} AND sequence > ${a} AND sequence <= ${t}
+                           ORDER BY incarnation, sequence LIMIT ${n}) e ON true`,
+  )) as unknown as QueryResult<PageRow>[];
+  return results[1]!;
 }
 
 /** 1-based line number of the row `sequence`: how many rows come before it, plus one. */
