@@ -20,12 +20,23 @@ export const REWIND_INTENT_RECORD = "rewind-intent";
 export type { RewindIntent } from "./rewind-intent.js";
 
 /**
- * Makes the intent durable. If writing it fails, any half-written record is removed too, so a
+ * Makes the intent durable, with the undo blobs written without an fsync (`unsyncedBlobs`) durable no later. If
+ * writing it fails, any half-written record is removed too, so a
  * rewind the caller saw fail is not completed behind its back by the next lock holder.
  */
-export async function writeIntent(locked: LockedSession, intent: RewindIntent): Promise<void> {
+export async function writeIntent(
+  locked: LockedSession,
+  intent: RewindIntent,
+  unsyncedBlobs: readonly string[] = [],
+): Promise<void> {
   try {
-    await locked.writeRecord(REWIND_INTENT_RECORD, intent);
+    if (unsyncedBlobs.length === 0) await locked.writeRecord(REWIND_INTENT_RECORD, intent);
+    else if (locked.writeRecordWithBlobs)
+      await locked.writeRecordWithBlobs(REWIND_INTENT_RECORD, intent, unsyncedBlobs);
+    else {
+      await locked.syncBlobs?.(unsyncedBlobs);
+      await locked.writeRecord(REWIND_INTENT_RECORD, intent);
+    }
   } catch (error) {
     await locked.deleteRecord(REWIND_INTENT_RECORD).catch(() => undefined);
     throw error;
