@@ -36,6 +36,7 @@ const STALL_MS = 20;
  */
 export const rewindSuite: Suite = {
   name: "rewind",
+  results: "rewind.json",
   async run({ quick, tempDir, log }) {
     const mainSize = quick ? 1000 : 10_000;
     const ks = quick ? [1, 10, 100] : [1, 100, 1000];

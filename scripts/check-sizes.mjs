@@ -21,8 +21,6 @@ const STILL_TOO_LONG = new Map([
   ["src/backend/fs/fs-backend.ts FsBackend.readEventBatches", 98],
   ["src/checkpoint/workspace-index/scan.ts scanWorkspace", 96],
   ["src/cli/commands/rewind.ts run", 107],
-  ["src/rewind/apply-files.ts applyHeld", 173],
-  ["src/rewind/intent.ts completeIntent", 89],
   ["src/testing/lock.ts lockArea", 186],
   ["src/testing/lock.ts lockArea > describe(…) callback", 160],
   ["src/testing/log.ts logArea", 319],

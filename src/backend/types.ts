@@ -277,6 +277,13 @@ export interface LockedSession {
    * process crash but not power loss, and costs no fsync.
    */
   writeRecord(name: string, value: unknown, options?: { durable?: boolean }): Promise<void>;
+  /**
+   * Optional: {@link writeRecord}, durable, with `blobs` (written `durable: false`) made durable no later than
+   * the record, in one wait for the disk where the backend can (the fs backend: one syncfs covers the blobs and
+   * the record's bytes, then the rename and its folder's fsync). Without it the caller makes the blobs durable
+   * first ({@link syncBlobs}), then writes the record: two waits (docs/ARCHITECTURE.md, "Rewind intent").
+   */
+  writeRecordWithBlobs?(name: string, value: unknown, blobs: readonly string[]): Promise<void>;
   /** Removes the record; with `archivedLog`, the log range archived beside it too (see {@link archiveLogAfter}). */
   deleteRecord(name: string, options?: { archivedLog?: boolean }): Promise<void>;
 

@@ -17,9 +17,18 @@ export async function storeBlobsThenReference<T>(
   locked: LockedSession,
   snapshot: { blobs: ReadonlyMap<string, Uint8Array> },
   concurrency: number,
-  reference: () => Promise<T>,
+  reference: (unsynced: readonly string[]) => Promise<T>,
+  options: { referenceSyncs?: boolean } = {},
 ): Promise<T> {
   const written: string[] = [];
+  // With `referenceSyncs`, the blobs written without an fsync are handed to `reference`, which makes them
+  // durable with its own write (writeRecordWithBlobs: one wait for both); else they are made durable here.
+  let unsynced: string[] = [];
+  const synced = async (relaxed: boolean) => {
+    if (!relaxed || written.length === 0) return;
+    if (options.referenceSyncs) unsynced = written;
+    else await locked.syncBlobs!(written);
+  };
   try {
     if (snapshot.blobs.size > 0) {
       await markBlobsInFlight(locked);
@@ -28,16 +37,16 @@ export async function storeBlobsThenReference<T>(
         // where the backend can make them durable after.
         const relaxed = locked.syncBlobs !== undefined;
         written.push(...(await locked.writeBlobs(snapshot.blobs, { durable: !relaxed })));
-        if (relaxed && written.length > 0) await locked.syncBlobs!(written);
-        return await reference();
+        await synced(relaxed);
+        return await reference(unsynced);
       }
       const together = snapshot.blobs.size >= SYNC_FILESYSTEM_FROM && locked.syncBlobs !== undefined;
       await forEachLimited([...snapshot.blobs], concurrency, async ([hash, bytes]) => {
         if (await locked.writeBlob(hash, bytes, { durable: !together })) written.push(hash);
       });
-      if (together && written.length > 0) await locked.syncBlobs!(written);
+      await synced(together);
     }
-    return await reference();
+    return await reference(unsynced);
   } catch (error) {
     for (const hash of written) await locked.deleteBlob(hash).catch(() => undefined);
     throw error;

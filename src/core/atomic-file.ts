@@ -23,6 +23,11 @@ export interface AtomicWriteOptions {
   /** fsync the data and the folder: the write survives power loss, not only a process crash. @default true */
   durable?: boolean;
   mode?: number;
+  /**
+   * Makes the temp's bytes durable another way (a syncfs of its filesystem that also covers other writes the
+   * caller needs durable with it); returns false when it could not, and the temp is then fsynced itself.
+   */
+  syncData?: () => Promise<boolean>;
 }
 
 /**
@@ -41,7 +46,7 @@ export async function writeFileAtomic(
     try {
       await fh.writeFile(data);
       if (options.mode !== undefined) await fh.chmod(options.mode); // open()'s mode is filtered by the umask
-      if (durable) await fh.sync();
+      if (durable && !(await options.syncData?.())) await fh.sync();
     } finally {
       await fh.close();
     }

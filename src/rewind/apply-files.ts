@@ -1,7 +1,4 @@
 import { createHash, randomUUID } from "node:crypto";
-import { constants } from "node:fs";
-import { dirname } from "node:path";
-import { lchown, lstat, mkdir, open, rename, stat, symlink, unlink } from "../core/named-fs.js";
 import { fsyncDir } from "../core/atomic-file.js";
 import { SYNC_FILESYSTEM_FROM, syncFilesystem } from "../core/sync-filesystem.js";
 import type { FileSnapshot } from "../core/events.js";
@@ -13,6 +10,7 @@ import { removeEntry } from "../checkpoint/remove-entry.js";
 import { isStrictlyBelowAny } from "./plan.js";
 import { lateChange, stillAsPlannedSync, type LateChange } from "./still-as-planned.js";
 import { deleteNow, restoreFileNow, type NowOutcome } from "./restore-now.js";
+import { fsyncFile, ignoreGone, restoreDirectory, restoreFile, restoreMode, restoreSymlink } from "./restore-async.js";
 import { yieldIfLong } from "../core/time-slices.js";
 
 export interface ApplyOptions {
@@ -80,28 +78,22 @@ async function applyHeld(
   temps: TempNames,
   options: ApplyOptions,
 ): Promise<ApplyResult> {
-  const refused: string[] = [];
-  const changed: string[] = [];
-  let planned = options.planned;
-  // Each path is looked at again right before it is replaced or deleted, in the folder the write uses: an edit
-  // saved since the conflict check is never overwritten unseen (docs/ARCHITECTURE.md, "Conflicts"). What is
-  // kept for the undo is looked at again (a few times: a path that keeps changing is left).
-  const unchanged = async (path: string, where: string, deep: boolean): Promise<boolean> => {
-    for (let look = 1; planned !== undefined; look++) {
-      const change = await lateChange(where, path, planned, deep);
-      if (change === undefined) return true;
-      const outcome = look <= 3 && options.onChanged ? await options.onChanged(change) : "left";
-      if (outcome === "left") {
-        changed.push(path);
-        return false;
-      }
-      planned = outcome;
-    }
-    return true;
-  };
+  const run = new ApplyRun(held, blobBytes, concurrency, temps, options);
+  const { folders, files, deletes } = inOrder(records);
+  await run.restoreFolders(folders);
+  await run.restoreFiles(files);
+  await run.deletePaths(deletes);
+  await run.makeDurable(files.length >= SYNC_FILESYSTEM_FROM);
+  return { refused: run.refused, changed: run.changed };
+}
+
+/**
+ * The records in the order they are done: folders parents first, then files and links, then deletions deepest
+ * first. Below a path made a file or a link, or removed, nothing is left of its own: acting there would act
+ * through the link just made (deleting what it leads to), so such records are done by their parent's.
+ */
+function inOrder(records: readonly FileSnapshot[]) {
   const depth = (p: string) => (p === "." ? 0 : p.split("/").length);
-  // Below a path made a file or a link, or removed, nothing is left of its own: acting there would act
-  // through the link just made (deleting what it leads to), so such records are done by their parent's.
   const nonFolders = new Set(
     records.filter((r) => r.kind === "blob" || r.kind === "symlink" || r.kind === "absent").map((r) => r.path),
   );
@@ -109,267 +101,229 @@ async function applyHeld(
   const restores = records
     .filter((r) => r.kind !== "absent" && r.kind !== "skipped" && own(r))
     .sort((a, b) => depth(a.path) - depth(b.path));
-  const deletes = records.filter((r) => r.kind === "absent" && own(r)).sort((a, b) => depth(b.path) - depth(a.path));
-  const touchedDirs = new Set<string>();
-  const parentOf = (path: string) => (path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "");
+  return {
+    folders: restores.filter((r) => r.kind === "directory"),
+    files: restores.filter((r) => r.kind !== "directory"),
+    deletes: records.filter((r) => r.kind === "absent" && own(r)).sort((a, b) => depth(b.path) - depth(a.path)),
+  };
+}
 
-  // A record's path as the workspace-relative name to act on; undefined (and refused) when it leads outside.
-  // With folders held, the folder opened is checked at the moment of use anyway (docs/ARCHITECTURE.md,
-  // "Confinement"): the parents need a look only when reaching it fails, to tell "outside" from an OS error.
-  const holding = HeldWorkspace.holdsFolders;
-  const looks: ParentLooks = new Map();
-  const place = async (path: string): Promise<string | undefined> => {
-    const where = holding
-      ? placeLexically(held.realWorkspace, path, held.realWorkspace)
-      : await confine(held.realWorkspace, path, held.realWorkspace, looks);
-    if (!where.inside) {
-      refused.push(path);
-      return undefined;
-    }
-    return where.path;
-  };
-  /** True (and refused) when reaching `path` failed because a parent leads outside, e.g. a dangling link. */
-  const leadsOutside = async (path: string): Promise<boolean> => {
-    if (!holding || (await confine(held.realWorkspace, path, held.realWorkspace, looks)).inside) return false;
-    refused.push(path);
-    return true;
-  };
-  const act = async (path: string, action: (where: string) => Promise<void>) => {
-    let done;
-    try {
-      done = await held.at(path, action, { create: true });
-    } catch (error) {
-      if (await leadsOutside(path)) return;
-      throw naming(path, error);
-    }
-    if (done === OUTSIDE) refused.push(path);
-    else touchedDirs.add(parentOf(path));
-  };
+const parentOf = (path: string) => (path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "");
 
-  // Folders one depth at a time (a parent before its children), files in parallel.
-  for (const record of restores) {
-    if (record.kind !== "directory") continue;
-    const path = await place(record.path);
-    if (path === undefined) continue;
-    if (path === ".") await held.at(".", (where) => restoreMode(where, record.mode, record));
-    else
-      await act(path, async (where) => {
-        if (await unchanged(path, where, false)) await restoreDirectory(held, path, where, record.mode, record);
-      });
+/**
+ * One apply's steps and what they gather: the paths refused (leading outside) or found changed, the folders
+ * touched and the files written (made durable at the end). Where folders are held, files are written and paths
+ * deleted with synchronous calls, many per turn of the event loop (restore-now.ts); what that form leaves
+ * ("async") is done the asynchronous way, which handles every case and names every error.
+ */
+class ApplyRun {
+  readonly refused: string[] = [];
+  readonly changed: string[] = [];
+  private planned: ReadonlyMap<string, readonly FileSnapshot[]> | undefined;
+  private readonly touchedDirs = new Set<string>();
+  private readonly written: string[] = [];
+  private readonly looks: ParentLooks = new Map();
+  private readonly holding = HeldWorkspace.holdsFolders;
+
+  constructor(
+    private readonly held: HeldWorkspace,
+    private readonly blobBytes: (hash: string) => Promise<Buffer>,
+    private readonly concurrency: number,
+    private readonly temps: TempNames,
+    private readonly options: ApplyOptions,
+  ) {
+    this.planned = options.planned;
   }
-  const files = restores.filter((r) => r.kind !== "directory");
-  // Many files: made durable by one syncfs at the end instead of an fsync each.
-  const batched = files.length >= SYNC_FILESYSTEM_FROM;
-  const written: string[] = [];
-  const restoreOne = async (record: FileSnapshot) => {
-    const path = await place(record.path);
-    if (path === undefined || path === ".") return; // the workspace itself stays a folder
-    if (record.kind === "blob") {
-      const bytes = await blobBytes(record.blob);
-      await act(path, (where) =>
-        restoreFile(held, path, where, temps.of(record, where), bytes, record, () => unchanged(path, where, true)),
-      );
-      written.push(path);
-    } else if (record.kind === "symlink") {
-      await act(path, (where) =>
-        restoreSymlink(held, path, where, temps.of(record, where), record, () => unchanged(path, where, true)),
-      );
+
+  /** Folders one depth at a time (a parent before its children). */
+  async restoreFolders(folders: readonly FileSnapshot[]): Promise<void> {
+    for (const record of folders) {
+      if (record.kind !== "directory") continue;
+      const path = await this.place(record.path);
+      if (path === undefined) continue;
+      if (path === ".") await this.held.at(".", (where) => restoreMode(where, record.mode, record));
+      else
+        await this.act(path, async (where) => {
+          if (await this.unchanged(path, where, false))
+            await restoreDirectory(this.held, path, where, record.mode, record);
+        });
     }
-  };
-  // Where folders are held, files are written with synchronous calls, many per turn of the event loop
-  // (restore-now.ts); what that form leaves ("async") is done as before.
-  const unchangedNow = (path: string, where: string, deep: boolean): boolean =>
-    planned === undefined || stillAsPlannedSync(where, path, planned, deep);
-  const now = async (path: string, act: (where: string) => NowOutcome, create: boolean): Promise<boolean> => {
+  }
+
+  /** Files and links in parallel, files the synchronous way where it can. */
+  async restoreFiles(files: readonly FileSnapshot[]): Promise<void> {
+    await forEachLimited(files, this.concurrency, async (record) => {
+      if (!this.holding || record.kind !== "blob") return this.restoreOne(record);
+      const place = placeLexically(this.held.realWorkspace, record.path, this.held.realWorkspace);
+      if (!place.inside || place.path === ".") return this.restoreOne(record); // refused there
+      if (!(await this.restoreFileAtOnce(place.path, record))) return this.restoreOne(record);
+    });
+  }
+
+  /** Deepest first, never the workspace itself. */
+  async deletePaths(deletes: readonly FileSnapshot[]): Promise<void> {
+    for (const record of deletes) {
+      const path = await this.place(record.path);
+      if (path === undefined || path === ".") continue;
+      this.held.forget(path);
+      if (this.holding) {
+        await yieldIfLong();
+        const unchanged = (where: string) => this.unchangedNow(path, where, true);
+        if (this.now(path, (where) => deleteNow(where, () => unchanged(where)))) continue;
+      }
+      await this.deleteOne(path);
+    }
+  }
+
+  /**
+   * Makes the files, renames and unlinks durable before the log says the rewind happened: no file waited for the
+   * disk on its own, so the waits overlap here (files and folders at once: until this returns nothing relies on
+   * their order, recovery re-runs the whole step). Many files: one syncfs instead of an fsync each.
+   */
+  async makeDurable(batched: boolean): Promise<void> {
+    if (batched && (await syncFilesystem(this.held.realWorkspace))) return;
+    const { held } = this;
+    await Promise.all([
+      forEachLimited(this.written, this.concurrency, (path) =>
+        held.at(path, fsyncFile).then(() => undefined, ignoreGone),
+      ),
+      ...[...this.touchedDirs].map((dir) => held.folder(dir, fsyncDir).catch(() => undefined)),
+    ]);
+  }
+
+  /** A file's restore the synchronous way; false when that form left it (done the asynchronous way then). */
+  private async restoreFileAtOnce(path: string, record: FileSnapshot & { kind: "blob" }): Promise<boolean> {
+    const bytes = await this.blobBytes(record.blob);
     let done;
     try {
-      done = held.atSync(path, act, { create });
+      done = await restoreFileNow(
+        this.held,
+        path,
+        (where) => this.temps.of(record, where),
+        bytes,
+        record.mode,
+        (where) => this.unchangedNow(path, where, true),
+        record,
+      );
     } catch {
       return false; // the asynchronous form does it again, and says what went wrong
     }
     if (done === "async") return false;
-    if (done === OUTSIDE) refused.push(path);
-    else touchedDirs.add(parentOf(path));
-    return true;
-  };
-  await forEachLimited(files, concurrency, async (record) => {
-    if (!holding || record.kind !== "blob") return restoreOne(record);
-    const place = placeLexically(held.realWorkspace, record.path, held.realWorkspace);
-    if (!place.inside || place.path === ".") return restoreOne(record); // refused there
-    const path = place.path;
-    const bytes = await blobBytes(record.blob);
-    let done;
-    try {
-      done = await restoreFileNow(
-        held,
-        path,
-        (where) => temps.of(record, where),
-        bytes,
-        record.mode,
-        (where) => unchangedNow(path, where, true),
-        record,
-      );
-    } catch {
-      done = "async"; // the asynchronous form does it again, and says what went wrong
-    }
-    if (done === "async") return restoreOne(record);
-    if (done === OUTSIDE) refused.push(path);
+    if (done === OUTSIDE) this.refused.push(path);
     else {
-      touchedDirs.add(parentOf(path));
-      written.push(path);
+      this.touchedDirs.add(parentOf(path));
+      this.written.push(path);
     }
-  });
-  for (const record of deletes) {
-    const path = await place(record.path);
-    if (path === undefined || path === ".") continue; // never delete the workspace itself
-    held.forget(path);
-    if (holding) {
-      await yieldIfLong();
-      if (await now(path, (where) => deleteNow(where, () => unchangedNow(path, where, true)), false)) continue;
+    return true;
+  }
+
+  /** A file or a link, the asynchronous way. */
+  private async restoreOne(record: FileSnapshot): Promise<void> {
+    const path = await this.place(record.path);
+    if (path === undefined || path === ".") return; // the workspace itself stays a folder
+    const unchanged = (where: string) => () => this.unchanged(path, where, true);
+    if (record.kind === "blob") {
+      const bytes = await this.blobBytes(record.blob);
+      await this.act(path, (where) =>
+        restoreFile(this.held, path, where, this.temps.of(record, where), bytes, record, unchanged(where)),
+      );
+      this.written.push(path);
+    } else if (record.kind === "symlink") {
+      await this.act(path, (where) =>
+        restoreSymlink(this.held, path, where, this.temps.of(record, where), record, unchanged(where)),
+      );
     }
+  }
+
+  /** A deletion the asynchronous way: removes a link itself, never what it points at. */
+  private async deleteOne(path: string): Promise<void> {
     let done;
     try {
-      // removes a link itself, never what it points at
-      done = await held.at(path, async (where) => {
-        if (await unchanged(path, where, true)) await removeEntry(where);
+      done = await this.held.at(path, async (where) => {
+        if (await this.unchanged(path, where, true)) await removeEntry(where);
       });
     } catch (error) {
-      if (await leadsOutside(path)) continue;
+      if (await this.leadsOutside(path)) return;
       const code = (error as NodeJS.ErrnoException).code;
-      if (code === "ENOENT" || code === "ENOTDIR") continue; // no folder to hold it: nothing to delete
+      if (code === "ENOENT" || code === "ENOTDIR") return; // no folder to hold it: nothing to delete
       throw naming(path, error);
     }
-    if (done === OUTSIDE) refused.push(path);
-    else touchedDirs.add(parentOf(path));
+    if (done === OUTSIDE) this.refused.push(path);
+    else this.touchedDirs.add(parentOf(path));
   }
-  // Make the files, renames and unlinks durable before the log says the rewind happened: no file waited for
-  // the disk on its own, so the waits overlap here (files and folders at once: until this returns nothing
-  // relies on their order, recovery re-runs the whole step).
-  if (batched && (await syncFilesystem(held.realWorkspace))) return { refused, changed };
-  await Promise.all([
-    forEachLimited(written, concurrency, (path) => held.at(path, fsyncFile).then(() => undefined, ignoreGone)),
-    ...[...touchedDirs].map((dir) => held.folder(dir, fsyncDir).catch(() => undefined)),
-  ]);
-  return { refused, changed };
-}
 
-/** Clears the way for a file or a link (a folder there goes, contents and all), or for a folder (a non-folder goes). */
-async function clearFor(held: HeldWorkspace, path: string, where: string, keepDirectory: boolean): Promise<void> {
-  let info;
-  try {
-    info = await lstat(where);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-    return;
+  /**
+   * Each path is looked at again right before it is replaced or deleted, in the folder the write uses: an edit
+   * saved since the conflict check is never overwritten unseen (docs/ARCHITECTURE.md, "Conflicts"). What is
+   * kept for the undo is looked at again (a few times: a path that keeps changing is left).
+   */
+  private async unchanged(path: string, where: string, deep: boolean): Promise<boolean> {
+    for (let look = 1; this.planned !== undefined; look++) {
+      const change = await lateChange(where, path, this.planned, deep);
+      if (change === undefined) return true;
+      const outcome = look <= 3 && this.options.onChanged ? await this.options.onChanged(change) : "left";
+      if (outcome === "left") {
+        this.changed.push(path);
+        return false;
+      }
+      this.planned = outcome;
+    }
+    return true;
   }
-  if (info.isDirectory() && !keepDirectory) {
-    held.forget(path);
-    await removeEntry(where);
+
+  private unchangedNow(path: string, where: string, deep: boolean): boolean {
+    return this.planned === undefined || stillAsPlannedSync(where, path, this.planned, deep);
   }
-  if (!info.isDirectory() && keepDirectory) await unlink(where).catch(ignoreMissing);
-}
 
-/**
- * Gives the new entry the owner and group its record names, or, for a record without them (tapes written before
- * owners were recorded), those of the name it replaces or, where nothing is, of the folder it is made in: a
- * harness running as root would otherwise make every file it restores root's. Only where the process may (root,
- * or its own uid: a group it is not in is left as it is).
- */
-async function giveOwner(owner: Owned, where: string, chown: (uid: number, gid: number) => Promise<void>) {
-  const uid = process.getuid?.();
-  if (uid === undefined) return;
-  let wanted = owner.uid === undefined ? undefined : { uid: owner.uid, gid: owner.gid ?? process.getgid!() };
-  // The folder is named through its held descriptor (/proc/self/fd/N): stat follows that to the folder checked.
-  wanted ??= await lstat(where).catch(() => stat(dirname(where)).catch(() => undefined));
-  if (wanted === undefined || (wanted.uid === uid && wanted.gid === process.getgid?.())) return;
-  if (uid !== 0 && wanted.uid !== uid) return;
-  await chown(wanted.uid, wanted.gid).catch(() => undefined);
-}
+  /**
+   * A record's path as the workspace-relative name to act on; undefined (and refused) when it leads outside.
+   * With folders held, the folder opened is checked at the moment of use anyway (docs/ARCHITECTURE.md,
+   * "Confinement"): the parents need a look only when reaching it fails, to tell "outside" from an OS error.
+   */
+  private async place(path: string): Promise<string | undefined> {
+    const { realWorkspace } = this.held;
+    const where = this.holding
+      ? placeLexically(realWorkspace, path, realWorkspace)
+      : await confine(realWorkspace, path, realWorkspace, this.looks);
+    if (!where.inside) {
+      this.refused.push(path);
+      return undefined;
+    }
+    return where.path;
+  }
 
-type Owned = { uid?: number | undefined; gid?: number | undefined };
+  /** True (and refused) when reaching `path` failed because a parent leads outside, e.g. a dangling link. */
+  private async leadsOutside(path: string): Promise<boolean> {
+    const { realWorkspace } = this.held;
+    if (!this.holding || (await confine(realWorkspace, path, realWorkspace, this.looks)).inside) return false;
+    this.refused.push(path);
+    return true;
+  }
 
-/** Writes the bytes to a temp beside the file and renames it over; durable only once applyHeld syncs at the end. */
-async function restoreFile(
-  held: HeldWorkspace,
-  path: string,
-  where: string,
-  temp: string,
-  bytes: Buffer,
-  record: { mode: number } & Owned,
-  unchanged: () => Promise<boolean>,
-) {
-  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
-  const fh = await clearedFirst(temp, () => open(temp, flags, 0o600));
-  try {
+  private async act(path: string, action: (where: string) => Promise<void>): Promise<void> {
+    let done;
     try {
-      await fh.writeFile(bytes);
-      await giveOwner(record, where, (uid, gid) => fh.chown(uid, gid));
-      // After writing (and chown, which clears set-id bits): open()'s mode is cut by the umask.
-      await fh.chmod(record.mode);
-    } finally {
-      await fh.close();
+      done = await this.held.at(path, action, { create: true });
+    } catch (error) {
+      if (await this.leadsOutside(path)) return;
+      throw naming(path, error);
     }
-    // Looked at last, with the new bytes ready: the time left between the look and the rename is the least.
-    if (!(await unchanged())) {
-      await unlink(temp).catch(ignoreMissing);
-      return;
+    if (done === OUTSIDE) this.refused.push(path);
+    else this.touchedDirs.add(parentOf(path));
+  }
+
+  /** `act` run at once through the held folder; false when it must be done the asynchronous way. */
+  private now(path: string, act: (where: string) => NowOutcome): boolean {
+    let done;
+    try {
+      done = this.held.atSync(path, act, { create: false });
+    } catch {
+      return false; // the asynchronous form does it again, and says what went wrong
     }
-    await renameOver(held, path, temp, where); // replaces a symlink itself, never writes through it
-  } catch (error) {
-    await unlink(temp).catch(ignoreMissing);
-    throw error;
-  }
-}
-
-async function restoreSymlink(
-  held: HeldWorkspace,
-  path: string,
-  where: string,
-  temp: string,
-  record: { target: string } & Owned,
-  unchanged: () => Promise<boolean>,
-) {
-  await clearedFirst(temp, () => symlink(record.target, temp));
-  try {
-    if (record.uid !== undefined) await giveOwner(record, where, (uid, gid) => lchown(temp, uid, gid));
-    if (!(await unchanged())) {
-      await unlink(temp).catch(ignoreMissing);
-      return;
-    }
-    await renameOver(held, path, temp, where);
-  } catch (error) {
-    await unlink(temp).catch(ignoreMissing);
-    throw error;
-  }
-}
-
-/**
- * Renames the temp over the entry. A folder there cannot be replaced by a rename (EISDIR): it goes, contents
- * and all, and the rename is tried again. Looking first cost every restore an lstat.
- */
-async function renameOver(held: HeldWorkspace, path: string, temp: string, where: string): Promise<void> {
-  try {
-    await rename(temp, where);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code !== "EISDIR" && code !== "ENOTEMPTY" && code !== "EEXIST") throw error;
-    await clearFor(held, path, where, false);
-    await rename(temp, where);
-  }
-}
-
-/**
- * Makes the temp with `make` (exclusively: O_EXCL, or symlink, which never replaces). The name is this
- * operation's own ({@link TempNames}), so one found there is what a crashed run of the same operation left: it
- * is removed and the make tried again.
- */
-async function clearedFirst<T>(temp: string, make: () => Promise<T>): Promise<T> {
-  try {
-    return await make();
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-    await removeEntry(temp); // a link there is removed, never followed
-    return make();
+    if (done === "async") return false;
+    if (done === OUTSIDE) this.refused.push(path);
+    else this.touchedDirs.add(parentOf(path));
+    return true;
   }
 }
 
@@ -410,59 +364,4 @@ function naming(path: string, error: unknown): unknown {
     return error;
   const named = new Error(`${path}: ${error.message}`, { cause: error });
   return Object.assign(named, { code: (error as NodeJS.ErrnoException).code });
-}
-
-async function restoreDirectory(
-  held: HeldWorkspace,
-  path: string,
-  where: string,
-  mode: number,
-  owner: Owned,
-): Promise<void> {
-  await clearFor(held, path, where, true);
-  await mkdir(where).catch((error: NodeJS.ErrnoException) => {
-    if (error.code !== "EEXIST") throw error;
-  });
-  await restoreMode(where, mode, owner);
-}
-
-/** Sets a folder's mode through a descriptor opened without following: a link swapped in is not chmod-ed through. */
-async function restoreMode(where: string, mode: number, owner: Owned): Promise<void> {
-  const fh = await open(where, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-  try {
-    // A folder's owner only when its record names one (a folder kept in place keeps its own), where the process may.
-    const now = owner.uid === undefined ? undefined : await fh.stat();
-    const may = process.getuid?.() === 0 || owner.uid === process.getuid?.();
-    if (now && may && (now.uid !== owner.uid || now.gid !== owner.gid))
-      await fh.chown(owner.uid!, owner.gid ?? now.gid).catch(() => undefined);
-    await fh.chmod(mode);
-  } finally {
-    await fh.close();
-  }
-}
-
-/** Fsyncs a restored file, never through a link (gone: nothing to do). */
-async function fsyncFile(where: string): Promise<void> {
-  let fh;
-  try {
-    fh = await open(where, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ELOOP") return; // replaced since (a later record, or racing code)
-    throw error;
-  }
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
-/** A restored file whose folder a later record removed: nothing left to make durable. */
-function ignoreGone(error: NodeJS.ErrnoException): void {
-  if (error.code !== "ENOENT" && error.code !== "ENOTDIR") throw error;
-}
-
-function ignoreMissing(error: NodeJS.ErrnoException): void {
-  if (error.code !== "ENOENT") throw error;
 }

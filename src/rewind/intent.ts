@@ -3,7 +3,7 @@ import type { ArchivedLog, LockedSession, StorageBackend } from "../backend/type
 import type { RewindPayload, StoredEvent } from "../core/events.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { recordedSizes } from "./recorded-sizes.js";
-import { applyFileRecords } from "./apply-files.js";
+import { applyFileRecords, type ApplyResult } from "./apply-files.js";
 import { plannedStates } from "./still-as-planned.js";
 import { archivedEvents, type RewindArchive } from "../blobs/archives.js";
 import { pruneUnreferencedBlobs } from "../blobs/prune.js";
@@ -20,12 +20,23 @@ export const REWIND_INTENT_RECORD = "rewind-intent";
 export type { RewindIntent } from "./rewind-intent.js";
 
 /**
- * Makes the intent durable. If writing it fails, any half-written record is removed too, so a
+ * Makes the intent durable, with the undo blobs written without an fsync (`unsyncedBlobs`) durable no later. If
+ * writing it fails, any half-written record is removed too, so a
  * rewind the caller saw fail is not completed behind its back by the next lock holder.
  */
-export async function writeIntent(locked: LockedSession, intent: RewindIntent): Promise<void> {
+export async function writeIntent(
+  locked: LockedSession,
+  intent: RewindIntent,
+  unsyncedBlobs: readonly string[] = [],
+): Promise<void> {
   try {
-    await locked.writeRecord(REWIND_INTENT_RECORD, intent);
+    if (unsyncedBlobs.length === 0) await locked.writeRecord(REWIND_INTENT_RECORD, intent);
+    else if (locked.writeRecordWithBlobs)
+      await locked.writeRecordWithBlobs(REWIND_INTENT_RECORD, intent, unsyncedBlobs);
+    else {
+      await locked.syncBlobs?.(unsyncedBlobs);
+      await locked.writeRecord(REWIND_INTENT_RECORD, intent);
+    }
   } catch (error) {
     await locked.deleteRecord(REWIND_INTENT_RECORD).catch(() => undefined);
     throw error;
@@ -48,23 +59,7 @@ export async function completeIntent(
   onStep: (step: RewindStep) => void = () => {},
   verified?: ReadonlyMap<string, Buffer>,
 ): Promise<IntentDone> {
-  if (locked.lastSequence >= intent.markerSequence) {
-    // Done before a crash that came between appending the marker and dropping the intent — if the
-    // event at its number is the marker itself. Anything else there (an append that took its number)
-    // means the rewind never finished, and finishing it now would cut acknowledged events.
-    const marker = intent.append[intent.append.length - 1]!;
-    const atMarker = await eventAt(backend, locked.sessionId, intent.markerSequence);
-    if (atMarker?.id !== marker.id)
-      throw new RewindFailedError(locked.sessionId, false, {
-        reason:
-          `event ${intent.markerSequence} is not its marker ${marker.id}; ` +
-          "restore the files by hand, then delete the rewind-intent record",
-      });
-    await finish(locked, intent, atMarker.payload as RewindPayload);
-    return { blobsPruned: 0, refused: [], late: [] };
-  }
-  let refused: string[] = [];
-  let changed: string[] = [];
+  if (locked.lastSequence >= intent.markerSequence) return finishCompleted(backend, locked, intent);
   const late: RewindConflict[] = [];
   // Step 2 starts only once step 1 is done, so a log already cut back means the files are done —
   // and their blobs may be pruned already (keepUndo: 0 keeps no archive): step 1 must not run again.
@@ -72,39 +67,9 @@ export async function completeIntent(
     intent.kind === "rewind" &&
     locked.lastSequence <= intent.truncateTo &&
     intent.truncateTo < intent.markerSequence - 1;
-  if (!filesDone) {
-    // The undo blobs the intent carries and the files are written, and waited for, at the same time: those the
-    // marker names (its undo snapshot). With keepUndo 0 it names none; a roll-back takes them from the intent.
-    const named = referencedBlobs(intent.append);
-    const undoBlobs = new Map(
-      [...undoBlobsOf(locked.sessionId, intent.undoBlobs ?? [])].filter(([hash]) => named.has(hash)),
-    );
-    const sizes = recordedSizes(intent.files);
-    const steps = await Promise.allSettled([
-      intent.workspace !== undefined && intent.files.length > 0
-        ? applyFileRecords(
-            intent.workspace,
-            intent.files,
-            async (hash) =>
-              verified?.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash, { bytes: sizes.get(hash) }),
-            {
-              operation: operationOf(locked.sessionId, intent, "apply"),
-              planned: plannedStates(intent.before ?? [], intent.files),
-              // written again in place, never deleted on failure: files may be half done by then
-              onChanged: lateChangeHandler(
-                locked,
-                intent,
-                () => locked.writeRecord(REWIND_INTENT_RECORD, intent),
-                late,
-              ),
-            },
-          )
-        : { refused, changed },
-      storeUndoBlobs(backend, locked, undoBlobs, verified !== undefined),
-    ]);
-    for (const step of steps) if (step.status === "rejected") throw step.reason;
-    ({ refused, changed } = (steps[0] as PromiseFulfilledResult<{ refused: string[]; changed: string[] }>).value);
-  }
+  const { refused, changed } = filesDone
+    ? { refused: [], changed: [] }
+    : await restoreIntentFiles(backend, locked, intent, late, verified);
   onStep("files-restored");
   const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
   if (intent.archive?.copyAfter !== undefined) {
@@ -113,6 +78,80 @@ export async function completeIntent(
   }
   await locked.truncateAfter(intent.truncateTo); // also drops a partial append from a crashed attempt
   onStep("log-truncated");
+  const blobsPruned = await dropAndPrune(backend, locked, intent);
+  onStep("blobs-pruned");
+  marker.blobsPruned = blobsPruned;
+  if (refused.length > 0) reportRefused(marker, refused);
+  if (changed.length > 0) reportChangedMeanwhile(marker, changed);
+  if (intent.reappend) await appendArchived(backend, locked, intent, intent.reappend);
+  else await locked.append(intent.append, { sync: true });
+  onStep("marker-appended");
+  await finish(locked, intent, marker);
+  return { blobsPruned, refused, late };
+}
+
+/**
+ * Done before a crash that came between appending the marker and dropping the intent — if the event at its
+ * number is the marker itself: only the clean-up is left. Anything else there (an append that took its number)
+ * means the rewind never finished, and finishing it now would cut acknowledged events.
+ */
+async function finishCompleted(
+  backend: StorageBackend,
+  locked: LockedSession,
+  intent: RewindIntent,
+): Promise<IntentDone> {
+  const marker = intent.append[intent.append.length - 1]!;
+  const atMarker = await eventAt(backend, locked.sessionId, intent.markerSequence);
+  if (atMarker?.id !== marker.id)
+    throw new RewindFailedError(locked.sessionId, false, {
+      reason:
+        `event ${intent.markerSequence} is not its marker ${marker.id}; ` +
+        "restore the files by hand, then delete the rewind-intent record",
+    });
+  await finish(locked, intent, atMarker.payload as RewindPayload);
+  return { blobsPruned: 0, refused: [], late: [] };
+}
+
+/**
+ * Step 1: the files made what the intent says. The undo blobs the intent carries and the files are written, and
+ * waited for, at the same time: those the marker names (its undo snapshot). With keepUndo 0 it names none; a
+ * roll-back takes them from the intent. Paths found changed late are added to `late`.
+ */
+async function restoreIntentFiles(
+  backend: StorageBackend,
+  locked: LockedSession,
+  intent: RewindIntent,
+  late: RewindConflict[],
+  verified: ReadonlyMap<string, Buffer> | undefined,
+): Promise<ApplyResult> {
+  const named = referencedBlobs(intent.append);
+  const undoBlobs = new Map(
+    [...undoBlobsOf(locked.sessionId, intent.undoBlobs ?? [])].filter(([hash]) => named.has(hash)),
+  );
+  const sizes = recordedSizes(intent.files);
+  const apply = (workspace: string) =>
+    applyFileRecords(
+      workspace,
+      intent.files,
+      async (hash) =>
+        verified?.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash, { bytes: sizes.get(hash) }),
+      {
+        operation: operationOf(locked.sessionId, intent, "apply"),
+        planned: plannedStates(intent.before ?? [], intent.files),
+        // written again in place, never deleted on failure: files may be half done by then
+        onChanged: lateChangeHandler(locked, intent, () => locked.writeRecord(REWIND_INTENT_RECORD, intent), late),
+      },
+    );
+  const steps = await Promise.allSettled([
+    intent.workspace !== undefined && intent.files.length > 0 ? apply(intent.workspace) : { refused: [], changed: [] },
+    storeUndoBlobs(backend, locked, undoBlobs, verified !== undefined),
+  ]);
+  for (const step of steps) if (step.status === "rejected") throw step.reason;
+  return (steps[0] as PromiseFulfilledResult<ApplyResult>).value;
+}
+
+/** Step 3: expired archives dropped, unreferenced blobs pruned; returns how many this rewind counts as pruned. */
+async function dropAndPrune(backend: StorageBackend, locked: LockedSession, intent: RewindIntent): Promise<number> {
   // An undo's own archive goes only once its events are back in the log (finish).
   for (const name of intent.dropArchives)
     if (name !== intent.reappend?.archive) await locked.deleteRecord(name, { archivedLog: true });
@@ -125,16 +164,7 @@ export async function completeIntent(
         intent.archive?.blobs,
       )
     : 0;
-  const blobsPruned = Math.max(0, pruned - (intent.scratchBlobs ?? 0));
-  onStep("blobs-pruned");
-  marker.blobsPruned = blobsPruned;
-  if (refused.length > 0) reportRefused(marker, refused);
-  if (changed.length > 0) reportChangedMeanwhile(marker, changed);
-  if (intent.reappend) await appendArchived(backend, locked, intent, intent.reappend);
-  else await locked.append(intent.append, { sync: true });
-  onStep("marker-appended");
-  await finish(locked, intent, marker);
-  return { blobsPruned, refused, late };
+  return Math.max(0, pruned - (intent.scratchBlobs ?? 0));
 }
 
 /** What {@link completeIntent} did beyond the intent: blobs pruned, paths refused, paths found changed late. */

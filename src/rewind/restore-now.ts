@@ -7,7 +7,7 @@ import type { HeldWorkspace, OUTSIDE } from "../checkpoint/held-workspace.js";
  * The synchronous form of a file's restore and of a deletion, for the common case: many paths acted on in one
  * turn of the event loop, through folders already held, instead of a thread-pool round trip per call (about
  * twenty per file: docs/ARCHITECTURE.md, "Batched file work"). Each does the same steps with the same checks
- * as the asynchronous form in apply-files.ts; whatever is not the common case (a temp name already taken, a
+ * as the asynchronous form in restore-async.ts; whatever is not the common case (a temp name already taken, a
  * folder where the file goes, a folder to delete, a path found changed since the plan) returns "async" having
  * changed nothing, and the caller does that path the asynchronous way, which handles it.
  */
@@ -104,7 +104,7 @@ const gid = process.getgid?.();
 export type Owner = { uid?: number | undefined; gid?: number | undefined };
 
 /**
- * As giveOwner in apply-files.ts: the owner the record names, or, for a record without one, that of the name
+ * As giveOwner in restore-async.ts: the owner the record names, or, for a record without one, that of the name
  * replaced, or of the folder where nothing is.
  */
 function giveOwnerNow(fd: number, where: string, owner: Owner): void {

@@ -371,7 +371,9 @@ async function prepareRewind(
     if (scratch.length > 0) intent.scratchBlobs = scratch.length;
     intent.pruneCandidates = [...new Set([...intent.pruneCandidates!, ...scratch])];
   }
-  await writeIntentWithUndo(locked, beforeState, intent, UNDO_LIMITS.concurrency, () => writeIntent(locked, intent));
+  await writeIntentWithUndo(locked, beforeState, intent, UNDO_LIMITS.concurrency, (unsynced) =>
+    writeIntent(locked, intent, unsynced),
+  );
   return intent;
 }
 

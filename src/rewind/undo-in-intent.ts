@@ -30,18 +30,23 @@ export interface UndoBlobInIntent {
 /**
  * Saves the undo snapshot's bytes and writes the intent, durably, before any file is touched. A few small
  * blobs go inside the intent (stored as blobs during step 1, see {@link storeUndoFromIntent}); more are
- * stored first, then referenced by the intent (store-then-reference).
+ * stored first, then referenced by the intent (store-then-reference): written without an fsync each, and made
+ * durable with the intent's bytes in one wait where the backend can (writeRecordWithBlobs), before the intent is
+ * renamed into place (docs/ARCHITECTURE.md, "Rewind intent", the rounds a rewind waits for).
  */
 export async function writeIntentWithUndo(
   locked: LockedSession,
   snapshot: { blobs: ReadonlyMap<string, Buffer> },
   intent: { undoBlobs?: UndoBlobInIntent[] },
   concurrency: number,
-  writeIntent: () => Promise<void>,
+  writeIntent: (unsynced: readonly string[]) => Promise<void>,
 ): Promise<void> {
-  if (!carriesUndo(snapshot.blobs)) return storeBlobsThenReference(locked, snapshot, concurrency, writeIntent);
+  if (!carriesUndo(snapshot.blobs))
+    return storeBlobsThenReference(locked, snapshot, concurrency, writeIntent, {
+      referenceSyncs: locked.writeRecordWithBlobs !== undefined,
+    });
   intent.undoBlobs = [...snapshot.blobs].map(([hash, bytes]) => ({ hash, base64: bytes.toString("base64") }));
-  await writeIntent();
+  await writeIntent([]);
 }
 
 /**

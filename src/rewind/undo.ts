@@ -264,7 +264,9 @@ async function applyUndo(
   if (byteRange) intent.reappend = { ...byteRange, first: last.sequence + 1 };
   if (realWorkspace !== undefined) intent.workspace = realWorkspace;
   const undoSnapshot = plan ? plan.current : { files: [], blobs: new Map() };
-  await writeIntentWithUndo(locked, undoSnapshot, intent, UNDO_LIMITS.concurrency, () => writeIntent(locked, intent));
+  await writeIntentWithUndo(locked, undoSnapshot, intent, UNDO_LIMITS.concurrency, (unsynced) =>
+    writeIntent(locked, intent, unsynced),
+  );
   let done: IntentDone;
   try {
     options.onProgress?.("intent-written");

@@ -330,6 +330,28 @@ export async function syncBlobFiles(layout: SessionLayout, id: string, all: read
   ]);
 }
 
+/**
+ * {@link syncBlobFiles} for blobs that a record written right after must not outlive: many of them, on the
+ * records' filesystem, are made durable by one syncfs that also covers the record's temp (written, not yet
+ * renamed): returns true, and the record needs no fsync of its own. Otherwise the blobs are made durable as
+ * syncBlobFiles does and false says the record's temp still needs its fsync. One wait for the disk instead of
+ * two (docs/ARCHITECTURE.md, "Rewind intent", the rounds a rewind waits for).
+ */
+export async function syncBlobFilesWith(
+  layout: SessionLayout,
+  id: string,
+  all: readonly string[],
+  records: string,
+): Promise<boolean> {
+  if (all.length >= SYNC_FILESYSTEM_FROM) {
+    await checkStoreFolder(id, layout.blobs(id)); // `sync` opens it by name: never through a link
+    const [blobs, recordsFolder] = await Promise.all([lstat(layout.blobs(id)), lstat(records)]);
+    if (blobs.dev === recordsFolder.dev && (await syncFilesystem(records))) return true;
+  }
+  await syncBlobFiles(layout, id, all);
+  return false;
+}
+
 async function fsyncFile(path: string): Promise<void> {
   const fh = await open(path, "r");
   try {

@@ -9,12 +9,19 @@ import type { AppendOptions, ArchivedLog, LockedSession } from "../types.js";
 import { copyLogRange } from "./archive-log.js";
 import { fsyncDir, tempPathFor, writeFileAtomic } from "../../core/atomic-file.js";
 import { compactPackIfDead } from "./blob-pack.js";
-import { blobExists, deleteBlobFile, discardIncomingBlobs, syncBlobFiles, writeBlobFile } from "./blobs.js";
+import {
+  blobExists,
+  deleteBlobFile,
+  discardIncomingBlobs,
+  syncBlobFiles,
+  syncBlobFilesWith,
+  writeBlobFile,
+} from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import type { SessionLayout } from "./layout.js";
 import { checkStoreFolder, openStoreFile, READ_APPEND } from "./store-files.js";
 import { findLeftovers } from "./leftovers.js";
-import { keptEndFor, keptEndForwards } from "./seek.js";
+import { keptEndFor, keptEndForwards, type KeptEnd } from "./seek.js";
 import { cutLog } from "./log-cuts.js";
 import { unfinishedBatchStart } from "./unfinished-batch.js";
 import { lineNumberAt, readTail } from "./lines.js";
@@ -40,6 +47,8 @@ export class FsLockedSession implements LockedSession {
   // Opened O_DSYNC on the first durable append: then one write() is both the write and the
   // fdatasync, a single trip through libuv's thread pool instead of two.
   private syncFh: FileHandle | undefined;
+  /** The last answer of {@link keptEnd}, for the log as it was then (its handle and length). */
+  private lastSeek: { fh: FileHandle; sequence: number; size: number; found: KeptEnd } | undefined;
 
   private constructor(
     readonly sessionId: string,
@@ -206,13 +215,23 @@ export class FsLockedSession implements LockedSession {
     this.assertHeld();
     assertRecordName(name);
     const file = this.layout.log(this.sessionId);
-    const from =
-      sequence >= this.last
-        ? this.size
-        : ((await keptEndFor(this.fh, this.size, sequence)) ?? (await keptEndForwards(file, sequence))).offset;
+    const from = sequence >= this.last ? this.size : (await this.keptEnd(file, sequence)).offset;
     await checkStoreFolder(this.sessionId, this.layout.records(this.sessionId));
     await mkdir(this.layout.records(this.sessionId), { recursive: true });
     return copyLogRange(this.fh, from, this.size, this.layout.archivedLog(this.sessionId, name));
+  }
+
+  /**
+   * Where the events up to `sequence` end, found backwards from the end (seek.ts). A rewind asks twice for the
+   * same point, to copy the part it cuts and then to cut it: the second ask reuses the first's answer while the
+   * log has the same length, instead of parsing every cut line again.
+   */
+  private async keptEnd(file: string, sequence: number): Promise<KeptEnd> {
+    const seen = this.lastSeek;
+    if (seen?.fh === this.fh && seen.sequence === sequence && seen.size === this.size) return seen.found;
+    const found = (await keptEndFor(this.fh, this.size, sequence)) ?? (await keptEndForwards(file, sequence));
+    this.lastSeek = { fh: this.fh, sequence, size: this.size, found };
+    return found;
   }
 
   async truncateAfter(sequence: number): Promise<void> {
@@ -221,7 +240,8 @@ export class FsLockedSession implements LockedSession {
     const file = this.layout.log(this.sessionId);
     // Found backwards from the end, so the cost follows the cut, not the log (see seek.ts); a line on
     // the way that does not parse sends us the long way round, which names it.
-    const found = (await keptEndFor(this.fh, this.size, sequence)) ?? (await keptEndForwards(file, sequence));
+    const found = await this.keptEnd(file, sequence);
+    this.lastSeek = undefined;
     let keepBytes = found.offset;
     const lastKept = found.sequence;
     // A cut inside a batch keeps its first part: that part's last line is written again marked as the
@@ -406,6 +426,17 @@ export class FsLockedSession implements LockedSession {
     if (!(await checkStoreFolder(this.sessionId, this.layout.records(this.sessionId))))
       await mkdir(this.layout.records(this.sessionId), { recursive: true });
     await writeFileAtomic(this.layout.record(this.sessionId, name), JSON.stringify(value), options);
+  }
+
+  async writeRecordWithBlobs(name: string, value: unknown, blobs: readonly string[]): Promise<void> {
+    this.assertHeld();
+    assertRecordName(name);
+    const records = this.layout.records(this.sessionId);
+    if (!(await checkStoreFolder(this.sessionId, records))) await mkdir(records, { recursive: true });
+    const hashes = blobs.filter(isBlobHash);
+    await writeFileAtomic(this.layout.record(this.sessionId, name), JSON.stringify(value), {
+      syncData: () => syncBlobFilesWith(this.layout, this.sessionId, hashes, records),
+    });
   }
 
   async deleteRecord(name: string, options: { archivedLog?: boolean } = {}): Promise<void> {
