@@ -88,7 +88,12 @@ function row(record: unknown, kindKey: string, keysOf: Record<string, readonly s
   return trimmed([kind, ...keys.map((key) => encodeValue(key, record[key], paths))]);
 }
 
-function recordOf(value: unknown, kindKey: string, keysOf: Record<string, readonly string[]>, table: string[]): unknown {
+function recordOf(
+  value: unknown,
+  kindKey: string,
+  keysOf: Record<string, readonly string[]>,
+  table: string[],
+): unknown {
   if (!Array.isArray(value)) return value;
   const [kind, ...values] = value as unknown[];
   const record: Json = { [kindKey]: kind };

@@ -145,7 +145,10 @@ async function lastRewind(store: SessionStore<any>, id: string, options: UndoRew
   const undo = marker.undo;
   if (!undo) throw new NothingToUndoError(id, `rewind #${last.sequence} was made with keepUndo: 0`);
   if (isDroppedCheckpoint(last, await readHorizonMark(store.backend, id, signalOf(options))))
-    throw new NothingToUndoError(id, `rewind #${last.sequence} is behind the retention horizon: its undo snapshot went`);
+    throw new NothingToUndoError(
+      id,
+      `rewind #${last.sequence} is behind the retention horizon: its undo snapshot went`,
+    );
   return { last, marker, undo };
 }
 

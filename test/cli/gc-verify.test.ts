@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { chmod, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { formatBytes } from "../../src/cli/output.js";
@@ -17,13 +17,6 @@ async function plantOrphanBlob(s: Seeded, content: string): Promise<string> {
   await mkdir(join(s.root, s.id, "blobs", hash.slice(0, 2)), { recursive: true });
   await writeFile(blobPath(s, hash), content);
   return hash;
-}
-
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
 }
 
 describe("agent-tape gc", () => {

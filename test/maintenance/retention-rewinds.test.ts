@@ -38,7 +38,7 @@ async function story() {
   return { store, id, file, v2: sha256(v2), marker: rewound.markerSequence!, now: new Date(cutoff + DAY_MS) };
 }
 
-describe("retention drops old rewind records like old checkpoints (docs/ARCHITECTURE.md, \"Retention\")", () => {
+describe('retention drops old rewind records like old checkpoints (docs/ARCHITECTURE.md, "Retention")', () => {
   it("frees the undo snapshot and the archive of a rewind before the cutoff; verify finds nothing missing", async () => {
     const { store, id, v2, marker, now } = await story();
     expect(await store.backend.readBlob(id, v2)).toBeDefined();

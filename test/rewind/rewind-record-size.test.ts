@@ -44,7 +44,12 @@ describe("a rewind's and an undo's marker hold each path once, its hashes compac
     const [rewound, undone] = read.filter((e) => e.type === "session_rewind").map((e) => e.payload as RewindPayload);
     expect(rewound!.changes).toHaveLength(files);
     expect(rewound!.undo!.files).toHaveLength(files);
-    expect(rewound!.undo!.files[0]).toMatchObject({ path: pathOf(0), kind: "blob", bytes: Buffer.byteLength("export const v0 = 1;\n"), mode: 0o644 });
+    expect(rewound!.undo!.files[0]).toMatchObject({
+      path: pathOf(0),
+      kind: "blob",
+      bytes: Buffer.byteLength("export const v0 = 1;\n"),
+      mode: 0o644,
+    });
     expect(rewound!.wrote!.files[0]).toMatchObject({ path: pathOf(0), kind: "file" });
     expect(undone!.undoOf).toBeGreaterThan(0);
     expect(undone!.changes.map((c) => c.path).sort()).toEqual([...paths].sort());
