@@ -2,10 +2,11 @@
  * How a rewind's (or an undo's) marker is written on the tape: each path it names once, in a table, and its
  * per-path records as rows that refer to it, hashes in base64url (docs/format.md, "Rewind markers"). The
  * marker names every path it changes up to four times (the change, the undo snapshot, what it wrote, the
- * skipped list), each record with every key spelled out: ~400 bytes a path, which a rewind of a whole tree
- * adds to the log, and its undo again. Read back, a marker is the same object it was before it was written:
- * the encoding is only the line's, so everything above the line (and the checks of the payload's schema)
- * sees one form. Lines written before it (no `v` in the payload) read as they are.
+ * skipped list), each record with every key spelled out, which a rewind of a whole tree adds to the log, and
+ * its undo again (the bytes a path, before and after: docs/format.md, "Rewind markers"). Read back, a marker
+ * is the same object it was before it was written: the encoding is only the line's, so everything above the
+ * line (and the checks of the payload's schema) sees one form. Lines written before it (no `v` in the
+ * payload) read as they are.
  */
 
 /** The `v` of a payload written in this form. A marker without it is in the form of the schema itself. */

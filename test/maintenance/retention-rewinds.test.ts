@@ -39,7 +39,7 @@ async function story() {
 }
 
 describe('retention drops old rewind records like old checkpoints (docs/ARCHITECTURE.md, "Retention")', () => {
-  it("frees the undo snapshot and the archive of a rewind before the cutoff; verify finds nothing missing", async () => {
+  it("frees the undo snapshot and the archive of a rewind before the cutoff; verify finds none missing", async () => {
     const { store, id, v2, marker, now } = await story();
     expect(await store.backend.readBlob(id, v2)).toBeDefined();
     expect(await store.backend.listRecords(id)).toContain(`rewind-archive-${marker}`);

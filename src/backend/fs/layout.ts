@@ -2,7 +2,7 @@ import { join } from "node:path";
 
 /**
  * Blobs stored in fewer bytes than this go into the session's pack: most of a source tree's blobs, each of which
- * would otherwise take a file and a block (docs/format.md, "Blob packs"; bench "disk of a session").
+ * would otherwise take a file and a block (docs/format.md, "Blob packs").
  */
 export const DEFAULT_PACK_BLOBS_UNDER = 4096;
 
