@@ -11,7 +11,10 @@ export const HORIZON_RECORD = "retention-horizon";
 
 export interface RetentionHorizon {
   v: 1;
-  /** Every `session_checkpoint` with a sequence at or below this no longer keeps its blobs alive. */
+  /**
+   * Every `session_checkpoint` and `session_rewind` (its undo snapshot) with a sequence at or below this no longer
+   * keeps its blobs alive.
+   */
   throughSequence: number;
   /**
    * The greatest event id among the checkpoints dropped: a checkpoint whose own id is at or below it was
@@ -84,7 +87,8 @@ export async function raiseHorizon(
  * dropped too: a rewind that needs it is refused (BEYOND_RETENTION_HORIZON), never done in part.
  */
 export function isDroppedCheckpoint(event: StoredEvent, horizon: number | HorizonMark): boolean {
-  if (event.type !== "session_checkpoint") return false;
+  // A rewind's (or an undo's) marker holds a snapshot too, its undo snapshot: retention drops it as a checkpoint.
+  if (event.type !== "session_checkpoint" && event.type !== "session_rewind") return false;
   if (typeof horizon === "number") return event.sequence <= horizon;
   return (
     event.sequence <= horizon.through ||

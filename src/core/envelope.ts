@@ -1,5 +1,6 @@
 import stableStringify from "fast-json-stable-stringify";
 import type { StoredEvent } from "./events.js";
+import { compactRewindPayload, expandRewindPayload } from "./rewind-record.js";
 
 /**
  * One event as one line of JSON. The envelope keeps the documented field order
@@ -55,9 +56,18 @@ export function serializeEvent(event: StoredEvent, batch?: LineBatch): string {
     `"sequence":${event.sequence},${batch ? `"batch":[${batch.first},${batch.last}],` : ""}` +
     `"type":${JSON.stringify(event.type)},` +
     `"createdAt":${JSON.stringify(event.createdAt)},` +
-    `"payload":${payloadJson.get(event) ?? stableStringify(event.payload) ?? "null"}}`
+    `"payload":${payloadText(event)}}`
   );
 }
+
+/** Rewind markers in their line form (rewind-record.ts); a payload read as text (null) as that text. */
+function payloadText(event: StoredEvent): string {
+  if (event.type === REWIND_TYPE && typeof event.payload === "object" && event.payload !== null)
+    return stableStringify(compactRewindPayload(event.payload));
+  return payloadJson.get(event) ?? stableStringify(event.payload) ?? "null";
+}
+
+const REWIND_TYPE = "session_rewind";
 
 /** Digits of the longest sequence a line can hold (Number.MAX_SAFE_INTEGER). */
 const MAX_SEQUENCE_DIGITS = String(Number.MAX_SAFE_INTEGER).length;
@@ -96,6 +106,7 @@ export function parseEventLine(text: string, mark?: LineMark): StoredEvent | str
   if (typeof e.type !== "string") return 'missing string "type"';
   if (typeof e.createdAt !== "string") return 'missing string "createdAt"';
   if (!("payload" in e)) return 'missing "payload"';
+  if (e.type === REWIND_TYPE) e.payload = expandRewindPayload(e.payload);
   if (!("batch" in e)) {
     if (mark) mark.batch = undefined;
     return e as unknown as StoredEvent;

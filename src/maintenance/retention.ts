@@ -4,6 +4,8 @@ import { forEachLimited } from "../core/bounded-concurrency.js";
 import { InvalidArgumentError, isAgentTapeError } from "../core/errors.js";
 import { findUnreferencedBlobs } from "../blobs/prune.js";
 import { readHorizonMark, raiseHorizon } from "../blobs/retention-horizon.js";
+import { listArchives, readArchive } from "../blobs/archives.js";
+import type { StorageBackend } from "../backend/types.js";
 import type { SessionInfo, SessionStore } from "../session/session-store.js";
 import { lockedAccess } from "../session/locked-access.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
@@ -48,6 +50,13 @@ export interface CheckpointTrim {
   horizon: number;
   /** Checkpoints newly dropped by this run. */
   checkpointsDropped: number;
+  /**
+   * Rewind and undo records newly dropped by this run: their undo snapshots keep no blob, a rewind across them is
+   * BEYOND_RETENTION_HORIZON and their undo NOTHING_TO_UNDO. Their lines stay in the log (the conversation).
+   */
+  rewindsDropped: number;
+  /** The archives (events a rewind cut, kept for its undo) of rewinds behind the horizon, deleted. */
+  archivesDropped: string[];
   /** Blobs freed (hashes). */
   blobsDropped: string[];
   /** Bytes freed; undefined when the backend cannot tell. On a dry run, what would be. */
@@ -142,7 +151,7 @@ export async function applyRetention(
       signal?.throwIfAborted();
       try {
         const trim = await dropOldCheckpoints(store, info.id, cutoff, dryRun, signal);
-        if (trim.checkpointsDropped === 0 && trim.blobsDropped.length === 0) continue;
+        if (trim.checkpointsDropped + trim.rewindsDropped === 0 && trim.blobsDropped.length === 0) continue;
         report.trimmed.push(trim);
         if (report.bytesFreed !== undefined) report.bytesFreed += trim.bytesFreed ?? 0;
       } catch (error) {
@@ -227,17 +236,26 @@ async function dropOldCheckpoints(
       const current = mark.through;
       let horizon = current;
       let throughId = mark.throughId;
-      let checkpointsDropped = 0;
       for await (const event of backend.readEvents(sessionId, signalOf(signal))) {
-        if (event.type !== "session_checkpoint" || Date.parse(event.createdAt) >= cutoff) continue;
+        if (!KEEPS_BLOBS.has(event.type) || Date.parse(event.createdAt) >= cutoff) continue;
         horizon = Math.max(horizon, event.sequence);
         if (throughId === undefined || event.id > throughId) throughId = event.id;
       }
-      for await (const event of backend.readEvents(sessionId, { fromSequence: current + 1, toSequence: horizon }))
-        if (event.type === "session_checkpoint") checkpointsDropped++;
+      const dropped = await recordsBetween(backend, sessionId, current, horizon);
+      const archivesDropped = await archivesBehind(backend, sessionId, horizon);
       const next = throughId === undefined ? { through: horizon } : { through: horizon, throughId };
-      const blobsDropped = await findUnreferencedBlobs(backend, sessionId, { horizon: next });
-      const trim: CheckpointTrim = { sessionId, horizon, checkpointsDropped, blobsDropped, bytesFreed: undefined };
+      const blobsDropped = await findUnreferencedBlobs(backend, sessionId, {
+        horizon: next,
+        ignoreArchives: archivesDropped,
+      });
+      const trim: CheckpointTrim = {
+        sessionId,
+        horizon,
+        ...dropped,
+        archivesDropped,
+        blobsDropped,
+        bytesFreed: undefined,
+      };
       if (dryRun) {
         if (backend.sizeOf) {
           let bytes = 0;
@@ -248,6 +266,7 @@ async function dropOldCheckpoints(
       }
       const before = backend.sizeOf ? await backend.sizeOf(sessionId) : undefined;
       await raiseHorizon(locked, mark, horizon, throughId);
+      for (const name of archivesDropped) await locked.deleteRecord(name, { archivedLog: true });
       await forEachLimited(blobsDropped, 8, (hash) => locked.deleteBlob(hash));
       // A packed blob's bytes are freed only when its pack is rewritten: retention frees what it drops, as gc does.
       if (blobsDropped.length > 0) await locked.compactBlobs?.();
@@ -256,6 +275,38 @@ async function dropOldCheckpoints(
     },
     { ...signalOf(signal), detectReentry: false }, // runs no user code while locked
   );
+}
+
+/** The events whose snapshots keep blobs alive until retention drops them (src/blobs/retention-horizon.ts). */
+const KEEPS_BLOBS = new Set(["session_checkpoint", "session_rewind"]);
+
+/** Checkpoints, and rewind and undo records, between the horizon that was and the one about to be. */
+async function recordsBetween(
+  backend: StorageBackend,
+  sessionId: string,
+  current: number,
+  horizon: number,
+): Promise<{ checkpointsDropped: number; rewindsDropped: number }> {
+  const counts = { checkpointsDropped: 0, rewindsDropped: 0 };
+  if (horizon <= current) return counts;
+  for await (const event of backend.readEvents(sessionId, { fromSequence: current + 1, toSequence: horizon })) {
+    if (event.type === "session_checkpoint") counts.checkpointsDropped++;
+    else if (event.type === "session_rewind") counts.rewindsDropped++;
+  }
+  return counts;
+}
+
+/**
+ * The archives of rewinds at or behind the horizon: what they keep serves only the undo of their rewind, which
+ * needs that rewind's undo snapshot, dropped with it (docs/ARCHITECTURE.md, "Retention").
+ */
+async function archivesBehind(backend: StorageBackend, sessionId: string, horizon: number): Promise<string[]> {
+  const names: string[] = [];
+  for (const name of await listArchives(backend, sessionId)) {
+    const archive = await readArchive(backend, sessionId, name);
+    if (archive !== undefined && archive.markerSequence <= horizon) names.push(name);
+  }
+  return names;
 }
 
 function checkPolicy(policy: RetentionPolicy): void {

@@ -6,6 +6,7 @@ import type { RewindPayload, StoredEvent } from "../core/events.js";
 import { assertPayloadActedOn } from "../core/payload-check.js";
 import type { SessionStore } from "../session/session-store.js";
 import { lockedAccess } from "../session/locked-access.js";
+import { isDroppedCheckpoint, readHorizonMark } from "../blobs/retention-horizon.js";
 import { archivedEvents, isArchivedLog, readArchive, type RewindArchive } from "../blobs/archives.js";
 import { SequenceRuns } from "../core/reappended.js";
 import { completeIntent, writeIntent, type IntentDone, type RewindIntent, type RewindStep } from "./intent.js";
@@ -143,6 +144,11 @@ async function lastRewind(store: SessionStore<any>, id: string, options: UndoRew
     throw new NothingToUndoError(id, `the last rewind was already undone (by #${last.sequence})`);
   const undo = marker.undo;
   if (!undo) throw new NothingToUndoError(id, `rewind #${last.sequence} was made with keepUndo: 0`);
+  if (isDroppedCheckpoint(last, await readHorizonMark(store.backend, id, signalOf(options))))
+    throw new NothingToUndoError(
+      id,
+      `rewind #${last.sequence} is behind the retention horizon: its undo snapshot went`,
+    );
   return { last, marker, undo };
 }
 

@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from "node:crypto";
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -76,13 +77,16 @@ describe("OS errors are STORAGE_FAILED with the OS error as cause", () => {
     const base = await tempDir();
     const workspace = join(base, "ws");
     await mkdir(workspace);
-    await writeFile(join(workspace, "a.txt"), "hello");
+    // Over 4 KiB and incompressible: a blob file of its own, not an entry of the pack (docs/format.md).
+    const bytes = randomBytes(5000);
+    await writeFile(join(workspace, "a.txt"), bytes);
     const root = join(base, "root");
     const store = open(root);
     const { id } = await store.create({ workspace });
     await new CheckpointStore(store).capture(id, { tool: "edit", paths: ["a.txt"] });
     await store.close();
-    const shard = join(root, id, "blobs", "2c");
+    const hash = createHash("sha256").update(bytes).digest("hex");
+    const shard = join(root, id, "blobs", hash.slice(0, 2));
     const [blob] = await readdir(shard);
     await rm(join(shard, blob!));
     await mkdir(join(shard, blob!));

@@ -1,3 +1,4 @@
+import { fsBackend } from "../../src/backend/index.js";
 // Compression bombs in the blob store (docs/ARCHITECTURE.md, "Blobs"): four blob files of about 1 MB, each
 // claiming to inflate to 1 GiB, planted where a session's checkpoints recorded 10-byte files. verify, show
 // --diff, a dry run and a rewind each run in a child process of their own, and its peak resident memory
@@ -40,7 +41,8 @@ async function bombedSession() {
   const base = await tempDir("agent-tape-bomb-");
   const root = join(base, "sessions");
   const workspace = join(base, "ws");
-  const store = openStore({ root });
+  // Each blob its own file: the bomb is a blob file's bytes (the pack's entries are checked as its tests say).
+  const store = openStore({ backend: fsBackend({ root, packBlobsUnder: 0 }) });
   try {
     await mkdir(workspace);
     for (const name of FILES) await writeFile(join(workspace, name), `one ${name}\n`);

@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { chmod, mkdir, readdir, readFile, realpath, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readdir, readFile, realpath, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import {
@@ -13,6 +13,7 @@ import {
 } from "../../src/index.js";
 import { BLOBS_IN_FLIGHT_RECORD } from "../../src/blobs/in-flight.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
+import { damageBlob, removeBlob } from "../helpers/blob-files.js";
 import { allOwnerless, ownerless } from "../helpers/ownerless.js";
 
 let root: string;
@@ -47,6 +48,13 @@ async function put(path: string, content: string | Buffer, mode = 0o644): Promis
 }
 
 const sha256 = (bytes: string | Buffer) => createHash("sha256").update(bytes).digest("hex");
+
+/**
+ * Bytes that are a blob file of their own whatever `packBlobsUnder` says (incompressible, over 4 KiB): for the
+ * tests of what a blob file is (its mode, its inode, a fork's hard link). Smaller blobs go into the session's pack
+ * (docs/format.md, "Blob packs"); the tests of blobs as such look through the backend or test/helpers/blob-files.ts.
+ */
+const fileSized = (label: string) => Buffer.concat([Buffer.from(label), randomBytes(5000)]);
 
 function blobPath(id: string, hash: string): string {
   return join(root, id, "blobs", hash.slice(0, 2), hash);
@@ -201,7 +209,7 @@ describe("capture", () => {
     expect(await store.readAll(sessionId)).toHaveLength(1);
     expect(event?.payload.files.map((f) => f.path)).toEqual(paths);
     expect(event?.payload.files.every((f) => f.kind === "blob")).toBe(true);
-    expect(await filesUnderBlobs(sessionId)).toHaveLength(150);
+    expect(await store.backend.listBlobs(sessionId)).toHaveLength(150);
   });
 
   it("returns undefined for no paths and writes nothing", async () => {
@@ -219,31 +227,34 @@ describe("capture", () => {
   });
 
   it("stores blob files read-only (0444)", async () => {
-    await put("a.txt", "read only please");
+    const bytes = fileSized("read only please");
+    await put("a.txt", bytes);
     await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"] });
-    expect((await stat(blobPath(sessionId, sha256("read only please")))).mode & 0o777).toBe(0o444);
+    expect((await stat(blobPath(sessionId, sha256(bytes)))).mode & 0o777).toBe(0o444);
   });
 });
 
 describe("dedupe", () => {
   it("stores the same bytes under two paths as one blob file", async () => {
-    await put("one.txt", "identical");
-    await put("nested/two.txt", "identical");
+    const identical = fileSized("identical");
+    await put("one.txt", identical);
+    await put("nested/two.txt", identical);
     const files = recordsOf(
       await checkpoints.capture(sessionId, { tool: "edit", paths: ["one.txt", "nested/two.txt"] }),
     );
-    expect(files["one.txt"]).toMatchObject({ kind: "blob", blob: sha256("identical") });
-    expect(files["nested/two.txt"]).toMatchObject({ kind: "blob", blob: sha256("identical") });
-    expect(await filesUnderBlobs(sessionId)).toEqual([blobPath(sessionId, sha256("identical"))]);
+    expect(files["one.txt"]).toMatchObject({ kind: "blob", blob: sha256(identical) });
+    expect(files["nested/two.txt"]).toMatchObject({ kind: "blob", blob: sha256(identical) });
+    expect(await filesUnderBlobs(sessionId)).toEqual([blobPath(sessionId, sha256(identical))]);
   });
 
   it("does not write an existing blob again: same inode, same mtime, shard folder untouched", async () => {
-    await put("a.txt", "unchanged between captures");
+    const unchanged = fileSized("unchanged between captures");
+    await put("a.txt", unchanged);
     await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"] });
-    const blob = blobPath(sessionId, sha256("unchanged between captures"));
+    const blob = blobPath(sessionId, sha256(unchanged));
     const before = await stat(blob);
     const shardBefore = await stat(join(blob, ".."));
-    await put("b.txt", "unchanged between captures");
+    await put("b.txt", unchanged);
     const again = await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt", "b.txt"] });
     const after = await stat(blob);
     const shardAfter = await stat(join(blob, ".."));
@@ -261,27 +272,29 @@ describe("readBlob", () => {
     await put("a.txt", "original bytes");
     await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"] });
     const hash = sha256("original bytes");
-    await chmod(blobPath(sessionId, hash), 0o644); // blobs are 0444
-    await writeFile(blobPath(sessionId, hash), "tampered bytes");
+    await damageBlob(root, sessionId, hash, "tampered bytes"); // its file rewritten, or its bytes in the pack
     const error = await checkpoints.readBlob(sessionId, hash).catch((e: unknown) => e);
     expect(isAgentTapeError(error, "BLOB_CORRUPT")).toBe(true);
-    expect(error).toMatchObject({ hash, actual: sha256("tampered bytes") });
+    expect(error).toMatchObject({ hash, actual: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect((error as { actual: string }).actual).not.toBe(hash);
   });
 
   it("refuses a truncated blob with BLOB_CORRUPT", async () => {
-    await put("a.txt", "bytes that get cut short");
+    const bytes = fileSized("bytes that get cut short"); // a file of its own, cut short by hand
+    await put("a.txt", bytes);
     await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"] });
-    const hash = sha256("bytes that get cut short");
+    const hash = sha256(bytes);
     await chmod(blobPath(sessionId, hash), 0o644);
     await writeFile(blobPath(sessionId, hash), "bytes that");
     await expect(checkpoints.readBlob(sessionId, hash)).rejects.toSatisfy((e) => isAgentTapeError(e, "BLOB_CORRUPT"));
   });
 
   it("says BLOB_NOT_FOUND for a missing blob, a never-stored hash and a hash that is not a sha256", async () => {
-    await put("a.txt", "soon gone");
+    const gone = fileSized("soon gone"); // a file of its own, removed by hand
+    await put("a.txt", gone);
     await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"] });
-    await rm(blobPath(sessionId, sha256("soon gone")));
-    for (const hash of [sha256("soon gone"), sha256("never stored"), "../../session.json"])
+    await removeBlob(root, sessionId, sha256(gone));
+    for (const hash of [sha256(gone), sha256("never stored"), "../../session.json"])
       await expect(checkpoints.readBlob(sessionId, hash)).rejects.toSatisfy((e) =>
         isAgentTapeError(e, "BLOB_NOT_FOUND"),
       );
@@ -521,19 +534,20 @@ describe("misuse is a typed error and writes nothing", () => {
 
 describe("fork", () => {
   it("carries the blobs its checkpoints need, as hard links that outlive the parent", async () => {
-    await put("a.txt", "kept by the fork");
+    const kept = fileSized("kept by the fork");
+    await put("a.txt", kept);
     const checkpoint = await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"] });
-    await put("a.txt", "after the fork point");
+    await put("a.txt", fileSized("after the fork point"));
     await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"] });
     const fork = await store.fork(sessionId, { atSequence: checkpoint!.sequence });
-    const hash = sha256("kept by the fork");
-    expect((await checkpoints.readBlob(fork.id, hash)).toString()).toBe("kept by the fork");
+    const hash = sha256(kept);
+    expect(await checkpoints.readBlob(fork.id, hash)).toEqual(kept);
     expect((await stat(blobPath(fork.id, hash))).ino).toBe((await stat(blobPath(sessionId, hash))).ino);
     // Only what the copied checkpoint refers to.
     expect(await filesUnderBlobs(fork.id)).toEqual([blobPath(fork.id, hash)]);
 
     await store.delete(sessionId);
-    expect((await checkpoints.readBlob(fork.id, hash)).toString()).toBe("kept by the fork");
+    expect(await checkpoints.readBlob(fork.id, hash)).toEqual(kept);
     const after = await checkpoints.capture(fork.id, { tool: "edit", paths: ["a.txt"] });
     expect(after?.sequence).toBe(checkpoint!.sequence + 2); // after the copied prefix and the fork event
   });

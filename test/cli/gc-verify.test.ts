@@ -1,10 +1,12 @@
 import { createHash } from "node:crypto";
-import { chmod, mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { formatBytes } from "../../src/cli/output.js";
 import { rewind } from "../../src/index.js";
 import { cli, seedSession, withStore, type Seeded } from "./harness.js";
+import { blobIsStored, damageBlob } from "../helpers/blob-files.js";
+import { storedBlobBytes } from "../../src/maintenance/stored-bytes.js";
 
 const sha256 = (bytes: string | Buffer) => createHash("sha256").update(bytes).digest("hex");
 const blobPath = (s: Seeded, hash: string) => join(s.root, s.id, "blobs", hash.slice(0, 2), hash);
@@ -17,13 +19,6 @@ async function plantOrphanBlob(s: Seeded, content: string): Promise<string> {
   return hash;
 }
 
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
-}
-
 describe("agent-tape gc", () => {
   it("--dry-run reports the unreferenced blob and its bytes, and deletes nothing", async () => {
     const s = await seedSession();
@@ -34,7 +29,7 @@ describe("agent-tape gc", () => {
       `${s.id}  1 blob, 0 rewind archives  31 B\n` +
         `Would free 31 B: 1 blob and 0 rewind archives from session ${s.id}. Nothing was deleted.\n`,
     );
-    expect(await exists(blobPath(s, orphan))).toBe(true);
+    expect(await blobIsStored(s.root, s.id, orphan)).toBe(true);
   });
 
   it("deletes the unreferenced blob, keeps every referenced one, and reports bytes freed", async () => {
@@ -50,8 +45,8 @@ describe("agent-tape gc", () => {
       archivesDropped: 0,
       sessions: [{ id: s.id, blobsPruned: 1, archivesDropped: [], bytesFreed: 31 }],
     });
-    expect(await exists(blobPath(s, orphan))).toBe(false);
-    expect(await exists(blobPath(s, referenced))).toBe(true);
+    expect(await blobIsStored(s.root, s.id, orphan)).toBe(false);
+    expect(await blobIsStored(s.root, s.id, referenced)).toBe(true);
     expect((await cli(["verify", s.id, "--root", s.root])).code).toBe(0);
     expect((await cli(["gc", s.id, "--root", s.root])).stdout).toBe(`Nothing to free in session ${s.id}.\n`);
   });
@@ -72,19 +67,21 @@ describe("agent-tape gc", () => {
       (await stat(join(records, "rewind-archive-6.json"))).size +
       (await stat(join(records, "rewind-archive-6.jsonl"))).size;
 
+    // The blob as stored: its entry in the pack, header and body (docs/format.md, "Blob packs").
+    const blob = await withStore(s.root, (store) => storedBlobBytes(store.backend, s.id, sha256("one\n")));
     const dry = JSON.parse((await cli(["gc", s.id, "--dry-run", "--json", "--root", s.root])).stdout);
     expect(dry.sessions).toEqual([
-      { id: s.id, blobsPruned: 1, archivesDropped: ["rewind-archive-6"], bytesFreed: archiveBytes + 4 },
+      { id: s.id, blobsPruned: 1, archivesDropped: ["rewind-archive-6"], bytesFreed: archiveBytes + blob },
     ]);
     expect((await readdir(records)).sort()).toEqual(both);
 
     const run = await cli(["gc", s.id, "--root", s.root]);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(
-      `Freed ${formatBytes(archiveBytes + 4)}: 1 blob and 1 rewind archive from session ${s.id}.`,
+      `Freed ${formatBytes(archiveBytes + blob)}: 1 blob and 1 rewind archive from session ${s.id}.`,
     );
     expect((await readdir(records)).sort()).toEqual(["rewind-archive-8.json", "rewind-archive-8.jsonl"]);
-    expect(await exists(blobPath(s, sha256("one\n")))).toBe(false);
+    expect(await blobIsStored(s.root, s.id, sha256("one\n"))).toBe(false);
     expect((await cli(["verify", s.id, "--root", s.root])).code).toBe(0);
     expect((await cli(["undo", s.id, "--root", s.root])).code).toBe(0);
   });
@@ -104,9 +101,9 @@ describe("agent-tape gc", () => {
     expect(run.stdout).toContain(`Freed 6 B: 1 blob and 0 rewind archives from 1 of 1 session.`);
     expect(run.stderr).toContain(`agent-tape: gc skipped ${bad.id}:`);
     expect(run.stderr).toContain("(LOG_CORRUPT)");
-    expect(await exists(blobPath(good, orphan))).toBe(false);
+    expect(await blobIsStored(good.root, good.id, orphan)).toBe(false);
     // A tape that cannot be read cannot say which blobs it needs: nothing of it is deleted.
-    expect(await exists(blobPath(bad, badOrphan))).toBe(true);
+    expect(await blobIsStored(bad.root, bad.id, badOrphan)).toBe(true);
   });
 
   it("shows progress on stderr only when stderr is a terminal", async () => {
@@ -133,9 +130,8 @@ describe("agent-tape verify", () => {
   it("lists a corrupted blob and a corrupt line, and exits 1", async () => {
     const s = await seedSession();
     const hash = sha256("one\n");
-    // Blobs are stored read-only (0444): a damaging write has to get past that first.
-    await chmod(blobPath(s, hash), 0o644);
-    await writeFile(blobPath(s, hash), "not one\n");
+    // A byte of it flipped where it is kept: in the session's pack (docs/format.md, "Blob packs").
+    await damageBlob(s.root, s.id, hash, "not one\n");
     const log = join(s.root, s.id, "events.jsonl");
     const lines = (await readFile(log, "utf8")).split("\n");
     lines[3] = '{"v":1,"sequence":4,"type":"tool_result", cut off';
@@ -146,7 +142,8 @@ describe("agent-tape verify", () => {
     expect(run.stdout).toBe(
       `FAIL  ${s.id}  4 events, 1 blob: 2 problems\n` +
         `      events.jsonl line 4: ${run.stdout.match(/line 4: (.*)\n/)![1]}\n` +
-        `      blob ${hash} is damaged: it does not hold the 4 bytes its snapshot recorded (a.txt, checkpoint #3)\n` +
+        `      blob ${hash} is damaged: its bytes hash to ${run.stdout.match(/hash to ([0-9a-f]{64})/)![1]} ` +
+        "(a.txt, checkpoint #3)\n" +
         "1 of 1 session has problems.\n",
     );
     expect(run.stdout).toMatch(/line 4: not valid JSON/);
@@ -164,7 +161,11 @@ describe("agent-tape verify", () => {
   it("finds a missing blob and a sequence that does not increase", async () => {
     const s = await seedSession();
     const hash = sha256("one\n");
-    await rm(blobPath(s, hash), { force: true });
+    await withStore(s.root, async (store) => {
+      const locked = await store.backend.lock(s.id);
+      await locked.deleteBlob(hash); // as a deleter would: gone from the backend's view, wherever it was kept
+      await locked.release();
+    });
     const log = join(s.root, s.id, "events.jsonl");
     const lines = (await readFile(log, "utf8")).split("\n");
     lines.splice(2, 0, lines[1]!); // event #2 twice
@@ -184,8 +185,7 @@ describe("agent-tape verify", () => {
     expect((await cli(["rewind", s.id, "--to", "2", "--root", s.root])).code).toBe(0);
     // Only the archive (of the cut checkpoint #3) still names the blob of "one\n".
     const hash = sha256("one\n");
-    await chmod(blobPath(s, hash), 0o644);
-    await writeFile(blobPath(s, hash), "damaged");
+    await damageBlob(s.root, s.id, hash, "damaged");
     const run = await cli(["verify", s.id, "--root", s.root]);
     expect(run.code).toBe(1);
     expect(run.stdout).toContain(`blob ${hash} is damaged`);

@@ -137,8 +137,9 @@ const s = await store.create({ workspace });
 const taken = new CheckpointStore(store);
 await taken.around(s.id, { tool: "edit_file", paths: ["app.ts"] }, async () => {});
 const hash = (await store.readAll(s.id))[0].payload.files[0].blob;
-const shard = join(root, s.id, "blobs", hash.slice(0, 2));
-for (const name of await readdir(shard)) if (name.startsWith(hash)) await rm(join(shard, name));`,
+const locked = await store.backend.lock(s.id); // lost, wherever the backend kept it
+await locked.deleteBlob(hash);
+await locked.release();`,
         after: "doc.print(health.problems[0]);",
       },
       {

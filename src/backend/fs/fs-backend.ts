@@ -56,7 +56,7 @@ export interface FsBackendOptions {
    * @default true
    */
   compressBlobs?: boolean;
-  /** Blobs stored in fewer bytes than this (e.g. 4096) go into the session's pack. @default 0: each one a file */
+  /** Blobs stored in fewer bytes than this go into the session's pack; 0: each one a file. @default 4096 */
   packBlobsUnder?: number;
 }
 

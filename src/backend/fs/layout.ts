@@ -1,5 +1,11 @@
 import { join } from "node:path";
 
+/**
+ * Blobs stored in fewer bytes than this go into the session's pack: most of a source tree's blobs, each of which
+ * would otherwise take a file and a block (docs/format.md, "Blob packs").
+ */
+export const DEFAULT_PACK_BLOBS_UNDER = 4096;
+
 /** Where each part of a session lives under the store root. One place, so nothing guesses. */
 export class SessionLayout {
   constructor(
@@ -7,7 +13,7 @@ export class SessionLayout {
     /** Write new blobs compressed when that pays (blob-codec.ts). Reading handles both either way. */
     readonly compressBlobs = true,
     /** Write blobs stored in fewer than this many bytes into the session's pack (blob-pack.ts); 0: none. */
-    readonly packBlobsUnder = 0,
+    readonly packBlobsUnder = DEFAULT_PACK_BLOBS_UNDER,
   ) {}
   dir(id: string): string {
     return join(this.root, id);

@@ -1,3 +1,4 @@
+import { parseEventLine } from "../../core/envelope.js";
 import { InvalidArgumentError, SessionExistsError, SessionNotFoundError } from "../../core/errors.js";
 import type { StoredEvent } from "../../core/events.js";
 import { assertSessionId } from "../../core/ids.js";
@@ -104,7 +105,7 @@ class MemoryBackend implements StorageBackend {
   async lastEvent(id: string, options: SignalOption = {}): Promise<StoredEvent | undefined> {
     options.signal?.throwIfAborted();
     const last = this.existing(id).lines.at(-1);
-    return last && (JSON.parse(last.text) as StoredEvent);
+    return last && (parseEventLine(last.text) as StoredEvent);
   }
 
   async *readEvents(id: string, options: ReadEventsOptions = {}): AsyncGenerator<StoredEvent> {
@@ -115,7 +116,7 @@ class MemoryBackend implements StorageBackend {
       options.signal?.throwIfAborted();
       if (line.sequence < from) continue;
       if (line.sequence > to) return;
-      yield JSON.parse(line.text) as StoredEvent;
+      yield parseEventLine(line.text) as StoredEvent;
     }
   }
 
