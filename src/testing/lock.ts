@@ -172,7 +172,7 @@ export const lockArea: ConformanceArea = (suite) => {
     });
   });
 
-  describe("a holder that died", () => {
+  suite.describeNeeding(["crashedHolder"], "a holder that died", () => {
     suite.withCrashedHolder(
       "a lock left by a holder that died is taken over, with the log as the holder left it",
       async (leaveCrashedHolder) => {

@@ -254,7 +254,7 @@ export const logArea: ConformanceArea = (suite) => {
     });
   });
 
-  describe("readEventBatches (optional) agrees with readEvents", () => {
+  suite.describeNeeding(["readEventBatches"], "readEventBatches (optional) agrees with readEvents", () => {
     suite.withOptional(
       "readEventBatches",
       "readEventBatches yields, flattened, exactly what readEvents yields, for every range, across many batches",

@@ -30,7 +30,7 @@ export const recoveryArea: ConformanceArea = (suite) => {
     backend = suite.backend;
   });
 
-  describe("a log a crash left damaged", () => {
+  suite.describeNeeding(["crashLeftState"], "a log a crash left damaged", () => {
     suite.withCrashLeftState(
       "a torn last line is not read, lastEvent skips it, and the next holder appends after the last whole event",
       async (crash) => {
@@ -72,32 +72,36 @@ export const recoveryArea: ConformanceArea = (suite) => {
     );
   });
 
-  describe("readEventBatches (optional) agrees with readEvents on a damaged log", () => {
-    suite.withCrashLeftState(
-      "a torn last line: the same events, for every range",
-      async (crash) => {
-        await backend.createSession(
-          record("s1"),
-          range(1, 6).map((n) => event("s1", n)),
-        );
-        await crash.appendToLog(backend, "s1", TORN);
-        for (const bounds of RANGES) await expectSameReads(backend, "s1", bounds);
-      },
-      "readEventBatches",
-    );
+  suite.describeNeeding(
+    ["crashLeftState", "readEventBatches"],
+    "readEventBatches (optional) agrees with readEvents on a damaged log",
+    () => {
+      suite.withCrashLeftState(
+        "a torn last line: the same events, for every range",
+        async (crash) => {
+          await backend.createSession(
+            record("s1"),
+            range(1, 6).map((n) => event("s1", n)),
+          );
+          await crash.appendToLog(backend, "s1", TORN);
+          for (const bounds of RANGES) await expectSameReads(backend, "s1", bounds);
+        },
+        "readEventBatches",
+      );
 
-    suite.withCrashLeftState(
-      "a corrupt line: the same events before the same LOG_CORRUPT; with onCorrupt, the same events and reports",
-      async (crash) => {
-        await corruptInTheMiddle(crash.appendToLog);
-        for (const bounds of RANGES) {
-          await expectSameReads(backend, "s1", bounds);
-          await expectSameReads(backend, "s1", bounds, true);
-        }
-      },
-      "readEventBatches",
-    );
-  });
+      suite.withCrashLeftState(
+        "a corrupt line: the same events before the same LOG_CORRUPT; with onCorrupt, the same events and reports",
+        async (crash) => {
+          await corruptInTheMiddle(crash.appendToLog);
+          for (const bounds of RANGES) {
+            await expectSameReads(backend, "s1", bounds);
+            await expectSameReads(backend, "s1", bounds, true);
+          }
+        },
+        "readEventBatches",
+      );
+    },
+  );
 
   describe("blob writes a crash cut short", () => {
     suite.withCrashLeftState(
