@@ -216,7 +216,7 @@ export function runRecoveryConformance(options: BackendConformanceOptions): void
   runAreas(options, [recoveryArea]);
 }
 
-/** Blob writes a crash cut short: leftovers discarded, never a finished blob; a died holder's unreferenced blobs pruned. */
+/** Blob writes a crash cut short: leftovers discarded, and never a finished blob, even one of the same hash. */
 function blobWritesCutShort(suite: ConformanceSuite): void {
   let backend!: StorageBackend;
   beforeEach(() => {
