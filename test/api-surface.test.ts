@@ -318,7 +318,10 @@ describe("the public surface: type-only names and the adapters", () => {
 });
 
 describe("error codes", () => {
-  const errorsSource = readFileSync(fileURLToPath(new URL("../src/core/errors.ts", import.meta.url)), "utf8");
+  // The error classes live by family in src/core/errors/: read them all as one text.
+  const errorsSource = ["base", "session", "tape", "storage", "workspace", "rewind"]
+    .map((family) => readFileSync(fileURLToPath(new URL(`../src/core/errors/${family}.ts`, import.meta.url)), "utf8"))
+    .join("\n");
   const codes = [.../export type AgentTapeErrorCode =([^;]*);/.exec(errorsSource)![1]!.matchAll(/"([A-Z_]+)"/g)]
     .map((m) => m[1]!)
     .sort();

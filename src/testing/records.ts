@@ -9,7 +9,7 @@ export const recordsArea: ConformanceArea = (suite) => {
     sideRecords(suite);
   });
 
-  describe("archived log ranges (optional)", () => {
+  suite.describeNeeding(["archiveLogAfter"], "archived log ranges (optional)", () => {
     archivedLogRanges(suite);
   });
 };

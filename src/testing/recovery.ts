@@ -14,7 +14,7 @@ import {
   record,
   withLock,
 } from "./fixtures.js";
-import { runAreas, type BackendConformanceOptions, type ConformanceArea } from "./suite.js";
+import { runAreas, type BackendConformanceOptions, type ConformanceArea, type ConformanceSuite } from "./suite.js";
 import { editSession, folderTree, useWorkspaces } from "./workspace.js";
 
 const TORN = '{"v":1,"id":"torn","sessionId":"s1","seq';
@@ -30,7 +30,7 @@ export const recoveryArea: ConformanceArea = (suite) => {
     backend = suite.backend;
   });
 
-  describe("a log a crash left damaged", () => {
+  suite.describeNeeding(["crashLeftState"], "a log a crash left damaged", () => {
     suite.withCrashLeftState(
       "a torn last line is not read, lastEvent skips it, and the next holder appends after the last whole event",
       async (crash) => {
@@ -72,116 +72,40 @@ export const recoveryArea: ConformanceArea = (suite) => {
     );
   });
 
-  describe("readEventBatches (optional) agrees with readEvents on a damaged log", () => {
-    suite.withCrashLeftState(
-      "a torn last line: the same events, for every range",
-      async (crash) => {
-        await backend.createSession(
-          record("s1"),
-          range(1, 6).map((n) => event("s1", n)),
-        );
-        await crash.appendToLog(backend, "s1", TORN);
-        for (const bounds of RANGES) await expectSameReads(backend, "s1", bounds);
-      },
-      "readEventBatches",
-    );
+  suite.describeNeeding(
+    ["crashLeftState", "readEventBatches"],
+    "readEventBatches (optional) agrees with readEvents on a damaged log",
+    () => {
+      suite.withCrashLeftState(
+        "a torn last line: the same events, for every range",
+        async (crash) => {
+          await backend.createSession(
+            record("s1"),
+            range(1, 6).map((n) => event("s1", n)),
+          );
+          await crash.appendToLog(backend, "s1", TORN);
+          for (const bounds of RANGES) await expectSameReads(backend, "s1", bounds);
+        },
+        "readEventBatches",
+      );
 
-    suite.withCrashLeftState(
-      "a corrupt line: the same events before the same LOG_CORRUPT; with onCorrupt, the same events and reports",
-      async (crash) => {
-        await corruptInTheMiddle(crash.appendToLog);
-        for (const bounds of RANGES) {
-          await expectSameReads(backend, "s1", bounds);
-          await expectSameReads(backend, "s1", bounds, true);
-        }
-      },
-      "readEventBatches",
-    );
-  });
+      suite.withCrashLeftState(
+        "a corrupt line: the same events before the same LOG_CORRUPT; with onCorrupt, the same events and reports",
+        async (crash) => {
+          await corruptInTheMiddle(crash.appendToLog);
+          for (const bounds of RANGES) {
+            await expectSameReads(backend, "s1", bounds);
+            await expectSameReads(backend, "s1", bounds, true);
+          }
+        },
+        "readEventBatches",
+      );
+    },
+  );
 
   describe("blob writes a crash cut short", () => {
-    suite.withCrashLeftState(
-      "a half-written blob is no blob: not listed, not read, not there for hasBlob",
-      async (crash) => {
-        const a = blob("finished");
-        const cut = blob("cut short by the crash");
-        await backend.createSession(record("s1"));
-        await withLock(backend, "s1", (locked) => locked.writeBlob(a.hash, a.bytes));
-        await crash.leavePartialBlob(backend, "s1", cut.hash, cut.bytes.slice(0, 5));
-        expect(await backend.listBlobs("s1")).toEqual([a.hash]);
-        expect(await backend.readBlob("s1", cut.hash)).toBeUndefined();
-        await withLock(backend, "s1", async (locked) => {
-          expect(await locked.hasBlob(cut.hash)).toBe(false);
-          // Written again in full, it is a blob like any other.
-          expect(await locked.writeBlob(cut.hash, cut.bytes)).toBe(true);
-        });
-        expect(await backend.readBlob("s1", cut.hash)).toEqual(Buffer.from(cut.bytes));
-      },
-    );
-
-    suite.withCrashLeftState(
-      "discardPartialWrites (optional) removes every leftover and never a finished blob, even one of the same hash",
-      async (crash) => {
-        const [a, b] = [blob("finished a"), blob("finished b")];
-        const cut = blob("cut short");
-        await backend.createSession(record("s1"));
-        await withLock(backend, "s1", async (locked) => {
-          await locked.writeBlob(a.hash, a.bytes);
-          await locked.writeBlob(b.hash, b.bytes);
-        });
-        await crash.leavePartialBlob(backend, "s1", cut.hash, cut.bytes.slice(0, 3));
-        await crash.leavePartialBlob(backend, "s1", a.hash, a.bytes.slice(0, 4)); // a second write of a, cut short
-        expect(await crash.countPartialBlobs(backend, "s1")).toBe(2);
-        await withLock(backend, "s1", async (locked) => {
-          await locked.discardPartialWrites!();
-          await locked.discardPartialWrites!();
-        });
-        expect(await crash.countPartialBlobs(backend, "s1")).toBe(0);
-        expect((await backend.listBlobs("s1")).sort()).toEqual([a.hash, b.hash].sort());
-        expect(await backend.readBlob("s1", a.hash)).toEqual(Buffer.from(a.bytes));
-        expect(await backend.readBlob("s1", b.hash)).toEqual(Buffer.from(b.bytes));
-      },
-      "discardPartialWrites",
-    );
-
-    suite.withOptional(
-      "discardPartialWrites",
-      "discardPartialWrites (optional) on a session without leftovers keeps every blob, byte for byte",
-      async () => {
-        const blobs = [blob("one"), blob("two"), blob("")];
-        await backend.createSession(record("s1"));
-        await withLock(backend, "s1", async (locked) => {
-          for (const x of blobs) await locked.writeBlob(x.hash, x.bytes);
-          await locked.discardPartialWrites!();
-          for (const x of blobs) expect(await locked.hasBlob(x.hash)).toBe(true);
-          await locked.discardPartialWrites!();
-        });
-        expect((await backend.listBlobs("s1")).sort()).toEqual(blobs.map((x) => x.hash).sort());
-        for (const x of blobs) expect(await backend.readBlob("s1", x.hash)).toEqual(Buffer.from(x.bytes));
-      },
-    );
-
-    it("a holder died writing blobs (note left): the next lock prunes unreferenced blobs, only those", async () => {
-      const [kept, orphan] = [blob("referenced by a checkpoint"), blob("written, never referenced")];
-      await backend.createSession(record("s1"));
-      await withLock(backend, "s1", async (locked) => {
-        await locked.writeRecord(BLOBS_IN_FLIGHT_RECORD, { pid: 0, at: "2025-01-01T00:00:00.000Z" });
-        await locked.writeBlob(kept.hash, kept.bytes);
-        await locked.append([{ ...event("s1", 1), type: "session_checkpoint", payload: checkpoint(kept.hash) }], {
-          sync: true,
-        });
-        await locked.writeBlob(orphan.hash, orphan.bytes);
-        // released without removing the note: what a holder killed here leaves
-      });
-      const store = new SessionStore({ backend });
-      try {
-        await store.append("s1", { type: "message", payload: { role: "user", content: "after the crash" } });
-        expect(await backend.listBlobs("s1")).toEqual([kept.hash]);
-        expect(await backend.listRecords("s1")).not.toContain(BLOBS_IN_FLIGHT_RECORD);
-      } finally {
-        await store.close();
-      }
-    });
+    blobWritesCutShort(suite);
+    discardingWrites(suite);
   });
 
   describe("a rewind that fails part-way", () => {
@@ -290,4 +214,103 @@ export async function expectSameReads(
 /** Registers (with vitest) the recovery area alone; `runBackendConformance` runs every area. */
 export function runRecoveryConformance(options: BackendConformanceOptions): void {
   runAreas(options, [recoveryArea]);
+}
+
+/** Blob writes a crash cut short: leftovers discarded, and never a finished blob, even one of the same hash. */
+function blobWritesCutShort(suite: ConformanceSuite): void {
+  let backend!: StorageBackend;
+  beforeEach(() => {
+    backend = suite.backend;
+  });
+
+  suite.withCrashLeftState(
+    "a half-written blob is no blob: not listed, not read, not there for hasBlob",
+    async (crash) => {
+      const a = blob("finished");
+      const cut = blob("cut short by the crash");
+      await backend.createSession(record("s1"));
+      await withLock(backend, "s1", (locked) => locked.writeBlob(a.hash, a.bytes));
+      await crash.leavePartialBlob(backend, "s1", cut.hash, cut.bytes.slice(0, 5));
+      expect(await backend.listBlobs("s1")).toEqual([a.hash]);
+      expect(await backend.readBlob("s1", cut.hash)).toBeUndefined();
+      await withLock(backend, "s1", async (locked) => {
+        expect(await locked.hasBlob(cut.hash)).toBe(false);
+        // Written again in full, it is a blob like any other.
+        expect(await locked.writeBlob(cut.hash, cut.bytes)).toBe(true);
+      });
+      expect(await backend.readBlob("s1", cut.hash)).toEqual(Buffer.from(cut.bytes));
+    },
+  );
+
+  suite.withCrashLeftState(
+    "discardPartialWrites (optional) removes every leftover and never a finished blob, even one of the same hash",
+    async (crash) => {
+      const [a, b] = [blob("finished a"), blob("finished b")];
+      const cut = blob("cut short");
+      await backend.createSession(record("s1"));
+      await withLock(backend, "s1", async (locked) => {
+        await locked.writeBlob(a.hash, a.bytes);
+        await locked.writeBlob(b.hash, b.bytes);
+      });
+      await crash.leavePartialBlob(backend, "s1", cut.hash, cut.bytes.slice(0, 3));
+      await crash.leavePartialBlob(backend, "s1", a.hash, a.bytes.slice(0, 4)); // a second write of a, cut short
+      expect(await crash.countPartialBlobs(backend, "s1")).toBe(2);
+      await withLock(backend, "s1", async (locked) => {
+        await locked.discardPartialWrites!();
+        await locked.discardPartialWrites!();
+      });
+      expect(await crash.countPartialBlobs(backend, "s1")).toBe(0);
+      expect((await backend.listBlobs("s1")).sort()).toEqual([a.hash, b.hash].sort());
+      expect(await backend.readBlob("s1", a.hash)).toEqual(Buffer.from(a.bytes));
+      expect(await backend.readBlob("s1", b.hash)).toEqual(Buffer.from(b.bytes));
+    },
+    "discardPartialWrites",
+  );
+}
+
+/** discardPartialWrites on a clean session; a holder that died mid-write: its unreferenced blobs pruned. */
+function discardingWrites(suite: ConformanceSuite): void {
+  let backend!: StorageBackend;
+  beforeEach(() => {
+    backend = suite.backend;
+  });
+
+  suite.withOptional(
+    "discardPartialWrites",
+    "discardPartialWrites (optional) on a session without leftovers keeps every blob, byte for byte",
+    async () => {
+      const blobs = [blob("one"), blob("two"), blob("")];
+      await backend.createSession(record("s1"));
+      await withLock(backend, "s1", async (locked) => {
+        for (const x of blobs) await locked.writeBlob(x.hash, x.bytes);
+        await locked.discardPartialWrites!();
+        for (const x of blobs) expect(await locked.hasBlob(x.hash)).toBe(true);
+        await locked.discardPartialWrites!();
+      });
+      expect((await backend.listBlobs("s1")).sort()).toEqual(blobs.map((x) => x.hash).sort());
+      for (const x of blobs) expect(await backend.readBlob("s1", x.hash)).toEqual(Buffer.from(x.bytes));
+    },
+  );
+
+  it("a holder died writing blobs (note left): the next lock prunes unreferenced blobs, only those", async () => {
+    const [kept, orphan] = [blob("referenced by a checkpoint"), blob("written, never referenced")];
+    await backend.createSession(record("s1"));
+    await withLock(backend, "s1", async (locked) => {
+      await locked.writeRecord(BLOBS_IN_FLIGHT_RECORD, { pid: 0, at: "2025-01-01T00:00:00.000Z" });
+      await locked.writeBlob(kept.hash, kept.bytes);
+      await locked.append([{ ...event("s1", 1), type: "session_checkpoint", payload: checkpoint(kept.hash) }], {
+        sync: true,
+      });
+      await locked.writeBlob(orphan.hash, orphan.bytes);
+      // released without removing the note: what a holder killed here leaves
+    });
+    const store = new SessionStore({ backend });
+    try {
+      await store.append("s1", { type: "message", payload: { role: "user", content: "after the crash" } });
+      expect(await backend.listBlobs("s1")).toEqual([kept.hash]);
+      expect(await backend.listRecords("s1")).not.toContain(BLOBS_IN_FLIGHT_RECORD);
+    } finally {
+      await store.close();
+    }
+  });
 }

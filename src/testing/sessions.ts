@@ -2,7 +2,13 @@ import { randomBytes } from "node:crypto";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { SessionRecord, StorageBackend } from "../backend/types.js";
 import { blob, event, expectCode, range, readAll, record, sha256, withLock } from "./fixtures.js";
-import { runAreas, type BackendConformanceOptions, type ConformanceArea, type ConformanceSuite } from "./suite.js";
+import {
+  optionalMethodsOf,
+  runAreas,
+  type BackendConformanceOptions,
+  type ConformanceArea,
+  type ConformanceSuite,
+} from "./suite.js";
 
 /** Sessions: create, get, list, delete, forks' blobs, and the optional sizeOf. */
 export const sessionsArea: ConformanceArea = (suite) => {
@@ -177,22 +183,9 @@ function optionalMethods(suite: ConformanceSuite): void {
   });
   it("the backend has every optional method it does not declare lacking, and none it does", async () => {
     const lacks = suite.options.lacks ?? {};
-    await backend.createSession(record("s1"));
-    const locked = await backend.lock("s1");
-    try {
-      const has = {
-        readEventBatches: typeof backend.readEventBatches === "function",
-        sizeOf: typeof backend.sizeOf === "function",
-        discardPartialWrites: typeof locked.discardPartialWrites === "function",
-        othersWaiting: typeof locked.othersWaiting === "function",
-        writeBlobs: typeof locked.writeBlobs === "function",
-        archiveLogAfter: typeof locked.archiveLogAfter === "function" && typeof backend.readArchivedLog === "function",
-      };
-      for (const [method, present] of Object.entries(has))
-        expect(present, `${method}: declared ${method in lacks ? "lacking" : "present"}`).toBe(!(method in lacks));
-    } finally {
-      await locked.release();
-    }
+    const has = await optionalMethodsOf(backend, "s1");
+    for (const [method, present] of Object.entries(has))
+      expect(present, `${method}: declared ${method in lacks ? "lacking" : "present"}`).toBe(!(method in lacks));
   });
 
   suite.withOptional("sizeOf", "sizeOf grows as the log, blobs and records grow, by at least their bytes", async () => {

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { StorageBackend } from "../backend/types.js";
 
 /** The optional methods of the storage seam; a backend may lack any of them, and must say why. */
@@ -22,21 +22,23 @@ export interface BackendConformanceOptions {
   /** Runs once after the last test of the suite, even when tests failed. */
   afterAll?: () => void | Promise<void>;
   /**
-   * The optional methods this backend does not have, each with the reason (shown in the name of
-   * every test it skips). A backend has all of them unless it says so here; a test checks that
-   * this list is true.
+   * The optional methods this backend does not have, each with the reason. The tests that need one are not
+   * registered; instead each area registers one test that names what it left out and why, and checks that the
+   * backend indeed lacks it. A backend has all of them unless it says so here.
    */
   lacks?: Partial<Record<OptionalMethod, string>>;
   /**
    * Leaves in the backend's storage what a crash leaves (a torn log line, a half-written blob).
-   * Without it the crash-left-state checks are skipped, named with `crashLeftStateAbsent`.
+   * Without it the crash-left-state checks are not registered; the area's test of what is left out names
+   * `crashLeftStateAbsent`, which must then be given.
    */
   crashLeftState?: CrashLeftState;
   /** Why there is no `crashLeftState` hook (e.g. "a crash takes the whole store with it"). */
   crashLeftStateAbsent?: string;
   /**
    * Leaves the session's lock held by a holder that died (e.g. a child process that took the
-   * lock and was killed). Without it the stale-lock check is skipped, named with `crashedHolderAbsent`.
+   * lock and was killed). Without it the stale-lock check is not registered; the lock area's test of what is left
+   * out names `crashedHolderAbsent`, which must then be given.
    */
   crashedHolder?: (backend: StorageBackend, sessionId: string) => Promise<void>;
   /** Why there is no `crashedHolder` hook (e.g. "the lock lives and dies with its process"). */
@@ -53,9 +55,17 @@ export interface CrashLeftState {
   countPartialBlobs(backend: StorageBackend, sessionId: string): Promise<number>;
 }
 
+/** A hook that reaches past the interface, which a backend's options may leave out. */
+type Hook = "crashLeftState" | "crashedHolder";
+
+/** What a test needs that the backend does not offer: an optional method, or a hook of the options. */
+type Missing = { method: OptionalMethod; why: string | undefined } | { hook: Hook; why: string | undefined };
+
 /** What every area registers its tests with: the backend of the running test, and the options. */
 export class ConformanceSuite {
   private current: StorageBackend | undefined;
+  /** What the tests left out since the last {@link takeLeftOut} needed, and how many tests that was. */
+  private leftOut = { tests: 0, groups: [] as string[], missing: new Map<string, Missing>() };
 
   constructor(readonly options: BackendConformanceOptions) {}
 
@@ -82,35 +92,113 @@ export class ConformanceSuite {
     });
   }
 
-  /**
-   * A test that needs an optional method: registered under its name when the backend has it,
-   * skipped under a name that says which method is missing and why when it declared it lacks it.
-   */
+  /** A test that needs an optional method: registered when the backend has it, left out when it lacks it. */
   withOptional(method: OptionalMethod, name: string, fn: () => Promise<void>): void {
-    const reason = this.options.lacks?.[method];
-    this.conditional(reason === undefined, name, `${this.options.name} has no ${method}: ${reason}`, fn);
+    this.registerIf(this.missingMethods(method), name, fn);
   }
 
   /** A test that needs the `crashLeftState` hook (and maybe an optional method too). */
   withCrashLeftState(name: string, fn: (crash: CrashLeftState) => Promise<void>, method?: OptionalMethod): void {
     const crash = this.options.crashLeftState;
-    const missingMethod = method === undefined ? undefined : this.options.lacks?.[method];
-    const why = !crash
-      ? `no crashLeftState hook for ${this.options.name}: ${this.options.crashLeftStateAbsent ?? "none given"}`
-      : `${this.options.name} has no ${method}: ${missingMethod}`;
-    this.conditional(crash !== undefined && missingMethod === undefined, name, why, () => fn(crash!));
+    const missing = this.missingMethods(method);
+    if (!crash) missing.push({ hook: "crashLeftState", why: this.options.crashLeftStateAbsent });
+    this.registerIf(missing, name, () => fn(crash!));
   }
 
   /** A test that needs the `crashedHolder` hook. */
   withCrashedHolder(name: string, fn: (leave: (sessionId: string) => Promise<void>) => Promise<void>): void {
     const hook = this.options.crashedHolder;
-    const why = `no crashedHolder hook for ${this.options.name}: ${this.options.crashedHolderAbsent ?? "none given"}`;
+    const missing: Missing[] = hook ? [] : [{ hook: "crashedHolder", why: this.options.crashedHolderAbsent }];
     // A stale lock is taken over only after the backend's stale time: give it room.
-    this.conditional(hook !== undefined, name, why, () => fn((id) => hook!(this.backend, id)), 60_000);
+    this.registerIf(missing, name, () => fn((id) => hook!(this.backend, id)), 60_000);
   }
 
-  private conditional(present: boolean, name: string, whyNot: string, fn: () => Promise<void>, timeout?: number): void {
-    it.runIf(present)(present ? name : `${name} (skipped: ${whyNot})`, fn, timeout);
+  /**
+   * A group of tests that all need `needs`: a describe when the backend offers them all, left out whole when it
+   * does not (a describe left with no test in it is an error to vitest).
+   */
+  describeNeeding(needs: readonly (OptionalMethod | Hook)[], name: string, fn: () => void): void {
+    const missing = needs.flatMap((need): Missing[] =>
+      need === "crashLeftState" || need === "crashedHolder"
+        ? this.options[need]
+          ? []
+          : [{ hook: need, why: this.options[`${need}Absent`] }]
+        : this.missingMethods(need),
+    );
+    if (missing.length === 0) {
+      describe(name, fn);
+      return;
+    }
+    this.leftOut.groups.push(name);
+    for (const m of missing) this.leftOut.missing.set("method" in m ? m.method : m.hook, m);
+  }
+
+  /** What the tests and groups left out since the last call needed, forgotten here. */
+  takeLeftOut(): { tests: number; groups: string[]; missing: Missing[] } {
+    const { tests, groups, missing } = this.leftOut;
+    this.leftOut = { tests: 0, groups: [], missing: new Map() };
+    return { tests, groups, missing: [...missing.values()] };
+  }
+
+  private missingMethods(method: OptionalMethod | undefined): Missing[] {
+    const lacks = this.options.lacks ?? {};
+    return method !== undefined && method in lacks ? [{ method, why: lacks[method] }] : [];
+  }
+
+  private registerIf(missing: Missing[], name: string, fn: () => Promise<void>, timeout?: number): void {
+    if (missing.length === 0) {
+      it(name, fn, timeout);
+      return;
+    }
+    this.leftOut.tests++;
+    for (const m of missing) this.leftOut.missing.set("method" in m ? m.method : m.hook, m);
+  }
+}
+
+/**
+ * Registers, when an area left tests out, the one test that says what of the backend they needed and checks
+ * that the backend indeed lacks each optional method named (a backend that gains one must run its tests) and
+ * that each missing hook has its reason.
+ */
+function registerLeftOut(suite: ConformanceSuite): void {
+  const { tests, groups, missing } = suite.takeLeftOut();
+  if (tests === 0 && groups.length === 0) return;
+  const what = [
+    ...(tests > 0 ? [`${tests} test(s)`] : []),
+    ...(groups.length > 0 ? [`the tests of ${groups.map((g) => `"${g}"`).join(", ")}`] : []),
+  ];
+  const named = missing.map(
+    (m) => `${"method" in m ? m.method : `the ${m.hook} hook`} (${m.why ?? "no reason given"})`,
+  );
+  it(`${what.join(" and ")} left out, needing what this backend does not offer: ${named.join("; ")}`, async () => {
+    const methods = missing.flatMap((m) => ("method" in m ? [m.method] : []));
+    const present = methods.length > 0 ? await optionalMethodsOf(suite.backend, "left-out") : undefined;
+    for (const method of methods)
+      expect(present?.[method], `${method} is there: take it out of \`lacks\` so its tests run`).toBe(false);
+    for (const m of missing)
+      if ("hook" in m)
+        expect(m.why, `no ${m.hook} hook: say why in ${m.hook}Absent`).toEqual(expect.stringMatching(/\S/));
+  });
+}
+
+/** Which optional methods the backend has, looked at on a session it creates (and a lock it takes) for this. */
+export async function optionalMethodsOf(
+  backend: StorageBackend,
+  sessionId: string,
+): Promise<Record<OptionalMethod, boolean>> {
+  await backend.createSession({ id: sessionId, createdAt: new Date().toISOString() });
+  const locked = await backend.lock(sessionId);
+  try {
+    return {
+      readEventBatches: typeof backend.readEventBatches === "function",
+      sizeOf: typeof backend.sizeOf === "function",
+      discardPartialWrites: typeof locked.discardPartialWrites === "function",
+      othersWaiting: typeof locked.othersWaiting === "function",
+      writeBlobs: typeof locked.writeBlobs === "function",
+      archiveLogAfter: typeof locked.archiveLogAfter === "function" && typeof backend.readArchivedLog === "function",
+    };
+  } finally {
+    await locked.release();
   }
 }
 
@@ -122,6 +210,9 @@ export function runAreas(options: BackendConformanceOptions, areas: readonly Con
   describe(`storage backend conformance: ${options.name}`, () => {
     const suite = new ConformanceSuite(options);
     suite.registerHooks();
-    for (const area of areas) area(suite);
+    for (const area of areas) {
+      area(suite);
+      registerLeftOut(suite);
+    }
   });
 }

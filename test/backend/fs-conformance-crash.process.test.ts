@@ -1,6 +1,6 @@
 // The fs backend's lock area of the conformance suite with its one check that needs another process: a holder
 // that took the lock and was SIGKILLed. The unit tier runs every area (test/backend/fs-conformance.test.ts)
-// and skips that one check there, naming this file.
+// and leaves that one check out there, naming this file.
 import { runLockConformance } from "../../src/testing/index.js";
 import { Child } from "../helpers/children.js";
 import { fsConformanceBackends, LOCK_STALE_MS } from "../helpers/fs-conformance-backends.js";

@@ -26,6 +26,7 @@ export async function readBlobFile(
   hash: string,
   maxBytes?: number,
 ): Promise<Buffer | undefined> {
+  const file = layout.blob(id, hash); // checks the id first, as every path of the session does
   if (!isBlobHash(hash)) return undefined;
   const packed = readPacked(layout, id, hash, false);
   if (packed) return decodeBlob(packed, maxBytes);
@@ -34,7 +35,7 @@ export async function readBlobFile(
     // A blob of maxBytes is at most that plus a header as stored (compressed only when it saved a tenth):
     // reading one more byte than that is enough to see a longer one, and all a planted giant costs.
     const prefix = maxBytes === undefined ? undefined : maxBytes + HEADER_BYTES + 1;
-    return await decodeBlob(await readStoreFile(id, layout.blob(id, hash), prefix), maxBytes);
+    return await decodeBlob(await readStoreFile(id, file, prefix), maxBytes);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
@@ -57,6 +58,7 @@ export async function digestBlobFile(
   hash: string,
   maxBytes = Number.POSITIVE_INFINITY,
 ): Promise<BlobDigest | undefined> {
+  const file = layout.blob(id, hash); // checks the id first, as every path of the session does
   if (!isBlobHash(hash)) return undefined;
   const packed =
     readPacked(layout, id, hash, false) ??
@@ -69,7 +71,7 @@ export async function digestBlobFile(
   let handle;
   try {
     await checkBlobFolders(layout, id, hash);
-    handle = await openStoreFile(id, layout.blob(id, hash), READ);
+    handle = await openStoreFile(id, file, READ);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
@@ -146,12 +148,13 @@ export async function storedBlobFileBytes(
   id: string,
   hash: string,
 ): Promise<number | undefined> {
+  const file = layout.blob(id, hash); // checks the id first, as every path of the session does
   if (!isBlobHash(hash)) return undefined;
   const packed = packedBytes(layout, id, hash);
   if (packed !== undefined) return packed;
   try {
     await checkBlobFolders(layout, id, hash);
-    const info = await lstat(layout.blob(id, hash));
+    const info = await lstat(file);
     return info.isFile() ? info.size : undefined;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;

@@ -1,8 +1,13 @@
-import { closeSync, constants, fstatSync, readSync, type BigIntStats } from "node:fs";
-import { lstatSync, openSync, readdirSync } from "../../core/named-fs.js";
+import type { BigIntStats } from "node:fs";
+import { lstatSync, readdirSync } from "../../core/named-fs.js";
 import { WorkspaceTooLargeError } from "../../core/errors.js";
 import type { FolderListing, IndexEntry } from "./index-entry.js";
 import type { IgnoreRules, Scope } from "./ignore-rules.js";
+import { readGitignore } from "./read-gitignore.js";
+import { entryOf, kindOfMode, sameStatAs, stillHolds } from "./stat-entries.js";
+import { depthOf, isBelow, joined, parentOf } from "./tree-paths.js";
+
+export { entryOf, RACY_WINDOW_NS } from "./stat-entries.js";
 
 export interface WalkLimits {
   /** Tracked entries (files, folders, links) past which the scan is refused. */
@@ -80,14 +85,6 @@ export interface Walked {
 // bare stat walks"). It
 // yields to the event loop every YIELD_EVERY entries so a lock lease's timer still runs.
 const YIELD_EVERY = 2000;
-const MAX_GITIGNORE_BYTES = 1024 * 1024;
-
-/**
- * Timestamps within this much of the scan that saw them are not trusted to tell a later change (git's
- * racy rule): the coarsest common file-time granularity (FAT's 2 s) also covers the kernel's coarse
- * clock tick.
- */
-export const RACY_WINDOW_NS = 2_000_000_000n;
 
 /**
  * Lists every tracked path below `realWorkspace` with what lstat says of it, never following a
@@ -452,99 +449,5 @@ class Walk {
     if (++this.sinceYield < YIELD_EVERY) return;
     this.sinceYield = 0;
     await new Promise((resolve) => setImmediate(resolve));
-  }
-}
-
-function joined(folder: string, name: string): string {
-  return folder === "" ? name : `${folder}/${name}`;
-}
-
-function isBelow(path: string, folder: string): boolean {
-  return folder === "" || path === folder || path.startsWith(`${folder}/`);
-}
-
-function parentOf(path: string): string {
-  const slash = path.lastIndexOf("/");
-  return slash === -1 ? "" : path.slice(0, slash);
-}
-
-function depthOf(folder: string): number {
-  if (folder === "") return 0;
-  let depth = 1;
-  for (let i = folder.indexOf("/"); i !== -1; i = folder.indexOf("/", i + 1)) depth++;
-  return depth;
-}
-
-/**
- * True when a folder still holds what `listing` names: its stat is the same, and the listing was taken
- * after the racy window of that stat. Listed within it, a name added in the same timestamp tick
- * would leave mtime and ctime as they were (`touch -r` puts mtime back, never ctime).
- */
-function stillHolds(listing: FolderListing, now: BigIntStats): boolean {
-  return (
-    listing.mtimeNs === now.mtimeNs &&
-    listing.ctimeNs === now.ctimeNs &&
-    listing.ino === now.ino &&
-    listing.mtimeNs < listing.listedAtNs - RACY_WINDOW_NS &&
-    listing.ctimeNs < listing.listedAtNs - RACY_WINDOW_NS
-  );
-}
-
-/** True when `info` says the same as `entry` (see `sameStat`), without making an entry of it. */
-function sameStatAs(entry: IndexEntry, info: BigIntStats, kind: IndexEntry["kind"], mode: number): boolean {
-  return (
-    entry.mtimeNs === info.mtimeNs &&
-    entry.ctimeNs === info.ctimeNs &&
-    entry.ino === info.ino &&
-    entry.kind === kind &&
-    entry.mode === (mode & 0o7777) &&
-    entry.size === Number(info.size)
-  );
-}
-
-const { S_IFMT, S_IFREG, S_IFDIR, S_IFLNK } = constants;
-
-function kindOfMode(mode: number): IndexEntry["kind"] {
-  const type = mode & S_IFMT;
-  return type === S_IFREG ? "file" : type === S_IFDIR ? "directory" : type === S_IFLNK ? "symlink" : "other";
-}
-
-export function entryOf(info: BigIntStats): IndexEntry {
-  const mode = Number(info.mode);
-  return {
-    kind: kindOfMode(mode),
-    size: Number(info.size),
-    mtimeNs: info.mtimeNs,
-    ctimeNs: info.ctimeNs,
-    ino: info.ino,
-    mode: mode & 0o7777,
-    uid: Number(info.uid),
-    gid: Number(info.gid),
-  };
-}
-
-/** A `.gitignore`'s text, read without following a link (it could lead outside); undefined if not a plain file. */
-function readGitignore(absolute: string): string | undefined {
-  let fd: number;
-  try {
-    fd = openSync(absolute, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return undefined;
-  }
-  try {
-    const info = fstatSync(fd);
-    if (!info.isFile() || info.size > MAX_GITIGNORE_BYTES) return undefined;
-    const buffer = Buffer.alloc(info.size);
-    let read = 0;
-    while (read < info.size) {
-      const n = readSync(fd, buffer, read, info.size - read, read);
-      if (n === 0) break;
-      read += n;
-    }
-    return buffer.subarray(0, read).toString("utf8");
-  } catch {
-    return undefined;
-  } finally {
-    closeSync(fd);
   }
 }

@@ -1,0 +1,58 @@
+// What lstat says of a path, as the index keeps it, and when two stats say the same (git's racy rule).
+import { constants, type BigIntStats } from "node:fs";
+import type { FolderListing, IndexEntry } from "./index-entry.js";
+
+/**
+ * Timestamps within this much of the scan that saw them are not trusted to tell a later change (git's
+ * racy rule): the coarsest common file-time granularity (FAT's 2 s) also covers the kernel's coarse
+ * clock tick.
+ */
+export const RACY_WINDOW_NS = 2_000_000_000n;
+
+/**
+ * True when a folder still holds what `listing` names: its stat is the same, and the listing was taken
+ * after the racy window of that stat. Listed within it, a name added in the same timestamp tick
+ * would leave mtime and ctime as they were (`touch -r` puts mtime back, never ctime).
+ */
+export function stillHolds(listing: FolderListing, now: BigIntStats): boolean {
+  return (
+    listing.mtimeNs === now.mtimeNs &&
+    listing.ctimeNs === now.ctimeNs &&
+    listing.ino === now.ino &&
+    listing.mtimeNs < listing.listedAtNs - RACY_WINDOW_NS &&
+    listing.ctimeNs < listing.listedAtNs - RACY_WINDOW_NS
+  );
+}
+
+/** True when `info` says the same as `entry` (see `sameStat`), without making an entry of it. */
+export function sameStatAs(entry: IndexEntry, info: BigIntStats, kind: IndexEntry["kind"], mode: number): boolean {
+  return (
+    entry.mtimeNs === info.mtimeNs &&
+    entry.ctimeNs === info.ctimeNs &&
+    entry.ino === info.ino &&
+    entry.kind === kind &&
+    entry.mode === (mode & 0o7777) &&
+    entry.size === Number(info.size)
+  );
+}
+
+const { S_IFMT, S_IFREG, S_IFDIR, S_IFLNK } = constants;
+
+export function kindOfMode(mode: number): IndexEntry["kind"] {
+  const type = mode & S_IFMT;
+  return type === S_IFREG ? "file" : type === S_IFDIR ? "directory" : type === S_IFLNK ? "symlink" : "other";
+}
+
+export function entryOf(info: BigIntStats): IndexEntry {
+  const mode = Number(info.mode);
+  return {
+    kind: kindOfMode(mode),
+    size: Number(info.size),
+    mtimeNs: info.mtimeNs,
+    ctimeNs: info.ctimeNs,
+    ino: info.ino,
+    mode: mode & 0o7777,
+    uid: Number(info.uid),
+    gid: Number(info.gid),
+  };
+}
