@@ -13,7 +13,7 @@ import {
 } from "../../src/adapters/claude-agent-sdk/index.js";
 import { rewind } from "../../src/index.js";
 import { rounds } from "../helpers/rounds.js";
-import { openStore, tempDir } from "../helpers/fixture.js";
+import { openStore, rootOrStore, tempDir } from "../helpers/fixture.js";
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -49,7 +49,7 @@ function recordingFold() {
 async function open(options: { root?: string; fold?: ReturnType<typeof recordingFold>["fold"] } = {}) {
   const root = options.root ?? join(await tempDir("agent-tape-claude-"), "sessions");
   const store = claudeSessionStore({
-    root,
+    ...rootOrStore(root, claudeEvents),
     ...(options.fold !== undefined && { foldSessionSummary: options.fold }),
   });
   closers.push(() => store.close());

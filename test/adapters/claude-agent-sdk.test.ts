@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { claudeEvents, claudeSessionStore } from "../../src/adapters/claude-agent-sdk/index.js";
 import { rewind } from "../../src/index.js";
-import { openStore, tempDir } from "../helpers/fixture.js";
+import { openStore, rootOrStore, tempDir } from "../helpers/fixture.js";
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -14,7 +14,7 @@ afterEach(async () => {
 
 async function open(root?: string) {
   const at = root ?? join(await tempDir("agent-tape-claude-"), "sessions");
-  const store = claudeSessionStore({ root: at });
+  const store = claudeSessionStore(rootOrStore(at, claudeEvents));
   closers.push(() => store.close());
   return { store, root: at };
 }
@@ -126,8 +126,8 @@ describe("agent-tape/claude-agent-sdk", () => {
       const base = await tempDir("agent-tape-claude-hooks-");
       const workspace = join(base, "ws");
       await mkdir(workspace);
-      const noWorkspace = claudeSessionStore({ root: join(base, "a") });
-      const withWorkspace = claudeSessionStore({ root: join(base, "b"), workspace });
+      const noWorkspace = claudeSessionStore(rootOrStore(join(base, "a"), claudeEvents));
+      const withWorkspace = claudeSessionStore({ ...rootOrStore(join(base, "b"), claudeEvents), workspace });
       closers.push(
         () => noWorkspace.close(),
         () => withWorkspace.close(),

@@ -1,5 +1,6 @@
-import { access, appendFile, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { access, appendFile, cp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { InvalidSessionIdError, LockedError, RewindConflictError } from "../../src/core/errors.js";
 import { isAgentTapeError, type AgentTapeErrorByCode, type AgentTapeErrorCode } from "../../src/index.js";
@@ -340,9 +341,13 @@ describe("SEQUENCE_OUT_OF_RANGE", () => {
 
 describe("isAgentTapeError", () => {
   it("recognises errors from a second copy of the package, where instanceof fails", async () => {
-    // A query string makes the module loader treat the file as another module: a duplicated package copy.
-    const copyPath = "../../src/core/errors.js?second-copy";
-    const copy = (await import(copyPath)) as typeof import("../../src/core/errors.js");
+    // A duplicated package copy: the error modules copied into another folder, loaded as modules of their own.
+    const folder = await tempDir("agent-tape-second-copy-");
+    const source = fileURLToPath(new URL("../../src/core/", import.meta.url));
+    await cp(join(source, "errors.ts"), join(folder, "errors.ts"));
+    await cp(join(source, "errors"), join(folder, "errors"), { recursive: true });
+    const copyPath = pathToFileURL(join(folder, "errors.ts")).href;
+    const copy = (await import(/* @vite-ignore */ copyPath)) as typeof import("../../src/core/errors.js");
     const foreign = new copy.SessionNotFoundError("s1");
     const { AgentTapeError } = await import("../../src/core/errors.js");
     expect(foreign instanceof AgentTapeError).toBe(false);

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test as base, onTestFinished } from "vitest";
 import { CheckpointStore, SessionStore, type EventSchemas, type SessionStoreOptions } from "../../src/index.js";
+import { onChosenBackend, storeBackendKind } from "./store-backends.js";
 
 /**
  * The one setup every test file that makes a temp folder or a store uses (test/fixture-everywhere.test.ts
@@ -75,7 +76,8 @@ async function workspaceIn(leftovers: Leftovers, prefix: string): Promise<Worksp
   const workspace = join(base, "ws");
   await mkdir(workspace);
   const root = join(base, "sessions");
-  const store = leftovers.closeAfter(new SessionStore({ root }));
+  const closeAfter = <T extends Closable>(closable: T) => leftovers.closeAfter(closable);
+  const store = closeAfter(new SessionStore(onChosenBackend({ root }, closeAfter)));
   return { base, workspace, root, store, checkpoints: leftovers.closeAfter(new CheckpointStore(store)) };
 }
 
@@ -107,7 +109,18 @@ export function closeAfter<T extends Closable>(closable: T): T {
 
 /** `new SessionStore(options)`, closed when the running test finishes. */
 export function openStore<E extends EventSchemas = {}>(options: SessionStoreOptions<E>): SessionStore<E> {
-  return closeAfter(new SessionStore<E>(options));
+  return closeAfter(new SessionStore<E>(onChosenBackend(options, closeAfter)));
+}
+
+/**
+ * What an adapter that can open its own store on a folder is given: `{ root }` on the fs backend; else a store of
+ * this fixture on `root`, on the chosen backend (test/helpers/store-backends.ts), as the adapter's own is on fs.
+ */
+export function rootOrStore<E extends EventSchemas>(
+  root: string,
+  events: E,
+): { root: string } | { store: SessionStore<E> } {
+  return storeBackendKind() === "fs" ? { root } : { store: openStore<E>({ root, events }) };
 }
 
 /** A store on `options.root`, or else on a new temp folder (`prefix`), closed when the running test finishes. */
@@ -152,9 +165,10 @@ export const test = base.extend<Fixtures>({
   tempDir: async ({ leftovers }, use) => use((prefix) => leftovers.tempDir(prefix)),
   closeAfter: async ({ leftovers }, use) => use((closable) => leftovers.closeAfter(closable)),
   openStore: async ({ leftovers }, use) =>
-    use(<E extends EventSchemas = {}>(options: SessionStoreOptions<E>) =>
-      leftovers.closeAfter(new SessionStore<E>(options)),
-    ),
+    use(<E extends EventSchemas = {}>(options: SessionStoreOptions<E>) => {
+      const closeAfter = <T extends Closable>(closable: T) => leftovers.closeAfter(closable);
+      return closeAfter(new SessionStore<E>(onChosenBackend(options, closeAfter)));
+    }),
   workspace: async ({ leftovers }, use) => use((prefix = "agent-tape-ws-") => workspaceIn(leftovers, prefix)),
 });
 export const it = test;

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { CheckpointStore, type SessionStore, type StoredEvent } from "../../src/index.js";
 import { put, workspaceTree } from "./rewind-workspace.js";
 import { openStore, tempDir } from "./fixture.js";
+import { storedLogBytes } from "./store-backends.js";
 
 /**
  * A session's story, told for real (docs/ARCHITECTURE.md, "Rewind intent"): after the target,
@@ -114,15 +115,13 @@ export async function tellTheStory(): Promise<Story> {
     treeAtTarget,
     treeBefore: await workspaceTree(workspace),
     eventsBefore: await store.readAll(id),
-    logBytesBefore: await readFile(join(root, id, "events.jsonl")),
+    logBytesBefore: await logBytes(root, id),
     blobsBefore: (await store.backend.listBlobs(id)).sort(),
   };
 }
 
-/** The session's log file as bytes, read directly (no lock, no recovery). */
-export function logBytes(root: string, id: string): Promise<Buffer> {
-  return readFile(join(root, id, "events.jsonl"));
-}
+/** The session's log as bytes, read directly (no lock, no recovery), whichever backend the store is on. */
+export const logBytes = storedLogBytes;
 
 /** The blob file of `hash` inside the session folder (for damaging it on purpose). */
 export function blobFile(root: string, id: string, hash: string): string {

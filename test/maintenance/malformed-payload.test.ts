@@ -1,13 +1,14 @@
 // A built-in event whose payload is not what its schema says (a checkpoint with `files: "zzz"`,
 // written by hand or by a broken program) must be reported by `verify`, refused by `rewind` with a typed error,
 // and must stop `gc` from pruning blobs: a reference gc cannot read is not a reference it may assume absent.
-import { readdir, readFile, realpath, writeFile } from "node:fs/promises";
+import { readdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CheckpointStore, type SessionStore, gc, rewind, undoRewind, verify } from "../../src/index.js";
 import { codeOf, filesBelow } from "../helpers/outcomes.js";
 import { put } from "../helpers/rewind-workspace.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
+import { byHand, storedLogBytes } from "../helpers/store-backends.js";
 
 /** a.txt captured as "a1" then edited to "a2", between two messages; the store closed, as a later process finds it. */
 async function editedSession() {
@@ -25,19 +26,26 @@ async function editedSession() {
   return { root, workspace, id, target };
 }
 
-/** Rewrites the log by hand: `edit` changes the payload of the first event of `type`. Returns its sequence. */
+/**
+ * Rewrites the log by hand: `edit` changes the payload of the first event of `type`. Returns its sequence. The
+ * file on the fs backend; the event's row on another (test/helpers/store-backends.ts).
+ */
 async function editPayload(root: string, id: string, type: string, edit: (payload: any) => void): Promise<number> {
   const file = join(root, id, "events.jsonl");
-  const lines = (await readFile(file, "utf8")).split("\n");
+  const lines = (await storedLogBytes(root, id)).toString("utf8").split("\n");
   const at = lines.findIndex((line) => line !== "" && JSON.parse(line).type === type);
   const event = JSON.parse(lines[at]!);
   edit(event.payload);
   lines[at] = JSON.stringify(event);
-  await writeFile(file, lines.join("\n"));
+  const other = byHand();
+  if (other) await other.setLine(root, id, event.sequence, lines[at]);
+  else await writeFile(file, lines.join("\n"));
   return event.sequence;
 }
 
 async function blobsOf(root: string, id: string): Promise<string[]> {
+  const other = byHand();
+  if (other) return other.blobHashes(root, id);
   const entries = await readdir(join(root, id, "blobs"), { recursive: true, withFileTypes: true });
   return entries.filter((e) => e.isFile() && !e.parentPath.includes(".incoming")).map((e) => e.name);
 }

@@ -5,16 +5,21 @@ import { CheckpointStore, type SessionStore, type SessionStoreOptions } from "..
 import { fsBackend, memoryBackend } from "../../src/backend/index.js";
 import { lockedAccess } from "../../src/session/locked-access.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
+import { chosenBackendOn, storeBackendKind } from "../helpers/store-backends.js";
 
 export const sha256 = (bytes: string | Buffer) => createHash("sha256").update(bytes).digest("hex");
 
-export type BackendKind = "fs" | "memory";
-export const BACKENDS: readonly BackendKind[] = ["fs", "memory"];
+export type BackendKind = "fs" | "memory" | "postgres";
+/**
+ * The backends the suites here run over: fs and memory; or, in a file that put the stores on PostgreSQL
+ * (test/helpers/store-backends.ts), PostgreSQL alone.
+ */
+export const BACKENDS: readonly BackendKind[] = storeBackendKind() === "fs" ? ["fs", "memory"] : ["postgres"];
 
 export interface Seeded {
   store: SessionStore;
   checkpoints: CheckpointStore;
-  /** The fs backend's root (undefined for memory). */
+  /** The store's folder (undefined for memory): the fs backend's root, or what names PostgreSQL's schema. */
   root: string | undefined;
   workspace: string;
   id: string;
@@ -33,8 +38,10 @@ export async function seed(
   const base = await tempDir("agent-tape-maintenance-");
   const workspace = join(base, "workspace");
   await mkdir(workspace);
-  const root = kind === "fs" ? (options.root ?? join(base, "root")) : undefined;
-  const backend = options.backend ?? (kind === "fs" ? fsBackend({ root: root! }) : memoryBackend());
+  const root = kind === "memory" ? undefined : (options.root ?? join(base, "root"));
+  const backend =
+    options.backend ??
+    (kind === "fs" ? fsBackend({ root: root! }) : kind === "postgres" ? chosenBackendOn(root!) : memoryBackend());
   const store = openStore({ ...options, backend });
   // These tests count events; after-states are tested in test/rewind/conflicts.test.ts.
   const checkpoints = new CheckpointStore(store, { afterState: false });
