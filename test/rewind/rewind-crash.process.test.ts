@@ -15,6 +15,7 @@ import { Child } from "../helpers/children.js";
 import { put, sha256, workspaceTree } from "../helpers/rewind-workspace.js";
 import { archivedEventsOf } from "../helpers/stored-events.js";
 import { referencedBlobs } from "../../src/blobs/references.js";
+import { parseEventLine } from "../../src/core/envelope.js";
 import { it, type Closable, type OpenStore, type TempDir } from "../helpers/fixture.js";
 import { blobIsStored } from "../helpers/blob-files.js";
 
@@ -231,7 +232,7 @@ async function openAfterCrash(round: Round, s: Scenario): Promise<{ files: strin
       crashed.log
         .split("\n")
         .filter((line) => line !== "")
-        .map((line) => describeEvent(JSON.parse(line))),
+        .map((line) => describeEvent(parseEventLine(line) as StoredEvent)), // as the library reads a line
     );
 
     await store.append(s.id, { type: "message", payload: { role: "user", content: PROBE } });

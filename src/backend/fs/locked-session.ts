@@ -411,7 +411,7 @@ export class FsLockedSession implements LockedSession {
     // What taking the lock swept is still news to the first caller that asks (gc's report), whether or not the
     // lock was already held when it asked.
     const unreported = options.dryRun ? this.sweptWhenTaken : this.sweptWhenTaken.splice(0);
-    return [...unreported, ...found];
+    return [...new Set([...unreported, ...found])];
   }
 
   /** Sweeps leftovers as the lock is taken, and keeps their names for the next `sweepLeftovers`. */
