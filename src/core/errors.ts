@@ -8,47 +8,11 @@
  */
 
 import { type AgentTapeErrorCode, BRAND } from "./errors/base.js";
-import type {
-  SessionNotFoundError,
-  SessionExistsError,
-  InvalidSessionIdError,
-  StoreClosedError,
-  LockedError,
-  LockCompromisedError,
-} from "./errors/session.js";
-import type {
-  InvalidEventError,
-  InvalidArgumentError,
-  LogCorruptError,
-  SequenceOutOfRangeError,
-  SequenceNotOnTapeError,
-  SequenceConflictError,
-  TapeRewoundError,
-  EventTooLargeError,
-} from "./errors/tape.js";
-import type {
-  BlobNotFoundError,
-  BlobCorruptError,
-  StoreTamperedError,
-  StorageFailedError,
-  StoreTooNewError,
-  MissingPackageError,
-} from "./errors/storage.js";
-import type {
-  WorkspaceLockedError,
-  WorkspaceMismatchError,
-  PathOutsideWorkspaceError,
-  WorkspaceTooLargeError,
-  WorkspaceNotEmptyError,
-  ForkFailedError,
-} from "./errors/workspace.js";
-import type {
-  NothingToUndoError,
-  UnrecoverableChangeError,
-  RewindConflictError,
-  BeyondRetentionHorizonError,
-  RewindFailedError,
-} from "./errors/rewind.js";
+import type * as session from "./errors/session.js";
+import type * as tape from "./errors/tape.js";
+import type * as storage from "./errors/storage.js";
+import type * as workspace from "./errors/workspace.js";
+import type * as rewind from "./errors/rewind.js";
 
 export { type AgentTapeErrorCode, AgentTapeError } from "./errors/base.js";
 export {
@@ -99,37 +63,37 @@ export {
  * (`conflicts`, `rolledBack`, `osCode`, …) are in reach without `instanceof` or a cast.
  */
 export type AgentTapeErrorByCode = EveryCodeOnce<{
-  SESSION_NOT_FOUND: SessionNotFoundError;
-  SESSION_EXISTS: SessionExistsError;
-  INVALID_SESSION_ID: InvalidSessionIdError;
-  INVALID_EVENT: InvalidEventError;
-  INVALID_ARGUMENT: InvalidArgumentError;
-  LOG_CORRUPT: LogCorruptError;
-  LOCKED: LockedError;
-  LOCK_COMPROMISED: LockCompromisedError;
-  STORE_CLOSED: StoreClosedError;
-  BLOB_NOT_FOUND: BlobNotFoundError;
-  BLOB_CORRUPT: BlobCorruptError;
-  SEQUENCE_OUT_OF_RANGE: SequenceOutOfRangeError;
-  NOTHING_TO_UNDO: NothingToUndoError;
-  WORKSPACE_MISMATCH: WorkspaceMismatchError;
-  STORE_TAMPERED: StoreTamperedError;
-  UNRECOVERABLE_CHANGE: UnrecoverableChangeError;
-  WORKSPACE_TOO_LARGE: WorkspaceTooLargeError;
-  WORKSPACE_NOT_EMPTY: WorkspaceNotEmptyError;
-  FORK_FAILED: ForkFailedError;
-  REWIND_CONFLICT: RewindConflictError;
-  BEYOND_RETENTION_HORIZON: BeyondRetentionHorizonError;
-  SEQUENCE_NOT_ON_TAPE: SequenceNotOnTapeError;
-  TAPE_REWOUND: TapeRewoundError;
-  REWIND_FAILED: RewindFailedError;
-  SEQUENCE_CONFLICT: SequenceConflictError;
-  EVENT_TOO_LARGE: EventTooLargeError;
-  STORAGE_FAILED: StorageFailedError;
-  WORKSPACE_LOCKED: WorkspaceLockedError;
-  PATH_OUTSIDE_WORKSPACE: PathOutsideWorkspaceError;
-  STORE_TOO_NEW: StoreTooNewError;
-  PACKAGE_MISSING: MissingPackageError;
+  SESSION_NOT_FOUND: session.SessionNotFoundError;
+  SESSION_EXISTS: session.SessionExistsError;
+  INVALID_SESSION_ID: session.InvalidSessionIdError;
+  INVALID_EVENT: tape.InvalidEventError;
+  INVALID_ARGUMENT: tape.InvalidArgumentError;
+  LOG_CORRUPT: tape.LogCorruptError;
+  LOCKED: session.LockedError;
+  LOCK_COMPROMISED: session.LockCompromisedError;
+  STORE_CLOSED: session.StoreClosedError;
+  BLOB_NOT_FOUND: storage.BlobNotFoundError;
+  BLOB_CORRUPT: storage.BlobCorruptError;
+  SEQUENCE_OUT_OF_RANGE: tape.SequenceOutOfRangeError;
+  NOTHING_TO_UNDO: rewind.NothingToUndoError;
+  WORKSPACE_MISMATCH: workspace.WorkspaceMismatchError;
+  STORE_TAMPERED: storage.StoreTamperedError;
+  UNRECOVERABLE_CHANGE: rewind.UnrecoverableChangeError;
+  WORKSPACE_TOO_LARGE: workspace.WorkspaceTooLargeError;
+  WORKSPACE_NOT_EMPTY: workspace.WorkspaceNotEmptyError;
+  FORK_FAILED: workspace.ForkFailedError;
+  REWIND_CONFLICT: rewind.RewindConflictError;
+  BEYOND_RETENTION_HORIZON: rewind.BeyondRetentionHorizonError;
+  SEQUENCE_NOT_ON_TAPE: tape.SequenceNotOnTapeError;
+  TAPE_REWOUND: tape.TapeRewoundError;
+  REWIND_FAILED: rewind.RewindFailedError;
+  SEQUENCE_CONFLICT: tape.SequenceConflictError;
+  EVENT_TOO_LARGE: tape.EventTooLargeError;
+  STORAGE_FAILED: storage.StorageFailedError;
+  WORKSPACE_LOCKED: workspace.WorkspaceLockedError;
+  PATH_OUTSIDE_WORKSPACE: workspace.PathOutsideWorkspaceError;
+  STORE_TOO_NEW: storage.StoreTooNewError;
+  PACKAGE_MISSING: storage.MissingPackageError;
 }>;
 
 // Fails to compile when a code has no class here, or a class is listed under a code that is not its own.

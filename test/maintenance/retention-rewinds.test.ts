@@ -9,12 +9,8 @@ import { openStore, tempDir } from "../helpers/fixture.js";
 const DAY_MS = 24 * 60 * 60 * 1000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/**
- * 1 message, 2 checkpoint of a.txt (v1), a.txt = v2 (random bytes: only the rewind's undo snapshot holds them),
- * 3 rewind of "all" to 1 (a.txt back to v1; the checkpoint cut, kept in its archive), a.txt = v3,
- * [cutoff], 4 message, 5 checkpoint of a.txt (v3), a.txt = v4.
- */
-async function story() {
+/** A session whose workspace holds a.txt, checkpointed without after-states; the lock released after each call. */
+async function sessionWithWorkspace() {
   const base = await tempDir("agent-tape-retention-rewinds-");
   const workspace = join(base, "workspace");
   await mkdir(workspace);
@@ -22,6 +18,16 @@ async function story() {
   const checkpoints = new CheckpointStore(store, { afterState: false });
   const file = join(workspace, "a.txt");
   const id = (await store.create({ workspace })).id;
+  return { store, checkpoints, file, id };
+}
+
+/**
+ * 1 message, 2 checkpoint of a.txt (v1), a.txt = v2 (random bytes: only the rewind's undo snapshot holds them),
+ * 3 rewind of "all" to 1 (a.txt back to v1; the checkpoint cut, kept in its archive), a.txt = v3,
+ * [cutoff], 4 message, 5 checkpoint of a.txt (v3), a.txt = v4.
+ */
+async function story() {
+  const { store, checkpoints, file, id } = await sessionWithWorkspace();
   await store.append(id, { type: "message", payload: { role: "user", content: "first" } });
   await writeFile(file, "v1");
   await checkpoints.capture(id, { tool: "edit", paths: ["a.txt"] });
@@ -72,13 +78,7 @@ describe('retention drops old rewind records like old checkpoints (docs/ARCHITEC
   });
 
   it("the undo of a rewind behind the horizon is NOTHING_TO_UNDO, the workspace untouched", async () => {
-    const base = await tempDir("agent-tape-retention-rewinds-");
-    const workspace = join(base, "workspace");
-    await mkdir(workspace);
-    const store = openStore({ root: join(base, "root"), lockIdleMs: 0 });
-    const checkpoints = new CheckpointStore(store, { afterState: false });
-    const file = join(workspace, "a.txt");
-    const id = (await store.create({ workspace })).id;
+    const { store, checkpoints, file, id } = await sessionWithWorkspace();
     await writeFile(file, "v1");
     const target = (await store.append(id, { type: "message", payload: { role: "user", content: "go" } })).sequence;
     await checkpoints.capture(id, { tool: "edit", paths: ["a.txt"] });
