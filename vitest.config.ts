@@ -1,7 +1,6 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { configDefaults, defineConfig } from "vitest/config";
-import { loopFiles } from "./scripts/loop-files.mjs";
 
 // Four tiers, chosen by file name (README, "Tests"): `npm run test:fast` runs "unit", `npm run test:slow` the
 // other three, `npm test` all of them.
@@ -30,8 +29,7 @@ const childBundles = "test/setup/child-bundles.ts";
 const postgresSetup = ["test/setup/pg-one-query-at-a-time.ts"];
 const claudeInstalled = existsSync(".tools/claude-agent-sdk/node_modules/@anthropic-ai/claude-agent-sdk/sdk.mjs");
 
-// CI's run of every file but those with rounds() loops, which its soak run covers (scripts/soak.mjs --others).
-const excluded = [...configDefaults.exclude, ...(process.env.AGENT_TAPE_WITHOUT_LOOPS === "1" ? loopFiles() : [])];
+const excluded = configDefaults.exclude;
 
 export default defineConfig({
   resolve: {

@@ -1,5 +1,5 @@
 // The test files whose loops take their counts from rounds() (test/helpers/rounds.ts): what `npm run test:soak` runs
-// at their soak counts, and what CI leaves out of its run of the rest (vitest.config.ts, AGENT_TAPE_WITHOUT_LOOPS).
+// at their soak counts.
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
