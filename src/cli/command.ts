@@ -98,6 +98,29 @@ export function sequenceOption(command: string, args: ParsedArgs, name: string):
   return Number(text);
 }
 
+/**
+ * The event a verb goes to: `--<name> <seq>`, or `--before-call <toolCallId>` (the event just before that call).
+ * Both at once is a usage error; so is neither when `needed` says what the event is for.
+ */
+export function eventOption(
+  command: string,
+  args: ParsedArgs,
+  name: string,
+  needed?: string,
+): { sequence?: number; beforeCallId?: string } {
+  const sequence = sequenceOption(command, args, name);
+  const beforeCallId = stringOption(args, "before-call");
+  const [seq, call] = [`--${name} <seq>`, "--before-call <toolCallId>"];
+  if (needed !== undefined && (sequence === undefined) === (beforeCallId === undefined))
+    throw new UsageError(
+      `\`${command}\` needs either ${seq} or ${call}: ${needed} (see \`agent-tape show <id>\`).`,
+      command,
+    );
+  if (sequence !== undefined && beforeCallId !== undefined)
+    throw new UsageError(`\`${command}\` takes at most one of ${seq} and ${call}.`, command);
+  return { ...(sequence !== undefined && { sequence }), ...(beforeCallId !== undefined && { beforeCallId }) };
+}
+
 /** An error as the CLI reports it: agent-tape's stable code, or the system's (EACCES…). */
 export function errorSummary(error: unknown): { code: string; message: string } {
   if (isAgentTapeError(error)) return { code: error.code, message: error.message };

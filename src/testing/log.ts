@@ -9,11 +9,6 @@ import { runAreas, type BackendConformanceOptions, type ConformanceArea, type Co
  * the optional readEventBatches.
  */
 export const logArea: ConformanceArea = (suite) => {
-  let backend!: StorageBackend;
-  beforeEach(() => {
-    backend = suite.backend;
-  });
-
   describe("reading the log", () => {
     readingEvents(suite);
     readingErrorsAndLastEvent(suite);
@@ -25,78 +20,9 @@ export const logArea: ConformanceArea = (suite) => {
     truncatingAlone(suite);
   });
 
-  suite.describeNeeding(["readEventBatches"], "readEventBatches (optional) agrees with readEvents", () => {
-    suite.withOptional(
-      "readEventBatches",
-      "readEventBatches yields, flattened, exactly what readEvents yields, for every range, across many batches",
-      async () => {
-        // Gaps (a rewind's) and enough bytes to span several chunks of a streaming reader.
-        const sequences = [...range(1, 300), ...range(310, 600)];
-        const big = "x".repeat(300);
-        await backend.createSession(
-          record("s1"),
-          sequences.map((n) => event("s1", n, { role: "user", content: `${n} ${big}` })),
-        );
-        for (const bounds of [
-          {},
-          { fromSequence: 2 },
-          { toSequence: 3 },
-          { fromSequence: 150, toSequence: 450 },
-          { fromSequence: 305, toSequence: 309 },
-          { fromSequence: 305 },
-          { fromSequence: 601 },
-          { fromSequence: 5, toSequence: 2 },
-        ])
-          await expectSameReads(backend, "s1", bounds);
-        let batches = 0;
-        for await (const batch of backend.readEventBatches!("s1")) {
-          expect(batch.length).toBeGreaterThan(0);
-          batches++;
-        }
-        expect(batches).toBeGreaterThan(0);
-      },
-    );
-
-    suite.withOptional("readEventBatches", "readEventBatches of an empty log yields nothing", async () => {
-      await backend.createSession(record("s1"));
-      await expectSameReads(backend, "s1", {});
-    });
-
-    suite.withOptional(
-      "readEventBatches",
-      "readEventBatches fails as readEvents does: SESSION_NOT_FOUND, and an aborted signal's reason",
-      async () => {
-        const drain = async (source: AsyncIterable<unknown>) => {
-          for await (const _ of source);
-        };
-        await expectCode(drain(backend.readEventBatches!("nobody")), "SESSION_NOT_FOUND");
-        await backend.createSession(record("s1"), [event("s1", 1)]);
-        const reason = new Error("stop reading");
-        const controller = new AbortController();
-        controller.abort(reason);
-        await expect(drain(backend.readEventBatches!("s1", { signal: controller.signal }))).rejects.toBe(reason);
-      },
-    );
-
-    suite.withOptional(
-      "readEventBatches",
-      "readEventBatches after truncation and appends yields the log as it is now",
-      async () => {
-        await backend.createSession(
-          record("s1"),
-          range(1, 5).map((n) => event("s1", n)),
-        );
-        await withLock(backend, "s1", async (locked) => {
-          await locked.truncateAfter(2);
-          await locked.append([event("s1", 6), event("s1", 7)], { sync: true });
-        });
-        await expectSameReads(backend, "s1", {});
-        const flat: number[] = [];
-        for await (const batch of backend.readEventBatches!("s1")) flat.push(...batch.map((e) => e.sequence));
-        expect(flat).toEqual([1, 2, 6, 7]);
-      },
-    );
-  });
+  suite.describeNeeding(["readEventBatches"], "readEventBatches (optional) agrees with readEvents", () =>
+    readingInBatches(suite),
+  );
 };
 
 /** Registers (with vitest) the log area of the conformance suite alone; `runBackendConformance` runs every area. */
@@ -378,4 +304,83 @@ function truncatingAlone(suite: ConformanceSuite): void {
     expect(await readAll(backend, "s2")).toEqual([event("s2", 1)]);
     expect(await backend.listRecords("s2")).toEqual([]);
   });
+}
+
+/** readEventBatches, where a backend has it: what readEvents yields, in batches, and failing as it fails. */
+function readingInBatches(suite: ConformanceSuite): void {
+  let backend!: StorageBackend;
+  beforeEach(() => {
+    backend = suite.backend;
+  });
+
+  suite.withOptional(
+    "readEventBatches",
+    "readEventBatches yields, flattened, exactly what readEvents yields, for every range, across many batches",
+    async () => {
+      // Gaps (a rewind's) and enough bytes to span several chunks of a streaming reader.
+      const sequences = [...range(1, 300), ...range(310, 600)];
+      const big = "x".repeat(300);
+      await backend.createSession(
+        record("s1"),
+        sequences.map((n) => event("s1", n, { role: "user", content: `${n} ${big}` })),
+      );
+      for (const bounds of [
+        {},
+        { fromSequence: 2 },
+        { toSequence: 3 },
+        { fromSequence: 150, toSequence: 450 },
+        { fromSequence: 305, toSequence: 309 },
+        { fromSequence: 305 },
+        { fromSequence: 601 },
+        { fromSequence: 5, toSequence: 2 },
+      ])
+        await expectSameReads(backend, "s1", bounds);
+      let batches = 0;
+      for await (const batch of backend.readEventBatches!("s1")) {
+        expect(batch.length).toBeGreaterThan(0);
+        batches++;
+      }
+      expect(batches).toBeGreaterThan(0);
+    },
+  );
+
+  suite.withOptional("readEventBatches", "readEventBatches of an empty log yields nothing", async () => {
+    await backend.createSession(record("s1"));
+    await expectSameReads(backend, "s1", {});
+  });
+
+  suite.withOptional(
+    "readEventBatches",
+    "readEventBatches fails as readEvents does: SESSION_NOT_FOUND, and an aborted signal's reason",
+    async () => {
+      const drain = async (source: AsyncIterable<unknown>) => {
+        for await (const _ of source);
+      };
+      await expectCode(drain(backend.readEventBatches!("nobody")), "SESSION_NOT_FOUND");
+      await backend.createSession(record("s1"), [event("s1", 1)]);
+      const reason = new Error("stop reading");
+      const controller = new AbortController();
+      controller.abort(reason);
+      await expect(drain(backend.readEventBatches!("s1", { signal: controller.signal }))).rejects.toBe(reason);
+    },
+  );
+
+  suite.withOptional(
+    "readEventBatches",
+    "readEventBatches after truncation and appends yields the log as it is now",
+    async () => {
+      await backend.createSession(
+        record("s1"),
+        range(1, 5).map((n) => event("s1", n)),
+      );
+      await withLock(backend, "s1", async (locked) => {
+        await locked.truncateAfter(2);
+        await locked.append([event("s1", 6), event("s1", 7)], { sync: true });
+      });
+      await expectSameReads(backend, "s1", {});
+      const flat: number[] = [];
+      for await (const batch of backend.readEventBatches!("s1")) flat.push(...batch.map((e) => e.sequence));
+      expect(flat).toEqual([1, 2, 6, 7]);
+    },
+  );
 }

@@ -25,138 +25,157 @@ const TORN = '{"v":1,"id":"torn","sessionId":"s1","seq';
  * the interface; leaving the damage needs the `crashLeftState` hook.
  */
 export const recoveryArea: ConformanceArea = (suite) => {
+  suite.describeNeeding(["crashLeftState"], "a log a crash left damaged", () => damagedLog(suite));
+  suite.describeNeeding(
+    ["crashLeftState", "readEventBatches"],
+    "readEventBatches (optional) agrees with readEvents on a damaged log",
+    () => damagedLogInBatches(suite),
+  );
+  describe("blob writes a crash cut short", () => {
+    blobWritesCutShort(suite);
+    discardingWrites(suite);
+  });
+  describe("a rewind that fails part-way", () => rewindFailingPartWay(suite));
+};
+
+/** A torn last line is left unread and appended past; a corrupt one fails the read, or is reported and skipped. */
+function damagedLog(suite: ConformanceSuite): void {
   let backend!: StorageBackend;
   beforeEach(() => {
     backend = suite.backend;
   });
 
-  suite.describeNeeding(["crashLeftState"], "a log a crash left damaged", () => {
-    suite.withCrashLeftState(
-      "a torn last line is not read, lastEvent skips it, and the next holder appends after the last whole event",
-      async (crash) => {
-        await backend.createSession(
-          record("s1"),
-          range(1, 3).map((n) => event("s1", n)),
-        );
-        await crash.appendToLog(backend, "s1", TORN);
-        expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2, 3]);
-        expect((await backend.lastEvent("s1"))?.sequence).toBe(3);
-        await withLock(backend, "s1", async (locked) => {
-          expect(locked.lastSequence).toBe(3);
-          await locked.append([event("s1", 4)], { sync: true });
-        });
-        expect(await readAll(backend, "s1")).toEqual(range(1, 4).map((n) => event("s1", n)));
-      },
-    );
-
-    suite.withCrashLeftState(
-      "a corrupt line: LOG_CORRUPT after the events before it; with onCorrupt, reported and skipped",
-      async (crash) => {
-        await corruptInTheMiddle(crash.appendToLog);
-        const seen: number[] = [];
-        const error = await expectCode(
-          (async () => {
-            for await (const e of backend.readEvents("s1")) seen.push(e.sequence);
-          })(),
-          "LOG_CORRUPT",
-        );
-        expect(seen).toEqual([1, 2]);
-        expect(error.message).toContain("3");
-        const reports: CorruptLine[] = [];
-        const salvaged = await readAll(backend, "s1", { onCorrupt: (bad) => reports.push(bad) });
-        expect(salvaged.map((e) => e.sequence)).toEqual([1, 2, 4, 5]);
-        expect(reports).toHaveLength(1);
-        expect(reports[0]).toMatchObject({ line: 3, text: "this is no event" });
-        expect(reports[0]!.reason.length).toBeGreaterThan(0);
-      },
-    );
-  });
-
-  suite.describeNeeding(
-    ["crashLeftState", "readEventBatches"],
-    "readEventBatches (optional) agrees with readEvents on a damaged log",
-    () => {
-      suite.withCrashLeftState(
-        "a torn last line: the same events, for every range",
-        async (crash) => {
-          await backend.createSession(
-            record("s1"),
-            range(1, 6).map((n) => event("s1", n)),
-          );
-          await crash.appendToLog(backend, "s1", TORN);
-          for (const bounds of RANGES) await expectSameReads(backend, "s1", bounds);
-        },
-        "readEventBatches",
+  suite.withCrashLeftState(
+    "a torn last line is not read, lastEvent skips it, and the next holder appends after the last whole event",
+    async (crash) => {
+      await backend.createSession(
+        record("s1"),
+        range(1, 3).map((n) => event("s1", n)),
       );
-
-      suite.withCrashLeftState(
-        "a corrupt line: the same events before the same LOG_CORRUPT; with onCorrupt, the same events and reports",
-        async (crash) => {
-          await corruptInTheMiddle(crash.appendToLog);
-          for (const bounds of RANGES) {
-            await expectSameReads(backend, "s1", bounds);
-            await expectSameReads(backend, "s1", bounds, true);
-          }
-        },
-        "readEventBatches",
-      );
+      await crash.appendToLog(backend, "s1", TORN);
+      expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2, 3]);
+      expect((await backend.lastEvent("s1"))?.sequence).toBe(3);
+      await withLock(backend, "s1", async (locked) => {
+        expect(locked.lastSequence).toBe(3);
+        await locked.append([event("s1", 4)], { sync: true });
+      });
+      expect(await readAll(backend, "s1")).toEqual(range(1, 4).map((n) => event("s1", n)));
     },
   );
 
-  describe("blob writes a crash cut short", () => {
-    blobWritesCutShort(suite);
-    discardingWrites(suite);
+  suite.withCrashLeftState(
+    "a corrupt line: LOG_CORRUPT after the events before it; with onCorrupt, reported and skipped",
+    async (crash) => {
+      await corruptInTheMiddle(backend, crash.appendToLog);
+      const seen: number[] = [];
+      const error = await expectCode(
+        (async () => {
+          for await (const e of backend.readEvents("s1")) seen.push(e.sequence);
+        })(),
+        "LOG_CORRUPT",
+      );
+      expect(seen).toEqual([1, 2]);
+      expect(error.message).toContain("3");
+      const reports: CorruptLine[] = [];
+      const salvaged = await readAll(backend, "s1", { onCorrupt: (bad) => reports.push(bad) });
+      expect(salvaged.map((e) => e.sequence)).toEqual([1, 2, 4, 5]);
+      expect(reports).toHaveLength(1);
+      expect(reports[0]).toMatchObject({ line: 3, text: "this is no event" });
+      expect(reports[0]!.reason.length).toBeGreaterThan(0);
+    },
+  );
+}
+
+/** readEventBatches on a damaged log: the same events, reports and error as readEvents, for every range. */
+function damagedLogInBatches(suite: ConformanceSuite): void {
+  let backend!: StorageBackend;
+  beforeEach(() => {
+    backend = suite.backend;
   });
 
-  describe("a rewind that fails part-way", () => {
-    const workspaces = useWorkspaces();
-    // Before the log is cut a failed rewind is rolled back; from then on it is finished instead.
-    const beforeCut = ["intent-written", "files-restored"] as const;
-    const afterCut = ["log-truncated", "blobs-pruned", "marker-appended"] as const;
-    for (const step of beforeCut) {
-      it(`failing after "${step}": rolled back (REWIND_FAILED), files and log as before, no intent`, async () => {
-        const s = await editSession(backend, await workspaces.make(), { lockIdleMs: 0 });
-        workspaces.track(s.store);
-        const onProgress = (reached: string) => {
-          if (reached === step) throw new Error(`failed after ${step}`);
-        };
-        await expectCode(rewind(s.store, s.id, { toSequence: s.target, onProgress }), "REWIND_FAILED");
-        expect(await backend.listRecords(s.id)).not.toContain(REWIND_INTENT_RECORD);
-        const next = workspaces.track(new SessionStore({ backend }));
-        expect(await next.readAll(s.id)).toEqual(s.eventsAfter);
-        expect(await folderTree(s.workspace)).toEqual(s.treeAfter);
-      });
-    }
-    for (const step of afterCut) {
-      it(`failing after "${step}": finished as a whole rewind would; it can be undone`, async () => {
-        const s = await editSession(backend, await workspaces.make(), { lockIdleMs: 0 });
-        workspaces.track(s.store);
-        const last = s.eventsAfter.at(-1)!.sequence;
-        const onProgress = (reached: string) => {
-          if (reached === step) throw new Error(`failed after ${step}`);
-        };
-        await rewind(s.store, s.id, { toSequence: s.target, onProgress });
-        const next = workspaces.track(new SessionStore({ backend }));
-        const events = await next.readAll(s.id);
-        expect(events.slice(0, -1)).toEqual(s.eventsAfter.filter((e) => e.sequence <= s.target));
-        expect(events.at(-1)).toMatchObject({ type: "session_rewind", sequence: last + 1 });
-        expect(await folderTree(s.workspace)).toEqual(s.treeAtTarget);
-        expect(await backend.listRecords(s.id)).not.toContain(REWIND_INTENT_RECORD);
+  suite.withCrashLeftState(
+    "a torn last line: the same events, for every range",
+    async (crash) => {
+      await backend.createSession(
+        record("s1"),
+        range(1, 6).map((n) => event("s1", n)),
+      );
+      await crash.appendToLog(backend, "s1", TORN);
+      for (const bounds of RANGES) await expectSameReads(backend, "s1", bounds);
+    },
+    "readEventBatches",
+  );
 
-        await undoRewind(next, s.id);
-        expect(await folderTree(s.workspace)).toEqual(s.treeAfter);
-      });
-    }
+  suite.withCrashLeftState(
+    "a corrupt line: the same events before the same LOG_CORRUPT; with onCorrupt, the same events and reports",
+    async (crash) => {
+      await corruptInTheMiddle(backend, crash.appendToLog);
+      for (const bounds of RANGES) {
+        await expectSameReads(backend, "s1", bounds);
+        await expectSameReads(backend, "s1", bounds, true);
+      }
+    },
+    "readEventBatches",
+  );
+}
+
+/** A rewind failing after each step: rolled back before the log is cut, finished (and undoable) from then on. */
+function rewindFailingPartWay(suite: ConformanceSuite): void {
+  let backend!: StorageBackend;
+  beforeEach(() => {
+    backend = suite.backend;
   });
 
-  /** Events 1, 2, a line that is no event, then 4 and 5: damage in the middle, not a torn end. */
-  async function corruptInTheMiddle(appendToLog: (b: StorageBackend, id: string, text: string) => Promise<void>) {
-    await backend.createSession(record("s1"), [event("s1", 1), event("s1", 2)]);
-    let text = "this is no event\n";
-    for (const n of [4, 5]) text += `${JSON.stringify(event("s1", n))}\n`;
-    await appendToLog(backend, "s1", text);
+  const workspaces = useWorkspaces();
+  // Before the log is cut a failed rewind is rolled back; from then on it is finished instead.
+  const beforeCut = ["intent-written", "files-restored"] as const;
+  const afterCut = ["log-truncated", "blobs-pruned", "marker-appended"] as const;
+  for (const step of beforeCut) {
+    it(`failing after "${step}": rolled back (REWIND_FAILED), files and log as before, no intent`, async () => {
+      const s = await editSession(backend, await workspaces.make(), { lockIdleMs: 0 });
+      workspaces.track(s.store);
+      const onProgress = (reached: string) => {
+        if (reached === step) throw new Error(`failed after ${step}`);
+      };
+      await expectCode(rewind(s.store, s.id, { toSequence: s.target, onProgress }), "REWIND_FAILED");
+      expect(await backend.listRecords(s.id)).not.toContain(REWIND_INTENT_RECORD);
+      const next = workspaces.track(new SessionStore({ backend }));
+      expect(await next.readAll(s.id)).toEqual(s.eventsAfter);
+      expect(await folderTree(s.workspace)).toEqual(s.treeAfter);
+    });
   }
-};
+  for (const step of afterCut) {
+    it(`failing after "${step}": finished as a whole rewind would; it can be undone`, async () => {
+      const s = await editSession(backend, await workspaces.make(), { lockIdleMs: 0 });
+      workspaces.track(s.store);
+      const last = s.eventsAfter.at(-1)!.sequence;
+      const onProgress = (reached: string) => {
+        if (reached === step) throw new Error(`failed after ${step}`);
+      };
+      await rewind(s.store, s.id, { toSequence: s.target, onProgress });
+      const next = workspaces.track(new SessionStore({ backend }));
+      const events = await next.readAll(s.id);
+      expect(events.slice(0, -1)).toEqual(s.eventsAfter.filter((e) => e.sequence <= s.target));
+      expect(events.at(-1)).toMatchObject({ type: "session_rewind", sequence: last + 1 });
+      expect(await folderTree(s.workspace)).toEqual(s.treeAtTarget);
+      expect(await backend.listRecords(s.id)).not.toContain(REWIND_INTENT_RECORD);
+
+      await undoRewind(next, s.id);
+      expect(await folderTree(s.workspace)).toEqual(s.treeAfter);
+    });
+  }
+}
+
+/** Events 1, 2, a line that is no event, then 4 and 5: damage in the middle, not a torn end. */
+async function corruptInTheMiddle(
+  backend: StorageBackend,
+  appendToLog: (b: StorageBackend, id: string, text: string) => Promise<void>,
+) {
+  await backend.createSession(record("s1"), [event("s1", 1), event("s1", 2)]);
+  let text = "this is no event\n";
+  for (const n of [4, 5]) text += `${JSON.stringify(event("s1", n))}\n`;
+  await appendToLog(backend, "s1", text);
+}
 
 /** Ranges the agreement checks read with: whole log, each bound alone, both, one event, none. */
 const RANGES: ReadEventsOptions[] = [

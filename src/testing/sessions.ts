@@ -69,6 +69,37 @@ function sessionsCreated(suite: ConformanceSuite): void {
     expect(await backend.listSessionIds()).toEqual([]);
   });
 
+  it("every method that takes a session id refuses an unsafe one with INVALID_SESSION_ID", async () => {
+    const drain = async (source: AsyncIterable<unknown>) => {
+      for await (const _ of source);
+    };
+    await backend.createSession(record("s1"));
+    const hash = blob("any").hash;
+    for (const id of ["../escape", "a/b", "", ".hidden"]) {
+      const calls: Record<string, () => Promise<unknown>> = {
+        getSession: () => backend.getSession(id),
+        deleteSession: () => backend.deleteSession(id),
+        lastEvent: () => backend.lastEvent(id),
+        readEvents: () => drain(backend.readEvents(id)),
+        readBlob: () => backend.readBlob(id, hash),
+        listBlobs: () => backend.listBlobs(id),
+        readRecord: () => backend.readRecord(id, "intent"),
+        listRecords: () => backend.listRecords(id),
+        lock: () => backend.lock(id, { waitMs: 1000 }),
+        blobsFrom: () => backend.createSession(record("s2"), [], { blobsFrom: { sessionId: id, hashes: new Set() } }),
+        ...(backend.readEventBatches && { readEventBatches: () => drain(backend.readEventBatches!(id)) }),
+        ...(backend.sizeOf && { sizeOf: () => backend.sizeOf!(id) }),
+        ...(backend.usage && { usage: () => backend.usage!(id) }),
+        ...(backend.digestBlob && { digestBlob: () => backend.digestBlob!(id, hash) }),
+        ...(backend.storedBlobBytes && { storedBlobBytes: () => backend.storedBlobBytes!(id, hash) }),
+        ...(backend.readArchivedLog && { readArchivedLog: () => drain(backend.readArchivedLog!(id, "archive")) }),
+      };
+      for (const [name, call] of Object.entries(calls))
+        expect((await expectCode(call(), "INVALID_SESSION_ID")).message, `${name}(${JSON.stringify(id)})`).toBeTruthy();
+    }
+    expect(await backend.listSessionIds()).toEqual(["s1"]);
+  });
+
   it("events given at creation are in the log, in order, and the lock starts after them", async () => {
     const events = [event("s1", 1), event("s1", 2), event("s1", 3)];
     await backend.createSession(record("s1"), events);

@@ -1,10 +1,20 @@
 // `agent-tape/claude-agent-sdk`: the Claude Agent SDK's `SessionStore` on the tape. See docs/ARCHITECTURE.md,
 // "Adapters". Types only: nothing here imports the SDK (its package brings the Claude Code binary).
-import { createHash } from "node:crypto";
-import { z } from "zod";
 import { CheckpointStore, InvalidArgumentError, SessionStore, isAgentTapeError } from "../../index.js";
 import { assertStoreKnows } from "../store-knows-events.js";
+import { appenderOfNewEntries } from "./entries-once.js";
 import { type CheckpointHooksOptions, type ClaudeCheckpointHooks, checkpointHooks } from "./hooks.js";
+import { mainTranscriptIndex } from "./main-transcripts.js";
+import { TITLE_PREFIX, checkKey, safeSessionId, tapeIdOf } from "./tape-ids.js";
+import { toolUseEntries } from "./tool-use-entries.js";
+import {
+  type ClaudeSessionEntry,
+  type ClaudeSessionKey,
+  type ClaudeSessionSummary,
+  type ClaudeTapeStore,
+  type FoldSessionSummary,
+  claudeEvents,
+} from "./transcript.js";
 
 export {
   CLAUDE_TOOL_TOUCHES,
@@ -12,40 +22,13 @@ export {
   type ClaudeCheckpointHooks,
   type ClaudeHookCallback,
 } from "./hooks.js";
-
-/** The SDK's `SessionKey`: one transcript, the main one when `subpath` is absent (subagents have one each). */
-export interface ClaudeSessionKey {
-  projectKey: string;
-  sessionId: string;
-  subpath?: string;
-}
-
-/** The SDK's `SessionStoreEntry`: one JSONL transcript line, opaque but for `type` and an optional `uuid`. */
-export type ClaudeSessionEntry = { type: string; uuid?: string; timestamp?: string; [key: string]: unknown };
-
-/**
- * The SDK's `SessionSummaryEntry`: what `listSessionSummaries` returns per session. `data` belongs to the SDK (its
- * `foldSessionSummary` makes it); `mtime` is the one `listSessions` reports for the session.
- */
-export interface ClaudeSessionSummary {
-  sessionId: string;
-  mtime: number;
-  data: Record<string, unknown>;
-}
-
-/** The SDK's `foldSessionSummary`: pure, and folding two batches in turn gives what folding them at once gives. */
-export type FoldSessionSummary = (
-  prev: ClaudeSessionSummary | undefined,
-  key: ClaudeSessionKey,
-  entries: ClaudeSessionEntry[],
-  options?: { mtime?: number },
-) => ClaudeSessionSummary;
-
-/** The event types the adapter writes: one per transcript entry, and the mark of a deleted subagent transcript. */
-export const claudeEvents = {
-  claude_entry: z.object({ subpath: z.string().optional(), entry: z.looseObject({ type: z.string() }) }),
-  claude_subpath_deleted: z.object({ subpath: z.string() }),
-};
+export {
+  type ClaudeSessionEntry,
+  type ClaudeSessionKey,
+  type ClaudeSessionSummary,
+  type FoldSessionSummary,
+  claudeEvents,
+} from "./transcript.js";
 
 /**
  * Structurally the SDK's `SessionStore`, copied by hand from its types; the tests run it as the `sessionStore` of
@@ -104,48 +87,13 @@ export interface ClaudeSessionStoreOptions {
  * (the check runs under the session's lock against the tape itself).
  */
 export function claudeSessionStore(options: ClaudeSessionStoreOptions): ClaudeTapeSessionStore {
-  if (!options.store && !options.root)
-    throw new InvalidArgumentError("claudeSessionStore() needs a `root` folder or a `store`.");
-  const store = options.store ?? new SessionStore({ root: options.root!, events: claudeEvents });
-  if (options.store)
-    assertStoreKnows(
-      options.store,
-      claudeEvents,
-      "claudeSessionStore({ store })",
-      "claudeEvents",
-      "agent-tape/claude-agent-sdk",
-    );
-  const owned = options.store === undefined;
+  const { store, owned } = storeOf(options);
   const fold = options.foldSessionSummary;
   const mainTranscripts = mainTranscriptIndex(store, fold);
-  // Per tape: the uuids on it through `seen`, so each append reads only what others wrote since.
-  const known = new Map<string, { seen: number; uuids: Set<string> }>();
+  const newEntries = appenderOfNewEntries(store);
+  const toolCalls = toolUseEntries();
   // For the hooks, which are told only the Claude session id: its tape, as the keys of appends and loads name it.
   const tapes = new Map<string, string>();
-  // The tool_use ids of assistant entries this process appended, and the hooks waiting for one.
-  const calls = new Set<string>();
-  const callWaiters = new Map<string, (() => void)[]>();
-  const noteCalls = (entries: readonly ClaudeSessionEntry[]) => {
-    for (const entry of entries)
-      for (const id of toolUseIds(entry)) {
-        calls.add(id);
-        for (const wake of callWaiters.get(id) ?? []) wake();
-        callWaiters.delete(id);
-      }
-  };
-
-  const ensureSession = async (id: string, key: ClaudeSessionKey) => {
-    if (await store.get(id)) return;
-    try {
-      await store.create({
-        id,
-        title: `${TITLE_PREFIX}${key.sessionId}`,
-        ...(options.workspace !== undefined && { workspace: options.workspace }),
-      });
-    } catch (error) {
-      if (!isAgentTapeError(error, "SESSION_EXISTS")) throw error; // another process made it first
-    }
-  };
 
   return {
     tapeSessionId: (key) => tapeIdOf(key),
@@ -155,60 +103,16 @@ export function claudeSessionStore(options: ClaudeSessionStoreOptions): ClaudeTa
       if (entries.length === 0) return;
       const id = tapeIdOf(key);
       tapes.set(key.sessionId, id);
-      await ensureSession(id, key);
-      await store.withLock(id, async (session) => {
-        let state = known.get(id) ?? { seen: 0, uuids: new Set<string>() };
-        const catchUp = async (from: number, restartOnRewind: boolean) => {
-          for await (const event of store.read(id, { fromSequence: from, types: ["claude_entry", "session_rewind"] })) {
-            // A rewind (or its undo) since the last look changed which entries are on the tape: start over.
-            if (event.type === "session_rewind") {
-              if (restartOnRewind) return false;
-              continue;
-            }
-            const uuid = event.payload.entry.uuid;
-            if (typeof uuid === "string") state.uuids.add(uuid);
-          }
-          return true;
-        };
-        if (!(await catchUp(state.seen + 1, true))) {
-          state = { seen: 0, uuids: new Set<string>() };
-          await catchUp(1, false); // the tape as it is now, whatever rewinds made it
-        }
-        state.seen = session.lastSequence;
-        const fresh: ClaudeSessionEntry[] = [];
-        for (const entry of entries) {
-          if (typeof entry.uuid === "string") {
-            if (state.uuids.has(entry.uuid)) continue;
-            state.uuids.add(entry.uuid);
-          }
-          fresh.push(entry);
-        }
-        if (fresh.length > 0) {
-          const written = await session.appendMany(
-            fresh.map((entry) => ({
-              type: "claude_entry" as const,
-              payload: { ...(key.subpath !== undefined && { subpath: key.subpath }), entry },
-            })),
-          );
-          state.seen = written[written.length - 1]!.sequence;
-        }
-        known.set(id, state);
-      });
-      noteCalls(entries);
+      await createTapeOnce(store, id, key, options.workspace);
+      await newEntries.append(id, key, entries);
+      toolCalls.appended(entries);
     },
 
     async load(key) {
       checkKey(key);
       const id = tapeIdOf(key);
       tapes.set(key.sessionId, id);
-      if (!(await store.get(id))) return null;
-      let entries: ClaudeSessionEntry[] | null = null;
-      for await (const event of store.read(id, { types: ["claude_entry", "claude_subpath_deleted"] })) {
-        if (event.payload.subpath !== key.subpath) continue;
-        if (event.type === "claude_subpath_deleted") entries = null;
-        else (entries ??= []).push(event.payload.entry as ClaudeSessionEntry);
-      }
-      return entries;
+      return loadTranscript(store, id, key.subpath);
     },
 
     async listSessions(projectKey) {
@@ -228,7 +132,7 @@ export function claudeSessionStore(options: ClaudeSessionStoreOptions): ClaudeTa
       const id = tapeIdOf(key);
       if (key.subpath === undefined) {
         await store.delete(id);
-        known.delete(id);
+        newEntries.forget(id);
         return;
       }
       // A tape is append-only: a subagent's transcript is hidden by a mark, and a rewind can bring it back.
@@ -238,51 +142,17 @@ export function claudeSessionStore(options: ClaudeSessionStoreOptions): ClaudeTa
 
     async listSubkeys(key) {
       checkKey(key);
-      const id = tapeIdOf(key);
-      if (!(await store.get(id))) return [];
-      const live = new Set<string>();
-      for await (const event of store.read(id, { types: ["claude_entry", "claude_subpath_deleted"] })) {
-        const subpath = event.payload.subpath;
-        if (subpath === undefined) continue;
-        if (event.type === "claude_subpath_deleted") live.delete(subpath);
-        else live.add(subpath);
-      }
-      return [...live];
+      return subagentTranscripts(store, tapeIdOf(key));
     },
 
     checkpointHooks(hookOptions) {
-      const checkpoints = options.checkpoints ?? new CheckpointStore(store);
-      return checkpointHooks(
-        {
-          store,
-          checkpoints,
-          async tapeOf(claudeSessionId) {
-            const known = tapes.get(claudeSessionId);
-            if (known !== undefined) return known;
-            // Another process's appends: the tape whose id ends with the session id.
-            const suffix = `-${safeSessionId(claudeSessionId)}`;
-            const found = (await store.list()).filter((s) => s.id.startsWith("claude-") && s.id.endsWith(suffix));
-            if (found.length === 1) return found[0]!.id;
-            throw new InvalidArgumentError(
-              `No transcript of Claude session "${claudeSessionId}" has reached the store yet, so there is no tape ` +
-                'to checkpoint on: pass this store as `sessionStore` to query(), with `sessionStoreFlush: "eager"`.',
-            );
-          },
-          callEntry(toolUseId, ms) {
-            if (calls.has(toolUseId)) return Promise.resolve();
-            return new Promise<void>((resolve) => {
-              const timer = setTimeout(resolve, ms);
-              const list = callWaiters.get(toolUseId) ?? [];
-              list.push(() => {
-                clearTimeout(timer);
-                resolve();
-              });
-              callWaiters.set(toolUseId, list);
-            });
-          },
-        },
-        hookOptions,
-      );
+      const context = {
+        store,
+        checkpoints: options.checkpoints ?? new CheckpointStore(store),
+        tapeOf: (claudeSessionId: string) => tapeOfClaudeSession(store, tapes, claudeSessionId),
+        callEntry: (toolUseId: string, ms: number) => toolCalls.entryOf(toolUseId, ms),
+      };
+      return checkpointHooks(context, hookOptions);
     },
 
     async close() {
@@ -291,107 +161,72 @@ export function claudeSessionStore(options: ClaudeSessionStoreOptions): ClaudeTa
   };
 }
 
-/** A listed Claude session: its id as the SDK gave it, its tape's last write, its main transcript's summary. */
-interface ListedSession {
-  sessionId: string;
-  mtime: number;
-  summary: ClaudeSessionSummary | undefined;
-}
-
-/**
- * Which tapes of a project hold a main transcript, and (with the SDK's fold) its summary: kept per tape up to the
- * sequence last read, so a listing reads only what was appended since; a rewind on the tape starts it over.
- */
-function mainTranscriptIndex(store: SessionStore<typeof claudeEvents>, fold: FoldSessionSummary | undefined) {
-  type Seen = { seen: number; hasMain: boolean; summary: ClaudeSessionSummary | undefined };
-  const byTape = new Map<string, Seen>();
-
-  const catchUp = async (tapeId: string, key: ClaudeSessionKey, from: Seen, lastSequence: number, restart: boolean) => {
-    const state = { ...from };
-    const batch: ClaudeSessionEntry[] = [];
-    for await (const event of store.read(tapeId, {
-      fromSequence: state.seen + 1,
-      toSequence: lastSequence,
-      types: ["claude_entry", "session_rewind"],
-    })) {
-      // A rewind (or its undo) changed which entries are on the tape: fold it again from the start.
-      if (event.type === "session_rewind") {
-        if (restart) return undefined;
-        continue;
-      }
-      if (event.payload.subpath !== undefined) continue;
-      state.hasMain = true;
-      if (fold === undefined) break; // that is all a listing without summaries needs
-      batch.push(event.payload.entry as ClaudeSessionEntry);
-    }
-    if (fold !== undefined && batch.length > 0) state.summary = fold(state.summary, key, batch);
-    state.seen = lastSequence;
-    return state;
-  };
-
-  return {
-    async list(projectKey: string): Promise<ListedSession[]> {
-      const prefix = `${projectPrefix(projectKey)}-`;
-      const listed: ListedSession[] = [];
-      for (const info of await store.list()) {
-        if (!info.id.startsWith(prefix) || info.unreadable) continue;
-        // The SDK's own id, as the title keeps it: the tape id holds a hash of an id outside its pattern.
-        const sessionId = info.title?.startsWith(TITLE_PREFIX)
-          ? info.title.slice(TITLE_PREFIX.length)
-          : info.id.slice(prefix.length);
-        const key = { projectKey, sessionId };
-        const fresh = { seen: 0, hasMain: false, summary: undefined };
-        let state = byTape.get(info.id) ?? fresh;
-        if (state.seen !== info.lastSequence) {
-          state =
-            (await catchUp(info.id, key, state, info.lastSequence, true)) ??
-            (await catchUp(info.id, key, fresh, info.lastSequence, false))!;
-          byTape.set(info.id, state);
-        }
-        if (!state.hasMain) continue;
-        const mtime = Math.floor(Date.parse(info.updatedAt));
-        const summary = state.summary && { ...state.summary, sessionId, mtime };
-        listed.push({ sessionId, mtime, summary });
-      }
-      return listed;
-    },
-  };
-}
-
-/** The title a tape of the adapter is created with: it keeps the SDK's session id as given. */
-const TITLE_PREFIX = "claude-agent-sdk ";
-
-/** The ids of the tool_use blocks of an assistant transcript entry. */
-function toolUseIds(entry: ClaudeSessionEntry): string[] {
-  const content = (entry.message as { content?: unknown } | undefined)?.content;
-  if (entry.type !== "assistant" || !Array.isArray(content)) return [];
-  return content.flatMap((block: { type?: unknown; id?: unknown }) =>
-    block?.type === "tool_use" && typeof block.id === "string" ? [block.id] : [],
+/** The store given, or one the adapter opens (and closes) at `root`. */
+function storeOf(options: ClaudeSessionStoreOptions): { store: ClaudeTapeStore; owned: boolean } {
+  if (!options.store && !options.root)
+    throw new InvalidArgumentError("claudeSessionStore() needs a `root` folder or a `store`.");
+  if (!options.store) return { store: new SessionStore({ root: options.root!, events: claudeEvents }), owned: true };
+  assertStoreKnows(
+    options.store,
+    claudeEvents,
+    "claudeSessionStore({ store })",
+    "claudeEvents",
+    "agent-tape/claude-agent-sdk",
   );
+  return { store: options.store, owned: false };
+}
+
+/** Creates a Claude session's tape unless it is there; another process creating it first is no failure. */
+async function createTapeOnce(store: ClaudeTapeStore, id: string, key: ClaudeSessionKey, workspace?: string) {
+  if (await store.get(id)) return;
+  try {
+    await store.create({
+      id,
+      title: `${TITLE_PREFIX}${key.sessionId}`,
+      ...(workspace !== undefined && { workspace }),
+    });
+  } catch (error) {
+    if (!isAgentTapeError(error, "SESSION_EXISTS")) throw error; // another process made it first
+  }
+}
+
+/** One transcript's entries (the main one's when `subpath` is absent), null when there is none or it was deleted. */
+async function loadTranscript(store: ClaudeTapeStore, id: string, subpath: string | undefined) {
+  if (!(await store.get(id))) return null;
+  let entries: ClaudeSessionEntry[] | null = null;
+  for await (const event of store.read(id, { types: ["claude_entry", "claude_subpath_deleted"] })) {
+    if (event.payload.subpath !== subpath) continue;
+    if (event.type === "claude_subpath_deleted") entries = null;
+    else (entries ??= []).push(event.payload.entry as ClaudeSessionEntry);
+  }
+  return entries;
+}
+
+/** The subagents' transcripts on a tape that are not deleted. */
+async function subagentTranscripts(store: ClaudeTapeStore, id: string): Promise<string[]> {
+  if (!(await store.get(id))) return [];
+  const live = new Set<string>();
+  for await (const event of store.read(id, { types: ["claude_entry", "claude_subpath_deleted"] })) {
+    const subpath = event.payload.subpath;
+    if (subpath === undefined) continue;
+    if (event.type === "claude_subpath_deleted") live.delete(subpath);
+    else live.add(subpath);
+  }
+  return [...live];
 }
 
 /**
- * `claude-<16 hex of sha256(projectKey)>-<sessionId>`: a safe agent-tape id whose prefix lists a project's
- * sessions. A session id that is not itself safe (the SDK's are UUIDs) is replaced by its hash.
+ * The tape of a Claude session the hooks name: the one this store's appends and loads used, or another process's,
+ * whose id ends with the session id.
  */
-function tapeIdOf(key: { projectKey: string; sessionId: string }): string {
-  return `${projectPrefix(key.projectKey)}-${safeSessionId(key.sessionId)}`;
-}
-
-function safeSessionId(sessionId: string): string {
-  return /^[A-Za-z0-9._-]{1,80}$/.test(sessionId) ? sessionId : `h${sha256(sessionId).slice(0, 40)}`;
-}
-
-function projectPrefix(projectKey: string): string {
-  return `claude-${sha256(projectKey).slice(0, 16)}`;
-}
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
-}
-
-function checkKey(key: ClaudeSessionKey): void {
-  if (typeof key?.projectKey !== "string" || typeof key.sessionId !== "string" || key.sessionId === "")
-    throw new InvalidArgumentError("A Claude session key needs `projectKey` and `sessionId` strings.");
-  if (key.subpath === "") throw new InvalidArgumentError("An empty `subpath` is invalid: omit it for the main one.");
+async function tapeOfClaudeSession(store: ClaudeTapeStore, tapes: Map<string, string>, claudeSessionId: string) {
+  const known = tapes.get(claudeSessionId);
+  if (known !== undefined) return known;
+  const suffix = `-${safeSessionId(claudeSessionId)}`;
+  const found = (await store.list()).filter((s) => s.id.startsWith("claude-") && s.id.endsWith(suffix));
+  if (found.length === 1) return found[0]!.id;
+  throw new InvalidArgumentError(
+    `No transcript of Claude session "${claudeSessionId}" has reached the store yet, so there is no tape ` +
+      'to checkpoint on: pass this store as `sessionStore` to query(), with `sessionStoreFlush: "eager"`.',
+  );
 }

@@ -57,9 +57,9 @@ class MemoryBackend implements StorageBackend {
     stream: NewSessionEvents = [],
     options: CreateSessionOptions = {},
   ): Promise<void> {
-    assertSessionId(record.id);
+    const taken = this.find(record.id) !== undefined;
     options.signal?.throwIfAborted();
-    if (this.sessions.has(record.id)) throw new SessionExistsError(record.id);
+    if (taken) throw new SessionExistsError(record.id);
     // The whole log lives in memory here anyway.
     const events: readonly StoredEvent[] = Symbol.asyncIterator in stream ? await collect(stream) : stream;
     let previous = 0;
@@ -72,8 +72,7 @@ class MemoryBackend implements StorageBackend {
     }
     const blobs = new Map<string, Buffer>();
     if (options.blobsFrom) {
-      assertSessionId(options.blobsFrom.sessionId);
-      const source = this.sessions.get(options.blobsFrom.sessionId);
+      const source = this.find(options.blobsFrom.sessionId);
       for (const hash of options.blobsFrom.hashes) {
         // Stored blobs are never mutated, so the new session may share the buffer.
         const bytes = source?.blobs.get(hash);
@@ -85,9 +84,8 @@ class MemoryBackend implements StorageBackend {
   }
 
   async getSession(id: string, options: SignalOption = {}): Promise<SessionRecord | undefined> {
-    assertSessionId(id);
+    const session = this.find(id);
     options.signal?.throwIfAborted();
-    const session = this.sessions.get(id);
     return session && (JSON.parse(session.record) as SessionRecord);
   }
 
@@ -97,9 +95,9 @@ class MemoryBackend implements StorageBackend {
   }
 
   async deleteSession(id: string, options: SignalOption = {}): Promise<boolean> {
-    assertSessionId(id);
+    const found = this.find(id) !== undefined;
     options.signal?.throwIfAborted();
-    return this.sessions.delete(id);
+    return found && this.sessions.delete(id);
   }
 
   async lastEvent(id: string, options: SignalOption = {}): Promise<StoredEvent | undefined> {
@@ -121,38 +119,37 @@ class MemoryBackend implements StorageBackend {
   }
 
   async readBlob(id: string, hash: string, options: BlobReadOptions = {}): Promise<Buffer | undefined> {
-    assertSessionId(id);
+    const session = this.find(id);
     options.signal?.throwIfAborted();
-    const bytes = this.sessions.get(id)?.blobs.get(hash);
+    const bytes = session?.blobs.get(hash);
     const max = options.maxBytes === undefined ? undefined : options.maxBytes + 1;
     return bytes && Buffer.from(bytes.subarray(0, max));
   }
 
   async listBlobs(id: string, options: SignalOption = {}): Promise<string[]> {
-    assertSessionId(id);
+    const session = this.find(id);
     options.signal?.throwIfAborted();
-    return [...(this.sessions.get(id)?.blobs.keys() ?? [])];
+    return [...(session?.blobs.keys() ?? [])];
   }
 
   async readRecord(id: string, name: string, options: SignalOption = {}): Promise<unknown> {
-    assertSessionId(id);
+    const session = this.find(id);
     options.signal?.throwIfAborted();
     if (!isRecordName(name)) return undefined;
-    const text = this.sessions.get(id)?.records.get(name);
+    const text = session?.records.get(name);
     return text === undefined ? undefined : JSON.parse(text);
   }
 
   async listRecords(id: string, options: SignalOption = {}): Promise<string[]> {
-    assertSessionId(id);
+    const session = this.find(id);
     options.signal?.throwIfAborted();
-    return [...(this.sessions.get(id)?.records.keys() ?? [])];
+    return [...(session?.records.keys() ?? [])];
   }
 
   /** The bytes the session would take as files: log lines, blobs, records and its creation record. */
   async sizeOf(id: string, options: SignalOption = {}): Promise<number> {
-    assertSessionId(id);
+    const session = this.find(id);
     options.signal?.throwIfAborted();
-    const session = this.sessions.get(id);
     if (!session) return 0;
     let total = Buffer.byteLength(session.record);
     for (const line of session.lines) total += Buffer.byteLength(line.text) + 1;
@@ -162,9 +159,8 @@ class MemoryBackend implements StorageBackend {
   }
 
   async usage(id: string, options: SignalOption = {}): Promise<StorageUsage> {
-    assertSessionId(id);
+    const session = this.find(id);
     options.signal?.throwIfAborted();
-    const session = this.sessions.get(id);
     if (!session) throw new SessionNotFoundError(id);
     let log = 0;
     for (const line of session.lines) log += Buffer.byteLength(line.text) + 1;
@@ -207,9 +203,17 @@ class MemoryBackend implements StorageBackend {
     await Promise.all(open.map((locked) => locked.release()));
   }
 
-  private existing(id: string): MemorySession {
+  /**
+   * The session stored under `id`, if any: the one place an id is looked up in the map, so the id is checked here
+   * (INVALID_SESSION_ID), as the fs backend checks it where it becomes a path (SessionLayout.dir).
+   */
+  private find(id: string): MemorySession | undefined {
     assertSessionId(id);
-    const session = this.sessions.get(id);
+    return this.sessions.get(id);
+  }
+
+  private existing(id: string): MemorySession {
+    const session = this.find(id);
     if (!session) throw new SessionNotFoundError(id);
     return session;
   }

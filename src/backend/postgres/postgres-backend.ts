@@ -112,6 +112,17 @@ class PostgresBackend implements StorageBackend {
     return this.prepared;
   }
 
+  /**
+   * The pool, for a call about session `id`: the one place a session id meets the database, so the id is checked
+   * here (INVALID_SESSION_ID), as the fs backend checks it where it becomes a path (SessionLayout.dir); an aborted
+   * signal stops the call before any query.
+   */
+  private async poolFor(id: string, signal?: AbortSignal): Promise<Pool> {
+    assertSessionId(id);
+    signal?.throwIfAborted();
+    return this.ready();
+  }
+
   private pool(): Pool {
     if (this.options.pool) return this.options.pool;
     if (!this.ownPool) {
@@ -133,9 +144,7 @@ class PostgresBackend implements StorageBackend {
     events: NewSessionEvents = [],
     options: CreateSessionOptions = {},
   ): Promise<void> {
-    assertSessionId(record.id);
-    options.signal?.throwIfAborted();
-    const pool = await this.ready();
+    const pool = await this.poolFor(record.id, options.signal);
     const s = this.s;
     const client = await pool.connect();
     let failed: Error | undefined;
@@ -198,9 +207,7 @@ class PostgresBackend implements StorageBackend {
   }
 
   async getSession(id: string, options: SignalOption = {}): Promise<SessionRecord | undefined> {
-    assertSessionId(id);
-    options.signal?.throwIfAborted();
-    const pool = await this.ready();
+    const pool = await this.poolFor(id, options.signal);
     const found = await pool.query<{ record: string }>(`SELECT record FROM ${this.s}.sessions WHERE id = $1`, [id]);
     const text = found.rows[0]?.record;
     if (text === undefined) return undefined;
@@ -217,18 +224,14 @@ class PostgresBackend implements StorageBackend {
   }
 
   async deleteSession(id: string, options: SignalOption = {}): Promise<boolean> {
-    assertSessionId(id);
-    options.signal?.throwIfAborted();
-    const pool = await this.ready();
+    const pool = await this.poolFor(id, options.signal);
     // Its events, cuts, blobs and records go with it (ON DELETE CASCADE), in the same transaction.
     const deleted = await pool.query(`DELETE FROM ${this.s}.sessions WHERE id = $1`, [id]);
     return (deleted.rowCount ?? 0) > 0;
   }
 
   async lastEvent(id: string, options: SignalOption = {}): Promise<StoredEvent | undefined> {
-    assertSessionId(id);
-    options.signal?.throwIfAborted();
-    return lastLoggedEvent(await this.ready(), this.s, this.schema, id);
+    return lastLoggedEvent(await this.poolFor(id, options.signal), this.s, this.schema, id);
   }
 
   async *readEvents(id: string, options: ReadEventsOptions = {}): AsyncGenerator<StoredEvent> {
@@ -236,15 +239,12 @@ class PostgresBackend implements StorageBackend {
   }
 
   async *readEventBatches(id: string, options: ReadEventsOptions = {}): AsyncGenerator<StoredEvent[]> {
-    assertSessionId(id);
-    yield* readLogPages(await this.ready(), this.s, this.schema, id, options);
+    yield* readLogPages(await this.poolFor(id), this.s, this.schema, id, options);
   }
 
   async readBlob(id: string, hash: string, options: BlobReadOptions = {}): Promise<Buffer | undefined> {
-    assertSessionId(id);
-    options.signal?.throwIfAborted();
+    const pool = await this.poolFor(id, options.signal);
     if (!isBlobHash(hash)) return undefined;
-    const pool = await this.ready();
     const found = await pool.query<{ stored: Buffer }>(
       `SELECT b.stored FROM ${this.s}.blobs b JOIN ${this.s}.sessions x ON x.incarnation = b.incarnation
         WHERE x.id = $1 AND b.hash = $2`,
@@ -256,10 +256,8 @@ class PostgresBackend implements StorageBackend {
   }
 
   async storedBlobBytes(id: string, hash: string, options: SignalOption = {}): Promise<number | undefined> {
-    assertSessionId(id);
-    options.signal?.throwIfAborted();
+    const pool = await this.poolFor(id, options.signal);
     if (!isBlobHash(hash)) return undefined;
-    const pool = await this.ready();
     const found = await pool.query<{ bytes: number }>(
       `SELECT octet_length(b.stored) AS bytes FROM ${this.s}.blobs b
          JOIN ${this.s}.sessions x ON x.incarnation = b.incarnation WHERE x.id = $1 AND b.hash = $2`,
@@ -269,9 +267,7 @@ class PostgresBackend implements StorageBackend {
   }
 
   async listBlobs(id: string, options: SignalOption = {}): Promise<string[]> {
-    assertSessionId(id);
-    options.signal?.throwIfAborted();
-    const pool = await this.ready();
+    const pool = await this.poolFor(id, options.signal);
     const found = await pool.query<{ hash: string }>(
       `SELECT b.hash FROM ${this.s}.blobs b JOIN ${this.s}.sessions x ON x.incarnation = b.incarnation
         WHERE x.id = $1`,
@@ -281,10 +277,8 @@ class PostgresBackend implements StorageBackend {
   }
 
   async readRecord(id: string, name: string, options: SignalOption = {}): Promise<unknown> {
-    assertSessionId(id);
-    options.signal?.throwIfAborted();
+    const pool = await this.poolFor(id, options.signal);
     if (!isRecordName(name)) return undefined;
-    const pool = await this.ready();
     const found = await pool.query<{ value: string }>(
       `SELECT r.value FROM ${this.s}.records r JOIN ${this.s}.sessions x ON x.incarnation = r.incarnation
         WHERE x.id = $1 AND r.name = $2`,
@@ -295,16 +289,13 @@ class PostgresBackend implements StorageBackend {
   }
 
   async *readArchivedLog(id: string, name: string, options: SignalOption = {}): AsyncIterable<Buffer> {
-    assertSessionId(id);
-    options.signal?.throwIfAborted();
+    const pool = await this.poolFor(id, options.signal);
     if (!isRecordName(name)) return;
-    yield* archivedLogParts(await this.ready(), this.s, { id }, name, options.signal);
+    yield* archivedLogParts(pool, this.s, { id }, name, options.signal);
   }
 
   async listRecords(id: string, options: SignalOption = {}): Promise<string[]> {
-    assertSessionId(id);
-    options.signal?.throwIfAborted();
-    const pool = await this.ready();
+    const pool = await this.poolFor(id, options.signal);
     const found = await pool.query<{ name: string }>(
       `SELECT r.name FROM ${this.s}.records r JOIN ${this.s}.sessions x ON x.incarnation = r.incarnation
         WHERE x.id = $1`,
@@ -314,23 +305,18 @@ class PostgresBackend implements StorageBackend {
   }
 
   async sizeOf(id: string, options: SignalOption = {}): Promise<number> {
-    assertSessionId(id);
-    options.signal?.throwIfAborted();
-    const usage = await this.measure(id);
+    const usage = await this.measure(await this.poolFor(id, options.signal), id);
     return usage?.total ?? 0;
   }
 
   async usage(id: string, options: SignalOption = {}): Promise<StorageUsage> {
-    assertSessionId(id);
-    options.signal?.throwIfAborted();
-    const usage = await this.measure(id);
+    const usage = await this.measure(await this.poolFor(id, options.signal), id);
     if (!usage) throw new SessionNotFoundError(id);
     return usage;
   }
 
   /** The session's bytes as the fs backend would count its files: lines with their newlines, blobs as stored. */
-  private async measure(id: string): Promise<StorageUsage | undefined> {
-    const pool = await this.ready();
+  private async measure(pool: Pool, id: string): Promise<StorageUsage | undefined> {
     const s = this.s;
     const found = await pool.query<{ log: string; blobs: string; count: string; records: string; other: string }>(
       `SELECT (SELECT coalesce(sum(octet_length(line) + 1), 0) FROM ${s}.events
@@ -357,8 +343,7 @@ class PostgresBackend implements StorageBackend {
   }
 
   async lock(id: string, options: LockOptions = {}): Promise<LockedSession> {
-    assertSessionId(id);
-    const pool = await this.ready();
+    const pool = await this.poolFor(id);
     const held = await acquireSessionLock(pool, this.s, this.schema, id, {
       leaseMs: this.leaseMs,
       waitMs: options.waitMs ?? this.waitMs,

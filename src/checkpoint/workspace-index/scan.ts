@@ -75,8 +75,7 @@ export async function scanWorkspace(
 ): Promise<ScanResult> {
   const startedNs = BigInt(Date.now()) * 1_000_000n;
   const walked = await walkOf(previous, rules, options, watching);
-  const entries = walked.entries;
-  const { prior } = walked;
+  const { entries, prior } = walked;
   // What each path held before the scan (an in-place walk changed `previous.entries` itself).
   const before = (path: string): IndexEntry | undefined =>
     prior === undefined ? previous.entries.get(path) : prior.has(path) ? prior.get(path) : entries.get(path);
@@ -88,16 +87,60 @@ export async function scanWorkspace(
     for (const dir of walked.unlisted)
       for (const [path, entry] of previous.entries) if (isBelow(path, dir)) entries.set(path, entry);
 
+  const written: string[] = [];
+  let vanished: string[];
+  try {
+    vanished = await readDiffering(locked, previous.workspace, walked, before, options, startedNs, written);
+  } catch (error) {
+    // Nothing will reference what this scan stored so far: leave no orphan.
+    for (const hash of written) await locked.deleteBlob(hash).catch(() => undefined);
+    revert();
+    throw error;
+  }
+  return {
+    index: {
+      ...previous,
+      entries,
+      folders: walked.folders,
+      scopes: walked.scopes,
+      linked: walked.linked,
+      bytes: walked.bytes,
+      ignored: walked.ignored,
+    },
+    before,
+    revert,
+    ...changesFound(previous, walked, before, vanished),
+    written,
+    walked: walked.changedOnly ? "changed folders" : "whole",
+    listed: walked.listed,
+    statted: walked.statted,
+  };
+}
+
+/**
+ * Reads what the walk found differing: a link's target, a file's bytes (hashed and stored, the blob's hash
+ * pushed onto `written`), each entry marked racy when it changed too close to the scan's start to trust its stat.
+ * Returns the paths that vanished while being read (their entries deleted).
+ */
+async function readDiffering(
+  locked: LockedSession,
+  workspace: string,
+  walked: Walked,
+  before: (path: string) => IndexEntry | undefined,
+  options: ScanOptions,
+  startedNs: bigint,
+  written: string[],
+): Promise<string[]> {
+  const { entries } = walked;
   const toRead = walked.differing.filter((path) => {
     const kind = entries.get(path)?.kind;
     return kind === "file" || kind === "symlink";
   });
-  const written: string[] = [];
   const vanished: string[] = [];
   let sinceYield = 0;
-  const reading = forEachLimited(toRead, options.concurrency, async (path) => {
+  await forEachLimited(toRead, options.concurrency, async (path) => {
     const entry = entries.get(path)!;
-    const absolute = `${previous.workspace}/${path}`;
+    const absolute = `${workspace}/${path}`;
     if (entry.kind === "symlink") {
       try {
         entry.target = await readlink(absolute);
@@ -121,15 +164,17 @@ export async function scanWorkspace(
     if (now && (now.mtimeNs >= startedNs - RACY_WINDOW_NS || now.ctimeNs >= startedNs - RACY_WINDOW_NS))
       now.racy = true;
   });
-  try {
-    await reading;
-  } catch (error) {
-    // Nothing will reference what this scan stored so far: leave no orphan.
-    for (const hash of written) await locked.deleteBlob(hash).catch(() => undefined);
-    revert();
-    throw error;
-  }
+  return vanished;
+}
 
+/** Which paths the scan set, removed and changed, against what each held before it. */
+function changesFound(
+  previous: WorkspaceIndex,
+  walked: Walked,
+  before: (path: string) => IndexEntry | undefined,
+  vanished: readonly string[],
+): Pick<ScanResult, "set" | "removed" | "changed"> {
+  const { entries, prior } = walked;
   const set: string[] = [];
   const changed: string[] = [];
   for (const path of walked.differing) {
@@ -147,26 +192,7 @@ export async function scanWorkspace(
         ? vanished.filter((path) => previous.entries.has(path))
         : [...previous.entries.keys()].filter((path) => !entries.has(path));
   changed.push(...removed);
-  return {
-    index: {
-      ...previous,
-      entries,
-      folders: walked.folders,
-      scopes: walked.scopes,
-      linked: walked.linked,
-      bytes: walked.bytes,
-      ignored: walked.ignored,
-    },
-    before,
-    revert,
-    set,
-    removed,
-    changed,
-    written,
-    walked: walked.changedOnly ? "changed folders" : "whole",
-    listed: walked.listed,
-    statted: walked.statted,
-  };
+  return { set, removed, changed };
 }
 
 /** The changed folders only, when a watcher named them and the index knows their listings; else everything. */

@@ -1,13 +1,5 @@
 import { forkIntoWorkspace } from "../../index.js";
-import {
-  UsageError,
-  printJson,
-  printLine,
-  requireSessionId,
-  sequenceOption,
-  stringOption,
-  type Command,
-} from "../command.js";
+import { eventOption, printJson, printLine, requireSessionId, stringOption, type Command } from "../command.js";
 import { formatBytes } from "../output.js";
 
 export const forkCommand: Command = {
@@ -43,10 +35,7 @@ Options:
 
   async run(ctx, args) {
     const parentId = requireSessionId("fork", args);
-    const at = sequenceOption("fork", args, "at");
-    const beforeCall = stringOption(args, "before-call");
-    if (at !== undefined && beforeCall !== undefined)
-      throw new UsageError("`fork` takes at most one of --at <seq> and --before-call <toolCallId>.", "fork");
+    const { sequence: at, beforeCallId: beforeCall } = eventOption("fork", args, "at");
     const title = stringOption(args, "title");
     const newId = stringOption(args, "id");
     const workspace = stringOption(args, "workspace");

@@ -1,13 +1,15 @@
 import { RewindMode, rewind, type OnConflict, type RewindOptions, type RewindReport } from "../../index.js";
 import {
+  type CliContext,
+  type Command,
+  type ParsedArgs,
   UsageError,
+  eventOption,
   flag,
   printJson,
   printLine,
   requireSessionId,
-  sequenceOption,
   stringOption,
-  type Command,
 } from "../command.js";
 import { fileCounts, printFileChanges } from "../file-changes.js";
 import { printPatches } from "../diff-output.js";
@@ -59,112 +61,114 @@ Options:
 
   async run(ctx, args) {
     const id = requireSessionId("rewind", args);
-    const to = sequenceOption("rewind", args, "to");
-    const beforeCall = stringOption(args, "before-call");
-    if ((to === undefined) === (beforeCall === undefined))
-      throw new UsageError(
-        "`rewind` needs either --to <seq> or --before-call <toolCallId>: where to go back to " +
-          "(see `agent-tape show <id>`).",
-        "rewind",
-      );
-    const mode = RewindMode.safeParse(stringOption(args, "mode") ?? "all");
-    if (!mode.success)
-      throw new UsageError(`--mode is all, files or conversation, not "${stringOption(args, "mode")}".`, "rewind");
-    const choice = stringOption(args, "on-conflict");
-    if (choice !== undefined && !ON_CONFLICT.includes(choice as OnConflict))
-      throw new UsageError(`--on-conflict is refuse, skip or overwrite, not "${choice}".`, "rewind");
-    const workspace = stringOption(args, "workspace");
-    const dryRun = flag(args, "dry-run");
-    const diffs = flag(args, "diff");
-    const yes = flag(args, "yes");
-
-    const options: RewindOptions = {
-      ...(to !== undefined ? { toSequence: to } : { beforeCallId: beforeCall! }),
-      mode: mode.data,
-      allowUnrecoverable: flag(args, "allow-unrecoverable"),
-      ...(workspace !== undefined && { workspace }),
-      onProgress: (step) => ctx.progress.update(`rewind ${id}: ${step}`, true),
-    };
-    // --yes answers the question: overwrite. Without a choice (or --yes), a rewind refuses on a conflict.
-    let onConflict: OnConflict = (choice as OnConflict | undefined) ?? (yes ? "overwrite" : "refuse");
-    let overwriteOnly: RewindOptions["overwriteOnly"];
-    let expectedLastSequence: number | undefined;
-    if (!dryRun && !yes && ctx.ask && (choice === undefined || choice === "overwrite")) {
-      // A person is there: show what would be overwritten, and go ahead only with those paths as shown.
-      const preview = await rewind(ctx.store(), id, { ...options, dryRun: true, onConflict: "refuse" });
-      ctx.progress.clear();
-      const conflicts = preview.conflicts ?? [];
-      if (conflicts.length > 0) {
-        printConflicts(ctx.stderr, conflicts, true);
-        // What the undo could not keep is said before the question, which otherwise promises it a copy.
-        const lost = printUnrecoverable(ctx.stderr, preview.changes, true);
-        if (!(await confirmOverwrite(ctx.ask, conflicts.length, lost > 0))) {
-          printLine(
-            ctx.stderr,
-            "Nothing was changed. To rewind the rest and leave these as they are: --on-conflict skip.",
-          );
-          return 1;
-        }
-        onConflict = "overwrite";
-        overwriteOnly = conflicts;
-        // What the person agreed to was this tape: an event appended while they read is not cut unseen.
-        expectedLastSequence = preview.lastSequence;
-      } else onConflict = "refuse"; // one appearing meanwhile was not shown: refused
-    }
-
-    const report = await rewind(ctx.store(), id, {
-      ...options,
-      dryRun,
-      diffs,
-      onConflict,
-      ...(overwriteOnly && { overwriteOnly }),
-      ...(expectedLastSequence !== undefined && { expectedLastSequence }),
-    });
+    const asked = rewindAsked(ctx, args, id);
+    const { options, dryRun, diffs } = asked;
+    const conflicts = await conflictsAgreedTo(ctx, id, asked);
+    if (conflicts === "declined") return 1;
+    const report = await rewind(ctx.store(), id, { ...options, dryRun, diffs, ...conflicts });
     ctx.progress.clear();
-    if (ctx.json) {
-      printJson(ctx, report);
-      return 0;
-    }
-
-    const target = report.targetSequence;
-    if (report.changes.length === 0 && report.eventsRemoved === 0 && report.markerSequence === undefined) {
-      printLine(
-        ctx.stdout,
-        `Nothing to rewind: session ${id} is already as it was at #${target}` +
-          `${report.mode === "files" ? " (its files match)" : ""}.`,
-      );
-      return 0;
-    }
-    const { bold } = ctx.style;
-    printLine(
-      ctx.stdout,
-      dryRun
-        ? `Dry run: rewinding ${bold(id)} to #${target} (mode ${report.mode}) would:`
-        : `Rewound ${bold(id)} to #${target} (mode ${report.mode}):`,
-    );
-    printFileChanges(ctx, report.changes);
-    if (diffs) printPatches(ctx, report.changes);
-    printConflicts(ctx.stdout, report.conflicts ?? []);
-    printUnrecoverable(ctx.stdout, report.changes, dryRun);
-    printNotRewound(ctx.stdout, report);
-    const events =
-      report.mode === "files"
-        ? "the conversation is kept"
-        : `${plural(report.eventsRemoved, "event")} ${dryRun ? "to remove" : "removed"}`;
-    if (dryRun) {
-      const files = report.mode === "conversation" ? "files are left alone" : `${fileCounts(report, ctx.style)}`;
-      printLine(ctx.stdout, `${files}; ${events}. Nothing was changed.`);
-      return 0;
-    }
-    const files = report.mode === "conversation" ? "files left alone" : fileCounts(report, ctx.style);
-    printLine(
-      ctx.stdout,
-      `${files}; ${events}; ${plural(report.blobsPruned, "blob")} pruned. Rewind marker: #${report.markerSequence}.`,
-    );
-    printLine(ctx.stdout, `Undo it with: agent-tape undo ${id}`);
+    if (ctx.json) printJson(ctx, report);
+    else printRewindReport(ctx, id, report, dryRun, diffs);
     return 0;
   },
 };
+
+/** What the command line asks of the rewind. */
+interface RewindAsked {
+  options: RewindOptions;
+  /** --on-conflict, when given. */
+  choice: OnConflict | undefined;
+  dryRun: boolean;
+  diffs: boolean;
+  yes: boolean;
+}
+
+function rewindAsked(ctx: CliContext, args: ParsedArgs, id: string): RewindAsked {
+  const target = eventOption("rewind", args, "to", "where to go back to");
+  const mode = RewindMode.safeParse(stringOption(args, "mode") ?? "all");
+  if (!mode.success)
+    throw new UsageError(`--mode is all, files or conversation, not "${stringOption(args, "mode")}".`, "rewind");
+  const choice = stringOption(args, "on-conflict");
+  if (choice !== undefined && !ON_CONFLICT.includes(choice as OnConflict))
+    throw new UsageError(`--on-conflict is refuse, skip or overwrite, not "${choice}".`, "rewind");
+  const workspace = stringOption(args, "workspace");
+  const options: RewindOptions = {
+    ...(target.sequence !== undefined ? { toSequence: target.sequence } : { beforeCallId: target.beforeCallId! }),
+    mode: mode.data,
+    allowUnrecoverable: flag(args, "allow-unrecoverable"),
+    ...(workspace !== undefined && { workspace }),
+    onProgress: (step) => ctx.progress.update(`rewind ${id}: ${step}`, true),
+  };
+  const [dryRun, diffs, yes] = [flag(args, "dry-run"), flag(args, "diff"), flag(args, "yes")];
+  return { options, choice: choice as OnConflict | undefined, dryRun, diffs, yes };
+}
+
+/**
+ * What the rewind does on a conflict. --yes answers the question: overwrite. Without a choice (or --yes), a rewind
+ * refuses on a conflict; but where a person is there, they are shown what would be overwritten, and the rewind
+ * goes ahead only with those paths as shown ("declined" when they say no).
+ */
+async function conflictsAgreedTo(
+  ctx: CliContext,
+  id: string,
+  { options, choice, dryRun, yes }: RewindAsked,
+): Promise<Pick<RewindOptions, "onConflict" | "overwriteOnly" | "expectedLastSequence"> | "declined"> {
+  if (dryRun || yes || !ctx.ask || (choice !== undefined && choice !== "overwrite"))
+    return { onConflict: choice ?? (yes ? "overwrite" : "refuse") };
+  const preview = await rewind(ctx.store(), id, { ...options, dryRun: true, onConflict: "refuse" });
+  ctx.progress.clear();
+  const conflicts = preview.conflicts ?? [];
+  if (conflicts.length === 0) return { onConflict: "refuse" }; // one appearing meanwhile was not shown: refused
+  printConflicts(ctx.stderr, conflicts, true);
+  // What the undo could not keep is said before the question, which otherwise promises it a copy.
+  const lost = printUnrecoverable(ctx.stderr, preview.changes, true);
+  if (!(await confirmOverwrite(ctx.ask, conflicts.length, lost > 0))) {
+    printLine(ctx.stderr, "Nothing was changed. To rewind the rest and leave these as they are: --on-conflict skip.");
+    return "declined";
+  }
+  // What the person agreed to was this tape: an event appended while they read is not cut unseen.
+  return { onConflict: "overwrite", overwriteOnly: conflicts, expectedLastSequence: preview.lastSequence };
+}
+
+/** The rewind's report as text: each path and what happens to it, then what became of the conversation. */
+function printRewindReport(ctx: CliContext, id: string, report: RewindReport, dryRun: boolean, diffs: boolean) {
+  const target = report.targetSequence;
+  if (report.changes.length === 0 && report.eventsRemoved === 0 && report.markerSequence === undefined) {
+    printLine(
+      ctx.stdout,
+      `Nothing to rewind: session ${id} is already as it was at #${target}` +
+        `${report.mode === "files" ? " (its files match)" : ""}.`,
+    );
+    return;
+  }
+  const { bold } = ctx.style;
+  printLine(
+    ctx.stdout,
+    dryRun
+      ? `Dry run: rewinding ${bold(id)} to #${target} (mode ${report.mode}) would:`
+      : `Rewound ${bold(id)} to #${target} (mode ${report.mode}):`,
+  );
+  printFileChanges(ctx, report.changes);
+  if (diffs) printPatches(ctx, report.changes);
+  printConflicts(ctx.stdout, report.conflicts ?? []);
+  printUnrecoverable(ctx.stdout, report.changes, dryRun);
+  printNotRewound(ctx.stdout, report);
+  const events =
+    report.mode === "files"
+      ? "the conversation is kept"
+      : `${plural(report.eventsRemoved, "event")} ${dryRun ? "to remove" : "removed"}`;
+  if (dryRun) {
+    const files = report.mode === "conversation" ? "files are left alone" : `${fileCounts(report, ctx.style)}`;
+    printLine(ctx.stdout, `${files}; ${events}. Nothing was changed.`);
+    return;
+  }
+  const files = report.mode === "conversation" ? "files left alone" : fileCounts(report, ctx.style);
+  printLine(
+    ctx.stdout,
+    `${files}; ${events}; ${plural(report.blobsPruned, "blob")} pruned. Rewind marker: #${report.markerSequence}.`,
+  );
+  printLine(ctx.stdout, `Undo it with: agent-tape undo ${id}`);
+}
 
 /** What the rewind cannot put back as it was: ignored content commands destroyed, hard-link groups it splits. */
 function printNotRewound(
