@@ -7,6 +7,7 @@ import type { FileSnapshot } from "../core/events.js";
 import { forEachLimited, mapLimited } from "../core/bounded-concurrency.js";
 import { confine, placeLexically, type ConfinedPath, type ParentLooks } from "./confine.js";
 import { HeldWorkspace, OUTSIDE } from "./held-workspace.js";
+import { stampOf, type FileStamp } from "./file-stamps.js";
 
 export interface SnapshotLimits {
   /** A file larger than this is recorded `skipped: too_large`. */
@@ -23,6 +24,8 @@ export interface SnapshotLimits {
 export interface Snapshot {
   files: FileSnapshot[];
   blobs: Map<string, Buffer>;
+  /** What a stat said of each file read, by path, unless it had just changed (file-stamps.ts). */
+  stamps?: Map<string, FileStamp>;
 }
 
 /** What a stat says of an entry's owner and group (numbers; a BigIntStats' too). */
@@ -101,12 +104,14 @@ async function snapshotHeld(
   }
 
   const blobs = new Map<string, Buffer>();
+  const stamps = new Map<string, FileStamp>();
   await forEachLimited(toRead, limits.concurrency, async (file) => {
-    const { record, bytes } = await readRegularFile(held, file, limits.maxFileBytes);
+    const { record, bytes, stamp } = await readRegularFile(held, file, limits.maxFileBytes);
     records.set(file.path, record);
     if (bytes && record.kind === "blob") blobs.set(record.blob, bytes);
+    if (stamp) stamps.set(file.path, stamp);
   });
-  return { files: [...records.values()], blobs };
+  return { files: [...records.values()], blobs, stamps };
 }
 
 type LookedUp =
@@ -254,7 +259,7 @@ async function readRegularFile(
   held: HeldWorkspace,
   file: FileToRead,
   maxFileBytes: number,
-): Promise<{ record: FileSnapshot; bytes?: Buffer }> {
+): Promise<{ record: FileSnapshot; bytes?: Buffer; stamp?: FileStamp | undefined }> {
   const path = file.path;
   let fh;
   try {
@@ -271,6 +276,7 @@ async function readRegularFile(
     return { record: { path, kind: "skipped", reason: "unreadable", detail: code ?? String(error) } };
   }
   try {
+    const lookedAt = Date.now();
     const info = await fh.stat();
     if (!info.isFile()) return { record: { path, kind: "skipped", reason: "not_a_regular_file" } };
     if (info.size > maxFileBytes)
@@ -285,7 +291,7 @@ async function readRegularFile(
     const bytes = await readWhole(fh, info.size);
     const blob = createHash("sha256").update(bytes).digest("hex");
     const record: FileSnapshot = { path, kind: "blob", blob, bytes: bytes.length, mode: info.mode & 0o7777 };
-    return { record: { ...record, ...ownerOf(info) }, bytes };
+    return { record: { ...record, ...ownerOf(info) }, bytes, stamp: stampOf(info, blob, lookedAt) };
   } catch (error) {
     return {
       record: {

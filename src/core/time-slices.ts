@@ -18,9 +18,23 @@ export function sliceIsLong(): boolean {
   return performance.now() - sliceStarted >= SLICE_MS;
 }
 
-/** Lets the event loop turn (setImmediate: after pending I/O and timers) once the current slice ran SLICE_MS. */
+let nextTurn: Promise<void> | undefined;
+
+/**
+ * Lets the event loop turn (setImmediate: after pending I/O and timers) once the current slice ran SLICE_MS.
+ * Every caller waits for the same turn and looks again after it, so loops running side by side (the workers of
+ * one `forEachLimited`) share one slice a turn: each starting a slice of its own held the loop for as many
+ * slices as there were loops (test/core/time-slices.test.ts).
+ */
 export async function yieldIfLong(): Promise<void> {
-  if (!sliceIsLong()) return;
-  await new Promise<void>((resolve) => setImmediate(resolve));
-  newSlice();
+  while (sliceIsLong()) {
+    nextTurn ??= new Promise<void>((resolve) =>
+      setImmediate(() => {
+        nextTurn = undefined;
+        newSlice();
+        resolve();
+      }),
+    );
+    await nextTurn;
+  }
 }

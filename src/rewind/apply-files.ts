@@ -12,6 +12,7 @@ import { lateChange, stillAsPlannedSync, type LateChange } from "./still-as-plan
 import { deleteNow, restoreFileNow, type NowOutcome } from "./restore-now.js";
 import { fsyncFile, ignoreGone, restoreDirectory, restoreFile, restoreMode, restoreSymlink } from "./restore-async.js";
 import { yieldIfLong } from "../core/time-slices.js";
+import type { FileStamp } from "../checkpoint/file-stamps.js";
 
 export interface ApplyOptions {
   concurrency?: number;
@@ -26,6 +27,8 @@ export interface ApplyOptions {
    * it is replaced or deleted is left as it is and listed in `changed` (docs/ARCHITECTURE.md, "Conflicts").
    */
   planned?: ReadonlyMap<string, readonly FileSnapshot[]>;
+  /** What a stat said of the files the plan read and hashed (file-stamps.ts): not read again at that look. */
+  stamps?: ReadonlyMap<string, FileStamp>;
   /**
    * Told of each path found changed at that last look (see `planned`), before anything is written there: it
    * throws to refuse the whole operation, returns "left" to leave the path as it is (listed in `changed`), or
@@ -272,7 +275,7 @@ class ApplyRun {
   }
 
   private unchangedNow(path: string, where: string, deep: boolean): boolean {
-    return this.planned === undefined || stillAsPlannedSync(where, path, this.planned, deep);
+    return this.planned === undefined || stillAsPlannedSync(where, path, this.planned, deep, this.options.stamps);
   }
 
   /**

@@ -13,6 +13,7 @@ import { storeUndoBlobs, undoBlobsOf } from "./undo-in-intent.js";
 import type { RewindIntent } from "./rewind-intent.js";
 import type { RewindConflict } from "../core/errors.js";
 import { lateChangeHandler } from "./late-change.js";
+import type { FileStamp } from "../checkpoint/file-stamps.js";
 
 /** Name of the side record that makes a rewind (or an undo) crash-safe. */
 export const REWIND_INTENT_RECORD = "rewind-intent";
@@ -50,7 +51,8 @@ export type RewindStep = "files-restored" | "log-archived" | "log-truncated" | "
  * (1) make the files what the intent says, (2) truncate the log, (3) drop expired archives and
  * prune blobs nothing references, (4) append the events and the marker. Then the intent goes.
  * `verified`: blob bytes the caller read and checked against their hash already (its plan), used
- * instead of reading them again; recovery passes none and reads every blob from the store.
+ * instead of reading them again; recovery passes none and reads every blob from the store. `stamps`: what a stat
+ * said of the files the plan hashed (file-stamps.ts), so that the last look before a write need not hash them again.
  */
 export async function completeIntent(
   backend: StorageBackend,
@@ -58,6 +60,7 @@ export async function completeIntent(
   intent: RewindIntent,
   onStep: (step: RewindStep) => void = () => {},
   verified?: ReadonlyMap<string, Buffer>,
+  stamps?: ReadonlyMap<string, FileStamp>,
 ): Promise<IntentDone> {
   if (locked.lastSequence >= intent.markerSequence) return finishCompleted(backend, locked, intent);
   const late: RewindConflict[] = [];
@@ -69,7 +72,7 @@ export async function completeIntent(
     intent.truncateTo < intent.markerSequence - 1;
   const { refused, changed } = filesDone
     ? { refused: [], changed: [] }
-    : await restoreIntentFiles(backend, locked, intent, late, verified);
+    : await restoreIntentFiles(backend, locked, intent, late, verified, stamps);
   onStep("files-restored");
   const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
   if (intent.archive?.copyAfter !== undefined) {
@@ -123,6 +126,7 @@ async function restoreIntentFiles(
   intent: RewindIntent,
   late: RewindConflict[],
   verified: ReadonlyMap<string, Buffer> | undefined,
+  stamps: ReadonlyMap<string, FileStamp> | undefined,
 ): Promise<ApplyResult> {
   const named = referencedBlobs(intent.append);
   const undoBlobs = new Map(
@@ -138,6 +142,7 @@ async function restoreIntentFiles(
       {
         operation: operationOf(locked.sessionId, intent, "apply"),
         planned: plannedStates(intent.before ?? [], intent.files),
+        ...(stamps ? { stamps } : {}),
         // written again in place, never deleted on failure: files may be half done by then
         onChanged: lateChangeHandler(locked, intent, () => locked.writeRecord(REWIND_INTENT_RECORD, intent), late),
       },

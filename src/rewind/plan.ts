@@ -160,7 +160,7 @@ export async function planFileChanges(
   );
   noteUnrecoverable(changes, kept);
   changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  return { changes, blobs, current: { files: kept, blobs: keptBlobs } };
+  return { changes, blobs, current: { files: kept, blobs: keptBlobs, stamps: current.stamps ?? new Map() } };
 }
 
 /**
@@ -271,7 +271,7 @@ async function currentState(
     deep.push(path);
   }
   const snapshot = await snapshotPaths(realWorkspace, realWorkspace, deep, limits);
-  return { files: [...shallow, ...snapshot.files], blobs: snapshot.blobs };
+  return { files: [...shallow, ...snapshot.files], blobs: snapshot.blobs, stamps: snapshot.stamps ?? new Map() };
 }
 
 function sameState(a: FileSnapshot, b: FileSnapshot): boolean {

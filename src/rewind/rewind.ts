@@ -178,7 +178,8 @@ async function rewindLocked(
   try {
     options.onProgress?.("intent-written");
     held.workspaceLock?.assertHeld();
-    done = await completeIntent(store.backend, locked, intent, options.onProgress, files?.plan.blobs);
+    const { blobs, current } = files?.plan ?? {};
+    done = await completeIntent(store.backend, locked, intent, options.onProgress, blobs, current?.stamps);
   } catch (error) {
     done = await settleFailedRewind(store.backend, locked, intent, error);
   }

@@ -5,6 +5,7 @@ import { closeSync, constants, readFileSync, type Stats } from "node:fs";
 // (docs/ARCHITECTURE.md, "Names and depths").
 import { lstat, lstatSync, open, openSync, readdir, readdirSync, readlink, readlinkSync } from "../core/named-fs.js";
 import type { FileSnapshot, FileState } from "../core/events.js";
+import { stillStamped, type FileStamp } from "../checkpoint/file-stamps.js";
 
 /**
  * The states each path may be in just before a rewind (or an undo, or a roll-back) replaces or deletes it: as
@@ -145,12 +146,17 @@ async function contentHash(where: string): Promise<string | undefined> {
   }
 }
 
-/** {@link stillAsPlanned} with synchronous calls, for a batch acting on many paths in one turn of the event loop. */
+/**
+ * {@link stillAsPlanned} with synchronous calls, for a batch acting on many paths in one turn of the event loop.
+ * A file whose stat is still the one the plan stamped when it hashed it (`stamps`, file-stamps.ts) is taken as
+ * those bytes without reading it again.
+ */
 export function stillAsPlannedSync(
   where: string,
   path: string,
   states: ReadonlyMap<string, readonly FileSnapshot[]>,
   deep: boolean,
+  stamps?: ReadonlyMap<string, FileStamp>,
 ): boolean {
   const wanted = states.get(path);
   if (wanted === undefined) return true;
@@ -163,18 +169,18 @@ export function stillAsPlannedSync(
     throw error;
   }
   for (const record of wanted) {
-    if (!entryIsSync(where, info, record)) continue;
+    if (!entryIsSync(where, info, record, stamps?.get(path))) continue;
     if (!deep || record.kind !== "directory") return true;
     for (const name of readdirSync(where)) {
       const below = path === "." ? name : `${path}/${name}`;
-      if (!states.has(below) || !stillAsPlannedSync(`${where}/${name}`, below, states, true)) return false;
+      if (!states.has(below) || !stillAsPlannedSync(`${where}/${name}`, below, states, true, stamps)) return false;
     }
     return true;
   }
   return false;
 }
 
-function entryIsSync(where: string, info: Stats, record: FileSnapshot): boolean {
+function entryIsSync(where: string, info: Stats, record: FileSnapshot, stamp: FileStamp | undefined): boolean {
   switch (record.kind) {
     case "absent":
       return false;
@@ -186,7 +192,7 @@ function entryIsSync(where: string, info: Stats, record: FileSnapshot): boolean 
       return info.isDirectory() && (info.mode & 0o7777) === record.mode;
     case "blob":
       if (!info.isFile() || info.size !== record.bytes || (info.mode & 0o7777) !== record.mode) return false;
-      return contentHashSync(where) === record.blob;
+      return stillStamped(info, stamp, record.blob) || contentHashSync(where) === record.blob;
   }
 }
 

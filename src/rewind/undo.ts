@@ -277,7 +277,7 @@ async function applyUndo(
   try {
     options.onProgress?.("intent-written");
     held.workspaceLock?.assertHeld();
-    done = await completeIntent(store.backend, locked, intent, options.onProgress, plan?.blobs);
+    done = await completeIntent(store.backend, locked, intent, options.onProgress, plan?.blobs, plan?.current.stamps);
   } catch (error) {
     done = await settleFailedRewind(store.backend, locked, intent, error); // rolled back, or finished after all
   }
