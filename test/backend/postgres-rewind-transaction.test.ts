@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { sessionLockKeys } from "../../src/backend/postgres/lock.js";
 import { CheckpointStore, isAgentTapeError, rewind, type SessionStore } from "../../src/index.js";
 import { pgBackend, useSchemas } from "../helpers/postgres.js";
+import { blob, event, range, readAll, record } from "../../src/testing/fixtures.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 
 // The database steps of a rewind on PostgreSQL (docs/postgres.md, "Rewinds"): once the files are done, the log's
@@ -73,6 +74,60 @@ async function oneFileEdited(store: SessionStore) {
 }
 
 describe("a rewind's database steps on PostgreSQL", () => {
+  it("finishRewind leaves the log, blobs and records as the same steps made one by one do, byte for byte", async () => {
+    const schema = schemas.make();
+    const backend = pgBackend(schema);
+    const { hash, bytes } = blob("cut");
+    const logOf = async (id: string) => {
+      const rows = await schemas.admin().query<{ line: string }>(
+        `SELECT line FROM "${schema}".events WHERE incarnation = (SELECT incarnation FROM "${schema}".sessions
+            WHERE id = $1) ORDER BY sequence`,
+        [id],
+      );
+      return rows.rows.map((row) => row.line);
+    };
+    const marker = (id: string) => event(id, 6, { role: "user", content: "marker" });
+    for (const id of ["one-by-one", "at-once"]) {
+      await backend.createSession(record(id));
+      const locked = await backend.lock(id);
+      // One batch of 5, so the cut after 3 falls inside it: line 3 is written again as the batch's end.
+      await locked.append(range(1, 5).map((n) => event(id, n)));
+      await locked.writeBlob(hash, bytes);
+      await locked.writeRecord("rewind-archive-2", { old: true });
+      await locked.writeRecord("rewind-intent", { any: 1 });
+      if (id === "one-by-one") {
+        const log = await locked.archiveLogAfter!(3, "rewind-archive-6");
+        await locked.truncateAfter(3);
+        await locked.deleteRecord("rewind-archive-2", { archivedLog: true });
+        await locked.deleteBlob(hash);
+        await locked.append([marker(id)]);
+        await locked.writeRecord("rewind-archive-6", { log });
+        await locked.deleteRecord("rewind-intent");
+      } else
+        await locked.finishRewind!({
+          archive: { after: 3, name: "rewind-archive-6" },
+          truncateAfter: 3,
+          deleteBlobs: [hash],
+          deleteRecords: ["rewind-archive-2", "rewind-intent"],
+          then: (log) => ({ append: [marker(id)], writeRecords: [{ name: "rewind-archive-6", value: { log } }] }),
+        });
+      expect(locked.lastSequence).toBe(6);
+      await locked.release();
+    }
+    const [oneByOne, atOnce] = [await logOf("one-by-one"), await logOf("at-once")];
+    expect(atOnce).toEqual(oneByOne.map((line) => line.replaceAll("one-by-one", "at-once")));
+    expect(atOnce[2]).toContain('"batch":[1,3]');
+    expect((await readAll(backend, "at-once")).map((e) => e.sequence)).toEqual([1, 2, 3, 6]);
+    expect(await backend.listBlobs("at-once")).toEqual([]);
+    expect(await backend.listRecords("at-once")).toEqual(["rewind-archive-6"]);
+    // The copy's figures, as the one-by-one copy's (the lines differ only by the session's id).
+    const logs = await Promise.all(["one-by-one", "at-once"].map((id) => backend.readRecord(id, "rewind-archive-6")));
+    const [a, b] = logs.map((value) => (value as { log: { events: number; bytes: number } }).log);
+    expect(b!.events).toBe(2);
+    expect(b!.bytes - a!.bytes).toBe(2 * 2 * ("at-once".length - "one-by-one".length)); // its id and event ids
+    await backend.close();
+  });
+
   it("a 1-file rewind: 4 statements on the lock's connection, 2 durable commits", async () => {
     const schema = schemas.make();
     const store = openStore({ backend: pgBackend(schema) });
@@ -86,7 +141,12 @@ describe("a rewind's database steps on PostgreSQL", () => {
     const lockClient = sent.find((s) => /lock_epoch = \$2/.test(s.text))?.client;
     const onLock = sent
       .filter((s) => s.client === lockClient)
-      .map((s) => s.text.replace(/\s+/g, " ").replace(/^WITH f AS \([^)]*\),?/, "").slice(0, 100));
+      .map((s) =>
+        s.text
+          .replace(/\s+/g, " ")
+          .replace(/^WITH f AS \([^)]*\),?/, "")
+          .slice(0, 100),
+      );
     expect(onLock.length, onLock.join("\n")).toBeLessThanOrEqual(4);
     expect(durableCommits(sent), onLock.join("\n")).toBe(2);
     const types = (await store.readAll(id)).map((e) => e.type);
