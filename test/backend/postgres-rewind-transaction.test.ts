@@ -140,7 +140,7 @@ describe("a rewind's database steps on PostgreSQL", () => {
     // The lock's connection is the one whose statements carry the fence (the session's lock epoch).
     const lockClient = sent.find((s) => /lock_epoch = \$2/.test(s.text))?.client;
     const onLock = sent
-      .filter((s) => s.client === lockClient)
+      .filter((s) => s.client === lockClient && s.text !== "SELECT 1") // not the lease's heartbeat (lock.ts)
       .map((s) =>
         s.text
           .replace(/\s+/g, " ")

@@ -108,12 +108,18 @@ export class PgLockedSession implements LockedSession {
     // One statement: all or nothing by construction. Without sync, this transaction alone commits without
     // waiting for its WAL to reach the disk (synchronous_commit off): a server crash may lose it, never tear it.
     const relaxed = options.sync === false ? `, c AS (SELECT set_config('synchronous_commit', 'off', true))` : "";
-    const from = options.sync === false ? "f, c," : "f,";
+    const from = options.sync === false ? "f, c" : "f";
+    // A single event goes as plain values: no arrays to escape on the way and to take apart at the server.
+    const [rows, values] =
+      events.length === 1
+        ? [`SELECT $1, $3::bigint, $4::text FROM ${from}`, [events[0]!.sequence, lines[0]]]
+        : [
+            `SELECT $1, u.sequence, u.line FROM ${from}, unnest($3::bigint[], $4::text[]) AS u(sequence, line)`,
+            [events.map((event) => event.sequence), lines],
+          ];
     await this.write(
-      `WITH ${this.fence}${relaxed}
-       INSERT INTO ${this.s}.events (incarnation, sequence, line)
-       SELECT $1, u.sequence, u.line FROM ${from} unnest($3::bigint[], $4::text[]) AS u(sequence, line)`,
-      [events.map((event) => event.sequence), lines],
+      `WITH ${this.fence}${relaxed} INSERT INTO ${this.s}.events (incarnation, sequence, line) ${rows}`,
+      values,
       (result) => result.rowCount === events.length,
     );
     this.last = events[events.length - 1]!.sequence;
