@@ -243,6 +243,7 @@ const TYPE_EXPORTS = [
 
 const BACKEND_TYPE_EXPORTS = [
   "AppendOptions",
+  "ArchivedLog",
   "BlobDigest",
   "BlobReadOptions",
   "CorruptLine",
@@ -254,6 +255,7 @@ const BACKEND_TYPE_EXPORTS = [
   "LockedSession",
   "MemoryBackendOptions",
   "ReadEventsOptions",
+  "RewindFinish",
   "SessionRecord",
   "SignalOption",
   "StorageBackend",

@@ -24,4 +24,6 @@ export type {
   StorageUsage,
   BlobReadOptions,
   BlobDigest,
+  ArchivedLog,
+  RewindFinish,
 } from "./types.js";

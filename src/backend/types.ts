@@ -286,11 +286,38 @@ export interface LockedSession {
   writeRecordWithBlobs?(name: string, value: unknown, blobs: readonly string[]): Promise<void>;
   /** Removes the record; with `archivedLog`, the log range archived beside it too (see {@link archiveLogAfter}). */
   deleteRecord(name: string, options?: { archivedLog?: boolean }): Promise<void>;
+  /**
+   * Optional: the database steps of a rewind (or an undo) whose files are done, as one transaction
+   * (docs/ARCHITECTURE.md, "Rewind intent"). First `archive`, if given, is copied as {@link archiveLogAfter}
+   * copies it (on its own: a copy names nothing, and a second try replaces it); then, all or nothing and durable
+   * when it returns: the log cut after `truncateAfter` (as {@link truncateAfter}), `deleteBlobs` and
+   * `deleteRecords` (each with its archived log) removed, and what `then` returns, given the copy, appended (one
+   * batch) and written. Every appended sequence is above {@link lastSequence}; the records written are none of
+   * those deleted. Without it, the caller makes the same calls one by one.
+   */
+  finishRewind?(steps: RewindFinish): Promise<void>;
 
   /** Throws LOCK_COMPROMISED if the lock was lost. */
   assertHeld(): void;
   /** Gives the lock up. Idempotent. */
   release(): Promise<void>;
+}
+
+/** What {@link LockedSession.finishRewind} does, in its order. */
+export interface RewindFinish {
+  /** The log's bytes after `after` to copy beside record `name` first (a rewind's archive of what it cuts). */
+  archive?: { after: number; name: string };
+  /** Where to cut the log: the events after it go. */
+  truncateAfter: number;
+  /** Blobs to delete (those nothing references any more). */
+  deleteBlobs: readonly string[];
+  /** Records to delete, each with its archived log if it has one. */
+  deleteRecords: readonly string[];
+  /** Given the copy (undefined without `archive`): the events to append (their sequences set) and records to write. */
+  then(archived: ArchivedLog | undefined): {
+    append: readonly StoredEvent[];
+    writeRecords: readonly { name: string; value: unknown }[];
+  };
 }
 
 /** How much of a blob a reader is prepared to hold. */

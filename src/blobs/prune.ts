@@ -15,6 +15,8 @@ export interface UnreferencedOptions {
   ignoreArchives?: readonly string[];
   /** A horizon about to be recorded, when above the stored one: checkpoints through it keep nothing. */
   horizon?: number | HorizonMark;
+  /** Read the log only through this sequence: as a cut about to be made will leave it. */
+  logThrough?: number;
   /** Look only at these blobs (the ones an operation may have orphaned); none to look at reads nothing. */
   candidates?: readonly string[];
   /**
@@ -42,7 +44,7 @@ export async function findUnreferencedBlobs(
   if (candidates && exists) return unreferencedCandidates(backend, sessionId, { ...options, candidates, exists }, keep);
   // Checkpoints retention dropped keep nothing alive (docs/ARCHITECTURE.md, "Retention").
   const horizon = laterHorizon(await readHorizonMark(backend, sessionId), options.horizon);
-  for await (const event of backend.readEvents(sessionId))
+  for await (const event of backend.readEvents(sessionId, logRange(options)))
     if (!isDroppedCheckpoint(event, horizon)) referencedBlobs([event], keep);
   await addRootReferences(backend, sessionId, keep);
   for (const name of await listArchives(backend, sessionId)) {
@@ -73,7 +75,7 @@ async function unreferencedCandidates(
   if (left.size > 0) await dropRootReferences(backend, sessionId, left);
   if (left.size > 0) {
     const horizon = laterHorizon(await readHorizonMark(backend, sessionId), options.horizon);
-    for await (const event of backend.readEvents(sessionId)) {
+    for await (const event of backend.readEvents(sessionId, logRange(options))) {
       if (!isDroppedCheckpoint(event, horizon)) for (const hash of referencedBlobs([event])) left.delete(hash);
       if (left.size === 0) break;
     }
@@ -90,6 +92,11 @@ async function unreferencedCandidates(
   const unreferenced = [...left];
   const there = await mapLimited(unreferenced, 8, options.exists);
   return unreferenced.filter((_, i) => there[i]);
+}
+
+/** The part of the log that counts: all of it, or as a cut about to be made will leave it. */
+function logRange(options: UnreferencedOptions): { toSequence?: number } {
+  return options.logThrough === undefined ? {} : { toSequence: options.logThrough };
 }
 
 /** Deletes the blobs nothing references any more (see {@link findUnreferencedBlobs}). Returns how many. */

@@ -6,7 +6,7 @@ import { recordedSizes } from "./recorded-sizes.js";
 import { applyFileRecords, type ApplyResult } from "./apply-files.js";
 import { plannedStates } from "./still-as-planned.js";
 import { archivedEvents, type RewindArchive } from "../blobs/archives.js";
-import { pruneUnreferencedBlobs } from "../blobs/prune.js";
+import { findUnreferencedBlobs, pruneUnreferencedBlobs } from "../blobs/prune.js";
 import { referencedBlobs } from "../blobs/references.js";
 import { RewindFailedError } from "../core/errors.js";
 import { storeUndoBlobs, undoBlobsOf } from "./undo-in-intent.js";
@@ -75,6 +75,14 @@ export async function completeIntent(
     : await restoreIntentFiles(backend, locked, intent, late, verified, stamps);
   onStep("files-restored");
   const marker = intent.append[intent.append.length - 1]!.payload as RewindPayload;
+  // In one transaction where the backend has them; not where a crash left part of the log's steps done (the old
+  // way, or an undo streamed from its archive, appended on its own below).
+  if (locked.finishRewind && !filesDone && !intent.reappend && locked.lastSequence < intent.append[0]!.sequence) {
+    const blobsPruned = await finishInOneTransaction(backend, locked, intent, marker, { refused, changed });
+    for (const step of STEPS_IN_ONE_TRANSACTION)
+      if (step !== "log-archived" || intent.archive?.copyAfter !== undefined) onStep(step);
+    return { blobsPruned, refused, late };
+  }
   if (intent.archive?.copyAfter !== undefined) {
     await archiveCutPart(backend, locked, intent, marker);
     onStep("log-archived");
@@ -91,6 +99,57 @@ export async function completeIntent(
   onStep("marker-appended");
   await finish(locked, intent, marker);
   return { blobsPruned, refused, late };
+}
+
+const STEPS_IN_ONE_TRANSACTION: readonly RewindStep[] = [
+  "log-archived",
+  "log-truncated",
+  "blobs-pruned",
+  "marker-appended",
+];
+
+/**
+ * Steps 2-4 and the clean-up through {@link LockedSession.finishRewind}: the cut part copied, then in one
+ * transaction the log cut, expired archives and unreferenced blobs dropped, the marker appended, the archive
+ * record written and the intent deleted. What to prune is found first, by reading the log as the cut will leave
+ * it. Returns how many blobs this rewind counts as pruned.
+ */
+async function finishInOneTransaction(
+  backend: StorageBackend,
+  locked: LockedSession,
+  intent: RewindIntent,
+  marker: RewindPayload,
+  found: { refused: string[]; changed: string[] },
+): Promise<number> {
+  const unreferenced = intent.prune
+    ? await findUnreferencedBlobs(backend, locked.sessionId, {
+        alsoKeep: [...intent.append, ...(intent.archive?.events ?? [])],
+        alsoKeepBlobs: intent.archive?.blobs ?? [],
+        ignoreArchives: intent.dropArchives,
+        logThrough: intent.truncateTo,
+        ...(intent.pruneCandidates && {
+          candidates: intent.pruneCandidates,
+          exists: (hash: string) => locked.hasBlob(hash),
+        }),
+      })
+    : [];
+  const blobsPruned = Math.max(0, unreferenced.length - (intent.scratchBlobs ?? 0));
+  marker.blobsPruned = blobsPruned;
+  if (found.refused.length > 0) reportRefused(marker, found.refused);
+  if (found.changed.length > 0) reportChangedMeanwhile(marker, found.changed);
+  const { name, copyAfter } = intent.archive ?? {};
+  await locked.finishRewind!({
+    ...(name !== undefined && copyAfter !== undefined && { archive: { after: copyAfter, name } }),
+    truncateAfter: intent.truncateTo,
+    deleteBlobs: unreferenced,
+    deleteRecords: [...intent.dropArchives, REWIND_INTENT_RECORD],
+    then(log) {
+      if (log && marker.undo) marker.undo.archiveLog = log;
+      const archive = archiveRecordOf(intent, marker);
+      return { append: intent.append, writeRecords: archive ? [{ name: name!, value: archive }] : [] };
+    },
+  });
+  return blobsPruned;
 }
 
 /**
@@ -266,14 +325,18 @@ async function appendArchived(
  * log), then the intent goes. Idempotent. `marker`: the marker as it is in the log.
  */
 async function finish(locked: LockedSession, intent: RewindIntent, marker: RewindPayload): Promise<void> {
-  const events = intent.archive?.events;
-  const log = marker.undo?.archiveLog;
-  if (intent.archive && (events !== undefined || log !== undefined)) {
-    const archive: RewindArchive = { markerSequence: intent.markerSequence, ...(log ? { log } : { events: events! }) };
-    await locked.writeRecord(intent.archive.name, archive, { durable: false });
-  }
+  const archive = archiveRecordOf(intent, marker);
+  if (archive) await locked.writeRecord(intent.archive!.name, archive, { durable: false });
   if (intent.reappend) await locked.deleteRecord(intent.reappend.archive, { archivedLog: true });
   await locked.deleteRecord(REWIND_INTENT_RECORD);
+}
+
+/** The archive record of the events a rewind cut: their copied bytes as the marker names them, or the events. */
+function archiveRecordOf(intent: RewindIntent, marker: RewindPayload): RewindArchive | undefined {
+  const events = intent.archive?.events;
+  const log = marker.undo?.archiveLog;
+  if (!intent.archive || (events === undefined && log === undefined)) return undefined;
+  return { markerSequence: intent.markerSequence, ...(log ? { log } : { events: events! }) };
 }
 
 /** Paths found outside the workspace at the last moment were not touched: say so in the marker. */

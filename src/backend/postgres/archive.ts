@@ -15,10 +15,12 @@ export const ARCHIVE_PART_BYTES = 1024 * 1024;
  * part size) that copies the lines after $4 into record $3's parts, replacing any copy there: parts upserted,
  * parts past the new last one deleted (disjoint rows, so one statement does both). It returns whether the fence
  * held, the copy's bytes and lines, how many parts it has, and the sha256 of the first (the whole copy's when it
- * is the only one).
+ * is the only one), then `moreColumns`. It commits without waiting for the WAL to reach the disk, as the fs
+ * backend does not fsync its copy: the next durable commit on the connection (the cut) takes it along.
  */
-export function archiveLogStatement(s: string, fence: string): string {
+export function archiveLogStatement(s: string, fence: string, moreColumns = ""): string {
   return `WITH ${fence},
+    c AS (SELECT set_config('synchronous_commit', 'off', true)),
     r AS (SELECT sequence, line,
                  (sum(octet_length(line) + 1) OVER (ORDER BY sequence) - octet_length(line) - 1) / $5::bigint AS part
             FROM ${s}.events WHERE incarnation = $1 AND sequence > $4 AND EXISTS (SELECT 1 FROM f)),
@@ -29,7 +31,7 @@ export function archiveLogStatement(s: string, fence: string): string {
             ON CONFLICT (incarnation, name, part) DO UPDATE SET bytes = EXCLUDED.bytes RETURNING 1),
     d AS (DELETE FROM ${s}.archived_logs WHERE incarnation = $1 AND name = $3 AND EXISTS (SELECT 1 FROM f)
             AND part > (SELECT coalesce(max(part), -1) FROM g))
-  SELECT (SELECT count(*) FROM f) AS fenced,
+  SELECT (SELECT count(*) FROM c) AS relaxed, (SELECT count(*) FROM f) AS fenced,${moreColumns ? ` ${moreColumns},` : ""}
          (SELECT coalesce(sum(octet_length(bytes)), 0) FROM g) AS bytes,
          (SELECT coalesce(sum(events), 0) FROM g) AS events,
          (SELECT count(*) FROM i) AS parts,

@@ -71,7 +71,7 @@ export class HeldLock implements Queryable {
    * never reused for another text on a connection the pool hands to someone else later.
    */
   prepared<R = Record<string, unknown>>(text: string, values: unknown[]): Promise<QueryResult<R>> {
-    const name = `agent_tape_${createHash("sha256").update(text).digest("hex").slice(0, 24)}`;
+    const name = statementName(text);
     return this.inLine(() => this.client.query<R & object>({ name, text, values }));
   }
 
@@ -130,6 +130,19 @@ export class HeldLock implements Queryable {
     if (this.heartbeat !== undefined) clearInterval(this.heartbeat);
     this.heartbeat = undefined;
   }
+}
+
+/** Names of the statements prepared so far, by their text: a few per schema in use, hashed once each. */
+const statementNames = new Map<string, string>();
+
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    if (statementNames.size >= 1000) statementNames.clear(); // many schemas (tests): hashed again, that is all
+    name = `agent_tape_${createHash("sha256").update(text).digest("hex").slice(0, 24)}`;
+    statementNames.set(text, name);
+  }
+  return name;
 }
 
 /** The advisory lock keys of a session in a schema. */

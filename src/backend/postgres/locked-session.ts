@@ -3,7 +3,7 @@ import { InvalidArgumentError, LockCompromisedError } from "../../core/errors.js
 import type { StoredEvent } from "../../core/events.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import { appendBatch } from "../append-batch.js";
-import type { AppendOptions, ArchivedLog, LockedSession } from "../types.js";
+import type { AppendOptions, ArchivedLog, LockedSession, RewindFinish } from "../types.js";
 import { encodeBlob } from "../fs/blob-codec.js";
 import {
   ARCHIVE_PART_BYTES,
@@ -14,6 +14,7 @@ import {
   type ArchiveCopied,
 } from "./archive.js";
 import type { HeldLock } from "./lock.js";
+import { finishRewindStatement, keptLineColumns, keptLineStatement, type KeptLine } from "./rewind-finish.js";
 import { isConnectionLost } from "./pg-errors.js";
 import type { Queryable } from "./queryable.js";
 
@@ -107,12 +108,18 @@ export class PgLockedSession implements LockedSession {
     // One statement: all or nothing by construction. Without sync, this transaction alone commits without
     // waiting for its WAL to reach the disk (synchronous_commit off): a server crash may lose it, never tear it.
     const relaxed = options.sync === false ? `, c AS (SELECT set_config('synchronous_commit', 'off', true))` : "";
-    const from = options.sync === false ? "f, c," : "f,";
+    const from = options.sync === false ? "f, c" : "f";
+    // A single event goes as plain values: no arrays to escape on the way and to take apart at the server.
+    const [rows, values] =
+      events.length === 1
+        ? [`SELECT $1, $3::bigint, $4::text FROM ${from}`, [events[0]!.sequence, lines[0]]]
+        : [
+            `SELECT $1, u.sequence, u.line FROM ${from}, unnest($3::bigint[], $4::text[]) AS u(sequence, line)`,
+            [events.map((event) => event.sequence), lines],
+          ];
     await this.write(
-      `WITH ${this.fence}${relaxed}
-       INSERT INTO ${this.s}.events (incarnation, sequence, line)
-       SELECT $1, u.sequence, u.line FROM ${from} unnest($3::bigint[], $4::text[]) AS u(sequence, line)`,
-      [events.map((event) => event.sequence), lines],
+      `WITH ${this.fence}${relaxed} INSERT INTO ${this.s}.events (incarnation, sequence, line) ${rows}`,
+      values,
       (result) => result.rowCount === events.length,
     );
     this.last = events[events.length - 1]!.sequence;
@@ -122,23 +129,11 @@ export class PgLockedSession implements LockedSession {
     this.assertHeld();
     if (sequence >= this.last) return;
     const s = this.s;
-    // The last line kept: when it is inside a batch that went on past the cut, it is written again marked as
-    // that batch's end, as the fs backend does, so the log's bytes stay the same across backends.
-    const kept = await this.lock.query<{ sequence: string; line: string }>(
-      `SELECT sequence, line FROM ${s}.events WHERE incarnation = $1 AND sequence <= $2
-        ORDER BY sequence DESC LIMIT 1`,
-      [this.lock.incarnation, Math.max(0, Math.floor(sequence))],
-    );
-    const lastKept = kept.rows[0] ? Number(kept.rows[0].sequence) : 0;
-    let closingLine: string | null = null;
-    if (kept.rows[0]) {
-      const event = parseEventLine(kept.rows[0].line);
-      const batch = typeof event === "string" ? undefined : lineBatch(event);
-      if (batch && batch.last > lastKept) {
-        const closed = batch.first < lastKept ? { first: batch.first, last: lastKept } : undefined;
-        closingLine = serializeEvent(event as StoredEvent, closed);
-      }
-    }
+    const kept = await this.lock.query<KeptLine>(keptLineStatement(s), [
+      this.lock.incarnation,
+      Math.max(0, Math.floor(sequence)),
+    ]);
+    const { lastKept, closingLine } = closingLineOf(kept.rows[0]);
     // One statement, so one transaction: the delete, the cut readers check, and the closing line.
     await this.write<{ fenced: string }>(
       `WITH ${this.fence},
@@ -151,6 +146,62 @@ export class PgLockedSession implements LockedSession {
       (result) => result.rows[0]?.fenced === "1",
     );
     this.last = lastKept;
+  }
+
+  /**
+   * Two round trips: the cut part copied (committed without waiting for the disk) with the line the cut keeps
+   * last read in the same statement, then one fenced statement for all the rest, one durable commit
+   * (rewind-finish.ts). A connection cut before that commit leaves none of the rest; the caller's intent says
+   * how to do it again.
+   */
+  async finishRewind(steps: RewindFinish): Promise<void> {
+    this.assertHeld();
+    const cutAfter = Math.max(0, Math.floor(steps.truncateAfter));
+    const cut = cutAfter < this.last;
+    let kept: KeptLine | undefined;
+    let archived: ArchivedLog | undefined;
+    if (steps.archive) {
+      const { name, after } = steps.archive;
+      assertRecordName(name);
+      const [copied] = await this.write<ArchiveCopied & KeptLine>(
+        archiveLogStatement(this.s, this.fence, keptLineColumns(this.s)),
+        [name, Math.max(0, Math.floor(after)), ARCHIVE_PART_BYTES, cutAfter],
+        (result) => result.rows[0]?.fenced === "1",
+      );
+      kept = copied!;
+      const incarnation = this.lock.incarnation;
+      archived = await archivedLogOf(copied!, () => archivedLogParts(this.lock, this.s, { incarnation }, name));
+    } else if (cut)
+      kept = (await this.lock.query<KeptLine>(keptLineStatement(this.s), [this.lock.incarnation, cutAfter])).rows[0];
+    const { lastKept, closingLine } = cut ? closingLineOf(kept) : { lastKept: this.last, closingLine: null };
+    const { append, writeRecords } = steps.then(archived);
+    const batch = appendBatch(this.sessionId, this.last, append, {});
+    const written = writeRecords.map((record) => record.name);
+    for (const name of [...written, ...steps.deleteRecords]) assertRecordName(name);
+    if (steps.deleteRecords.some((name) => written.includes(name)))
+      throw new InvalidArgumentError("finishRewind cannot both write and delete the same record.");
+    for (const hash of steps.deleteBlobs) assertBlobHash(hash);
+    const values = writeRecords.map((record) => {
+      const text = JSON.stringify(record.value);
+      if (text === undefined) throw new InvalidArgumentError(`Record "${record.name}" has no JSON form.`);
+      return text;
+    });
+    await this.write<{ fenced: string; appended: string }>(
+      finishRewindStatement(this.s, this.fence),
+      [
+        lastKept,
+        closingLine,
+        cut,
+        [...steps.deleteBlobs],
+        [...steps.deleteRecords],
+        append.map((event) => event.sequence),
+        append.map((event) => serializeEvent(event, batch)),
+        written,
+        values,
+      ],
+      (result) => result.rows[0]?.fenced === "1" && Number(result.rows[0].appended) === append.length,
+    );
+    this.last = append.length > 0 ? append[append.length - 1]!.sequence : lastKept;
   }
 
   /**
@@ -311,6 +362,20 @@ export class PgLockedSession implements LockedSession {
     this.onRelease();
     await this.lock.release();
   }
+}
+
+/**
+ * The last line a cut keeps, and that line written again when it is inside a batch that went on past the cut:
+ * marked as that batch's end, as the fs backend does, so the log's bytes stay the same across backends.
+ */
+function closingLineOf(kept: KeptLine | undefined): { lastKept: number; closingLine: string | null } {
+  if (!kept || kept.kept_sequence === null || kept.kept_line === null) return { lastKept: 0, closingLine: null };
+  const lastKept = Number(kept.kept_sequence);
+  const event = parseEventLine(kept.kept_line);
+  const batch = typeof event === "string" ? undefined : lineBatch(event);
+  if (!batch || batch.last <= lastKept) return { lastKept, closingLine: null };
+  const closed = batch.first < lastKept ? { first: batch.first, last: lastKept } : undefined;
+  return { lastKept, closingLine: serializeEvent(event as StoredEvent, closed) };
 }
 
 /** Encoded blob bytes sent in one statement: a capture's snapshot is one round trip, its memory bounded. */
