@@ -109,7 +109,10 @@ describe("a rewind's database steps on PostgreSQL", () => {
           truncateAfter: 3,
           deleteBlobs: [hash],
           deleteRecords: ["rewind-archive-2", "rewind-intent"],
-          then: (log) => ({ append: [marker(id)], writeRecords: [{ name: "rewind-archive-6", value: { log } }] }),
+          finalWrites: (log) => ({
+            append: [marker(id)],
+            writeRecords: [{ name: "rewind-archive-6", value: { log } }],
+          }),
         });
       expect(locked.lastSequence).toBe(6);
       await locked.release();
@@ -153,7 +156,7 @@ describe("a rewind's database steps on PostgreSQL", () => {
     expect(types).toEqual(["message", "session_rewind"]);
   });
 
-  it("the holder's connection cut inside the transaction: nothing of it is kept; the next writer finishes it", async () => {
+  it("the holder's connection cut inside the transaction: none of it kept; the next writer finishes", async () => {
     const schema = schemas.make();
     const store = openStore({ backend: pgBackend(schema) });
     const { id, workspace, target } = await oneFileEdited(store);
