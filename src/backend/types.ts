@@ -291,9 +291,9 @@ export interface LockedSession {
    * (docs/ARCHITECTURE.md, "Rewind intent"). First `archive`, if given, is copied as {@link archiveLogAfter}
    * copies it (on its own: a copy names nothing, and a second try replaces it); then, all or nothing and durable
    * when it returns: the log cut after `truncateAfter` (as {@link truncateAfter}), `deleteBlobs` and
-   * `deleteRecords` (each with its archived log) removed, and what `then` returns, given the copy, appended (one
-   * batch) and written. Every appended sequence is above {@link lastSequence}; the records written are none of
-   * those deleted. Without it, the caller makes the same calls one by one.
+   * `deleteRecords` (each with its archived log) removed, and what `finalWrites` returns, given the copy,
+   * appended (one batch) and written. Every appended sequence is above {@link lastSequence}; the records written
+   * are none of those deleted. Without it, the caller makes the same calls one by one.
    */
   finishRewind?(steps: RewindFinish): Promise<void>;
 
@@ -314,7 +314,7 @@ export interface RewindFinish {
   /** Records to delete, each with its archived log if it has one. */
   deleteRecords: readonly string[];
   /** Given the copy (undefined without `archive`): the events to append (their sequences set) and records to write. */
-  then(archived: ArchivedLog | undefined): {
+  finalWrites(archived: ArchivedLog | undefined): {
     append: readonly StoredEvent[];
     writeRecords: readonly { name: string; value: unknown }[];
   };

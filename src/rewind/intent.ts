@@ -143,7 +143,7 @@ async function finishInOneTransaction(
     truncateAfter: intent.truncateTo,
     deleteBlobs: unreferenced,
     deleteRecords: [...intent.dropArchives, REWIND_INTENT_RECORD],
-    then(log) {
+    finalWrites(log) {
       if (log && marker.undo) marker.undo.archiveLog = log;
       const archive = archiveRecordOf(intent, marker);
       return { append: intent.append, writeRecords: archive ? [{ name: name!, value: archive }] : [] };

@@ -7,6 +7,7 @@ import { CheckpointStore, isAgentTapeError, rewind, type SessionStore } from "..
 import { pgBackend, useSchemas } from "../helpers/postgres.js";
 import { blob, event, range, readAll, record } from "../../src/testing/fixtures.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
+import { rounds } from "../helpers/rounds.js";
 
 // The database steps of a rewind on PostgreSQL (docs/postgres.md, "Rewinds"): once the files are done, the log's
 // cut, the prune, the marker and the records go in one transaction (LockedSession.finishRewind). Counted where
@@ -109,7 +110,10 @@ describe("a rewind's database steps on PostgreSQL", () => {
           truncateAfter: 3,
           deleteBlobs: [hash],
           deleteRecords: ["rewind-archive-2", "rewind-intent"],
-          then: (log) => ({ append: [marker(id)], writeRecords: [{ name: "rewind-archive-6", value: { log } }] }),
+          finalWrites: (log) => ({
+            append: [marker(id)],
+            writeRecords: [{ name: "rewind-archive-6", value: { log } }],
+          }),
         });
       expect(locked.lastSequence).toBe(6);
       await locked.release();
@@ -153,7 +157,7 @@ describe("a rewind's database steps on PostgreSQL", () => {
     expect(types).toEqual(["message", "session_rewind"]);
   });
 
-  it("the holder's connection cut inside the transaction: nothing of it is kept; the next writer finishes it", async () => {
+  it("the holder's connection cut inside the transaction: none of it kept; the next writer finishes", async () => {
     const schema = schemas.make();
     const store = openStore({ backend: pgBackend(schema) });
     const { id, workspace, target } = await oneFileEdited(store);
@@ -201,4 +205,59 @@ describe("a rewind's database steps on PostgreSQL", () => {
     expect(await readFile(join(workspace, "a.txt"), "utf8")).toBe("before\n");
     expect((await other.get(id))?.pendingRewind).toBeUndefined();
   });
+
+  // Cuts per run: 6 in npm test, 18 in the soak run (rounds(), test/helpers/rounds.ts).
+  const CUTS = rounds(6, 18);
+  it(`the holder's connection cut at a random moment of a rewind (${CUTS} times): untouched or done`, async () => {
+    const outcomes = new Set<string>();
+    for (let cut = 0; cut < CUTS; cut++) {
+      const schema = schemas.make();
+      const store = openStore({ backend: pgBackend(schema) });
+      const workspace = await tempDir("agent-tape-pg-rewind-");
+      const paths = Array.from({ length: 20 }, (_, i) => `f${i}.txt`);
+      for (const path of paths) await writeFile(join(workspace, path), `${path} before\n`);
+      const { id } = await store.create({ workspace });
+      const target = await store.append(id, { type: "message", payload: { role: "user", content: "hi" } });
+      await new CheckpointStore(store, { afterState: false }).around(id, { tool: "edit", paths }, async () => {
+        for (const path of paths) await writeFile(join(workspace, path), `${path} after\n`);
+      });
+      const last = (await store.append(id, { type: "message", payload: { role: "assistant", content: "x" } })).sequence;
+      const [k1, k2] = sessionLockKeys(schema, id);
+      // A few ms after a step chosen at random (the last ones lead into the transaction), the server ends the
+      // holder's connection.
+      const at = (["planned", "intent-written", "files-restored"] as const)[cut % 3];
+      let cutting: Promise<unknown> | undefined;
+      const rewinding = rewind(store, id, {
+        toSequence: target.sequence,
+        onProgress: (step) => {
+          if (step !== at) return;
+          cutting = new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 8))).then(() =>
+            schemas.admin().query(
+              `SELECT pg_terminate_backend(pid) FROM pg_locks
+                WHERE locktype = 'advisory' AND granted AND classid = $1 AND objid = $2 AND objsubid = 2`,
+              [k1, k2],
+            ),
+          );
+        },
+      }).catch((error: unknown) => error);
+      await rewinding;
+      await cutting;
+      // The next writer settles it: the rewind done (files at the target, the marker) or never begun.
+      const other = openStore({ backend: pgBackend(schema) });
+      await other.append(id, { type: "message", payload: { role: "user", content: "next" } });
+      const types = (await other.readAll(id)).map((e) => e.type);
+      const files = await Promise.all(paths.map((path) => readFile(join(workspace, path), "utf8")));
+      const done = types.join() === "message,session_rewind,message";
+      outcomes.add(done ? "done" : "untouched");
+      if (done) expect(files).toEqual(paths.map((path) => `${path} before\n`));
+      else {
+        expect(types).toEqual(["message", "session_checkpoint", "message", "message"]);
+        expect(files).toEqual(paths.map((path) => `${path} after\n`));
+      }
+      expect((await other.get(id))?.pendingRewind).toBeUndefined();
+      expect((await other.get(id))?.lastSequence).toBe(done ? last + 2 : last + 1);
+    }
+    // Cut after its intent, a rewind is finished by the next writer; cut while planning, it never began.
+    expect([...outcomes].sort()).toEqual(["done", "untouched"]);
+  }, 180_000);
 });

@@ -31,7 +31,8 @@ export function archiveLogStatement(s: string, fence: string, moreColumns = ""):
             ON CONFLICT (incarnation, name, part) DO UPDATE SET bytes = EXCLUDED.bytes RETURNING 1),
     d AS (DELETE FROM ${s}.archived_logs WHERE incarnation = $1 AND name = $3 AND EXISTS (SELECT 1 FROM f)
             AND part > (SELECT coalesce(max(part), -1) FROM g))
-  SELECT (SELECT count(*) FROM c) AS relaxed, (SELECT count(*) FROM f) AS fenced,${moreColumns ? ` ${moreColumns},` : ""}
+  SELECT (SELECT count(*) FROM c) AS relaxed,
+         (SELECT count(*) FROM f) AS fenced,${moreColumns ? ` ${moreColumns},` : ""}
          (SELECT coalesce(sum(octet_length(bytes)), 0) FROM g) AS bytes,
          (SELECT coalesce(sum(events), 0) FROM g) AS events,
          (SELECT count(*) FROM i) AS parts,

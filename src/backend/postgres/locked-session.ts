@@ -174,7 +174,7 @@ export class PgLockedSession implements LockedSession {
     } else if (cut)
       kept = (await this.lock.query<KeptLine>(keptLineStatement(this.s), [this.lock.incarnation, cutAfter])).rows[0];
     const { lastKept, closingLine } = cut ? closingLineOf(kept) : { lastKept: this.last, closingLine: null };
-    const { append, writeRecords } = steps.then(archived);
+    const { append, writeRecords } = steps.finalWrites(archived);
     const batch = appendBatch(this.sessionId, this.last, append, {});
     const written = writeRecords.map((record) => record.name);
     for (const name of [...written, ...steps.deleteRecords]) assertRecordName(name);
