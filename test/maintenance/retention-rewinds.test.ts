@@ -68,7 +68,7 @@ describe('retention drops old rewind records like old checkpoints (docs/ARCHITEC
   });
 
   it("a dry run counts what the real run frees: the rewind's archive as well as the blobs", async () => {
-    const { store, id, now } = await story();
+    const { store, now } = await story();
     const dry = await applyRetention(store, { checkpointMaxAgeDays: 1 }, { now, dryRun: true });
     const real = await applyRetention(store, { checkpointMaxAgeDays: 1 }, { now });
     expect(dry.trimmed[0]!.archivesDropped).toEqual(real.trimmed[0]!.archivesDropped);
