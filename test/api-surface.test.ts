@@ -10,6 +10,7 @@ import type { GcReport, HeldSession, SessionStore, VerifyReport } from "../src/i
 import type { LockedSession } from "../src/backend/index.js";
 import * as backendEntry from "../src/backend/index.js";
 import * as testingEntry from "../src/testing/index.js";
+import { openStore } from "./helpers/fixture.js";
 
 const RUNTIME_EXPORTS = [
   "AgentTapeError",
@@ -95,7 +96,7 @@ describe("the public surface", () => {
   });
 
   it("keeps the store's internals off its instances: no toEvent, appendLocked or raw lock", () => {
-    const store = new entry.SessionStore({ backend: backendEntry.memoryBackend() });
+    const store = openStore({ backend: backendEntry.memoryBackend() });
     for (const name of ["toEvent", "appendLocked", "withLockedSession", "appendUnderLock", "eventFor"])
       expect(name in store, name).toBe(false);
     expect(testingEntry.runBackendConformance).toBeTypeOf("function");

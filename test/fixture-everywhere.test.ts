@@ -26,7 +26,7 @@ const CHILD_FOLDERS = ["children/"];
 /** What only the fixture may do: make a temp folder, or open a store without it being closed after. */
 const FORBIDDEN: readonly { what: string; pattern: RegExp }[] = [
   { what: "mkdtemp (use tempDir)", pattern: /\bmkdtemp(Sync)?\b/ },
-  { what: "new SessionStore (use openStore or tempStore)", pattern: /\bnew SessionStore\b/ },
+  { what: "new SessionStore (use openStore or tempStore)", pattern: /\bnew (\w+\.)?SessionStore\b/ },
 ];
 
 function sourceFiles(dir: string): string[] {
@@ -61,6 +61,9 @@ describe("the test fixture", () => {
     ]);
     expect(offences("b.test.ts", "const store = new SessionStore({ root });")).toEqual([
       "b.test.ts: new SessionStore (use openStore or tempStore)",
+    ]);
+    expect(offences("d.test.ts", "const store = new entry.SessionStore({ backend });")).toEqual([
+      "d.test.ts: new SessionStore (use openStore or tempStore)",
     ]);
     expect(offences("c.test.ts", '// new SessionStore\nexpect(m).toContain("new SessionStore({ root })");')).toEqual(
       [],

@@ -1,14 +1,12 @@
 // Maintenance, gc: frees what no session needs any more (unreferenced blobs, expired rewind archives).
-import type { SignalOption, StorageBackend } from "../backend/types.js";
-import { forEachLimited } from "../core/bounded-concurrency.js";
+import type { SignalOption } from "../backend/types.js";
 import { isAgentTapeError } from "../core/errors.js";
 import { listArchives } from "../blobs/archives.js";
 import { findUnreferencedBlobs } from "../blobs/prune.js";
 import type { SessionStore } from "../session/session-store.js";
-import { lockedAccess } from "../session/locked-access.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
 import { applyRetention, type RetentionPolicy, type RetentionReport } from "./retention.js";
-import { storedBlobBytes } from "./stored-bytes.js";
+import { type MaintenancePass, freeFound, underSessionLock } from "./free-found.js";
 import { definedFields, signalOf } from "../core/defined-fields.js";
 
 export interface GcOptions extends SignalOption {
@@ -111,7 +109,7 @@ export async function gc(store: SessionStore<any>, options: GcOptions = {}): Pro
     signal?.throwIfAborted();
     options.onSession?.(sessionId, i, ids.length);
     try {
-      const collected = await collect(store, sessionId, dryRun, signal);
+      const collected = await collect({ store, dryRun, signal }, sessionId);
       report.sessions.push(collected);
       report.orphanBlobs += collected.orphanBlobs.length;
       report.expiredArchives += collected.expiredArchives.length;
@@ -127,67 +125,15 @@ export async function gc(store: SessionStore<any>, options: GcOptions = {}): Pro
   return report;
 }
 
-/**
- * Under the session lock, so no capture sits between writing a blob and the event that
- * indexes it: such a blob would look unreferenced and be lost.
- */
-async function collect(
-  store: SessionStore<any>,
-  sessionId: string,
-  dryRun: boolean,
-  signal: AbortSignal | undefined,
-): Promise<GcSessionReport> {
-  const backend = store.backend;
-  return lockedAccess(store).withLockedSession(
-    sessionId,
-    async (locked) => {
-      const [, ...expiredArchives] = await listArchives(backend, sessionId);
-      const orphanBlobs = await findUnreferencedBlobs(backend, sessionId, { ignoreArchives: expiredArchives });
-      const leftoverFiles = (await locked.sweepLeftovers?.({ dryRun })) ?? [];
-      const found = { sessionId, orphanBlobs, expiredArchives, leftoverFiles };
-      if (!backend.sizeOf) {
-        if (!dryRun) await remove(locked, found);
-        return { ...found, bytesFreed: undefined };
-      }
-      if (dryRun) return { ...found, bytesFreed: await bytesOf(backend, found) };
-      const before = await backend.sizeOf(sessionId);
-      await remove(locked, found);
-      return { ...found, bytesFreed: before - (await backend.sizeOf(sessionId)) };
-    },
-    { ...signalOf(signal), detectReentry: false }, // runs no user code while locked
-  );
-}
-
-type Found = Pick<GcSessionReport, "sessionId" | "orphanBlobs" | "expiredArchives" | "leftoverFiles">;
-
-/** The archives first: a crash in between leaves blobs a later gc finds, never an archive without its blobs. */
-async function remove(
-  locked: {
-    deleteRecord(name: string, options?: { archivedLog?: boolean }): Promise<void>;
-    deleteBlob(hash: string): Promise<void>;
-    compactBlobs?(): Promise<void>;
-  },
-  found: Found,
-): Promise<void> {
-  for (const name of found.expiredArchives) await locked.deleteRecord(name, { archivedLog: true });
-  await forEachLimited(found.orphanBlobs, 8, (hash) => locked.deleteBlob(hash));
-  if (found.orphanBlobs.length > 0) await locked.compactBlobs?.();
-}
-
-/**
- * What a dry run would free, counted as the backends count `sizeOf`: blob bytes as stored (compressed on the
- * fs backend, docs/ARCHITECTURE.md, "Blobs"), and record JSON (with the log bytes a rewind archive copied).
- */
-async function bytesOf(backend: StorageBackend, found: Found): Promise<number> {
-  let bytes = 0;
-  for (const hash of found.orphanBlobs) bytes += await storedBlobBytes(backend, found.sessionId, hash);
-  for (const name of found.expiredArchives) {
-    const archive = await backend.readRecord(found.sessionId, name);
-    if (archive === undefined) continue;
-    bytes += Buffer.byteLength(JSON.stringify(archive));
-    // A byte-range archive's copy of the cut log goes with it (src/blobs/archives.ts).
-    const log = (archive as { log?: { bytes?: unknown } } | null)?.log;
-    if (typeof log?.bytes === "number") bytes += log.bytes;
-  }
-  return bytes;
+/** What no event needs any more in one session, found and freed under its lock, with leftover temp files. */
+async function collect(pass: MaintenancePass, sessionId: string): Promise<GcSessionReport> {
+  const { backend } = pass.store;
+  return underSessionLock(pass, sessionId, async (locked) => {
+    const [, ...expiredArchives] = await listArchives(backend, sessionId);
+    const orphanBlobs = await findUnreferencedBlobs(backend, sessionId, { ignoreArchives: expiredArchives });
+    const leftoverFiles = (await locked.sweepLeftovers?.({ dryRun: pass.dryRun })) ?? [];
+    const found = { sessionId, archives: expiredArchives, blobs: orphanBlobs };
+    const bytesFreed = await freeFound(backend, locked, found, { dryRun: pass.dryRun });
+    return { sessionId, orphanBlobs, expiredArchives, leftoverFiles, bytesFreed };
+  });
 }

@@ -7,9 +7,8 @@ import { readHorizonMark, raiseHorizon } from "../blobs/retention-horizon.js";
 import { listArchives, readArchive } from "../blobs/archives.js";
 import type { StorageBackend } from "../backend/types.js";
 import type { SessionInfo, SessionStore } from "../session/session-store.js";
-import { lockedAccess } from "../session/locked-access.js";
 import { summarizeError, type ErrorSummary } from "./failure.js";
-import { storedBlobBytes } from "./stored-bytes.js";
+import { type MaintenancePass, freeFound, underSessionLock } from "./free-found.js";
 import type { RetentionPolicy } from "../core/retention-policy.js";
 import { registerRetentionOnOpen } from "../session/retention-on-open.js";
 import { signalOf } from "../core/defined-fields.js";
@@ -150,7 +149,7 @@ export async function applyRetention(
     for (const info of kept) {
       signal?.throwIfAborted();
       try {
-        const trim = await dropOldCheckpoints(store, info.id, cutoff, dryRun, signal);
+        const trim = await dropOldCheckpoints({ store, dryRun, signal }, info.id, cutoff);
         if (trim.checkpointsDropped + trim.rewindsDropped === 0 && trim.blobsDropped.length === 0) continue;
         report.trimmed.push(trim);
         if (report.bytesFreed !== undefined) report.bytesFreed += trim.bytesFreed ?? 0;
@@ -221,60 +220,33 @@ async function deleteUnlessHeld(
  * the horizon moves to the newest checkpoint older than `cutoff`, then what only the checkpoints
  * through it referenced is deleted.
  */
-async function dropOldCheckpoints(
-  store: SessionStore<any>,
-  sessionId: string,
-  cutoff: number,
-  dryRun: boolean,
-  signal: AbortSignal | undefined,
-): Promise<CheckpointTrim> {
-  const backend = store.backend;
-  return lockedAccess(store).withLockedSession(
-    sessionId,
-    async (locked) => {
-      const mark = await readHorizonMark(backend, sessionId, signalOf(signal));
-      const current = mark.through;
-      let horizon = current;
-      let throughId = mark.throughId;
-      for await (const event of backend.readEvents(sessionId, signalOf(signal))) {
-        if (!KEEPS_BLOBS.has(event.type) || Date.parse(event.createdAt) >= cutoff) continue;
-        horizon = Math.max(horizon, event.sequence);
-        if (throughId === undefined || event.id > throughId) throughId = event.id;
-      }
-      const dropped = await recordsBetween(backend, sessionId, current, horizon);
-      const archivesDropped = await archivesBehind(backend, sessionId, horizon);
-      const next = throughId === undefined ? { through: horizon } : { through: horizon, throughId };
-      const blobsDropped = await findUnreferencedBlobs(backend, sessionId, {
-        horizon: next,
-        ignoreArchives: archivesDropped,
-      });
-      const trim: CheckpointTrim = {
-        sessionId,
-        horizon,
-        ...dropped,
-        archivesDropped,
-        blobsDropped,
-        bytesFreed: undefined,
-      };
-      if (dryRun) {
-        if (backend.sizeOf) {
-          let bytes = 0;
-          for (const hash of blobsDropped) bytes += await storedBlobBytes(backend, sessionId, hash); // as stored
-          trim.bytesFreed = bytes;
-        }
-        return trim;
-      }
-      const before = backend.sizeOf ? await backend.sizeOf(sessionId) : undefined;
-      await raiseHorizon(locked, mark, horizon, throughId);
-      for (const name of archivesDropped) await locked.deleteRecord(name, { archivedLog: true });
-      await forEachLimited(blobsDropped, 8, (hash) => locked.deleteBlob(hash));
-      // A packed blob's bytes are freed only when its pack is rewritten: retention frees what it drops, as gc does.
-      if (blobsDropped.length > 0) await locked.compactBlobs?.();
-      if (before !== undefined) trim.bytesFreed = Math.max(0, before - (await backend.sizeOf!(sessionId)));
-      return trim;
-    },
-    { ...signalOf(signal), detectReentry: false }, // runs no user code while locked
-  );
+async function dropOldCheckpoints(pass: MaintenancePass, sessionId: string, cutoff: number): Promise<CheckpointTrim> {
+  const { backend } = pass.store;
+  const { dryRun, signal } = pass;
+  return underSessionLock(pass, sessionId, async (locked) => {
+    const mark = await readHorizonMark(backend, sessionId, signalOf(signal));
+    const current = mark.through;
+    let horizon = current;
+    let throughId = mark.throughId;
+    for await (const event of backend.readEvents(sessionId, signalOf(signal))) {
+      if (!KEEPS_BLOBS.has(event.type) || Date.parse(event.createdAt) >= cutoff) continue;
+      horizon = Math.max(horizon, event.sequence);
+      if (throughId === undefined || event.id > throughId) throughId = event.id;
+    }
+    const dropped = await recordsBetween(backend, sessionId, current, horizon);
+    const archivesDropped = await archivesBehind(backend, sessionId, horizon);
+    const next = throughId === undefined ? { through: horizon } : { through: horizon, throughId };
+    const blobsDropped = await findUnreferencedBlobs(backend, sessionId, {
+      horizon: next,
+      ignoreArchives: archivesDropped,
+    });
+    const found = { sessionId, archives: archivesDropped, blobs: blobsDropped };
+    const bytesFreed = await freeFound(backend, locked, found, {
+      dryRun,
+      first: () => raiseHorizon(locked, mark, horizon, throughId),
+    });
+    return { sessionId, horizon, ...dropped, archivesDropped, blobsDropped, bytesFreed };
+  });
 }
 
 /** The events whose snapshots keep blobs alive until retention drops them (src/blobs/retention-horizon.ts). */

@@ -14,6 +14,7 @@ import {
 export const sessionsArea: ConformanceArea = (suite) => {
   describe("sessions", () => {
     sessionsCreated(suite);
+    unsafeIdsRefused(suite);
     sessionsForkedListedDeleted(suite);
     sessionsMadeAgain(suite);
   });
@@ -69,6 +70,36 @@ function sessionsCreated(suite: ConformanceSuite): void {
     expect(await backend.listSessionIds()).toEqual([]);
   });
 
+  it("events given at creation are in the log, in order, and the lock starts after them", async () => {
+    const events = [event("s1", 1), event("s1", 2), event("s1", 3)];
+    await backend.createSession(record("s1"), events);
+    expect(await readAll(backend, "s1")).toEqual(events);
+    expect(await backend.lastEvent("s1")).toEqual(events[2]);
+    const locked = await backend.lock("s1");
+    expect(locked.lastSequence).toBe(3);
+    await locked.append([event("s1", 4)], { sync: true });
+    await locked.release();
+    expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2, 3, 4]);
+  });
+
+  it("a session created without events has an empty log", async () => {
+    await backend.createSession(record("s1"));
+    expect(await readAll(backend, "s1")).toEqual([]);
+    expect(await backend.lastEvent("s1")).toBeUndefined();
+    expect(await backend.listBlobs("s1")).toEqual([]);
+    expect(await backend.listRecords("s1")).toEqual([]);
+    const locked = await backend.lock("s1");
+    expect(locked.lastSequence).toBe(0);
+    await locked.release();
+  });
+}
+
+/** An id that is not safe as a name, refused by every method that takes one (where it would become a place). */
+function unsafeIdsRefused(suite: ConformanceSuite): void {
+  let backend!: StorageBackend;
+  beforeEach(() => {
+    backend = suite.backend;
+  });
   it("every method that takes a session id refuses an unsafe one with INVALID_SESSION_ID", async () => {
     const drain = async (source: AsyncIterable<unknown>) => {
       for await (const _ of source);
@@ -98,29 +129,6 @@ function sessionsCreated(suite: ConformanceSuite): void {
         expect((await expectCode(call(), "INVALID_SESSION_ID")).message, `${name}(${JSON.stringify(id)})`).toBeTruthy();
     }
     expect(await backend.listSessionIds()).toEqual(["s1"]);
-  });
-
-  it("events given at creation are in the log, in order, and the lock starts after them", async () => {
-    const events = [event("s1", 1), event("s1", 2), event("s1", 3)];
-    await backend.createSession(record("s1"), events);
-    expect(await readAll(backend, "s1")).toEqual(events);
-    expect(await backend.lastEvent("s1")).toEqual(events[2]);
-    const locked = await backend.lock("s1");
-    expect(locked.lastSequence).toBe(3);
-    await locked.append([event("s1", 4)], { sync: true });
-    await locked.release();
-    expect((await readAll(backend, "s1")).map((e) => e.sequence)).toEqual([1, 2, 3, 4]);
-  });
-
-  it("a session created without events has an empty log", async () => {
-    await backend.createSession(record("s1"));
-    expect(await readAll(backend, "s1")).toEqual([]);
-    expect(await backend.lastEvent("s1")).toBeUndefined();
-    expect(await backend.listBlobs("s1")).toEqual([]);
-    expect(await backend.listRecords("s1")).toEqual([]);
-    const locked = await backend.lock("s1");
-    expect(locked.lastSequence).toBe(0);
-    await locked.release();
   });
 }
 

@@ -56,6 +56,15 @@ describe("agent-tape/claude-agent-sdk", () => {
     expect((await store.load(key))?.map((e) => e.uuid ?? "-")).toEqual(["u1", "-", "u2", "u3"]);
   });
 
+  it("a batch whose append failed is written whole when the SDK retries it", async () => {
+    const { store } = await open();
+    await store.append(key, [entry("u0", "zero")]);
+    // An entry the tape refuses fails the whole batch: none of it is on the tape.
+    await expect(store.append(key, [entry("u1", "one"), { uuid: "u2" } as never])).rejects.toThrow();
+    await store.append(key, [entry("u1", "one"), entry("u2", "two")]);
+    expect((await store.load(key))?.map((e) => e.uuid)).toEqual(["u0", "u1", "u2"]);
+  });
+
   it("lists a project's sessions with integer mtimes, deletes a subagent's transcript or all", async () => {
     const { store } = await open();
     await store.append(key, [entry("u1", "one")]);

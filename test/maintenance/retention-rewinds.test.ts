@@ -67,6 +67,16 @@ describe('retention drops old rewind records like old checkpoints (docs/ARCHITEC
     expect((await applyRetention(store, { checkpointMaxAgeDays: 1 }, { now })).trimmed).toEqual([]);
   });
 
+  it("a dry run counts what the real run frees: the rewind's archive as well as the blobs", async () => {
+    const { store, now } = await story();
+    const dry = await applyRetention(store, { checkpointMaxAgeDays: 1 }, { now, dryRun: true });
+    const real = await applyRetention(store, { checkpointMaxAgeDays: 1 }, { now });
+    expect(dry.trimmed[0]!.archivesDropped).toEqual(real.trimmed[0]!.archivesDropped);
+    // The real run writes the horizon mark (a record of about 130 bytes) before it frees anything.
+    expect(dry.trimmed[0]!.bytesFreed).toBeGreaterThanOrEqual(real.trimmed[0]!.bytesFreed!);
+    expect(dry.trimmed[0]!.bytesFreed).toBeLessThan(real.trimmed[0]!.bytesFreed! + 200);
+  });
+
   it("a rewind across the dropped record is refused whole; one after it still works", async () => {
     const { store, id, file, marker, now } = await story();
     await applyRetention(store, { checkpointMaxAgeDays: 1 }, { now });

@@ -29,6 +29,8 @@ export function appenderOfNewEntries(store: ClaudeTapeStore) {
             })),
           );
           state.seen = written[written.length - 1]!.sequence;
+          // Only once they are on the tape: a batch that failed is written whole when the SDK retries it.
+          for (const entry of fresh) if (typeof entry.uuid === "string") state.uuids.add(entry.uuid);
         }
         known.set(tapeId, state);
       });
@@ -72,12 +74,13 @@ async function addUuidsFrom(
 }
 
 /** The entries whose uuid is not among `uuids` (an entry without one always), each uuid taken once. */
-function notOnTape(entries: readonly ClaudeSessionEntry[], uuids: Set<string>): ClaudeSessionEntry[] {
+function notOnTape(entries: readonly ClaudeSessionEntry[], uuids: ReadonlySet<string>): ClaudeSessionEntry[] {
+  const taken = new Set<string>();
   const fresh: ClaudeSessionEntry[] = [];
   for (const entry of entries) {
     if (typeof entry.uuid === "string") {
-      if (uuids.has(entry.uuid)) continue;
-      uuids.add(entry.uuid);
+      if (uuids.has(entry.uuid) || taken.has(entry.uuid)) continue;
+      taken.add(entry.uuid);
     }
     fresh.push(entry);
   }

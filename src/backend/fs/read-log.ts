@@ -2,7 +2,7 @@
 // reader sees of batches still being written and of cuts made meanwhile (docs/ARCHITECTURE.md, "On disk").
 import type { FileHandle } from "node:fs/promises";
 import { parseEventLine, type LineMark } from "../../core/envelope.js";
-import { LogCorruptError } from "../../core/errors.js";
+import { LogCorruptError, isAgentTapeError } from "../../core/errors.js";
 import type { StoredEvent } from "../../core/events.js";
 import { signalOf } from "../../core/defined-fields.js";
 import type { ReadEventsOptions } from "../types.js";
@@ -25,7 +25,7 @@ export async function* readLogBatches(
     const step = await read.take(lines, batch);
     // The events before the end of the range, or before damage, still come out.
     if (batch.length > 0) yield batch;
-    if (step instanceof LogCorruptError) throw step;
+    if (isAgentTapeError(step, "LOG_CORRUPT")) throw step;
     if (step === "done") return;
   }
 }
