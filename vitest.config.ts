@@ -2,9 +2,12 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { configDefaults, defineConfig } from "vitest/config";
 
-// Four tiers, chosen by file name (README, "Tests"): `npm run test:fast` runs "unit", `npm run test:slow` the
-// other three, `npm test` all of them.
+// Tiers, chosen by file name (docs/testing.md, "Tiers"): `npm run test:fast` runs "unit", `npm run test:slow` the
+// others but "node22" and "claude", `npm test` all of them.
 const propertyTests = "test/**/*.property.test.ts";
+// Unit tests too heavy for the tier that runs while you work (exhaustive tables, deep trees, large logs): the
+// same kind of test, in a project of its own that `npm test` and `npm run test:slow` run and `test:fast` does not.
+const slowTests = "test/**/*.slow.test.ts";
 const processTests = "test/**/*.process.test.ts";
 // Long runs against the kernel's own file events (the workspace watcher under renames, swaps and floods): no child
 // process, but tens of seconds each, so out of the unit tier that runs while you work.
@@ -52,8 +55,12 @@ export default defineConfig({
           // The unit files share no state but modules: importing src/ once per worker instead of once per
           // file halves the tier's CPU time (32 s -> 16 s measured). Each file still has its own temp folders.
           isolate: false,
+          // In threads rather than processes: less CPU again (docs/testing.md, "Tiers"). No unit file calls
+          // process.chdir, which a worker thread may not (the docs' blocks do: they are in "slow").
+          pool: "threads",
           exclude: [
             ...excluded,
+            slowTests,
             propertyTests,
             processTests,
             scenarioTests,
@@ -64,6 +71,8 @@ export default defineConfig({
           ],
         },
       },
+      // No import-time state either, as in "unit"; in processes, for the docs' blocks' process.chdir.
+      { extends: true, test: { name: "slow", include: [slowTests], exclude: excluded, isolate: false } },
       {
         extends: true,
         test: {
@@ -84,14 +93,18 @@ export default defineConfig({
           setupFiles: postgresSetup,
         },
       },
-      { extends: true, test: { name: "property", include: [propertyTests], exclude: excluded } },
-      { extends: true, test: { name: "scenario", include: [scenarioTests], exclude: excluded } },
+      // These three share no import-time state between files either (the child bundles' index is read per run
+      // folder, test/helpers/children.ts; the files that set TMPDIR put it back): importing src/ once per worker
+      // saves 1.7 s of CPU a file (docs/testing.md, "Tiers").
+      { extends: true, test: { name: "property", include: [propertyTests], exclude: excluded, isolate: false } },
+      { extends: true, test: { name: "scenario", include: [scenarioTests], exclude: excluded, isolate: false } },
       {
         extends: true,
         test: {
           name: "process",
           include: [processTests, cliAsProgram],
           exclude: [...excluded, postgresTests],
+          isolate: false,
           // The session page's browser test needs Chromium: installed here as root, or the one command to run.
           globalSetup: ["test/setup/chromium.ts", childBundles],
         },

@@ -14,9 +14,9 @@ const EXCEPTIONS: Record<string, string> = {
   "fixture-everywhere.test.ts": "this file, which names what it looks for",
   "package/pack.process.test.ts":
     "one install for the whole file, made in beforeAll where no test runs; its code strings run in that install",
-  "docs/guide-blocks.test.ts":
+  "docs/guide-blocks.slow.test.ts":
     "one folder for the whole file, made in beforeAll: the guide's blocks run in order on it",
-  "docs/readme-blocks.test.ts": "one folder for the whole file, made in beforeAll: the README's blocks run on it",
+  "docs/readme-blocks.slow.test.ts": "one folder for the whole file, made in beforeAll: the README's blocks run on it",
   "docs/postgres-readme-block.test.ts": "one folder for the whole file, made in beforeAll, where its block runs",
   "setup/postgres-server.ts": "vitest globalSetup: the server's data folder lives for the whole run, outside any test",
 };

@@ -1,5 +1,5 @@
 // README.md's PostgreSQL block runs as written against the test server (test/setup/postgres-server.ts), in the
-// schema it names; test/docs/readme-blocks.test.ts accounts for the README's other blocks.
+// schema it names; test/docs/readme-blocks.slow.test.ts accounts for the README's other blocks.
 import pg from "pg";
 import { afterAll, expect } from "vitest";
 import { pgUrl } from "../helpers/postgres.js";

@@ -4,14 +4,14 @@ import { describe } from "vitest";
 // More rewind suites of this folder (with postgres-undo-suites.test.ts), each file as written, with their stores
 // on PostgreSQL (test/helpers/stores-on-postgres.ts); the unit tier runs the same files on the fs backend. Each
 // file in a describe of its own, so its top-level hooks stay with its tests. Left on fs only, one line each:
-// - archive-log.test.ts, archive-log-planted.test.ts: the byte-range archive as a file (altered, planted, a
+// - archive-log.slow.test.ts, archive-log-planted.test.ts: the byte-range archive as a file (altered, planted, a
 //   symlink or a FIFO in the store's folder);
 // - tampered-store.test.ts: hand edits of session.json and of record files in the store's folder;
 // - pending-rewind.test.ts: a store folder made unwritable (EPERM);
 // - rewind-cost.test.ts, conflicts-cost.test.ts: bytes read from the log file;
-// - undo-runs.test.ts: picks its backends itself (fs, memory, fs without byte ranges);
-// - kind-changes.test.ts: 60 cases of file kinds in the workspace, the store incidental (the time budget);
-// - fork-into-workspace.test.ts: 4 of its 14 cases edit session.json or blob files in the store's folder;
+// - undo-runs.slow.test.ts: picks its backends itself (fs, memory, fs without byte ranges);
+// - kind-changes.slow.test.ts: 60 cases of file kinds in the workspace, the store incidental (the time budget);
+// - fork-into-workspace.slow.test.ts: 4 of its 14 cases edit session.json or blob files in the store's folder;
 // - workspace-lock.test.ts: opens no store.
 
 describe("conflicts.test.ts", async () => {

@@ -279,7 +279,8 @@ async function waitUntil(condition: () => Promise<boolean>, child: Child): Promi
   void child.done().then(() => (ended = true));
   while (!(await condition())) {
     if (ended) throw new Error(`the child ended before the moment to kill it came:\n${child.stdout}\n${child.stderr}`);
-    await new Promise((resolve) => setImmediate(resolve));
+    // A millisecond between looks, not setImmediate: a busy loop took a core from the child it watches (on two).
+    await new Promise((resolve) => setTimeout(resolve, 1));
   }
 }
 
