@@ -6,7 +6,6 @@ import { describe } from "vitest";
 // file in a describe of its own, so its top-level hooks stay with its tests. Left on fs only, one line each:
 // - archive-log.test.ts, archive-log-planted.test.ts: the byte-range archive as a file (altered, planted, a
 //   symlink or a FIFO in the store's folder);
-// - tampered-store.test.ts: hand edits of session.json and of record files in the store's folder;
 // - pending-rewind.test.ts: a store folder made unwritable (EPERM);
 // - rewind-cost.test.ts, conflicts-cost.test.ts: bytes read from the log file;
 // - undo-runs.test.ts: picks its backends itself (fs, memory, fs without byte ranges);
@@ -48,4 +47,8 @@ describe("plan-diffs.test.ts", async () => {
 
 describe("restore-in-the-way.test.ts", async () => {
   await import("./restore-in-the-way.test.js");
+});
+
+describe("tampered-store.test.ts", async () => {
+  await import("./tampered-store.test.js");
 });
