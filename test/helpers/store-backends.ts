@@ -124,3 +124,13 @@ export async function editSessionRecord(
   const edited = JSON.stringify(edit(JSON.parse(text)));
   await (other ? other.setSessionText(root, id, edited) : writeFile(file, edited));
 }
+
+/** Rewrites each line of the session's log by hand (events.jsonl on fs): `edit` gets a line's text, no "\n". */
+export async function editLogLines(root: string, id: string, edit: (line: string) => string): Promise<void> {
+  const lines = (await storedLogBytes(root, id)).toString("utf8").split("\n");
+  const edited = lines.map(edit);
+  const other = backends.byHand;
+  if (other === undefined) return writeFile(join(root, id, "events.jsonl"), edited.join("\n"));
+  for (const [index, line] of edited.entries())
+    if (line !== lines[index]) await other.setLine(root, id, index + 1, line);
+}

@@ -10,7 +10,6 @@ import { describe } from "vitest";
 // - rewind-cost.test.ts, conflicts-cost.test.ts: bytes read from the log file;
 // - undo-runs.test.ts: picks its backends itself (fs, memory, fs without byte ranges);
 // - kind-changes.test.ts: 60 cases of file kinds in the workspace, the store incidental (the time budget);
-// - fork-into-workspace.test.ts: 4 of its 14 cases edit session.json or blob files in the store's folder;
 // - workspace-lock.test.ts: opens no store.
 
 describe("conflicts.test.ts", async () => {
@@ -51,4 +50,8 @@ describe("restore-in-the-way.test.ts", async () => {
 
 describe("tampered-store.test.ts", async () => {
   await import("./tampered-store.test.js");
+});
+
+describe("fork-into-workspace.test.ts", async () => {
+  await import("./fork-into-workspace.test.js");
 });
