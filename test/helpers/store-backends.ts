@@ -125,8 +125,12 @@ export async function editSessionRecord(
   await (other ? other.setSessionText(root, id, edited) : writeFile(file, edited));
 }
 
-/** Rewrites each line of the session's log by hand (events.jsonl on fs): `edit` gets a line's text, no "\n". */
-export async function editLogLines(root: string, id: string, edit: (line: string) => string): Promise<void> {
+/** Rewrites each line of the session's log by hand (events.jsonl on fs): `edit` gets a line's text (no "\n"). */
+export async function editLogLines(
+  root: string,
+  id: string,
+  edit: (line: string, index: number) => string,
+): Promise<void> {
   const lines = (await storedLogBytes(root, id)).toString("utf8").split("\n");
   const edited = lines.map(edit);
   const other = backends.byHand;
