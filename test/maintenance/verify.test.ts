@@ -1,4 +1,4 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { VERIFY_NEVER_CHECKS, isAgentTapeError, rewind, verify, type VerifyProgress } from "../../src/index.js";

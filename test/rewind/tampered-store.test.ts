@@ -151,7 +151,10 @@ describe("an edited session.json", () => {
   });
 });
 
-/** Writes the rewind intent record (`records/rewind-intent.json` on fs) as an attacker would: a marker that fits the tape, and their own files. */
+/**
+ * Writes the rewind intent record (`records/rewind-intent.json` on fs) as an attacker would: a marker that fits
+ * the tape, and their own files.
+ */
 async function plantIntent(
   s: Awaited<ReturnType<typeof editedSession>>,
   intent: { workspace?: string; files: unknown[] } | Record<string, unknown>,
