@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { StorageBackend } from "../../src/backend/types.js";
 import type { EventSchemas, SessionStoreOptions } from "../../src/index.js";
@@ -15,6 +15,8 @@ export interface StoreBackends {
   on?: (root: string) => StorageBackend;
   /** What a test reads or damages by hand where the backend keeps it, for a backend other than fs. */
   byHand?: ByHand;
+  /** The CLI's flags that reach the store folder `root` (`--store postgres://…`). */
+  cliStore?: (root: string) => string[];
 }
 
 /** A session's stored parts, reached past the backend (no lock, no recovery): to look at or damage on purpose. */
@@ -35,6 +37,10 @@ export interface ByHand {
   recordText(root: string, id: string, name: string): Promise<string | undefined>;
   /** Stores `text` as the side record's text, as a hand edit or a planted record would. */
   setRecordText(root: string, id: string, name: string, text: string): Promise<void>;
+  /** The session's own record (session.json on fs), as stored. */
+  sessionText(root: string, id: string): Promise<string>;
+  /** Stores `text` as the session's own record, as a hand edit would. */
+  setSessionText(root: string, id: string, text: string): Promise<void>;
 }
 
 let backends: StoreBackends = { kind: "fs" };
@@ -83,4 +89,52 @@ export function onChosenBackend<E extends EventSchemas>(
   if (on === undefined || options.backend !== undefined || options.root === undefined) return options;
   const { root, lockStaleMs: _fsOnly, ...rest } = options;
   return { ...rest, backend: closeAfter(on(root)) };
+}
+
+/** The CLI's flags that reach the store folder `root` on the chosen backend: `--root` on fs. */
+export function cliStore(root: string): string[] {
+  return backends.cliStore ? backends.cliStore(root) : ["--root", root];
+}
+
+/** A side record's stored text (records/<name>.json on fs), read directly; undefined when there is none. */
+export async function storedRecordText(root: string, id: string, name: string): Promise<string | undefined> {
+  if (backends.byHand) return backends.byHand.recordText(root, id, name);
+  return readFile(join(root, id, "records", `${name}.json`), "utf8").catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT") return undefined;
+    throw error;
+  });
+}
+
+/** Stores `text` as a side record by hand (records/<name>.json on fs), as a hand edit or a planted record would. */
+export async function setStoredRecordText(root: string, id: string, name: string, text: string): Promise<void> {
+  if (backends.byHand) return backends.byHand.setRecordText(root, id, name, text);
+  await mkdir(join(root, id, "records"), { recursive: true });
+  await writeFile(join(root, id, "records", `${name}.json`), text);
+}
+
+/** Rewrites the session's own record (session.json on fs) by hand: `edit` gets its parsed JSON. */
+export async function editSessionRecord(
+  root: string,
+  id: string,
+  edit: (record: Record<string, unknown>) => Record<string, unknown>,
+): Promise<void> {
+  const other = backends.byHand;
+  const file = join(root, id, "session.json");
+  const text = other ? await other.sessionText(root, id) : await readFile(file, "utf8");
+  const edited = JSON.stringify(edit(JSON.parse(text)));
+  await (other ? other.setSessionText(root, id, edited) : writeFile(file, edited));
+}
+
+/** Rewrites each line of the session's log by hand (events.jsonl on fs): `edit` gets a line's text (no "\n"). */
+export async function editLogLines(
+  root: string,
+  id: string,
+  edit: (line: string, index: number) => string,
+): Promise<void> {
+  const lines = (await storedLogBytes(root, id)).toString("utf8").split("\n");
+  const edited = lines.map(edit);
+  const other = backends.byHand;
+  if (other === undefined) return writeFile(join(root, id, "events.jsonl"), edited.join("\n"));
+  for (const [index, line] of edited.entries())
+    if (line !== lines[index]) await other.setLine(root, id, index + 1, line);
 }

@@ -1,4 +1,4 @@
-import { pgBackend, useSchemas } from "./postgres.js";
+import { pgBackend, pgUrl, useSchemas } from "./postgres.js";
 import { storesOn } from "./store-backends.js";
 
 // Imported first by a postgres-*-suites file, before the suites it runs: from then on each store the fixture
@@ -26,6 +26,11 @@ const incarnation = "(SELECT incarnation FROM $S.sessions WHERE id = $1)";
 storesOn({
   kind: "postgres",
   on: (root) => pgBackend(schemaFor(root)),
+  cliStore(root) {
+    const url = new URL(pgUrl());
+    url.searchParams.set("schema", schemaFor(root));
+    return ["--store", url.toString()];
+  },
   byHand: {
     async logBytes(root, id) {
       const sql = `SELECT string_agg(line || E'\\n', '' ORDER BY sequence) AS log FROM $S.events
@@ -62,6 +67,15 @@ storesOn({
       const sql = `INSERT INTO $S.records (incarnation, name, value) SELECT ${incarnation}, $2, $3
                    ON CONFLICT (incarnation, name) DO UPDATE SET value = EXCLUDED.value`;
       await onRows(root, id, sql, [name, text]);
+    },
+    async sessionText(root, id) {
+      const [row] = await onRows<{ record: string }>(root, id, "SELECT record FROM $S.sessions WHERE id = $1");
+      if (row === undefined) throw new Error(`no session ${id}`);
+      return row.record;
+    },
+    async setSessionText(root, id, text) {
+      const sql = "UPDATE $S.sessions SET record = $2 WHERE id = $1 RETURNING 1";
+      if ((await onRows(root, id, sql, [text])).length !== 1) throw new Error(`no session ${id}`);
     },
   },
 });

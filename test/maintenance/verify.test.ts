@@ -1,11 +1,11 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { VERIFY_NEVER_CHECKS, isAgentTapeError, rewind, verify, type VerifyProgress } from "../../src/index.js";
 import { lockedAccess } from "../../src/session/locked-access.js";
 import { BACKENDS, seed, sha256, type Seeded } from "./sessions.js";
 import { closeAfter } from "../helpers/fixture.js";
-import { onFsOnly } from "../helpers/store-backends.js";
+import { editLogLines, setStoredRecordText, storedLogBytes } from "../helpers/store-backends.js";
 
 async function seeded(...args: Parameters<typeof seed>): Promise<Seeded> {
   const s = await seed(...args);
@@ -104,31 +104,34 @@ describe.each(BACKENDS)("verify (%s backend)", (kind) => {
   });
 });
 
-onFsOnly("damage that only a file of the fs backend can show (a cut-off line, an unreadable record file)", () => {
-  describe("verify: damage only a file can show (fs backend)", () => {
+describe.each(BACKENDS.filter((kind) => kind !== "memory"))(
+  "verify: damage by hand where it is stored (%s backend)",
+  (kind) => {
     it("lists every corrupt line with its 1-based line number, and reads past them", async () => {
-      const s = await seeded("fs");
-      const log = join(s.root!, s.id, "events.jsonl");
-      const lines = (await readFile(log, "utf8")).split("\n");
-      lines[0] = '{"v":1,"sequence":1, cut off';
-      lines.splice(2, 0, lines[1]!); // event #2 twice: line 3 does not follow line 2
-      await writeFile(log, lines.join("\n"));
+      const s = await seeded(kind);
+      // Line 1 cut off; line 3 holds event #2 again (on PostgreSQL, the row of #3 does): it does not follow line 2.
+      const second = (await storedLogBytes(s.root!, s.id)).toString("utf8").split("\n")[1]!;
+      await editLogLines(s.root!, s.id, (line, index) =>
+        index === 0 ? '{"v":1,"sequence":1, cut off' : index === 2 ? second : line,
+      );
 
+      // PostgreSQL keys each line by its sequence, so it names the row the line is not.
+      const misplaced = kind === "postgres" ? "the line says sequence 2, its row 3" : "sequence 2 does not follow 2";
       const report = await verify(s.store, s.id);
-      expect(report.events).toBe(2);
+      expect(report.events).toBe(1);
       expect(report.problems).toMatchObject([
         { kind: "corrupt_line", line: 1, message: expect.stringMatching(/^events\.jsonl line 1: not valid JSON/) },
-        { kind: "corrupt_line", line: 3, message: "events.jsonl line 3: sequence 2 does not follow 2" },
+        { kind: "corrupt_line", line: 3, message: `events.jsonl line 3: ${misplaced}` },
       ]);
     });
 
     it("reports a side record that cannot be read, naming it", async () => {
-      const s = await seeded("fs");
+      const s = await seeded(kind);
       await rewind(s.store, s.id, { toSequence: 1 });
-      await writeFile(join(s.root!, s.id, "records", "rewind-archive-4.json"), "{ not json");
+      await setStoredRecordText(s.root!, s.id, "rewind-archive-4", "{ not json");
       const report = await verify(s.store, s.id);
       expect(report.problems).toMatchObject([{ kind: "record_unreadable", record: "rewind-archive-4" }]);
       expect(report.problems[0]!.message).toMatch(/^rewind archive rewind-archive-4 cannot be read: /);
     });
-  });
-});
+  },
+);

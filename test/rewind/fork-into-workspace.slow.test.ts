@@ -15,6 +15,7 @@ import {
 } from "../../src/index.js";
 import { workspaceTree } from "../helpers/rewind-workspace.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
+import { editLogLines, editSessionRecord } from "../helpers/store-backends.js";
 
 // Fork into its own folder (docs/ARCHITECTURE.md, "Forks"): the new folder holds the tracked
 // files as they were at the fork point, and the two sessions' rewinds and undos each stay in their own folder.
@@ -294,7 +295,8 @@ describe("forkIntoWorkspace refuses, writing nothing and making no session", () 
     expect(isAgentTapeError(taken, "SESSION_EXISTS")).toBe(true);
     const missing = await rejection(forkIntoWorkspace(s.store, "no-such-session", { workspace: target }));
     expect(isAgentTapeError(missing, "SESSION_NOT_FOUND")).toBe(true);
-    expect(await readdir(s.base)).toEqual(["file", "sessions", "ws"]);
+    // The store's folder ("sessions") is there on fs only: on PostgreSQL the sessions are rows.
+    expect((await readdir(s.base)).filter((name) => name !== "sessions")).toEqual(["file", "ws"]);
     expect(await sessionCount(s.store)).toBe(2);
   });
 
@@ -303,9 +305,7 @@ describe("forkIntoWorkspace refuses, writing nothing and making no session", () 
     const elsewhere = join(s.base, "elsewhere");
     await mkdir(elsewhere);
     await writeFile(join(elsewhere, "a.txt"), "secret\n");
-    const record = join(s.base, "sessions", s.id, "session.json");
-    const meta = JSON.parse(await readFile(record, "utf8"));
-    await writeFile(record, JSON.stringify({ ...meta, workspace: elsewhere }));
+    await editSessionRecord(join(s.base, "sessions"), s.id, (meta) => ({ ...meta, workspace: elsewhere }));
     const reopened = openStore({ root: join(s.base, "sessions") });
     const error = await rejection(forkIntoWorkspace(reopened, s.id, { workspace: join(s.base, "child") }));
     expect(isAgentTapeError(error, "WORKSPACE_MISMATCH")).toBe(true);
@@ -340,9 +340,9 @@ describe("forkIntoWorkspace never goes outside the two folders", () => {
     await writeFile(join(s.workspace, "a.txt"), "a\n");
     await s.checkpoints.capture(s.id, { tool: "write", paths: ["a.txt"] });
     // A hand-edited tape naming ../ paths.
-    const log = join(s.base, "sessions", s.id, "events.jsonl");
-    const text = await readFile(log, "utf8");
-    await writeFile(log, text.replace('"path":"a.txt"', '"path":"../outside.txt"'));
+    await editLogLines(join(s.base, "sessions"), s.id, (line) =>
+      line.replace('"path":"a.txt"', '"path":"../outside.txt"'),
+    );
     await writeFile(join(s.base, "outside.txt"), "outside\n");
     const reopened = openStore({ root: join(s.base, "sessions") });
     const report = await forkIntoWorkspace(reopened, s.id, { workspace: join(s.base, "child") });

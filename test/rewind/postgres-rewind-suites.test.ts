@@ -6,12 +6,10 @@ import { describe } from "vitest";
 // file in a describe of its own, so its top-level hooks stay with its tests. Left on fs only, one line each:
 // - archive-log.slow.test.ts, archive-log-planted.test.ts: the byte-range archive as a file (altered, planted, a
 //   symlink or a FIFO in the store's folder);
-// - tampered-store.test.ts: hand edits of session.json and of record files in the store's folder;
 // - pending-rewind.test.ts: a store folder made unwritable (EPERM);
 // - rewind-cost.test.ts, conflicts-cost.test.ts: bytes read from the log file;
 // - undo-runs.slow.test.ts: picks its backends itself (fs, memory, fs without byte ranges);
 // - kind-changes.slow.test.ts: 60 cases of file kinds in the workspace, the store incidental (the time budget);
-// - fork-into-workspace.slow.test.ts: 4 of its 14 cases edit session.json or blob files in the store's folder;
 // - workspace-lock.test.ts: opens no store.
 
 describe("conflicts.test.ts", async () => {
@@ -48,4 +46,12 @@ describe("plan-diffs.test.ts", async () => {
 
 describe("restore-in-the-way.test.ts", async () => {
   await import("./restore-in-the-way.test.js");
+});
+
+describe("tampered-store.test.ts", async () => {
+  await import("./tampered-store.test.js");
+});
+
+describe("fork-into-workspace.slow.test.ts", async () => {
+  await import("./fork-into-workspace.slow.test.js");
 });

@@ -3,8 +3,7 @@ import { describe } from "vitest";
 
 // The rewind and undo suites of this folder, each file as written, with their stores on PostgreSQL
 // (test/helpers/stores-on-postgres.ts); the unit tier runs the same files on the fs backend. Each file in a
-// describe of its own, so its top-level hooks stay with its tests. Left on fs only: unrecoverable.test.ts, whose
-// CLI case runs the program on --root (the CLI on PostgreSQL: test/cli/postgres-cli.test.ts).
+// describe of its own, so its top-level hooks stay with its tests.
 
 describe("undo.test.ts", async () => {
   await import("./undo.test.js");
@@ -28,4 +27,8 @@ describe("tool-made-folders.test.ts", async () => {
 
 describe("tool-through-link.test.ts", async () => {
   await import("./tool-through-link.test.js");
+});
+
+describe("unrecoverable.test.ts", async () => {
+  await import("./unrecoverable.test.js");
 });

@@ -5,14 +5,21 @@ import { CheckpointStore, rewind, undoRewind, verify } from "../../src/index.js"
 import { cli } from "../cli/harness.js";
 import { codeOf, filesBelow } from "../helpers/outcomes.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
+import {
+  cliStore,
+  editSessionRecord,
+  setStoredRecordText,
+  storedLogBytes,
+  storedRecordText,
+} from "../helpers/store-backends.js";
 
 // Whoever can write the session folder is not trusted to move a rewind outside the workspace
-// (docs/ARCHITECTURE.md, "Confinement"): each attack below edits the store by hand, as they could.
+// (docs/ARCHITECTURE.md, "Confinement"): each attack below edits the store by hand, as they could. On PostgreSQL
+// (postgres-rewind-suites.test.ts) the same edits go to the session's row and its records' rows.
 
 /** session.json edited by hand, as whoever can write the session folder could: its workspace is now `workspace`. */
 async function pointSessionJsonAt(root: string, id: string, workspace: string): Promise<void> {
-  const meta = join(root, id, "session.json");
-  await writeFile(meta, JSON.stringify({ ...JSON.parse(await readFile(meta, "utf8")), workspace }));
+  await editSessionRecord(root, id, (record) => ({ ...record, workspace }));
 }
 
 /** A new store (another process, as far as the session knows) appends a message: the store and what it threw. */
@@ -120,7 +127,7 @@ describe("an edited session.json", () => {
       expect.objectContaining({ kind: "workspace_mismatch", named: s.victim, recorded: [s.workspace] }),
     ]);
     expect(report.notChecked).not.toContainEqual(expect.stringContaining("session.json's workspace"));
-    const run = await cli(["verify", s.id, "--root", s.root]);
+    const run = await cli(["verify", s.id, ...cliStore(s.root)]);
     expect(run.code).toBe(1);
     expect(run.stdout).toContain(`session.json names "${s.victim}", but the tape's snapshots were taken in`);
 
@@ -129,7 +136,7 @@ describe("an edited session.json", () => {
     const bare = await verify(reader, id);
     expect(bare.ok).toBe(true);
     expect(bare.notChecked).toContainEqual(expect.stringContaining("session.json's workspace"));
-    expect((await cli(["verify", id, "--root", s.root])).stdout).toContain("not checked: session.json's workspace");
+    expect((await cli(["verify", id, ...cliStore(s.root)])).stdout).toContain("not checked: session.json's workspace");
   });
 
   it("cannot redirect an undo either: it goes back to the workspace its rewind recorded", async () => {
@@ -144,7 +151,10 @@ describe("an edited session.json", () => {
   });
 });
 
-/** Writes `records/rewind-intent.json` as an attacker would: a marker that fits the tape, and their own files. */
+/**
+ * Writes the rewind intent record (`records/rewind-intent.json` on fs) as an attacker would: a marker that fits
+ * the tape, and their own files.
+ */
 async function plantIntent(
   s: Awaited<ReturnType<typeof editedSession>>,
   intent: { workspace?: string; files: unknown[] } | Record<string, unknown>,
@@ -166,7 +176,6 @@ async function plantIntent(
       blobsPruned: 0,
     },
   };
-  await mkdir(join(s.root, s.id, "records"), { recursive: true });
   const full = {
     kind: "rewind",
     markerSequence: marker.sequence,
@@ -176,7 +185,7 @@ async function plantIntent(
     prune: false,
     ...intent,
   };
-  await writeFile(join(s.root, s.id, "records", "rewind-intent.json"), JSON.stringify(full));
+  await setStoredRecordText(s.root, s.id, "rewind-intent", JSON.stringify(full));
 }
 
 describe("a planted rewind intent", () => {
@@ -236,24 +245,21 @@ describe("a planted rewind intent", () => {
       workspace: s.workspace,
       files: (checkpoint.payload as { files: unknown[] }).files, // what the tape holds: fits
     });
-    const path = join(s.root, s.id, "records", "rewind-intent.json");
-    const intent = JSON.parse(await readFile(path, "utf8"));
+    const intent = JSON.parse((await storedRecordText(s.root, s.id, "rewind-intent"))!);
     intent.append = intent.append.map((event: object) => ({ ...event, sessionId: "01OTHERSESSION0000000000000" }));
-    await writeFile(path, JSON.stringify(intent));
-    const log = join(s.root, s.id, "events.jsonl");
-    const tape = await readFile(log, "utf8");
+    await setStoredRecordText(s.root, s.id, "rewind-intent", JSON.stringify(intent));
+    const tape = await storedLogBytes(s.root, s.id);
     const { writer, error } = await appendAsAnotherWriter(s.root, s.id);
     expect(error.code).toBe("STORE_TAMPERED");
     expect(error.message).toContain("not this session's");
     expect((await verify(writer, s.id)).problems.map((p) => p.kind)).toContain("intent_tampered");
-    expect(await readFile(log, "utf8")).toBe(tape);
+    expect(await storedLogBytes(s.root, s.id)).toEqual(tape);
     expect(await filesBelow(s.workspace)).toEqual({ "f.txt": "v2", "new.txt": "made by the tool" });
   });
 
   it("that is not an intent at all is STORE_TAMPERED, and verify says the record is malformed", async () => {
     const s = await editedSession();
-    await mkdir(join(s.root, s.id, "records"), { recursive: true });
-    await writeFile(join(s.root, s.id, "records", "rewind-intent.json"), JSON.stringify({ kind: "rewind", files: 3 }));
+    await setStoredRecordText(s.root, s.id, "rewind-intent", JSON.stringify({ kind: "rewind", files: 3 }));
     const reader = openStore({ root: s.root });
     expect(await codeOf(reader.readAll(s.id))).toBe("STORE_TAMPERED");
     const report = await verify(reader, s.id);

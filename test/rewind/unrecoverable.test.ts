@@ -5,6 +5,7 @@ import { CheckpointStore, rewind, undoRewind } from "../../src/index.js";
 import { codeOf } from "../helpers/outcomes.js";
 import { cli } from "../cli/harness.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
+import { cliStore } from "../helpers/store-backends.js";
 
 // A rewind never destroys content it cannot give back without being told (docs/ARCHITECTURE.md,
 // "Confinement"): the undo snapshot keeps files up to 5 MiB, so a bigger one would be lost for good.
@@ -85,7 +86,7 @@ describe("agent-tape rewind and unrecoverable content", () => {
       await writeFile(join(ws, "f.txt"), Buffer.alloc(SIX_MB, 1));
     });
     await s.store.close();
-    const args = ["rewind", s.id, "--to", String(s.target), "--root", s.root];
+    const args = ["rewind", s.id, "--to", String(s.target), ...cliStore(s.root)];
     const dry = await cli([...args, "--dry-run"]);
     expect(dry.stdout).toContain("Would be lost for good (no copy kept for undo; needs --allow-unrecoverable):");
     expect(dry.stdout).toContain("  f.txt (too_large)");
