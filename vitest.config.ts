@@ -45,7 +45,7 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Crash and multi-process tests spawn real children; two cores do not like many at once.
     fileParallelism: true,
-    maxWorkers: 2,
+    maxWorkers: Number(process.env.AGENT_TAPE_TEST_WORKERS ?? 2),
     projects: [
       {
         extends: true,
