@@ -43,7 +43,9 @@ export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    // Crash and multi-process tests spawn real children; two cores do not like many at once.
+    // Crash and multi-process tests spawn real children; two cores do not like many at once. The unit tier alone
+    // mostly waits (fsync, leases running out), so `npm run test:fast` runs four (AGENT_TAPE_TEST_WORKERS=4):
+    // docs/testing.md, "Scripts and times".
     fileParallelism: true,
     maxWorkers: Number(process.env.AGENT_TAPE_TEST_WORKERS ?? 2),
     projects: [

@@ -118,7 +118,17 @@ export function eventOption(
     );
   if (sequence !== undefined && beforeCallId !== undefined)
     throw new UsageError(`\`${command}\` takes at most one of ${seq} and ${call}.`, command);
-  return { ...(sequence !== undefined && { sequence }), ...(beforeCallId !== undefined && { beforeCallId }) };
+  return presentOnly({ sequence, beforeCallId });
+}
+
+/**
+ * `fields` without those the user did not give: under `exactOptionalPropertyTypes` an option may be left out but
+ * not set to `undefined` (the library's own form of this helper is internal; the CLI uses only the public entry).
+ */
+export function presentOnly<T extends object>(fields: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as {
+    [K in keyof T]?: Exclude<T[K], undefined>;
+  };
 }
 
 /** An error as the CLI reports it: agent-tape's stable code, or the system's (EACCES…). */

@@ -2,6 +2,7 @@
 // fits the tape, or discarded when the person says so. Without this, every operation of the session fails with
 // STORE_TAMPERED and the only way on is deleting a file by hand.
 import type { SignalOption } from "../backend/types.js";
+import { definedFields } from "../core/defined-fields.js";
 import { isAgentTapeError } from "../core/errors.js";
 import type { RewindPayload } from "../core/events.js";
 import { checkIntent, readIntentRecord } from "../rewind/intent-check.js";
@@ -56,10 +57,7 @@ export interface RepairReport {
  */
 export async function repair(store: SessionStore<any>, id: string, options: RepairOptions = {}): Promise<RepairReport> {
   const backend = store.backend;
-  const locked = await backend.lock(id, {
-    ...(options.signal !== undefined && { signal: options.signal }),
-    ...(options.lockWaitMs !== undefined && { waitMs: options.lockWaitMs }),
-  });
+  const locked = await backend.lock(id, definedFields({ signal: options.signal, waitMs: options.lockWaitMs }));
   try {
     let found: unknown;
     let unreadable: string | undefined;

@@ -1,5 +1,13 @@
 import { forkIntoWorkspace } from "../../index.js";
-import { eventOption, printJson, printLine, requireSessionId, stringOption, type Command } from "../command.js";
+import {
+  eventOption,
+  presentOnly,
+  printJson,
+  printLine,
+  requireSessionId,
+  stringOption,
+  type Command,
+} from "../command.js";
 import { formatBytes } from "../output.js";
 
 export const forkCommand: Command = {
@@ -39,12 +47,7 @@ Options:
     const title = stringOption(args, "title");
     const newId = stringOption(args, "id");
     const workspace = stringOption(args, "workspace");
-    const options = {
-      ...(at !== undefined && { atSequence: at }),
-      ...(beforeCall !== undefined && { beforeCallId: beforeCall }),
-      ...(title !== undefined && { title }),
-      ...(newId !== undefined && { id: newId }),
-    };
+    const options = presentOnly({ atSequence: at, beforeCallId: beforeCall, title, id: newId });
     if (workspace === undefined) {
       const info = await ctx.store().fork(parentId, options);
       if (ctx.json) printJson(ctx, info);

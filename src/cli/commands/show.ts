@@ -1,6 +1,14 @@
 import { SessionNotFoundError, checkpointChanges } from "../../index.js";
 import { printCheckpointFiles } from "../checkpoint-files.js";
-import { UsageError, flag, printLine, requireSessionId, sequenceOption, type Command } from "../command.js";
+import {
+  UsageError,
+  flag,
+  presentOnly,
+  printLine,
+  requireSessionId,
+  sequenceOption,
+  type Command,
+} from "../command.js";
 import { summarizeEvent } from "../event-summary.js";
 import { formatTime } from "../output.js";
 
@@ -45,10 +53,7 @@ Options:
       ? new Map()
       : new Map((await checkpointChanges(store, id, { patches })).map((c) => [c.sequence, c]));
     let shown = 0;
-    const events = store.read(id, {
-      ...(from !== undefined && { fromSequence: from }),
-      ...(to !== undefined && { toSequence: to }),
-    });
+    const events = store.read(id, presentOnly({ fromSequence: from, toSequence: to }));
     for await (const event of events) {
       if (types && !types.has(event.type)) continue;
       shown++;
