@@ -198,7 +198,7 @@ describe("examples/shell-tool.ts", () => {
       new RegExp(
         String.raw`#2 +session_checkpoint +before run_shell: docs \(absent\), docs/index\.md \(absent\), ` +
           String.raw`docs/notes\.txt \(absent\), ${blob("notes\\.txt", 10)}, old \(directory\), ` +
-          String.raw`${blob("old/readme\\.md", 11)}, ${blob("src/app\\.ts", 29)}$`,
+          `${blob("old/readme\\.md", 11)}, ${blob("src/app\\.ts", 29)}$`,
         "m",
       ),
     );

@@ -1,4 +1,4 @@
-import { chmod, mkdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { CheckpointStore, type SessionStore, type StoredEvent } from "../../src/index.js";
 import { put, workspaceTree } from "./rewind-workspace.js";
