@@ -212,7 +212,8 @@ describe("a rewind's database steps on PostgreSQL", () => {
     const outcomes = new Set<string>();
     for (let cut = 0; cut < CUTS; cut++) {
       const schema = schemas.make();
-      const store = openStore({ backend: pgBackend(schema) });
+      const backends = [pgBackend(schema), pgBackend(schema)] as const;
+      const store = openStore({ backend: backends[0] });
       const workspace = await tempDir("agent-tape-pg-rewind-");
       const paths = Array.from({ length: 20 }, (_, i) => `f${i}.txt`);
       for (const path of paths) await writeFile(join(workspace, path), `${path} before\n`);
@@ -243,7 +244,7 @@ describe("a rewind's database steps on PostgreSQL", () => {
       await rewinding;
       await cutting;
       // The next writer settles it: the rewind done (files at the target, the marker) or never begun.
-      const other = openStore({ backend: pgBackend(schema) });
+      const other = openStore({ backend: backends[1] });
       await other.append(id, { type: "message", payload: { role: "user", content: "next" } });
       const types = (await other.readAll(id)).map((e) => e.type);
       const files = await Promise.all(paths.map((path) => readFile(join(workspace, path), "utf8")));
@@ -256,6 +257,10 @@ describe("a rewind's database steps on PostgreSQL", () => {
       }
       expect((await other.get(id))?.pendingRewind).toBeUndefined();
       expect((await other.get(id))?.lastSequence).toBe(done ? last + 2 : last + 1);
+      // Each backend's pool holds up to 10 connections (a store leaves the backend it was given open): closed
+      // each round, or the rounds use up the server's.
+      await Promise.all([store.close(), other.close()]);
+      await Promise.all(backends.map((backend) => backend.close()));
     }
     // Cut after its intent, a rewind is finished by the next writer; cut while planning, it never began.
     expect([...outcomes].sort()).toEqual(["done", "untouched"]);
