@@ -58,12 +58,13 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     }),
     weight: 2,
   },
-  // `at` is a fraction of the session's length; `beyondEnd` > 0 asks for a fork past the end, which must be refused.
+  // `at` is a fraction of the session's length, below 1 (at 1 the fork would ask for the event after the last);
+  // `beyondEnd` > 0 asks for a fork past the end, which must be refused.
   {
     arbitrary: fc.record({
       kind: fc.constant("fork" as const),
       session,
-      at: fc.double({ min: 0, max: 1, noNaN: true }),
+      at: fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
       beyondEnd: fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 1, max: 3 })),
     }),
     weight: 1,
