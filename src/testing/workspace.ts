@@ -30,23 +30,28 @@ export function useWorkspaces(): { make: () => Promise<string>; track: (store: S
   };
 }
 
+/** How {@link folderTree} shows a regular file, from its bytes and mode. */
+export type FileShown = (bytes: Buffer, mode: number) => string;
+
+const fileAsText: FileShown = (bytes, mode) =>
+  `file ${(mode & 0o7777).toString(8)} ${JSON.stringify(bytes.toString("utf8"))}`;
+
 /**
  * What a folder holds, as one comparable object: every entry by `/`-separated path with its kind,
- * mode and content. Symlinks are recorded, never followed.
+ * mode and content (as `fileShown` writes it). Symlinks are recorded, never followed.
  */
-export async function folderTree(root: string): Promise<Record<string, string>> {
+export async function folderTree(root: string, fileShown: FileShown = fileAsText): Promise<Record<string, string>> {
   const tree: Record<string, string> = {};
   const visit = async (dir: string, prefix: string): Promise<void> => {
     for (const name of (await readdir(dir)).sort()) {
       const path = prefix === "" ? name : `${prefix}/${name}`;
       const absolute = join(dir, name);
       const info = await lstat(absolute);
-      const mode = (info.mode & 0o7777).toString(8);
       if (info.isSymbolicLink()) tree[path] = `link -> ${await readlink(absolute)}`;
       else if (info.isDirectory()) {
-        tree[path] = `dir ${mode}`;
+        tree[path] = `dir ${(info.mode & 0o7777).toString(8)}`;
         await visit(absolute, path);
-      } else tree[path] = `file ${mode} ${JSON.stringify((await readFile(absolute)).toString("utf8"))}`;
+      } else tree[path] = fileShown(await readFile(absolute), info.mode);
     }
   };
   await visit(root, "");

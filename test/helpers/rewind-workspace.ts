@@ -1,7 +1,8 @@
 import { BLOBS_IN_FLIGHT_RECORD } from "../../src/blobs/in-flight.js";
 import { CheckpointStore, type SessionStore } from "../../src/index.js";
+import { folderTree } from "../../src/testing/workspace.js";
 import { createHash } from "node:crypto";
-import { chmod, lstat, mkdir, readdir, readFile, readlink, realpath, writeFile } from "node:fs/promises";
+import { chmod, mkdir, realpath, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { openStore, tempDir } from "./fixture.js";
 
@@ -11,24 +12,7 @@ import { openStore, tempDir } from "./fixture.js";
  * ones by sha256 so a failing diff stays readable). Symlinks are recorded, never followed.
  */
 export async function workspaceTree(root: string): Promise<Record<string, string>> {
-  const tree: Record<string, string> = {};
-  const visit = async (dir: string, prefix: string): Promise<void> => {
-    for (const name of (await readdir(dir)).sort()) {
-      const path = prefix === "" ? name : `${prefix}/${name}`;
-      const absolute = join(dir, name);
-      const info = await lstat(absolute);
-      const mode = (info.mode & 0o7777).toString(8);
-      if (info.isSymbolicLink()) tree[path] = `link -> ${await readlink(absolute)}`;
-      else if (info.isDirectory()) {
-        tree[path] = `dir ${mode}`;
-        await visit(absolute, path);
-      } else {
-        tree[path] = fileEntry(await readFile(absolute), info.mode);
-      }
-    }
-  };
-  await visit(root, "");
-  return tree;
+  return folderTree(root, fileEntry);
 }
 
 /** How {@link workspaceTree} shows a regular file: for building the tree a test expects. */
