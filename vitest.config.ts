@@ -43,11 +43,11 @@ export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    // Crash and multi-process tests spawn real children; two cores do not like many at once. The unit tier alone
-    // mostly waits (fsync, leases running out), so `npm run test:fast` runs four (AGENT_TAPE_TEST_WORKERS=4):
-    // docs/testing.md, "Scripts and times".
+    // Four files at once on two cores: much of a test's time is waiting (fsyncs, leases running out, children
+    // starting), which a third and fourth worker fill; six cost more in imports than they gain. AGENT_TAPE_TEST_WORKERS
+    // sets another count (docs/testing.md, "Scripts and times").
     fileParallelism: true,
-    maxWorkers: Number(process.env.AGENT_TAPE_TEST_WORKERS ?? 2),
+    maxWorkers: Number(process.env.AGENT_TAPE_TEST_WORKERS ?? 4),
     projects: [
       {
         extends: true,
