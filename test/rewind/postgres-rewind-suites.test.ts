@@ -7,7 +7,7 @@ import { describe } from "vitest";
 // - archive-log.slow.test.ts, archive-log-planted.test.ts: the byte-range archive as a file (altered, planted, a
 //   symlink or a FIFO in the store's folder);
 // - pending-rewind.test.ts: a store folder made unwritable (EPERM);
-// - rewind-cost.test.ts, conflicts-cost.test.ts: bytes read from the log file;
+// - rewind-cost.slow.test.ts, conflicts-cost.slow.test.ts: bytes read from the log file;
 // - undo-runs.slow.test.ts: picks its backends itself (fs, memory, fs without byte ranges);
 // - kind-changes.slow.test.ts: 60 cases of file kinds in the workspace, the store incidental (the time budget);
 // - workspace-lock.test.ts: opens no store.
