@@ -13,6 +13,12 @@ import type { StoredEvent } from "../core/events.js";
 export interface StorageBackend {
   /** Short name used in messages and the conformance suite, e.g. "fs". */
   readonly name: string;
+  /**
+   * Optional: how many session locks one process may hold at once through this backend, where each held lock
+   * ties up something scarce (PostgreSQL: a pooled connection per lock). A store keeping idle leases gives up the
+   * oldest idle one before taking a lock past this number, instead of waiting for one to run out. Absent: no limit.
+   */
+  readonly maxHeldLocks?: number;
 
   /**
    * Makes a new session with `events` already in its log (a fork's prefix), visible to readers

@@ -16,6 +16,8 @@ export interface LeaseOptions {
   onAcquired: (locked: LockedSession) => Promise<void>;
   /** Runs just before the lock is given up, while still held (best-effort: its failure is ignored). */
   beforeRelease?: (locked: LockedSession) => Promise<void>;
+  /** Runs before the lock is taken: where a store gives up other idle leases the backend has no room for. */
+  beforeLock?: () => Promise<void>;
 }
 
 // Which sessions the current async call chain holds: the lock is not re-entrant, so a nested
@@ -35,6 +37,8 @@ export class SessionLease {
   private locked: LockedSession | undefined;
   private heldSince = 0;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** When the last operation ended (Date.now()): which idle lease is the oldest. */
+  lastUsed = 0;
 
   constructor(
     private readonly backend: StorageBackend,
@@ -79,6 +83,7 @@ export class SessionLease {
       const held = new Set(heldHere.getStore() ?? []).add(this);
       return await heldHere.run(held, () => fn(locked));
     } finally {
+      this.lastUsed = Date.now();
       if (--this.queued === 0) {
         if (this.options.idleMs <= 0) {
           if (this.locked?.held !== false) await this.releaseNow(); // a lost lock waits to be reported, as below
@@ -108,6 +113,7 @@ export class SessionLease {
       if (lost) throw lost;
     }
     if (!this.locked) {
+      await this.options.beforeLock?.();
       const locked = await this.backend.lock(
         this.sessionId,
         definedFields({ waitMs: this.options.waitMs, onWait: this.options.onWait, signal }),
@@ -143,6 +149,23 @@ export class SessionLease {
     if (!locked) return;
     if (locked.held) await this.options.beforeRelease?.(locked).catch(() => undefined);
     await locked.release();
+  }
+
+  /** True while the lock is held with no operation running or queued: a lease that could be given up now. */
+  get idle(): boolean {
+    return this.queued === 0 && this.holding;
+  }
+
+  /**
+   * Gives the lock up now if it is idle, as the idle timer would. Taken in the chain's turn (counted as queued),
+   * so an operation arriving meanwhile runs after the release and takes the lock afresh.
+   */
+  async releaseIfIdle(): Promise<void> {
+    if (!this.idle) return;
+    this.queued++;
+    const released = this.chain.then(() => this.releaseNow()).finally(() => this.queued--);
+    this.chain = released.catch(() => undefined);
+    await released.catch(() => undefined); // best-effort, as the idle timer's release
   }
 
   /** True while the lock is held (between operations, during the idle time). */

@@ -464,10 +464,24 @@ export class SessionStore<E extends EventSchemas = {}> {
         onWait: this.onLockWait,
         onAcquired: (locked) => recoverInterruptedWork(this.backend, locked),
         beforeRelease: clearBlobsInFlight,
+        beforeLock: () => this.makeRoomForLock(id),
       });
       this.leases.set(id, lease);
     }
     return lease;
+  }
+
+  /**
+   * Before taking `id`'s lock: when the backend can hold only so many locks at once (PostgreSQL: a pooled
+   * connection each), gives up the oldest idle leases of other sessions, so a store writing to many sessions
+   * never waits for its own idle lease to run out (test/backend/postgres-idle-leases.test.ts).
+   */
+  private async makeRoomForLock(id: string): Promise<void> {
+    const max = this.backend.maxHeldLocks;
+    if (max === undefined) return;
+    const held = [...this.leases.values()].filter((lease) => lease.sessionId !== id && lease.holding);
+    const idle = held.filter((lease) => lease.idle).sort((a, b) => a.lastUsed - b.lastUsed);
+    for (const lease of idle.slice(0, Math.max(0, held.length - (max - 1)))) await lease.releaseIfIdle();
   }
 }
 

@@ -81,6 +81,15 @@ class PostgresBackend implements StorageBackend {
   private prepared: Promise<Pool> | undefined;
   private readonly openLocks = new Set<LockedSession>();
 
+  /**
+   * Each held lock keeps a pooled connection for the whole hold; one connection stays free for reads and
+   * creates, so a store with idle leases on many sessions gives the oldest up instead of exhausting the pool.
+   */
+  get maxHeldLocks(): number {
+    const size = this.options.pool?.options.max ?? this.options.maxConnections ?? 10;
+    return Math.max(1, size - 1);
+  }
+
   constructor(private readonly options: PostgresBackendOptions) {
     this.schema = options.schema ?? DEFAULT_SCHEMA;
     this.s = quotedSchema(this.schema);
