@@ -1,6 +1,12 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { configDefaults, defineConfig } from "vitest/config";
+import { testTempRoot } from "./test/setup/temp-root.js";
+
+// The tests' temp folders on a tmpfs where there is one (test/setup/temp-root.ts says why and how to choose).
+const tempRoot = testTempRoot(process.env);
+if (tempRoot === undefined) delete process.env.TMPDIR;
+else process.env.TMPDIR = tempRoot;
 
 // Tiers, chosen by file name (docs/testing.md, "Tiers"): `npm run test:fast` runs "unit", `npm run test:slow` the
 // others but "node22" and "claude", `npm test` all of them.
