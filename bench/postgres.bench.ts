@@ -24,13 +24,25 @@ export const postgresSuite: Suite = {
     const schema = `bench_${process.pid}`;
     const admin = new pg.Pool({ connectionString: url, max: 2 });
     const dir = await tempDir();
-    const fsStore = new SessionStore({ root: join(dir, "store"), durability: "fsync", lockIdleMs: 60_000 });
+    // Leases kept a minute, so the timed appends never take a lock. Each lease the PostgreSQL store keeps holds
+    // one of its pool's connections (docs/postgres.md, "The lock: a lease that fences"), and a call that finds them all held waits
+    // until a lease runs out: the pool has room for every session a group of rows locks (the rewind rows lock
+    // 25), and the stores are made afresh before each group, so no row waits for an earlier row's leases.
     const leaseMs = 5000;
-    const pgStore = new SessionStore({
-      backend: postgresBackend({ connectionString: url, schema, lockLeaseMs: leaseMs }),
-      durability: "fsync",
-      lockIdleMs: 60_000,
+    const stores = () => ({
+      fsStore: new SessionStore({ root: join(dir, "store"), durability: "fsync", lockIdleMs: 60_000 }),
+      pgStore: new SessionStore({
+        backend: postgresBackend({ connectionString: url, schema, lockLeaseMs: leaseMs, maxConnections: 30 }),
+        durability: "fsync",
+        lockIdleMs: 60_000,
+      }),
     });
+    let { fsStore, pgStore } = stores();
+    const closeStores = async () => {
+      await fsStore.close();
+      await pgStore.close();
+      await pgStore.backend.close();
+    };
     const rows: Row[] = [];
     try {
       // Single appends: timed one by one, in interleaved blocks so both meet the same disk weather.
@@ -137,6 +149,8 @@ export const postgresSuite: Suite = {
         notes: `log ${logMB.toFixed(0)} MB`,
       });
       log("  replay done");
+      await closeStores();
+      ({ fsStore, pgStore } = stores());
       rows.push(
         ...(await workspaceRows(
           {
@@ -148,6 +162,8 @@ export const postgresSuite: Suite = {
         )),
       );
       log("  capture and rewind done");
+      await closeStores();
+      ({ fsStore, pgStore } = stores());
       rows.push(
         ...(await processRows(
           {
@@ -159,8 +175,7 @@ export const postgresSuite: Suite = {
       );
       log("  processes done");
     } finally {
-      await fsStore.close();
-      await pgStore.close();
+      await closeStores();
       await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
       await admin.end();
     }
