@@ -85,8 +85,10 @@ export async function workspaceRows(c: Contenders, dir: string, quick: boolean):
 }
 
 /** Runs the child; resolves to what it printed once it said `until` (or exited). */
-function runChild(args: string[], until?: string): { done: Promise<string>; kill: () => void } {
-  const proc = spawn(process.execPath, ["--import", "tsx", child, ...args], { stdio: ["ignore", "pipe", "inherit"] });
+export function runChild(args: string[], until?: string): { done: Promise<string>; kill: () => void } {
+  const proc = spawn(process.execPath, ["--expose-gc", "--import", "tsx", child, ...args], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   let out = "";
   const done = new Promise<string>((resolve, reject) => {
     proc.stdout.on("data", (chunk: Buffer) => {

@@ -157,6 +157,23 @@ describe("a rewind's database steps on PostgreSQL", () => {
     expect(types).toEqual(["message", "session_rewind"]);
   });
 
+  // Before the lock's 4: the session's record (its workspace), a page of the events after the target (the session's
+  // incarnation found in the same statement), the retention horizon, the snapshot's blob, the records (old undo
+  // archives). The page once had a statement of its own before it, finding the incarnation: 10 in all.
+  it("a 1-file rewind: at most 9 statements in all, on every connection", async () => {
+    const schema = schemas.make();
+    const store = openStore({ backend: pgBackend(schema) });
+    const { id, target } = await oneFileEdited(store);
+    await store.get(id); // warm: the lease is held, as in an agent's loop between an edit and its rewind
+    counting = true;
+    await rewind(store, id, { toSequence: target });
+    counting = false;
+    const statements = sent
+      .filter((s) => s.text !== "SELECT 1") // not the lease's heartbeat (lock.ts)
+      .map((s) => s.text.replace(/\s+/g, " ").slice(0, 110));
+    expect(statements.length, statements.join("\n")).toBeLessThanOrEqual(9);
+  });
+
   it("the holder's connection cut inside the transaction: none of it kept; the next writer finishes", async () => {
     const schema = schemas.make();
     const store = openStore({ backend: pgBackend(schema) });

@@ -1,13 +1,16 @@
-// Child process for the big-batch memory tests: reads a session through the store, event by event, and
+// Child process for the reader memory tests: reads a session through the store, event by event, and
 // prints what it read and the process's peak resident memory, so a reader's memory is measured in a
 // process of its own (nothing the parent holds counts).
-// argv: root sessionId
+// argv: root sessionId, or a postgres:// URL, its schema and the sessionId
 // Prints one JSON line: { count, last, peakRssMB } (last: 0 when nothing was read).
+import { postgresBackend } from "../../src/backend/postgres/index.js";
 import { SessionStore } from "../../src/index.js";
 
-const [root, id] = process.argv.slice(2);
-if (!root || !id) throw new Error("usage: read-peak root sessionId");
-const store = new SessionStore({ root });
+const args = process.argv.slice(2);
+const [root, id] = args[0]?.startsWith("postgres://") ? [undefined, args[2]] : args;
+if (!id || (root === undefined && !args[1])) throw new Error("usage: read-peak root sessionId | url schema sessionId");
+const backend = root === undefined ? postgresBackend({ connectionString: args[0]!, schema: args[1]! }) : undefined;
+const store = new SessionStore(backend ? { backend } : { root: root! });
 let count = 0;
 let last = 0;
 for await (const event of store.read(id)) {
@@ -15,5 +18,6 @@ for await (const event of store.read(id)) {
   last = event.sequence;
 }
 await store.close();
+await backend?.close();
 const peakRssMB = (process.resourceUsage().maxRSS * 1024) / (1024 * 1024);
 process.stdout.write(`${JSON.stringify({ count, last, peakRssMB })}\n`);

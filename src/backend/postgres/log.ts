@@ -19,17 +19,8 @@ export function logName(schema: string, sessionId: string): string {
   return `PostgreSQL ${schema}.events of session "${sessionId}"`;
 }
 
-/** The session's incarnation, or SESSION_NOT_FOUND. */
-export async function incarnationOf(db: Queryable, s: string, sessionId: string): Promise<string> {
-  const found = await db.query<{ incarnation: string }>(`SELECT incarnation FROM ${s}.sessions WHERE id = $1`, [
-    sessionId,
-  ]);
-  const row = found.rows[0];
-  if (!row) throw new SessionNotFoundError(sessionId);
-  return row.incarnation;
-}
-
 interface PageRow {
+  incarnation: string;
   low: string | null;
   mark: string;
   sequence: string | null;
@@ -45,18 +36,25 @@ export async function* readLogPages(
   options: ReadEventsOptions,
 ): AsyncGenerator<StoredEvent[]> {
   options.signal?.throwIfAborted();
-  const incarnation = await incarnationOf(db, s, sessionId);
+  let incarnation: string | undefined; // the first page finds it, by the session's id
   const from = Math.max(1, Math.ceil(options.fromSequence ?? 1));
   const to = Math.min(Number.MAX_SAFE_INTEGER, Math.floor(options.toSequence ?? Number.MAX_SAFE_INTEGER));
-  if (from > to) return;
+  if (from > to) {
+    await readPage(db, s, { sessionId }, "-1", 0, 0).then((page) => {
+      if (!page.rows[0]) throw new SessionNotFoundError(sessionId); // an empty range of no session is not empty
+    });
+    return;
+  }
   let after = from - 1; // the last sequence handed out (or below the range)
   let handedOut = false;
   let mark = "-1"; // cuts seen so far: -1 until the first page says
   let lineNumber = 0;
   for (;;) {
     options.signal?.throwIfAborted();
-    const page = await readPage(db, s, incarnation, mark, after, to);
-    const first = page.rows[0]!;
+    const page = await readPage(db, s, incarnation ?? { sessionId }, mark, after, to);
+    const first = page.rows[0];
+    if (!first) throw new SessionNotFoundError(sessionId);
+    incarnation = first.incarnation;
     // A cut below what this read handed out: those events are gone, and what follows now is another tape.
     if (mark !== "-1" && handedOut && first.low !== null && Number(first.low) < after)
       throw new TapeRewoundError(sessionId);
@@ -73,7 +71,7 @@ export async function* readLogPages(
         event = `the line says sequence ${event.sequence}, its row ${sequence}`;
       after = sequence;
       if (typeof event === "string") {
-        const number = from === 1 ? lineNumber : await lineNumberOf(db, s, incarnation, sequence);
+        const number = from === 1 ? lineNumber : await lineNumberOf(db, s, first.incarnation, sequence);
         if (!options.onCorrupt) {
           if (events.length > 0) yield events;
           throw new LogCorruptError(logName(schema, sessionId), number, event);
@@ -97,28 +95,38 @@ export async function* readLogPages(
  * shapes the second's plan: on a table not analyzed yet the planner guesses a handful of rows and chooses to sort
  * every event after `after` (spilled to disk for a long log, each page again) over walking the key in order;
  * with sorting ruled out it walks the key, PAGE_ROWS rows and no more, whatever the statistics
- * (docs/postgres.md, "Readers"). The numbers are inlined (no parameters in a multi-statement message), so each
- * is checked to be an integer first.
+ * (docs/postgres.md, "Readers"). The first page finds the session's incarnation by its id in the same statement
+ * (no row: no session), so a read costs no round trip before its first page; later pages keep that incarnation,
+ * whatever happens to the id meanwhile. The numbers and the id are inlined (no parameters in a multi-statement
+ * message), so each is checked first: integers, and an id of the characters session ids allow (no quote).
  */
 async function readPage(
   db: Queryable,
   s: string,
-  incarnation: string,
+  incarnation: string | { sessionId: string },
   mark: string,
   after: number,
   to: number,
 ): Promise<QueryResult<PageRow>> {
-  const numbers = [incarnation, mark, after, to, PAGE_ROWS].map(String);
+  const numbers = [mark, after, to, PAGE_ROWS].map(String);
+  if (typeof incarnation === "string") numbers.push(incarnation);
   if (!numbers.every((n) => /^-?\d{1,19}$/.test(n)))
     throw new Error(`A page of the log asked for with a bound that is not an integer: ${numbers.join(", ")}`);
-  const [i, m, a, t, n] = numbers;
+  const [m, a, t, n] = numbers;
+  let session: string;
+  if (typeof incarnation === "string") session = `SELECT ${incarnation}::bigint AS incarnation`;
+  else if (/^[A-Za-z0-9._-]{1,128}$/.test(incarnation.sessionId))
+    session = `SELECT incarnation FROM ${s}.sessions WHERE id = '${incarnation.sessionId}'`;
+  else throw new Error(`A page of the log asked for with a session id that is not one: ${incarnation.sessionId}`);
   const results = (await db.query(
     `SELECT set_config('enable_sort', 'off', true);
-     SELECT c.low, c.mark, e.sequence, e.line
-       FROM (SELECT min(after_sequence) FILTER (WHERE cut > ${m}) AS low, coalesce(max(cut), 0) AS mark
-               FROM ${s}.cuts WHERE incarnation = ${i}) c
+     SELECT x.incarnation, c.low, c.mark, e.sequence, e.line
+       FROM (${session}) x
+       CROSS JOIN LATERAL (SELECT min(after_sequence) FILTER (WHERE cut > ${m}) AS low,
+                                  coalesce(max(cut), 0) AS mark
+                             FROM ${s}.cuts WHERE incarnation = x.incarnation) c
        LEFT JOIN LATERAL (SELECT sequence, line FROM ${s}.events
-                           WHERE incarnation = ${i} AND sequence > ${a} AND sequence <= ${t}
+                           WHERE incarnation = x.incarnation AND sequence > ${a} AND sequence <= ${t}
                            ORDER BY incarnation, sequence LIMIT ${n}) e ON true`,
   )) as unknown as QueryResult<PageRow>[];
   return results[1]!;
