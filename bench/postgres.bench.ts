@@ -25,10 +25,10 @@ export const postgresSuite: Suite = {
     const admin = new pg.Pool({ connectionString: url, max: 2 });
     const dir = await tempDir();
     // Leases kept a minute, so the timed appends never take a lock. Each lease the PostgreSQL store keeps holds
-    // one of its pool's connections (docs/postgres.md, "The lock: a lease that fences"), and a call that finds
-    // them all held waits until a lease runs out: the pool has room for every session a group of rows locks (the
-    // rewind rows lock 25), and the stores are made afresh before each group, so no row waits for an earlier
-    // row's leases.
+    // one of its pool's connections (docs/postgres.md, "The lock: a lease that fences"); past the pool's room the
+    // store gives up its oldest idle lease, and the next write to that session takes the lock again. The pool has
+    // room for every session a group of rows locks (the rewind rows lock 25), and the stores are made afresh
+    // before each group, so no timed write pays for a lock, as on fs.
     const leaseMs = 5000;
     const stores = () => ({
       fsStore: new SessionStore({ root: join(dir, "store"), durability: "fsync", lockIdleMs: 60_000 }),
