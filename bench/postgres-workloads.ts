@@ -133,8 +133,11 @@ export async function processRows(c: Contenders, quick: boolean): Promise<Row[]>
     return performance.now() - started;
   };
   const taken = await interleavedRounds(quick ? 1 : 3, { fs: takeOver("fs"), pg: takeOver("pg") }, { warmUp: false });
+  // The target is the issue's: within the lease. Against fs it is shown, not judged: fs takes a dead holder's
+  // lock over once its pid is gone (a local check), PostgreSQL once the server has seen the connection close.
+  const againstFs = row(ms("pg take-over after a killed holder", taken.pg), ms("fs take-over", taken.fs), 1);
   rows.push(
-    row(ms("pg take-over after a killed holder", taken.pg), ms("fs take-over after a killed holder", taken.fs), 1),
+    { ...againstFs, target: undefined, notes: "info: the same kill, each backend's own way of noticing it" },
     row(
       ms("pg take-over after a killed holder", taken.pg),
       { label: "pg lock lease", value: c.pg.leaseMs, unit: "ms" },
