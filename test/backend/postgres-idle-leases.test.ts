@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SessionStore } from "../../src/index.js";
-import { closeAfter } from "../helpers/fixture.js";
+import { openStore } from "../helpers/fixture.js";
 import { pgBackend, useSchemas } from "../helpers/postgres.js";
 
 // A store keeps each session's lock between writes for `lockIdleMs` (a lease), and on PostgreSQL a held lock keeps
@@ -14,9 +13,7 @@ const say = (content: string) => ({ type: "message" as const, payload: { role: "
 describe("idle leases on a small pool", () => {
   it("a store writing to more sessions than its pool holds gives up its idle leases, oldest first", async () => {
     const schema = schemas.make();
-    const store = closeAfter(
-      new SessionStore({ backend: pgBackend(schema, { maxConnections: 3 }), lockIdleMs: IDLE_MS }),
-    );
+    const store = openStore({ backend: pgBackend(schema, { maxConnections: 3 }), lockIdleMs: IDLE_MS });
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
       const started = Date.now();
@@ -27,7 +24,7 @@ describe("idle leases on a small pool", () => {
       expect(Date.now() - started, `session ${i}`).toBeLessThan(IDLE_MS / 4);
     }
     // The first session's lease was the one given up first: another store takes its lock at once.
-    const other = closeAfter(new SessionStore({ backend: pgBackend(schema), lockWaitMs: 0 }));
+    const other = openStore({ backend: pgBackend(schema), lockWaitMs: 0 });
     await expect(other.append(ids[0]!, say("from another store"))).resolves.toMatchObject({ sequence: 2 });
     // The newest is still held.
     await expect(other.append(ids[4]!, say("from another store"))).rejects.toMatchObject({ code: "LOCKED" });
