@@ -7,8 +7,8 @@ import { accessSync, constants, statfsSync } from "node:fs";
 //
 // Chosen once, in vitest.config.ts, before any worker starts (workers and child processes inherit TMPDIR):
 // - TMPDIR already set: kept, whatever it is;
-// - AGENT_TAPE_TEST_ON_DISK=1: the system's default temp folder (/tmp here, on the disk), as CI's Node 22 and 24
-//   lines run (.ci/run);
+// - AGENT_TAPE_TEST_ON_DISK=1: the system's default temp folder (/tmp here, on the disk), as CI's Node 22
+//   line runs (.ci/run);
 // - otherwise /dev/shm when it is a writable tmpfs with room to spare, else the default.
 
 const TMPFS = "/dev/shm";
