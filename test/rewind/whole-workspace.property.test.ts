@@ -46,6 +46,8 @@ type Family = keyof typeof FAMILIES;
 const families = familiesFromEnvironment();
 const RUNS = Number(process.env.AGENT_TAPE_PROPERTY_RUNS ?? rounds(8, 60));
 const SEED = Number(process.env.AGENT_TAPE_PROPERTY_SEED ?? Date.now() % 2 ** 31);
+/** A run slower than this prints how long each of its steps took (a run takes 0.2-1 s). */
+const SLOW_RUN_MS = 5_000;
 
 function familiesFromEnvironment(): Set<Family> {
   const named = process.env.AGENT_TAPE_PROPERTY_FAMILIES;
@@ -234,12 +236,17 @@ it(`generated workspace under shell and tool edits rewinds and undoes whole tree
       const checkpoints = new CheckpointStore(store);
       const treeOptions = { hardLinks: has("hard-links"), owners: has("owners") };
       const tree = () => byteTreeOf(workspace, treeOptions);
+      // Each step's time, printed when a run is slow: inside the full suite this file has taken 30 times its time
+      // alone, a slowness no run alone has shown; a slow run names the steps it waited in.
+      const started = performance.now();
+      const timings: string[] = [];
       try {
         const { id } = await store.create({ workspace });
         await store.append(id, { type: "message", payload: { role: "user", content: "start" } });
         const head = async () => (await store.get(id))!.lastSequence;
         const model = new Map<number, Record<string, string>>([[await head(), await tree()]]);
         for (const s of steps) {
+          const stepStarted = performance.now();
           if (s.kind === "command") {
             await checkpoints.aroundCommand(id, { tool: "bash" }, () =>
               sh("/bin/sh", ["-c", s.script], { cwd: workspace }).catch(() => undefined),
@@ -263,8 +270,12 @@ it(`generated workspace under shell and tool edits rewinds and undoes whole tree
             if (s.mode === "all") for (const point of points) if (point > target) model.delete(point);
           }
           model.set(await head(), await tree());
+          timings.push(`${Math.round(performance.now() - stepStarted)} ms: ${JSON.stringify(s)}`);
         }
       } finally {
+        const took = performance.now() - started;
+        if (took > SLOW_RUN_MS)
+          console.log(`a slow run, ${Math.round(took)} ms (seed ${SEED}), from ${JSON.stringify(shape)}:`, timings);
         checkpoints.close();
         await store.close();
         await sh("rm", ["-rf", base]); // GNU rm goes to any depth; node's rm stops at PATH_MAX
