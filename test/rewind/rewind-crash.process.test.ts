@@ -18,6 +18,7 @@ import { referencedBlobs } from "../../src/blobs/references.js";
 import { parseEventLine } from "../../src/core/envelope.js";
 import { it, type Closable, type OpenStore, type TempDir } from "../helpers/fixture.js";
 import { blobIsStored } from "../helpers/blob-files.js";
+import { rounds } from "../helpers/rounds.js";
 
 /**
  * What one test makes and must clean up: its temp folders, its stores and its children. From the test's own
@@ -364,6 +365,13 @@ describe.concurrent("an undo killed at a step boundary", () => {
   );
 });
 
+// Rounds (test/helpers/rounds.ts), each a 300-file session built and a child killed: 2 + 2 in `npm test`, 4 + 4
+// when soaking. Inside step 1, recovery skipping the files fails round 0 (checked: the files found neither
+// untouched nor rewound); while saving, two rounds keep a kill before the intent likely (each lands there unless
+// the intent beats it).
+const SAVING_ROUNDS = rounds(2, 4);
+const RESTORING_ROUNDS = rounds(2, 4);
+
 // One at a time: where these kills land depends on the child running at full speed.
 describe("a rewind killed at a random moment", () => {
   it("while saving what an undo needs (planned to intent-written): found untouched or fully rewound", async ({
@@ -373,7 +381,7 @@ describe("a rewind killed at a random moment", () => {
   }) => {
     const round = newRound({ tempDir, openStore, closeAfter });
     const seen: string[] = [];
-    for (let n = 0; n < 3; n++) {
+    for (let n = 0; n < SAVING_ROUNDS; n++) {
       const s = await buildSession(round, EDITED);
       // The undo snapshot's blobs are the files' current bytes; kill once a random one of them is stored.
       const k = randomInt(0, EDITED);
@@ -402,7 +410,7 @@ describe("a rewind killed at a random moment", () => {
   }) => {
     const round = newRound({ tempDir, openStore, closeAfter });
     let halfRestored = 0;
-    for (let n = 0; n < 4; n++) {
+    for (let n = 0; n < RESTORING_ROUNDS; n++) {
       const s = await buildSession(round, EDITED);
       const k = randomInt(0, 200); // restores run in path order, 8 at a time: plenty still to go after file k
       const child = startChild(round, s, "rewind", "none");
