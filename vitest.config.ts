@@ -30,6 +30,9 @@ const claudeTests = "test/**/*.claude.test.ts";
 // PostgreSQL tests: projects of their own, the only ones that start (or reach) a server (test/setup/postgres-server.ts).
 const postgresTests = "test/**/postgres-*.test.ts";
 const postgresProcessTests = "test/**/postgres-*.process.test.ts";
+// The files that run a folder's suites with every store on PostgreSQL (test/helpers/stores-on-postgres.ts): that
+// import changes the fixture's stores for the rest of the worker's life, so each of these files has its own.
+const postgresSuites = "test/**/postgres-*-suites.test.ts";
 const postgresServer = ["test/setup/postgres-server.ts"];
 // The projects whose tests start child processes run them from bundles built once per run (docs/testing.md,
 // "Child processes").
@@ -86,7 +89,19 @@ export default defineConfig({
         test: {
           name: "postgres",
           include: [postgresTests],
-          exclude: [...excluded, postgresProcessTests],
+          exclude: [...excluded, postgresProcessTests, postgresSuites],
+          globalSetup: postgresServer,
+          setupFiles: postgresSetup,
+          // No import-time state, as in "unit": src/ imported once per worker. Not the suites files below.
+          isolate: false,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "postgres-suites",
+          include: [postgresSuites],
+          exclude: excluded,
           globalSetup: postgresServer,
           setupFiles: postgresSetup,
         },
