@@ -5,6 +5,7 @@ export { SessionStore } from "./session/session-store.js";
 export type {
   SessionStoreOptions,
   SessionInfo,
+  ListOptions,
   CreateOptions,
   ReadOptions,
   ForkOptions,

@@ -187,6 +187,7 @@ const TYPE_EXPORTS = [
   "GcSessionReport",
   "HeldSession",
   "InvalidEventError",
+  "ListOptions",
   "LockWait",
   "NothingToUndoError",
   "OnConflict",

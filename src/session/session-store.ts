@@ -43,6 +43,7 @@ import {
   type HeldSession,
   type Known,
   type KnownType,
+  type ListOptions,
   type ReadOptions,
   type SalvageResult,
   type SessionInfo,
@@ -207,12 +208,12 @@ export class SessionStore<E extends EventSchemas = {}> {
   }
 
   /**
-   * Every session, most recently updated first. Reads each session's record and last event only
-   * (not its log), a few sessions at a time: thousands of sessions never exhaust open files.
+   * Every session (or those `idPrefix` names), most recently updated first. Reads each one's record and last event
+   * only (not its log), a few sessions at a time: thousands of sessions never exhaust open files.
    */
-  async list(options: SignalOption = {}): Promise<SessionInfo[]> {
+  async list(options: ListOptions = {}): Promise<SessionInfo[]> {
     this.assertOpen();
-    const ids = await this.backend.listSessionIds(options);
+    const ids = (await this.backend.listSessionIds(options)).filter((id) => id.startsWith(options.idPrefix ?? ""));
     const infos = await mapLimited(ids, LIST_CONCURRENCY, (id) => this.infoForList(id, options));
     return infos
       .filter((info): info is SessionInfo => info !== undefined)

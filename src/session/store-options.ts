@@ -91,6 +91,12 @@ export interface SessionInfo {
   pendingRewind?: PendingRewind;
 }
 
+/** What {@link SessionStore.list} lists. */
+export interface ListOptions extends SignalOption {
+  /** Only the sessions whose id starts with this; the others are not read at all (an adapter's one project). */
+  idPrefix?: string;
+}
+
 export interface CreateOptions extends SignalOption {
   /** Your id (1-128 of A-Z a-z 0-9 . _ -); a time-sortable one is generated if omitted. */
   id?: string;

@@ -88,6 +88,16 @@ describe("list", () => {
     expect(listed[2]).toEqual(c);
   });
 
+  it("lists with idPrefix only the sessions whose id starts with it, in the same order", async () => {
+    const { store } = await tempStore();
+    for (const id of ["proj-a-1", "proj-b-1", "proj-a-2", "proj-a"]) await store.create({ id });
+    await pause(3);
+    await store.append("proj-a-1", say("newest"));
+    expect((await store.list({ idPrefix: "proj-a-" })).map((s) => s.id)).toEqual(["proj-a-1", "proj-a-2"]);
+    expect(await store.list({ idPrefix: "nothing-" })).toEqual([]);
+    expect((await store.list({ idPrefix: "" })).length).toBe(4);
+  });
+
   it("lists a session whose log cannot be read as unreadable with the error code, instead of hiding it", async () => {
     const { store, root } = await tempStore();
     const good = await store.create({ id: "good" });

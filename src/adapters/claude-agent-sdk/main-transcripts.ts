@@ -50,8 +50,8 @@ export function mainTranscriptIndex(store: ClaudeTapeStore, fold: FoldSessionSum
     async list(projectKey: string): Promise<ListedSession[]> {
       const prefix = `${projectPrefix(projectKey)}-`;
       const listed: ListedSession[] = [];
-      for (const info of await store.list()) {
-        if (!info.id.startsWith(prefix) || info.unreadable) continue;
+      for (const info of await store.list({ idPrefix: prefix })) {
+        if (info.unreadable) continue;
         // The SDK's own id, as the title keeps it: the tape id holds a hash of an id outside its pattern.
         const sessionId = info.title?.startsWith(TITLE_PREFIX)
           ? info.title.slice(TITLE_PREFIX.length)
