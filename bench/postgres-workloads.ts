@@ -15,7 +15,11 @@ const child = fileURLToPath(new URL("postgres.child.ts", import.meta.url));
 export interface Contenders {
   fs: { store: SessionStore; where: string };
   pg: { store: SessionStore; where: string; schema: string; leaseMs: number };
+  /** A PostgreSQL store whose pool has room for every session's lease: each new session's lock is a new connection. */
+  pgNew?: { store: SessionStore };
 }
+
+type Kind = "fs" | "pg" | "pgNew";
 
 /** A workspace of `files` small files for one store. */
 async function workspaceOf(dir: string, files: number): Promise<string[]> {
@@ -26,16 +30,17 @@ async function workspaceOf(dir: string, files: number): Promise<string[]> {
 }
 
 export async function workspaceRows(c: Contenders, dir: string, quick: boolean): Promise<Row[]> {
-  const kinds = ["fs", "pg"] as const;
+  const stores = { fs: c.fs.store, pg: c.pg.store, pgNew: c.pgNew?.store ?? c.pg.store };
+  const kinds = Object.keys(stores) as Kind[];
   const setups = Object.fromEntries(
     await Promise.all(
       kinds.map(async (kind) => {
         const workspace = join(dir, `workspace-${kind}`);
         const paths = await workspaceOf(workspace, 100);
-        return [kind, { workspace, paths, checkpoints: new CheckpointStore(c[kind].store, { afterState: false }) }];
+        return [kind, { workspace, paths, checkpoints: new CheckpointStore(stores[kind], { afterState: false }) }];
       }),
     ),
-  ) as Record<"fs" | "pg", { workspace: string; paths: string[]; checkpoints: CheckpointStore }>;
+  ) as Record<Kind, { workspace: string; paths: string[]; checkpoints: CheckpointStore }>;
 
   // Capture of one edited file: the before-snapshot, the checkpoint event, the edit.
   const ids = { fs: (await c.fs.store.create({ workspace: setups.fs.workspace })).id, pg: "" };
@@ -55,11 +60,14 @@ export async function workspaceRows(c: Contenders, dir: string, quick: boolean):
     row(ms("pg capture of 1 edited file", captured.pg), ms("fs capture of 1 edited file", captured.fs), 1.5),
   ];
 
-  // Rewind of k files: a fresh session whose one tool call edited k files (untimed), then the rewind, timed.
+  // Rewind of k files: a fresh session whose one tool call edited k files (untimed), then the rewind, timed. The
+  // pg store's pool is a worker's (postgres.bench.ts): a new session's lease takes a connection an older one gave
+  // back. Beside it, for 1 file, the same on a connection new to the server (pgNew): what a worker's first rewind
+  // pays once per connection (the server loads its catalog caches and plans each statement the first time).
   for (const k of [1, 100]) {
-    const rewindOnce = (kind: "fs" | "pg") => async () => {
+    const rewindOnce = (kind: Kind) => async () => {
       const { workspace, paths, checkpoints } = setups[kind];
-      const store = c[kind].store;
+      const store = stores[kind];
       const { id } = await store.create({ workspace });
       const before = await store.append(id, messageEvent);
       await checkpoints.around(id, { tool: "edit", paths: paths.slice(0, k) }, async () => {
@@ -69,46 +77,74 @@ export async function workspaceRows(c: Contenders, dir: string, quick: boolean):
       await rewind(store, id, { toSequence: before.sequence });
       return performance.now() - started;
     };
-    const rewound = await interleavedRounds(quick ? 3 : k === 1 ? 15 : 7, {
+    const onNew = k === 1 && c.pgNew !== undefined;
+    const contenders: Partial<Record<Kind, () => Promise<number>>> = {
       fs: rewindOnce("fs"),
       pg: rewindOnce("pg"),
-    });
-    rows.push(
-      row(
-        ms(`pg rewind of ${k} file${k > 1 ? "s" : ""}`, rewound.pg),
-        ms(`fs rewind of ${k} file${k > 1 ? "s" : ""}`, rewound.fs),
-        1.5,
-      ),
+      ...(onNew && { pgNew: rewindOnce("pgNew") }),
+    };
+    const rewound: Partial<Record<Kind, number[]>> = await interleavedRounds(
+      quick ? 3 : k === 1 ? 15 : 7,
+      contenders as Record<Kind, () => Promise<number>>,
     );
+    const files = `${k} file${k > 1 ? "s" : ""}`;
+    rows.push(row(ms(`pg rewind of ${files}`, rewound.pg!), ms(`fs rewind of ${files}`, rewound.fs!), 1.5));
+    if (rewound.pgNew)
+      rows.push({
+        ...row(
+          ms(`pg rewind of ${files}, its connection new`, rewound.pgNew),
+          ms(`fs rewind of ${files}`, rewound.fs!),
+          1,
+        ),
+        target: undefined,
+        notes: "info: the first rewind on a connection; the server's caches and plans are cold",
+      });
   }
   return rows;
 }
 
-/** Runs the child; resolves to what it printed once it said `until` (or exited). */
-export function runChild(args: string[], until?: string): { done: Promise<string>; kill: () => void } {
+/**
+ * Runs the child. `done`: what it printed once it said `until` (or exited); `exited`: all it printed, at its exit;
+ * `go`: writes it a line.
+ */
+export function runChild(
+  args: string[],
+  until?: string,
+): { done: Promise<string>; exited: Promise<string>; kill: () => void; go: () => void } {
   const proc = spawn(process.execPath, ["--expose-gc", "--import", "tsx", child, ...args], {
-    stdio: ["ignore", "pipe", "inherit"],
+    stdio: ["pipe", "pipe", "inherit"],
   });
   let out = "";
-  const done = new Promise<string>((resolve, reject) => {
+  let said: (out: string) => void = () => {};
+  const done = new Promise<string>((resolve) => (said = resolve));
+  const exited = new Promise<string>((resolve, reject) => {
     proc.stdout.on("data", (chunk: Buffer) => {
       out += chunk.toString();
-      if (until !== undefined && out.includes(until)) resolve(out);
+      if (until !== undefined && out.includes(until)) said(out);
     });
     proc.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`postgres.child.ts exited ${code}`))));
   });
-  return { done, kill: () => proc.kill("SIGKILL") };
+  exited.then(said, () => undefined);
+  return {
+    done: Promise.race([done, exited]),
+    exited,
+    kill: () => proc.kill("SIGKILL"),
+    go: () => proc.stdin.end("go\n"),
+  };
 }
 
 export async function processRows(c: Contenders, quick: boolean): Promise<Row[]> {
   const appends = quick ? 50 : 200;
   const schemaOf = (kind: "fs" | "pg") => (kind === "pg" ? c.pg.schema : "-");
   // 4 processes, each appending to its own session at once: the sum of their rates (each times its own appends,
-  // so a process's start-up is not counted).
+  // started together once all four are ready, so no process's start-up is counted or overlaps another's appends).
   const four = (kind: "fs" | "pg") => async () => {
     const ids = await Promise.all([0, 1, 2, 3].map(async () => (await c[kind].store.create()).id));
     const args = (id: string) => [c[kind].where, schemaOf(kind), id, "appends", String(appends)];
-    const took = await Promise.all(ids.map(async (id) => Number(await runChild(args(id)).done)));
+    const children = ids.map((id) => runChild(args(id), "ready"));
+    await Promise.all(children.map((child) => child.done));
+    for (const child of children) child.go();
+    const took = await Promise.all(children.map(async (child) => Number((await child.exited).split("\n")[1])));
     return took.reduce((sum, ms) => sum + appends / (ms / 1000), 0);
   };
   const together = await interleavedRounds(quick ? 1 : 3, { fs: four("fs"), pg: four("pg") }, { warmUp: false });

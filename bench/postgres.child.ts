@@ -1,5 +1,6 @@
 // A process of the PostgreSQL benchmark (bench/postgres.bench.ts), on either backend:
-//   appends <count>: appends <count> durable events, one by one, to its session, then prints the ms it took;
+//   appends <count>: says "ready" once warm, waits for a line on stdin, appends <count> durable events, one by
+//     one, to its session, then prints the ms it took;
 //   holds: takes the session's lock, prints "held", and keeps it until it is killed;
 //   replays: reads the session through a store, one event at a time, and prints (JSON) how many MB the memory
 //     left after a full collection rose during the read (heldMB: what the reader holds) and how many MB its
@@ -46,7 +47,12 @@ if (what === "holds") {
   await backend.close();
 } else {
   const store = new SessionStore({ backend, durability: "fsync", lockIdleMs: 60_000 });
-  await store.append(id, messageEvent); // the lock taken, the connection made: not timed
+  // The lock taken, the connection made, the code warm: not timed. Then "ready", and the timed appends start when
+  // the parent says "go" on stdin, so the processes append at once, none while another is still starting.
+  for (let i = 0; i < 50; i++) await store.append(id, messageEvent);
+  process.stdout.write("ready\n");
+  await new Promise((go) => process.stdin.once("data", go));
+  process.stdin.pause();
   const started = performance.now();
   for (let i = 0; i < Number(count); i++) await store.append(id, messageEvent);
   process.stdout.write(`${performance.now() - started}\n`);
