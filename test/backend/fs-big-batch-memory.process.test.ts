@@ -23,8 +23,9 @@ const EVENTS = 300_000;
 const BEFORE = 10;
 /** A reader over a big batch may peak this much above the same reader over as many unmarked events. */
 const RATIO = 1.5;
-// Rounds: 2 kills and 8 rewind + undo races in `npm test`, 3 and 25 when soaking (test/helpers/rounds.ts).
-const KILL_ROUNDS = rounds(2, 3);
+// Rounds: 1 kill and 8 rewind + undo races in `npm test`, 3 and 25 when soaking (test/helpers/rounds.ts). One kill
+// fails on a next holder that leaves the unfinished batch (docs/testing.md, "Rounds").
+const KILL_ROUNDS = rounds(1, 3);
 const RACE_ROUNDS = rounds(8, 25);
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -143,6 +143,7 @@ describe("the packed package, installed into a fresh project", () => {
           exactOptionalPropertyTypes: true,
           noUncheckedIndexedAccess: true,
           skipLibCheck: false,
+          skipDefaultLibCheck: true,
           noEmit: true,
           module: "nodenext",
           moduleResolution: "nodenext",
