@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { Worker } from "node:worker_threads";
 
 /**
  * From this many new files in one batch on, one syncfs of their filesystem costs less than an fsync each
@@ -16,13 +17,83 @@ let unavailable = process.platform !== "linux";
  * false when it could not (no such command, a failure): the caller then makes each file and folder
  * durable itself, so a write error is reported by that fsync, never lost. `folder` must be a path no
  * untrusted code can swap (a workspace's real root, a store folder): `sync` opens it by name.
+ *
+ * The process is started from a worker thread: starting one blocks the thread that asks until the child
+ * has replaced itself with `sync` (libuv waits for it), 13-20 ms for a process holding a large heap, which on
+ * the main thread was the event loop's longest stall of a 1,000-file rewind (docs/ARCHITECTURE.md, "Batched
+ * file work").
  */
-export function syncFilesystem(folder: string): Promise<boolean> {
-  if (unavailable) return Promise.resolve(false);
+export async function syncFilesystem(folder: string): Promise<boolean> {
+  if (unavailable) return false;
+  const outcome = await (spawner() ?? startHere)(folder);
+  if (outcome === "missing") unavailable = true;
+  return outcome === "synced";
+}
+
+type Outcome = "synced" | "failed" | "missing";
+
+function startHere(folder: string): Promise<Outcome> {
   return new Promise((resolve) => {
     execFile("sync", ["-f", "--", folder], { windowsHide: true }, (error) => {
-      if (error && (error as NodeJS.ErrnoException).code === "ENOENT") unavailable = true;
-      resolve(!error);
+      if (!error) resolve("synced");
+      else resolve((error as NodeJS.ErrnoException).code === "ENOENT" ? "missing" : "failed");
     });
   });
+}
+
+// The worker: runs `sync -f -- <folder>` for each message and answers with the outcome. Plain CommonJS text,
+// so it needs no file of its own in the package.
+const WORKER_SOURCE = `
+const { parentPort } = require("node:worker_threads");
+const { execFile } = require("node:child_process");
+parentPort.on("message", ({ id, folder }) => {
+  execFile("sync", ["-f", "--", folder], { windowsHide: true }, (error) => {
+    const outcome = !error ? "synced" : error.code === "ENOENT" ? "missing" : "failed";
+    parentPort.postMessage({ id, outcome });
+  });
+});
+`;
+
+let worker: { ask: (folder: string) => Promise<Outcome> } | undefined;
+let workerBroken = false;
+
+/** The one worker of this thread, started at the first call; undefined once it failed (then: started here). */
+function spawner(): ((folder: string) => Promise<Outcome>) | undefined {
+  if (workerBroken) return undefined;
+  if (worker) return worker.ask;
+  let thread: Worker;
+  try {
+    thread = new Worker(WORKER_SOURCE, { eval: true });
+  } catch {
+    workerBroken = true;
+    return undefined;
+  }
+  thread.unref(); // an idle spawner must not keep the process alive
+  const waiting = new Map<number, { folder: string; resolve: (outcome: Outcome) => void }>();
+  let next = 0;
+  thread.on("message", ({ id, outcome }: { id: number; outcome: Outcome }) => {
+    waiting.get(id)?.resolve(outcome);
+    waiting.delete(id);
+  });
+  // A worker that died (or could not start) leaves its calls to be made here; later calls start here too.
+  const orphan = () => {
+    workerBroken = true;
+    worker = undefined;
+    for (const { folder, resolve } of waiting.values()) startHere(folder).then(resolve);
+    waiting.clear();
+  };
+  thread.on("error", orphan);
+  thread.on("exit", orphan);
+  worker = {
+    ask: (folder) =>
+      new Promise<Outcome>((resolve) => {
+        const id = next++;
+        waiting.set(id, { folder, resolve });
+        thread.ref(); // held open while a sync is under way: the caller waits for it
+        thread.postMessage({ id, folder });
+      }).finally(() => {
+        if (waiting.size === 0) thread.unref();
+      }),
+  };
+  return worker.ask;
 }

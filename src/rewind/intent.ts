@@ -13,6 +13,7 @@ import { storeUndoBlobs, undoBlobsOf } from "./undo-in-intent.js";
 import type { RewindIntent } from "./rewind-intent.js";
 import type { RewindConflict } from "../core/errors.js";
 import { lateChangeHandler } from "./late-change.js";
+import { forgetMarkerJson, prepareMarkerJson } from "../core/envelope.js";
 import type { FileStamp } from "../checkpoint/file-stamps.js";
 
 /** Name of the side record that makes a rewind (or an undo) crash-safe. */
@@ -95,10 +96,21 @@ export async function completeIntent(
   if (refused.length > 0) reportRefused(marker, refused);
   if (changed.length > 0) reportChangedMeanwhile(marker, changed);
   if (intent.reappend) await appendArchived(backend, locked, intent, intent.reappend);
-  else await locked.append(intent.append, { sync: true });
+  else await appendWithMarker(locked, intent.append);
   onStep("marker-appended");
   await finish(locked, intent, marker);
   return { blobsPruned, refused, late };
+}
+
+/** Appends the events ending with the marker, its line made beforehand in time slices (envelope.ts). */
+async function appendWithMarker(locked: LockedSession, events: readonly StoredEvent[]): Promise<void> {
+  const marker = events[events.length - 1]!;
+  await prepareMarkerJson(marker);
+  try {
+    await locked.append(events, { sync: true });
+  } finally {
+    forgetMarkerJson(marker);
+  }
 }
 
 const STEPS_IN_ONE_TRANSACTION: readonly RewindStep[] = [

@@ -159,11 +159,14 @@ export class WritePath {
   /**
    * Checks one event input against its schema and builds its envelope (sequence 0 until written).
    * `final`: the payload is written as it is now, so its JSON is kept. The rewind fills in its
-   * marker's payload after building it (intent.ts): for it the JSON is made when written.
+   * marker's payload after building it (intent.ts): for it the JSON is made when written. Such a payload is the
+   * library's own, plain JSON data by construction: it is read back through the native JSON, not payloadAsStored's
+   * walker, which held the event loop 16-30 ms for a 1,000-file marker (docs/ARCHITECTURE.md, "Batched file work").
    */
   toEvent(sessionId: string, input: EventInputLike, index?: number, final = true): StoredEvent {
     const where = index === undefined ? "" : ` (event ${index})`;
-    const stored = payloadAsStored(this.validPayload(input, where), where);
+    const valid = this.validPayload(input, where);
+    const stored = final ? payloadAsStored(valid, where) : { value: JSON.parse(JSON.stringify(valid)) as unknown };
     const event: StoredEvent = {
       v: FORMAT_VERSION,
       id: newId(),
@@ -173,7 +176,7 @@ export class WritePath {
       createdAt: new Date().toISOString(),
       payload: stored.value,
     };
-    if (final) rememberPayloadJson(event, stored.json);
+    if ("json" in stored) rememberPayloadJson(event, stored.json);
     return event;
   }
 
