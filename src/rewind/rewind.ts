@@ -336,7 +336,7 @@ async function prepareRewind(
   }
   if (plan && input.realWorkspace !== undefined && plan.changes.length > 0)
     payload.wrote = { workspace: input.realWorkspace, files: statesWrittenBy(plan) };
-  const marker = lockedAccess(store).eventFor(locked.sessionId, { type: "session_rewind", payload });
+  const marker = await lockedAccess(store).markerFor(locked.sessionId, { type: "session_rewind", payload });
   marker.sequence = markerSequence;
   const kept = archive ? [archive.name] : [];
   const existing = await listArchives(store.backend, locked.sessionId);

@@ -254,7 +254,7 @@ async function applyUndo(
     payload.undo = { workspace: realWorkspace!, files: plan.current.files };
     if (plan.changes.length > 0) payload.wrote = { workspace: realWorkspace!, files: statesWrittenBy(plan) };
   }
-  const undoMarker = lockedAccess(store).eventFor(id, { type: "session_rewind", payload });
+  const undoMarker = await lockedAccess(store).markerFor(id, { type: "session_rewind", payload });
   undoMarker.sequence = next + 1;
   const intent: RewindIntent = {
     kind: "undo",

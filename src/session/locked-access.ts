@@ -10,6 +10,8 @@ import type { ForkOptions, SessionInfo, WithLockOptions } from "./store-options.
 export interface LockedAccess {
   /** Checks an event against the store's schemas and builds its envelope (sequence 0 until appended). */
   eventFor(sessionId: string, input: { type: string; payload: unknown }): StoredEvent;
+  /** {@link eventFor} for a rewind's marker: its payload read back from JSON made in time slices (write-path.ts). */
+  markerFor(sessionId: string, input: { type: string; payload: unknown }): Promise<StoredEvent>;
   /** Appends events made by {@link eventFor} under a held lock, numbered after its last sequence (in place). */
   appendUnderLock(locked: LockedSession, events: StoredEvent[]): Promise<StoredEvent[]>;
   /**

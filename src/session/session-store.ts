@@ -133,6 +133,7 @@ export class SessionStore<E extends EventSchemas = {}> {
     });
     lendLockedAccess(this, {
       eventFor: (sessionId, input) => this.#writes.toEvent(sessionId, input, undefined, false),
+      markerFor: (sessionId, input) => this.#writes.markerEvent(sessionId, input),
       appendUnderLock: (locked, events) => this.#writes.appendLocked(locked, events),
       withLockedSession: (id, fn, options = {}) => this.#withLockedSession(id, fn, options),
       forkUnderLock: (locked, options, move) => forkLocked(this.backend, this.#forkEventOf, locked, options, move),

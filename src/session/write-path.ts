@@ -8,6 +8,7 @@ import { EventTooLargeError, InvalidArgumentError, InvalidEventError, SequenceCo
 import { FORMAT_VERSION, type StoredEvent } from "../core/events.js";
 import { lineBytesAtMost, rememberPayloadJson } from "../core/envelope.js";
 import { newId } from "../core/ids.js";
+import { stableJsonSliced } from "../core/stable-json-sliced.js";
 import { payloadAsStored } from "../core/payload-json.js";
 import type { SessionLease } from "./lease.js";
 
@@ -159,25 +160,25 @@ export class WritePath {
   /**
    * Checks one event input against its schema and builds its envelope (sequence 0 until written).
    * `final`: the payload is written as it is now, so its JSON is kept. The rewind fills in its
-   * marker's payload after building it (intent.ts): for it the JSON is made when written. Such a payload is the
-   * library's own, plain JSON data by construction: it is read back through the native JSON, not payloadAsStored's
-   * walker, which held the event loop 16-30 ms for a 1,000-file marker (docs/ARCHITECTURE.md, "Batched file work").
+   * marker's payload after building it (intent.ts): for it the JSON is made when written.
    */
   toEvent(sessionId: string, input: EventInputLike, index?: number, final = true): StoredEvent {
     const where = index === undefined ? "" : ` (event ${index})`;
-    const valid = this.validPayload(input, where);
-    const stored = final ? payloadAsStored(valid, where) : { value: JSON.parse(JSON.stringify(valid)) as unknown };
-    const event: StoredEvent = {
-      v: FORMAT_VERSION,
-      id: newId(),
-      sessionId,
-      sequence: 0,
-      type: input.type,
-      createdAt: new Date().toISOString(),
-      payload: stored.value,
-    };
-    if ("json" in stored) rememberPayloadJson(event, stored.json);
+    const stored = payloadAsStored(this.validPayload(input, where), where);
+    const event = envelopeOf(sessionId, input.type, stored.value);
+    if (final) rememberPayloadJson(event, stored.json);
     return event;
+  }
+
+  /**
+   * {@link toEvent} for a rewind's marker, which the library builds and fills in later: the payload is read back
+   * from its sorted-key JSON as there, that JSON made in time slices (the library built the payload: plain JSON
+   * data, nothing to refuse). Made in one go, a 1,000-file marker held the event loop 16-30 ms
+   * (docs/ARCHITECTURE.md, "Batched file work").
+   */
+  async markerEvent(sessionId: string, input: EventInputLike): Promise<StoredEvent> {
+    const json = await stableJsonSliced(this.validPayload(input, ""));
+    return envelopeOf(sessionId, input.type, JSON.parse(json ?? "null"));
   }
 
   /**
@@ -214,4 +215,9 @@ export class WritePath {
     }
     return parsed.data;
   }
+}
+
+/** An event's envelope around its payload (sequence 0 until written). */
+function envelopeOf(sessionId: string, type: string, payload: unknown): StoredEvent {
+  return { v: FORMAT_VERSION, id: newId(), sessionId, sequence: 0, type, createdAt: new Date().toISOString(), payload };
 }
