@@ -18,17 +18,22 @@ let unavailable = process.platform !== "linux";
  * durable itself, so a write error is reported by that fsync, never lost. `folder` must be a path no
  * untrusted code can swap (a workspace's real root, a store folder): `sync` opens it by name.
  *
- * The process is started from a worker thread: starting one blocks the thread that asks until the child
- * has replaced itself with `sync` (libuv waits for it), 13-20 ms for a process holding a large heap, which on
- * the main thread was the event loop's longest stall of a 1,000-file rewind (docs/ARCHITECTURE.md, "Batched
- * file work").
+ * Starting a process blocks the thread that asks until the child has replaced itself with `sync` (libuv waits
+ * for it), and the longer the more memory the process maps: measured here 6 ms at 44 MB resident, 12 ms at 100,
+ * 24 ms at 300, 34 ms at 600. In a process past WORKER_FROM_RSS it is started from a worker thread, so the event
+ * loop is not held (it was the longest stall of a 1,000-file rewind: docs/ARCHITECTURE.md, "Batched file work");
+ * below, here, since a worker costs a small process more CPU than the wait (a crash test's children: +20 %).
  */
 export async function syncFilesystem(folder: string): Promise<boolean> {
   if (unavailable) return false;
-  const outcome = await (spawner() ?? startHere)(folder);
+  const start = worker !== undefined || process.memoryUsage.rss() >= WORKER_FROM_RSS ? spawner() : undefined;
+  const outcome = await (start ?? startHere)(folder);
   if (outcome === "missing") unavailable = true;
   return outcome === "synced";
 }
+
+/** Resident memory from which `sync` is started from a worker thread (see {@link syncFilesystem}). */
+const WORKER_FROM_RSS = 128 * 1024 * 1024;
 
 type Outcome = "synced" | "failed" | "missing";
 
