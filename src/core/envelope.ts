@@ -26,7 +26,8 @@ export function rememberPayloadJson(event: StoredEvent, json: string): void {
 /**
  * Makes a rewind marker's payload text now, in time slices, for the write that follows at once; call
  * {@link forgetMarkerJson} after that write, since the marker's payload may change later (its undo fills it in).
- * Written in one go inside the write, a 1,000-file marker held the event loop for 13-29 ms.
+ * Written in one go inside the write, a 1,000-file marker held the event loop for 13-29 ms (docs/ARCHITECTURE.md,
+ * "Batched file work").
  */
 export async function prepareMarkerJson(event: StoredEvent): Promise<void> {
   if (event.type !== REWIND_TYPE || typeof event.payload !== "object" || event.payload === null) return;
