@@ -100,26 +100,41 @@ export class PgLockedSession implements LockedSession {
     this.lock.lose(error);
   }
 
+  /** The append statements by [single][relaxed], made once: the same text object each time is found at once. */
+  private readonly appendStatements: string[][] = [[], []];
+
+  /**
+   * The statement that appends one event (`single`) or several, fenced. One statement: all or nothing by
+   * construction. `relaxed` (no sync): this transaction alone commits without waiting for its WAL to reach the
+   * disk (synchronous_commit off): a server crash may lose it, never tear it. A single event goes as plain
+   * values: no arrays to escape on the way and to take apart at the server. Made once per session and kind: the
+   * text names the prepared statement (lock.ts), and a new text object of 300 characters costs its hash at every
+   * lookup (one store append was 1.4-1.6x a bare insert: docs/postgres.md, "Benchmark").
+   */
+  private appendStatement(single: boolean, relaxed: boolean): string {
+    const made = this.appendStatements[single ? 1 : 0]!;
+    const key = relaxed ? 1 : 0;
+    const cached = made[key];
+    if (cached !== undefined) return cached;
+    const withRelaxed = relaxed ? `, c AS (SELECT set_config('synchronous_commit', 'off', true))` : "";
+    const from = relaxed ? "f, c" : "f";
+    const rows = single
+      ? `SELECT $1, $3::bigint, $4::text FROM ${from}`
+      : `SELECT $1, u.sequence, u.line FROM ${from}, unnest($3::bigint[], $4::text[]) AS u(sequence, line)`;
+    const text = `WITH ${this.fence}${withRelaxed} INSERT INTO ${this.s}.events (incarnation, sequence, line) ${rows}`;
+    made[key] = text;
+    return text;
+  }
+
   async append(events: readonly StoredEvent[], options: AppendOptions = {}): Promise<void> {
     this.assertHeld();
     if (events.length === 0) return;
     const batch = appendBatch(this.sessionId, this.last, events, options);
     const lines = events.map((event) => serializeEvent(event, batch));
-    // One statement: all or nothing by construction. Without sync, this transaction alone commits without
-    // waiting for its WAL to reach the disk (synchronous_commit off): a server crash may lose it, never tear it.
-    const relaxed = options.sync === false ? `, c AS (SELECT set_config('synchronous_commit', 'off', true))` : "";
-    const from = options.sync === false ? "f, c" : "f";
-    // A single event goes as plain values: no arrays to escape on the way and to take apart at the server.
-    const [rows, values] =
-      events.length === 1
-        ? [`SELECT $1, $3::bigint, $4::text FROM ${from}`, [events[0]!.sequence, lines[0]]]
-        : [
-            `SELECT $1, u.sequence, u.line FROM ${from}, unnest($3::bigint[], $4::text[]) AS u(sequence, line)`,
-            [events.map((event) => event.sequence), lines],
-          ];
+    const single = events.length === 1;
     await this.write(
-      `WITH ${this.fence}${relaxed} INSERT INTO ${this.s}.events (incarnation, sequence, line) ${rows}`,
-      values,
+      this.appendStatement(single, options.sync === false),
+      single ? [events[0]!.sequence, lines[0]] : [events.map((event) => event.sequence), lines],
       (result) => result.rowCount === events.length,
     );
     this.last = events[events.length - 1]!.sequence;
