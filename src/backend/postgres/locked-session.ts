@@ -108,8 +108,8 @@ export class PgLockedSession implements LockedSession {
    * construction. `relaxed` (no sync): this transaction alone commits without waiting for its WAL to reach the
    * disk (synchronous_commit off): a server crash may lose it, never tear it. A single event goes as plain
    * values: no arrays to escape on the way and to take apart at the server. Made once per session and kind: the
-   * text names the prepared statement (lock.ts), and a new text object of 300 characters costs its hash at every
-   * lookup (one store append was 1.4-1.6x a bare insert: docs/postgres.md, "Benchmark").
+   * text names the prepared statement (lock.ts), and a text made anew is hashed whole at every lookup, on the
+   * path of every append (docs/postgres.md, "Benchmark": a store append against a bare insert).
    */
   private appendStatement(single: boolean, relaxed: boolean): string {
     const made = this.appendStatements[single ? 1 : 0]!;
