@@ -50,6 +50,10 @@ export default defineConfig({
     alias: { "agent-tape/postgres": fileURLToPath(new URL("src/backend/postgres/index.ts", import.meta.url)) },
   },
   test: {
+    // Transformed modules kept on disk (node_modules/.experimental-vitest-cache), keyed by each file's content and
+    // the config: shared by the projects of one run, which each transformed src/ again, and by the next run
+    // (docs/testing.md, "Scripts and times").
+    experimental: { fsModuleCache: true },
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Two files at once on two cores: crash and multi-process tests start real children. The unit tier alone mostly
