@@ -1,6 +1,6 @@
 import stableStringify from "fast-json-stable-stringify";
 import type { StoredEvent } from "./events.js";
-import { compactRewindPayload, expandRewindPayload } from "./rewind-record.js";
+import { compactRewindPayload, compactRewindPayloadSliced, expandRewindPayload } from "./rewind-record.js";
 import { stableJsonSliced } from "./stable-json-sliced.js";
 
 /**
@@ -31,7 +31,7 @@ export function rememberPayloadJson(event: StoredEvent, json: string): void {
  */
 export async function prepareMarkerJson(event: StoredEvent): Promise<void> {
   if (event.type !== REWIND_TYPE || typeof event.payload !== "object" || event.payload === null) return;
-  markerJson.set(event, (await stableJsonSliced(compactRewindPayload(event.payload))) ?? "null");
+  markerJson.set(event, (await stableJsonSliced(await compactRewindPayloadSliced(event.payload))) ?? "null");
 }
 
 /** Drops the text {@link prepareMarkerJson} made: it is made again from the payload if written again. */

@@ -12,6 +12,14 @@ const ACTED_ON: ReadonlySet<string> = new Set(["session_checkpoint", "session_re
 const checked = new WeakSet<object>();
 
 /**
+ * Notes `payload` as well formed: what the library itself just checked and built (a rewind's marker, read back
+ * from the JSON of what its schema parsed), so the walks that act on it do not parse it again.
+ */
+export function rememberWellFormed(payload: unknown): void {
+  if (typeof payload === "object" && payload !== null) checked.add(payload);
+}
+
+/**
  * Why the payload of a built-in event does not fit its schema ("files: expected array, received string"),
  * or undefined when it does or the type is not built in (unknown types are kept as they are). `verify`
  * asks it of every event.

@@ -9,6 +9,8 @@
  * payload) read as they are.
  */
 
+import { sliceIsLong, yieldIfLong } from "./time-slices.js";
+
 /** The `v` of a payload written in this form. A marker without it is in the form of the schema itself. */
 export const REWIND_RECORD_VERSION = 2;
 
@@ -37,17 +39,50 @@ const HEX_SHA256 = /^[0-9a-f]{64}$/;
 
 /** The payload as the line holds it: `v` 2, the path table, rows. Anything it cannot encode stays as it is. */
 export function compactRewindPayload(payload: unknown): unknown {
+  const steps = compacting(payload);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/**
+ * {@link compactRewindPayload} in time slices: the event loop turns between rows once a slice ran long. In one go,
+ * a 1,000-file marker held it 8-24 ms (docs/ARCHITECTURE.md, "Batched file work").
+ */
+export async function compactRewindPayloadSliced(payload: unknown): Promise<unknown> {
+  const steps = compacting(payload);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    if (sliceIsLong()) await yieldIfLong();
+  }
+}
+
+/** The compaction, pausing (a bare `yield`) every few rows so a caller may let the event loop turn. */
+function* compacting(payload: unknown): Generator<void, unknown> {
   if (!isObject(payload) || payload.v !== undefined || !Array.isArray(payload.changes)) return payload;
   const paths = new PathTable();
   const out: Json = { ...payload, v: REWIND_RECORD_VERSION };
-  out.changes = payload.changes.map((change) => changeRow(change, paths));
+  out.changes = yield* rows(payload.changes, (change) => changeRow(change, paths));
   if (Array.isArray(payload.skipped))
-    out.skipped = payload.skipped.map((path) => (typeof path === "string" ? paths.index(path) : path));
-  if (isObject(payload.undo) && Array.isArray(payload.undo.files))
-    out.undo = { ...payload.undo, files: payload.undo.files.map((f) => row(f, "kind", SNAPSHOT_KEYS, paths)) };
-  if (isObject(payload.wrote) && Array.isArray(payload.wrote.files))
-    out.wrote = { ...payload.wrote, files: payload.wrote.files.map((f) => row(f, "kind", STATE_KEYS, paths)) };
+    out.skipped = yield* rows(payload.skipped, (path) => (typeof path === "string" ? paths.index(path) : path));
+  const { undo, wrote } = payload;
+  if (isObject(undo) && Array.isArray(undo.files))
+    out.undo = { ...undo, files: yield* rows(undo.files, (f) => row(f, "kind", SNAPSHOT_KEYS, paths)) };
+  if (isObject(wrote) && Array.isArray(wrote.files))
+    out.wrote = { ...wrote, files: yield* rows(wrote.files, (f) => row(f, "kind", STATE_KEYS, paths)) };
   out.paths = paths.list;
+  return out;
+}
+
+/** `list.map(fn)` (holes kept as holes), pausing every 64 items. */
+function* rows(list: readonly unknown[], fn: (item: unknown) => unknown): Generator<void, unknown[]> {
+  const out = new Array<unknown>(list.length);
+  for (let i = 0; i < list.length; i++) {
+    if (i in list) out[i] = fn(list[i]);
+    if (i % 64 === 63) yield;
+  }
   return out;
 }
 

@@ -155,9 +155,10 @@ export async function planFileChanges(
   const kept = current.files.filter(
     (f) => isAtOrBelowAny(f.path, changing) && !isStrictlyBelowAny(f.path, replacedLinks),
   );
-  const keptBlobs = new Map(
-    [...current.blobs].filter(([hash]) => kept.some((f) => f.kind === "blob" && f.blob === hash)),
-  );
+  // A set of the kept files' blobs first: looking each blob up in the kept files took 35-50 ms of one
+  // uninterrupted call for a 1,000-file rewind (docs/ARCHITECTURE.md, "Batched file work").
+  const keptHashes = new Set(kept.flatMap((f) => (f.kind === "blob" ? [f.blob] : [])));
+  const keptBlobs = new Map([...current.blobs].filter(([hash]) => keptHashes.has(hash)));
   noteUnrecoverable(changes, kept);
   changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { changes, blobs, current: { files: kept, blobs: keptBlobs, stamps: current.stamps ?? new Map() } };

@@ -10,6 +10,8 @@ import { lineBytesAtMost, rememberPayloadJson } from "../core/envelope.js";
 import { newId } from "../core/ids.js";
 import { stableJsonSliced } from "../core/stable-json-sliced.js";
 import { payloadAsStored } from "../core/payload-json.js";
+import { rememberWellFormed } from "../core/payload-check.js";
+import { parseRewindPayloadInSlices } from "../core/rewind-payload-sliced.js";
 import type { SessionLease } from "./lease.js";
 
 /** An event as a caller gives it: checked by {@link WritePath.toEvent} before anything is written. */
@@ -171,14 +173,18 @@ export class WritePath {
   }
 
   /**
-   * {@link toEvent} for a rewind's marker, which the library builds and fills in later: the payload is read back
-   * from its sorted-key JSON as there, that JSON made in time slices (the library built the payload: plain JSON
-   * data, nothing to refuse). Made in one go, a 1,000-file marker held the event loop 16-30 ms
-   * (docs/ARCHITECTURE.md, "Batched file work").
+   * {@link toEvent} for a rewind's marker, which the library builds and fills in later: checked against its schema
+   * and read back from its sorted-key JSON as there, both in time slices (the library built the payload: plain
+   * JSON data, nothing to refuse). Made in one go, a 1,000-file marker held the event loop 16-30 ms for its JSON
+   * and 17 ms for its check (docs/ARCHITECTURE.md, "Batched file work"). The payload read back is marked well
+   * formed, so the walks that act on it later do not check it again.
    */
   async markerEvent(sessionId: string, input: EventInputLike): Promise<StoredEvent> {
-    const json = await stableJsonSliced(this.validPayload(input, ""));
-    return envelopeOf(sessionId, input.type, JSON.parse(json ?? "null"));
+    const checked = input.type === "session_rewind" ? await parseRewindPayloadInSlices(input.payload) : undefined;
+    const json = await stableJsonSliced(checked ?? this.validPayload(input, ""));
+    const payload: unknown = JSON.parse(json ?? "null");
+    rememberWellFormed(payload);
+    return envelopeOf(sessionId, input.type, payload);
   }
 
   /**

@@ -2,7 +2,12 @@ import { copyFile, mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseEventLine, serializeEvent } from "../../src/core/envelope.js";
-import { REWIND_RECORD_VERSION } from "../../src/core/rewind-record.js";
+import {
+  REWIND_RECORD_VERSION,
+  compactRewindPayload,
+  compactRewindPayloadSliced,
+} from "../../src/core/rewind-record.js";
+import { SLICE_MS } from "../../src/core/time-slices.js";
 import { RewindPayload, type StoredEvent } from "../../src/core/events.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 
@@ -117,5 +122,35 @@ describe("rewind markers on the tape", () => {
       const { read } = roundTrip(payload);
       expect(read).toEqual(payload);
     }
+  });
+
+  it("a marker over 20,000 paths compacts the same in time slices, letting the event loop turn", async () => {
+    const paths = Array.from({ length: 20_000 }, (_, i) => `src/part ${i % 41}/file-${i}.ts`);
+    const changes: unknown[] = paths.map((path) => ({ path, action: "restore" }));
+    delete changes[7]; // a hole stays a hole, as in a map
+    const payload = {
+      targetSequence: 2,
+      mode: "files",
+      filesRestored: paths.length,
+      filesDeleted: 0,
+      skipped: paths.slice(0, 3),
+      changes,
+      eventsRemoved: 0,
+      blobsPruned: 0,
+      undo: {
+        workspace: "/w",
+        files: paths.map((path, i) => ({ path, kind: "blob", blob: hash(String(i % 9)), bytes: i, mode: 0o644 })),
+      },
+      wrote: { workspace: "/w", files: paths.map((path) => ({ path, kind: "absent" })) },
+    };
+    let turns = 0;
+    const ticker = setInterval(() => turns++, 1);
+    const started = performance.now();
+    const sliced = await compactRewindPayloadSliced(payload);
+    const took = performance.now() - started;
+    clearInterval(ticker);
+    expect(sliced).toStrictEqual(compactRewindPayload(payload));
+    expect(took).toBeGreaterThan(4 * SLICE_MS);
+    expect(turns).toBeGreaterThan(0);
   });
 });
