@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { assertPayloadActedOn } from "../core/payload-check.js";
+import { yieldIfLong } from "../core/time-slices.js";
 import type { LockedSession } from "../backend/types.js";
 import {
   BeyondRetentionHorizonError,
@@ -266,12 +267,16 @@ async function planRewindFiles(
     closestSnapshotPerPath(after),
     limits,
   );
+  // Each step from here walks every planned path in one go (4-6 ms each for 1,000 paths); run back to back with
+  // nothing to wait on between them, they held the event loop as one (docs/ARCHITECTURE.md, "Batched file work").
+  await yieldIfLong();
   const written = await lastWrittenStates(
     () => store.backend.readEvents(id, { toSequence: target, ...signalOf(options) }),
     after,
     realWorkspace,
     plan.current.files.map((record) => record.path),
   );
+  await yieldIfLong();
   const conflicts = settleConflicts(id, plan, written, settings.onConflict, report.dryRun, options.overwriteOnly);
   if (conflicts.length > 0) report.conflicts = conflicts;
   await diffPlannedChanges(plan, realWorkspace, { patches: options.diffs ?? false });
