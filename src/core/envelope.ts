@@ -75,12 +75,17 @@ export interface LineMark {
 }
 
 export function serializeEvent(event: StoredEvent, batch?: LineBatch): string {
+  return `${envelopeText(event, batch)}${payloadText(event)}}`;
+}
+
+/** The line up to its payload's text: `{"v":…,"payload":`. */
+function envelopeText(event: StoredEvent, batch?: LineBatch): string {
   return (
     `{"v":${event.v},"id":${JSON.stringify(event.id)},"sessionId":${JSON.stringify(event.sessionId)},` +
     `"sequence":${event.sequence},${batch ? `"batch":[${batch.first},${batch.last}],` : ""}` +
     `"type":${JSON.stringify(event.type)},` +
     `"createdAt":${JSON.stringify(event.createdAt)},` +
-    `"payload":${payloadText(event)}}`
+    `"payload":`
   );
 }
 
@@ -104,8 +109,9 @@ const MAX_BATCH_MARK = `"batch":[${Number.MAX_SAFE_INTEGER},${Number.MAX_SAFE_IN
  * numbered only in the flush, too late to fail it alone).
  */
 export function lineBytesAtMost(event: StoredEvent): number {
-  const unnumbered = Buffer.byteLength(serializeEvent(event)) - String(event.sequence).length;
-  return unnumbered + MAX_SEQUENCE_DIGITS + MAX_BATCH_MARK + 1;
+  // Counted in two parts, not as one line: joining them would copy the payload's text once more per event.
+  const line = Buffer.byteLength(envelopeText(event)) + Buffer.byteLength(payloadText(event)) + 1;
+  return line - String(event.sequence).length + MAX_SEQUENCE_DIGITS + MAX_BATCH_MARK + 1;
 }
 
 /**

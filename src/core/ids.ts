@@ -41,7 +41,8 @@ function freshRandom(): number[] {
     randomFillSync(pool);
     poolAt = 0;
   }
-  const digits = Array.from(pool.subarray(poolAt, poolAt + 16), (b) => b & 31);
+  const digits = new Array<number>(16);
+  for (let i = 0; i < 16; i++) digits[i] = pool[poolAt + i]! & 31;
   poolAt += 16;
   return digits;
 }

@@ -225,5 +225,18 @@ export class WritePath {
 
 /** An event's envelope around its payload (sequence 0 until written). */
 function envelopeOf(sessionId: string, type: string, payload: unknown): StoredEvent {
-  return { v: FORMAT_VERSION, id: newId(), sessionId, sequence: 0, type, createdAt: new Date().toISOString(), payload };
+  return { v: FORMAT_VERSION, id: newId(), sessionId, sequence: 0, type, createdAt: isoNow(), payload };
+}
+
+let isoAtMs = Number.NaN;
+let isoText = "";
+
+/** `new Date().toISOString()`, made once per millisecond: appends made in a burst share the text. */
+function isoNow(): string {
+  const now = Date.now();
+  if (now !== isoAtMs) {
+    isoAtMs = now;
+    isoText = new Date(now).toISOString();
+  }
+  return isoText;
 }
