@@ -48,7 +48,11 @@ export interface FsBackendOptions {
    * @default true
    */
   compressBlobs?: boolean;
-  /** Blobs stored in fewer bytes than this go into the session's pack; 0: each one a file. @default 4096 */
+  /**
+   * Blobs stored in fewer bytes than this go into the session's pack (4096 is the size it was made for); 0: each
+   * one a file. Opt-in: the first packed blob of a session costs a capture more file-system calls than a loose one
+   * (docs/format.md, "Blob packs"). @default 0
+   */
   packBlobsUnder?: number;
 }
 
