@@ -27,6 +27,16 @@ function watchedBackend(lockLeaseMs: number) {
     (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
       seen.statements++;
       seen.mostAtOnce = Math.max(seen.mostAtOnce, ++running);
+      // A query object of its own (the lock's named statements, src/backend/postgres/lock.ts): done at its callback.
+      const submitted = args[0] as { submit?: unknown; callback?: (...r: unknown[]) => unknown };
+      if (typeof submitted?.submit === "function" && typeof submitted.callback === "function") {
+        const done = submitted.callback;
+        submitted.callback = (...results: unknown[]) => {
+          running--;
+          return done(...results);
+        };
+        return query(...args);
+      }
       const last = args.length - 1;
       const callback = args[last];
       if (typeof callback === "function")
