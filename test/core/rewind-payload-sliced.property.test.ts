@@ -4,6 +4,7 @@ import { RewindPayload } from "../../src/core/events.js";
 import { parseRewindPayloadInSlices } from "../../src/core/rewind-payload-sliced.js";
 import { SLICE_MS } from "../../src/core/time-slices.js";
 import { rounds } from "../helpers/rounds.js";
+import { withTimerTurns } from "../helpers/timer-turns.js";
 
 // A rewind's marker checked in time slices must come out as the schema parses it whole: the same entries kept,
 // the same unknown keys dropped or kept, the same refusals (a refusal here sends the caller to the whole parse,
@@ -129,12 +130,7 @@ describe("parseRewindPayloadInSlices", () => {
         files: files.map((f) => ({ path: f.path, kind: "file", sha256: f.blob, mode: f.mode })),
       },
     };
-    let turns = 0;
-    const ticker = setInterval(() => turns++, 1);
-    const started = performance.now();
-    const sliced = await parseRewindPayloadInSlices(payload);
-    const took = performance.now() - started;
-    clearInterval(ticker);
+    const { result: sliced, tookMs: took, turns } = await withTimerTurns(() => parseRewindPayloadInSlices(payload));
     expect(sliced).toStrictEqual(RewindPayload.parse(payload));
     // Checked whole this takes far more than a slice; in slices, timers run while it goes on.
     expect(took).toBeGreaterThan(4 * SLICE_MS);

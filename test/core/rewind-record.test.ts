@@ -10,6 +10,7 @@ import {
 import { SLICE_MS } from "../../src/core/time-slices.js";
 import { RewindPayload, type StoredEvent } from "../../src/core/events.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
+import { withTimerTurns } from "../helpers/timer-turns.js";
 
 /** A rewind and its undo, written by the version before the compact form (format.md, "Rewind markers"). */
 const V1_LOG = join(import.meta.dirname, "../rewind/fixtures/rewind-records-v1.jsonl");
@@ -143,12 +144,7 @@ describe("rewind markers on the tape", () => {
       },
       wrote: { workspace: "/w", files: paths.map((path) => ({ path, kind: "absent" })) },
     };
-    let turns = 0;
-    const ticker = setInterval(() => turns++, 1);
-    const started = performance.now();
-    const sliced = await compactRewindPayloadSliced(payload);
-    const took = performance.now() - started;
-    clearInterval(ticker);
+    const { result: sliced, tookMs: took, turns } = await withTimerTurns(() => compactRewindPayloadSliced(payload));
     expect(sliced).toStrictEqual(compactRewindPayload(payload));
     expect(took).toBeGreaterThan(4 * SLICE_MS);
     expect(turns).toBeGreaterThan(0);
