@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { RewindPayload } from "../../src/core/events.js";
 import { parseRewindPayloadInSlices } from "../../src/core/rewind-payload-sliced.js";
 import { SLICE_MS } from "../../src/core/time-slices.js";
+import { largeMarker } from "../helpers/large-marker.js";
 import { rounds } from "../helpers/rounds.js";
 import { withTimerTurns } from "../helpers/timer-turns.js";
 
@@ -104,32 +105,7 @@ describe("parseRewindPayloadInSlices", () => {
   });
 
   it("lets the event loop turn while it checks a marker over 20,000 paths", async () => {
-    const files = Array.from({ length: 20_000 }, (_, i) => ({
-      path: `src/folder ${i % 37}/file-${i}.ts`,
-      kind: "blob",
-      blob: i.toString(16).padStart(64, "0"),
-      bytes: i,
-      mode: 0o644,
-    }));
-    const payload = {
-      targetSequence: 4,
-      mode: "all",
-      filesRestored: files.length,
-      filesDeleted: 0,
-      skipped: [],
-      changes: files.map((f) => ({
-        path: f.path,
-        action: "restore",
-        diff: { unit: "lines", insertions: 1, deletions: 1 },
-      })),
-      eventsRemoved: 3,
-      blobsPruned: 0,
-      undo: { workspace: "/w", files },
-      wrote: {
-        workspace: "/w",
-        files: files.map((f) => ({ path: f.path, kind: "file", sha256: f.blob, mode: f.mode })),
-      },
-    };
+    const payload = largeMarker(20_000);
     const { result: sliced, tookMs: took, turns } = await withTimerTurns(() => parseRewindPayloadInSlices(payload));
     expect(sliced).toStrictEqual(RewindPayload.parse(payload));
     // Checked whole this takes far more than a slice; in slices, timers run while it goes on.

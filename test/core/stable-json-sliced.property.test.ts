@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { compactRewindPayload } from "../../src/core/rewind-record.js";
 import { stableJsonSliced } from "../../src/core/stable-json-sliced.js";
 import { newSlice } from "../../src/core/time-slices.js";
+import { largeMarker } from "../helpers/large-marker.js";
 import { rounds } from "../helpers/rounds.js";
 
 // The marker text made in time slices must be byte for byte the one made in one go: a line's bytes decide its
@@ -42,32 +43,7 @@ describe("stableJsonSliced", () => {
   });
 
   it("gives the compact marker line's text for a marker over 20,000 paths, letting the event loop turn", async () => {
-    const files = Array.from({ length: 20_000 }, (_, i) => ({
-      kind: "blob",
-      path: `src/folder ${i % 37}/file-${i}.ts`,
-      blob: i.toString(16).padStart(64, "0"),
-      bytes: i * 7,
-      mode: 0o644,
-    }));
-    const payload = {
-      targetSequence: 4,
-      mode: "all",
-      filesRestored: 20_000,
-      filesDeleted: 0,
-      skipped: ["a", "b"],
-      changes: files.map((f) => ({
-        path: f.path,
-        action: "restored",
-        diff: { unit: "lines", insertions: 1, deletions: 2 },
-      })),
-      eventsRemoved: 20_001,
-      blobsPruned: 0,
-      undo: { workspace: "/w", files },
-      wrote: {
-        workspace: "/w",
-        files: files.map((f) => ({ kind: "file", path: f.path, sha256: f.blob, mode: f.mode })),
-      },
-    };
+    const payload = largeMarker(20_000);
     const compact = compactRewindPayload(payload);
     newSlice();
     let turns = 0;
