@@ -249,6 +249,14 @@ export interface LockedSession {
     options?: { durable?: boolean },
   ): Promise<string[]>;
   /**
+   * Optional: the blobs a workspace scan stores, many at once and most never read again: each as `writeBlob`
+   * with `durable: false` would store it ({@link syncBlobs} makes those a checkpoint references durable), all or
+   * nothing, returning the hashes it wrote. A backend may keep them where many small ones cost little (the fs
+   * backend's pack). Without it the scan uses {@link writeBlobs}, or `writeBlob` one by one
+   * (docs/ARCHITECTURE.md, "Blobs").
+   */
+  writeScanBlobs?(blobs: Iterable<readonly [hash: string, bytes: Uint8Array]>): Promise<string[]>;
+  /**
    * Optional (backends whose writes are always durable need not have it): makes blobs written
    * with `durable: false` durable. Blobs that do not exist are ignored.
    */

@@ -149,6 +149,39 @@ function blobDeletesAndOwners(suite: ConformanceSuite): void {
     },
   );
 
+  suite.withOptional(
+    "writeScanBlobs",
+    "writeScanBlobs stores each blob as writeBlob would, returns those it wrote, and is all or nothing",
+    async () => {
+      // Small and larger, the same twice, and one already stored: a backend may keep small ones apart (a pack).
+      const [a, b, empty, big] = [blob("already there"), blob("new one"), blob(""), blob("x".repeat(70_000))];
+      const many = Array.from({ length: 40 }, (_, i) => blob(`file ${i}\n`.repeat(i + 1)));
+      await backend.createSession(record("s1"));
+      await withLock(backend, "s1", async (locked) => {
+        await locked.writeBlob(a.hash, a.bytes);
+        const all = [a, b, empty, big, b, ...many];
+        const written = await locked.writeScanBlobs!(all.map((x) => [x.hash, x.bytes] as const));
+        expect(written.sort()).toEqual([b, empty, big, ...many].map((x) => x.hash).sort());
+        expect(await locked.writeScanBlobs!([[b.hash, b.bytes]])).toEqual([]);
+        await locked.syncBlobs?.(written);
+        const c = blob("never stored");
+        await expectCode(
+          locked.writeScanBlobs!([
+            [c.hash, c.bytes],
+            ["not-a-hash", Buffer.from("x")],
+          ]),
+          "INVALID_ARGUMENT",
+        );
+        expect(await locked.hasBlob(c.hash)).toBe(false);
+        await locked.deleteBlob(many[0]!.hash);
+      });
+      const kept = [a, b, empty, big, ...many.slice(1)];
+      for (const x of kept) expect(await backend.readBlob("s1", x.hash)).toEqual(Buffer.from(x.bytes));
+      expect(await backend.readBlob("s1", many[0]!.hash)).toBeUndefined();
+      expect((await backend.listBlobs("s1")).sort()).toEqual(kept.map((x) => x.hash).sort());
+    },
+  );
+
   it("blobs belong to one session", async () => {
     const a = blob("mine");
     await backend.createSession(record("s1"));

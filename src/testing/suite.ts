@@ -8,6 +8,7 @@ export type OptionalMethod =
   | "discardPartialWrites"
   | "othersWaiting"
   | "writeBlobs"
+  | "writeScanBlobs"
   | "archiveLogAfter";
 
 export interface BackendConformanceOptions {
@@ -195,6 +196,7 @@ export async function optionalMethodsOf(
       discardPartialWrites: typeof locked.discardPartialWrites === "function",
       othersWaiting: typeof locked.othersWaiting === "function",
       writeBlobs: typeof locked.writeBlobs === "function",
+      writeScanBlobs: typeof locked.writeScanBlobs === "function",
       archiveLogAfter: typeof locked.archiveLogAfter === "function" && typeof backend.readArchivedLog === "function",
     };
   } finally {

@@ -280,6 +280,41 @@ export async function writePacked(
   return true;
 }
 
+/**
+ * Writes many blobs' stored bytes into the pack as one append: one look at the pack, one segment opened, one
+ * write, one fdatasync when `durable`. Returns the hashes it wrote (those the pack already holds whole, or
+ * that come twice, are written once or not at all). A per-blob {@link writePacked} looks at the pack each time:
+ * a cold scan of 50k files spent a third of its time there.
+ */
+export async function writePackedMany(
+  layout: SessionLayout,
+  id: string,
+  blobs: Iterable<readonly [hash: string, stored: Uint8Array]>,
+  durable: boolean,
+): Promise<string[]> {
+  const index = packIndex(layout, id);
+  const fresh = new Map<string, Uint8Array>();
+  for (const [hash, stored] of blobs) {
+    const where = index.live.get(hash);
+    if ((where === undefined || where.damaged) && !fresh.has(hash)) fresh.set(hash, stored);
+  }
+  if (fresh.size === 0) return [];
+  const entries = [...fresh].map(([hash, stored]) => encodeEntry(BLOB, hash, stored));
+  await appendEntry(layout, id, entries.length === 1 ? entries[0]! : Buffer.concat(entries), durable);
+  return [...fresh.keys()];
+}
+
+/** Which of `hashes` the pack holds whole: one look at the pack for them all. */
+export function packedAmong(layout: SessionLayout, id: string, hashes: readonly string[]): Set<string> {
+  const index = packIndex(layout, id);
+  const packed = new Set<string>();
+  for (const hash of hashes) {
+    const where = index.live.get(hash);
+    if (where !== undefined && !where.damaged) packed.add(hash);
+  }
+  return packed;
+}
+
 /** Makes packed blobs written without `durable` durable: each segment holding one, and the pack folder. */
 export async function syncPacked(layout: SessionLayout, id: string, hashes: readonly string[]): Promise<void> {
   const index = packIndex(layout, id);

@@ -12,7 +12,17 @@ import type { SessionLayout } from "./layout.js";
 import { checkStoreFolder, checkStoreFolderSync, openStoreFile, READ, readStoreFile } from "./store-files.js";
 import { blobHeader, decodeBlob, DEFLATE_RAW, encodeBlob, encodeBlobSync, HEADER_BYTES } from "./blob-codec.js";
 import type { BlobDigest } from "../types.js";
-import { deletePacked, isPacked, listPacked, packedBytes, readPacked, syncPacked, writePacked } from "./blob-pack.js";
+import {
+  deletePacked,
+  isPacked,
+  listPacked,
+  packedAmong,
+  packedBytes,
+  readPacked,
+  syncPacked,
+  writePacked,
+  writePackedMany,
+} from "./blob-pack.js";
 
 /** blobs/ and the blob's shard must be real folders of the store, not links out of it (both looked at at once). */
 async function checkBlobFolders(layout: SessionLayout, id: string, hash: string): Promise<void> {
@@ -251,6 +261,41 @@ export async function writeBlobFile(
   return true;
 }
 
+/**
+ * {@link writeBlobFile} for many blobs, all or nothing (what it wrote is deleted when it throws): returns the
+ * hashes it wrote. Without `durable`, the small ones (stored in fewer than the layout's `packBatchesUnder`
+ * bytes) go into the pack in one append (writePackedMany): a workspace scan's blobs, most never read, cost a
+ * few bytes of a segment each instead of a file and a block (docs/ARCHITECTURE.md, "Blobs").
+ */
+export async function writeBlobFiles(
+  layout: SessionLayout,
+  id: string,
+  blobs: Iterable<readonly [hash: string, bytes: Uint8Array]>,
+  durable: boolean,
+): Promise<string[]> {
+  const packUnder = durable ? layout.packBlobsUnder : Math.max(layout.packBlobsUnder, layout.packBatchesUnder);
+  const written: string[] = [];
+  const toPack: [string, Uint8Array][] = [];
+  try {
+    for (const [hash, bytes] of blobs) {
+      if (packUnder > 0 && bytes.length <= SYNC_WRITE_MAX) {
+        if (blobExistsLoose(layout, id, hash)) continue; // an older store's loose file, or a large one
+        const stored = layout.compressBlobs ? encodeBlobSync(bytes) : bytes;
+        if (stored.length < packUnder) {
+          toPack.push([hash, stored]);
+          continue;
+        }
+      }
+      if (await writeBlobFile(layout, id, hash, bytes, durable)) written.push(hash);
+    }
+    if (toPack.length > 0) written.push(...(await writePackedMany(layout, id, toPack, durable)));
+  } catch (error) {
+    for (const hash of written) await deleteBlobFile(layout, id, hash).catch(() => undefined);
+    throw error;
+  }
+  return written;
+}
+
 // A small blob written without fsync is written with synchronous calls: its eight system calls
 // (the look, three folder checks, open, write, close, rename) take less time than the thread-pool
 // round trips of their async forms, which were most of a cold workspace scan (docs/ARCHITECTURE.md,
@@ -314,9 +359,9 @@ export async function syncBlobFiles(layout: SessionLayout, id: string, all: read
     await checkStoreFolder(id, layout.blobs(id)); // `sync` opens it by name: never through a link
     if (await syncFilesystem(layout.blobs(id))) return;
   }
-  const packed = all.filter((hash) => isPacked(layout, id, hash));
-  const hashes = packed.length === 0 ? all : all.filter((hash) => !packed.includes(hash));
-  await syncPacked(layout, id, packed);
+  const packed = packedAmong(layout, id, all);
+  const hashes = packed.size === 0 ? all : all.filter((hash) => !packed.has(hash));
+  await syncPacked(layout, id, [...packed]);
   if (hashes.length === 0) return;
   const shards = [...new Set(hashes.map((hash) => dirname(layout.blob(id, hash))))];
   const fsyncIfThere = async (path: string, sync: (path: string) => Promise<void>) => {

@@ -50,11 +50,15 @@ export interface FsBackendOptions {
   compressBlobs?: boolean;
   /**
    * Blobs stored in fewer bytes than this go into the session's pack (4096 is the size it was made for); 0: each
-   * one a file. Opt-in: the first packed blob of a session costs a capture more file-system calls than a loose one
-   * (docs/format.md, "Blob packs"). @default 0
+   * one a file. Unset, only a workspace scan's blobs (written many at once, most never read) are packed, under
+   * 4096 bytes, and a capture's or a rewind's are files of their own: the first packed blob of a session costs a
+   * capture more file-system calls than a loose one (docs/format.md, "Blob packs").
    */
   packBlobsUnder?: number;
 }
+
+/** Under this many stored bytes a workspace scan's blob is packed when `packBlobsUnder` is not set. */
+const PACK_SCAN_BLOBS_UNDER = 4096;
 
 export const DEFAULT_LOCK_STALE_MS = 5000;
 
@@ -78,7 +82,12 @@ class FsBackend implements StorageBackend {
   }
 
   constructor(options: FsBackendOptions) {
-    this.layout = new SessionLayout(resolve(options.root), options.compressBlobs ?? true, options.packBlobsUnder);
+    this.layout = new SessionLayout(
+      resolve(options.root),
+      options.compressBlobs ?? true,
+      options.packBlobsUnder ?? 0,
+      options.packBlobsUnder ?? PACK_SCAN_BLOBS_UNDER,
+    );
     this.staleMs = Math.max(2000, options.lockStaleMs ?? DEFAULT_LOCK_STALE_MS);
   }
 

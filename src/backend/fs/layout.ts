@@ -15,6 +15,11 @@ export class SessionLayout {
      * default while a capture's first packed blob costs more calls than a loose one (docs/format.md, "Blob packs").
      */
     readonly packBlobsUnder = 0,
+    /**
+     * Blobs written many at once without fsync (a workspace scan's: writeBlobFiles) and stored in fewer than this
+     * many bytes go into the pack whatever `packBlobsUnder` says; 0: none.
+     */
+    readonly packBatchesUnder = 0,
   ) {}
   dir(id: string): string {
     assertSessionId(id);

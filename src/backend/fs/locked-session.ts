@@ -16,6 +16,7 @@ import {
   syncBlobFiles,
   syncBlobFilesWith,
   writeBlobFile,
+  writeBlobFiles,
 } from "./blobs.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import type { SessionLayout } from "./layout.js";
@@ -375,6 +376,15 @@ export class FsLockedSession implements LockedSession {
     if (!isBlobHash(hash))
       throw new InvalidArgumentError(`"${hash}" is not a blob name: a blob is named by its lowercase hex sha256.`);
     return writeBlobFile(this.layout, this.sessionId, hash, bytes, options.durable ?? true);
+  }
+
+  async writeScanBlobs(blobs: Iterable<readonly [hash: string, bytes: Uint8Array]>): Promise<string[]> {
+    this.assertHeld();
+    const all = [...blobs];
+    for (const [hash] of all)
+      if (!isBlobHash(hash))
+        throw new InvalidArgumentError(`"${hash}" is not a blob name: a blob is named by its lowercase hex sha256.`);
+    return writeBlobFiles(this.layout, this.sessionId, all, false);
   }
 
   async syncBlobs(hashes: Iterable<string>): Promise<void> {

@@ -294,6 +294,11 @@ export class PgLockedSession implements LockedSession {
     });
   }
 
+  /** A scan's blobs: {@link writeBlobs} without waiting for the commit's flush (syncBlobs: nothing to do). */
+  async writeScanBlobs(blobs: Iterable<readonly [hash: string, bytes: Uint8Array]>): Promise<string[]> {
+    return this.writeBlobs(blobs, { durable: false });
+  }
+
   private async insertBlobs(
     group: { hashes: string[]; stored: Buffer[] },
     options: { durable?: boolean },

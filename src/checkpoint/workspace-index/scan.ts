@@ -3,7 +3,7 @@ import { closeSync, constants, fstatSync, read, readSync } from "node:fs";
 import { openSync, readlink } from "../../core/named-fs.js";
 import type { LockedSession } from "../../backend/types.js";
 import { forEachLimited } from "../../core/bounded-concurrency.js";
-import { markBlobsInFlight } from "../../blobs/in-flight.js";
+import { ScanBlobs } from "./scan-blobs.js";
 import {
   entryOf,
   RACY_WINDOW_NS,
@@ -137,6 +137,7 @@ async function readDiffering(
     return kind === "file" || kind === "symlink";
   });
   const vanished: string[] = [];
+  const blobs = new ScanBlobs(locked, written);
   let sinceYield = 0;
   await forEachLimited(toRead, options.concurrency, async (path) => {
     const entry = entries.get(path)!;
@@ -148,12 +149,11 @@ async function readDiffering(
         // Left without a target: recorded `skipped: unreadable` if a command changes it.
       }
     } else {
-      const read = await readAndStore(locked, absolute, entry, before(path), options);
-      if (read.written) written.push(read.written);
-      if (read.entry === undefined) {
+      const read = await readAndStore(blobs, absolute, entry, before(path), options);
+      if (read === undefined) {
         entries.delete(path);
         vanished.push(path);
-      } else entries.set(path, read.entry);
+      } else entries.set(path, read);
       // Reads of small files are synchronous: when nothing is written, no await yields to the event loop.
       if (++sinceYield >= YIELD_EVERY) {
         sinceYield = 0;
@@ -164,6 +164,7 @@ async function readDiffering(
     if (now && (now.mtimeNs >= startedNs - RACY_WINDOW_NS || now.ctimeNs >= startedNs - RACY_WINDOW_NS))
       now.racy = true;
   });
+  await blobs.flush();
   return vanished;
 }
 
@@ -229,46 +230,45 @@ async function walkOf(
 }
 
 /**
- * Reads one file, hashes it and stores its bytes. The entry takes the descriptor's own stat, so
- * what is recorded as "unchanged since" matches the bytes hashed. Returns undefined when the file
- * vanished meanwhile.
+ * Reads one file, hashes it and queues its bytes to be stored. The entry takes the descriptor's own
+ * stat, so what is recorded as "unchanged since" matches the bytes hashed. Returns undefined when the
+ * file vanished meanwhile.
  */
 async function readAndStore(
-  locked: LockedSession,
+  blobs: ScanBlobs,
   absolute: string,
   walked: IndexEntry,
   before: IndexEntry | undefined,
   options: ScanOptions,
-): Promise<{ entry?: IndexEntry; written?: string }> {
+): Promise<IndexEntry | undefined> {
   let fd: number;
   try {
     fd = openSync(absolute, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return {};
-    return { entry: { ...walked, skipped: "unreadable" } };
+    if (code === "ENOENT") return undefined;
+    return { ...walked, skipped: "unreadable" };
   }
   let entry: IndexEntry;
   let bytes: Buffer;
   try {
     entry = entryOf(fstatSync(fd, { bigint: true }));
-    if (entry.kind !== "file") return { entry: { ...walked, kind: "other" } };
-    if (entry.size > options.maxFileBytes) return { entry: { ...entry, skipped: "too_large" } };
+    if (entry.kind !== "file") return { ...walked, kind: "other" };
+    if (entry.size > options.maxFileBytes) return { ...entry, skipped: "too_large" };
     bytes = entry.size <= SYNC_READ_MAX ? readWholeSync(fd, entry.size) : await readWhole(fd, entry.size);
   } catch {
-    return { entry: { ...walked, skipped: "unreadable" } };
+    return { ...walked, skipped: "unreadable" };
   } finally {
     closeSync(fd);
   }
   entry.size = bytes.length;
   entry.hash = createHash("sha256").update(bytes).digest("hex");
-  if (before?.hash === entry.hash) return { entry };
+  if (before?.hash === entry.hash) return entry;
   // A failed blob write (a full disk, a lost lock) is the caller's error, not this file's.
-  await markBlobsInFlight(locked);
   // Not fsynced: most index blobs are never needed. The few a checkpoint references are synced
   // before it is appended (CommandCapture.after); this is what makes a cold scan affordable.
-  const wrote = await locked.writeBlob(entry.hash, bytes, { durable: false });
-  return wrote ? { entry, written: entry.hash } : { entry };
+  await blobs.add(entry.hash, bytes);
+  return entry;
 }
 
 function readWholeSync(fd: number, size: number): Buffer {
