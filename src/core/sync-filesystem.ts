@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { Worker } from "node:worker_threads";
+import { HelperThread } from "./helper-thread.js";
 
 /**
  * From this many new files in one batch on, one syncfs of their filesystem costs less than an fsync each
@@ -26,7 +26,7 @@ let unavailable = process.platform !== "linux";
  */
 export async function syncFilesystem(folder: string): Promise<boolean> {
   if (unavailable) return false;
-  const start = worker !== undefined || process.memoryUsage.rss() >= WORKER_FROM_RSS ? spawner() : undefined;
+  const start = spawner.started || process.memoryUsage.rss() >= WORKER_FROM_RSS ? startFromWorker : undefined;
   const outcome = await (start ?? startHere)(folder);
   if (outcome === "missing") unavailable = true;
   return outcome === "synced";
@@ -46,59 +46,19 @@ function startHere(folder: string): Promise<Outcome> {
   });
 }
 
-// The worker: runs `sync -f -- <folder>` for each message and answers with the outcome. Plain CommonJS text,
-// so it needs no file of its own in the package.
-const WORKER_SOURCE = `
+// The worker: runs `sync -f -- <folder>` for each job and answers with the outcome.
+const spawner = new HelperThread<string, Outcome>(`
 const { parentPort } = require("node:worker_threads");
 const { execFile } = require("node:child_process");
-parentPort.on("message", ({ id, folder }) => {
-  execFile("sync", ["-f", "--", folder], { windowsHide: true }, (error) => {
-    const outcome = !error ? "synced" : error.code === "ENOENT" ? "missing" : "failed";
-    parentPort.postMessage({ id, outcome });
+parentPort.on("message", ({ id, job }) => {
+  execFile("sync", ["-f", "--", job], { windowsHide: true }, (error) => {
+    const answer = !error ? "synced" : error.code === "ENOENT" ? "missing" : "failed";
+    parentPort.postMessage({ id, answer });
   });
 });
-`;
+`);
 
-let worker: { ask: (folder: string) => Promise<Outcome> } | undefined;
-let workerBroken = false;
-
-/** The one worker of this thread, started at the first call; undefined once it failed (then: started here). */
-function spawner(): ((folder: string) => Promise<Outcome>) | undefined {
-  if (workerBroken) return undefined;
-  if (worker) return worker.ask;
-  let thread: Worker;
-  try {
-    thread = new Worker(WORKER_SOURCE, { eval: true });
-  } catch {
-    workerBroken = true;
-    return undefined;
-  }
-  thread.unref(); // an idle spawner must not keep the process alive
-  const waiting = new Map<number, { folder: string; resolve: (outcome: Outcome) => void }>();
-  let next = 0;
-  thread.on("message", ({ id, outcome }: { id: number; outcome: Outcome }) => {
-    waiting.get(id)?.resolve(outcome);
-    waiting.delete(id);
-  });
-  // A worker that died (or could not start) leaves its calls to be made here; later calls start here too.
-  const orphan = () => {
-    workerBroken = true;
-    worker = undefined;
-    for (const { folder, resolve } of waiting.values()) startHere(folder).then(resolve);
-    waiting.clear();
-  };
-  thread.on("error", orphan);
-  thread.on("exit", orphan);
-  worker = {
-    ask: (folder) =>
-      new Promise<Outcome>((resolve) => {
-        const id = next++;
-        waiting.set(id, { folder, resolve });
-        thread.ref(); // held open while a sync is under way: the caller waits for it
-        thread.postMessage({ id, folder });
-      }).finally(() => {
-        if (waiting.size === 0) thread.unref();
-      }),
-  };
-  return worker.ask;
+/** `sync -f` from the worker thread; from here when the thread could not start or died. */
+async function startFromWorker(folder: string): Promise<Outcome> {
+  return (await spawner.ask(folder)) ?? startHere(folder);
 }

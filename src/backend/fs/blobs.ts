@@ -1,4 +1,4 @@
-import { closeSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
 import { open, readdir, rename, rm, lstat, mkdir, type FileHandle } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { createInflateRaw } from "node:zlib";
@@ -10,7 +10,15 @@ import { SYNC_FILESYSTEM_FROM, syncFilesystem } from "../../core/sync-filesystem
 import { isBlobHash } from "../names.js";
 import type { SessionLayout } from "./layout.js";
 import { checkStoreFolder, checkStoreFolderSync, openStoreFile, READ, readStoreFile } from "./store-files.js";
-import { blobHeader, decodeBlob, DEFLATE_RAW, encodeBlob, encodeBlobSync, HEADER_BYTES } from "./blob-codec.js";
+import {
+  blobHeader,
+  decodeBlob,
+  DEFLATE_RAW,
+  encodeBlob,
+  encodeBlobsOffThread,
+  encodeBlobSync,
+  HEADER_BYTES,
+} from "./blob-codec.js";
 import type { BlobDigest } from "../types.js";
 import {
   deletePacked,
@@ -276,17 +284,25 @@ export async function writeBlobFiles(
   const packUnder = durable ? layout.packBlobsUnder : Math.max(layout.packBlobsUnder, layout.packBatchesUnder);
   const written: string[] = [];
   const toPack: [string, Uint8Array][] = [];
+  // A loose file of a hash can only be in its shard: where the shard is missing (most, in a new session) the
+  // look costs nothing.
+  const shards = packUnder > 0 ? looseShards(layout, id) : new Set<string>();
+  const small: [string, Uint8Array][] = [];
   try {
     for (const [hash, bytes] of blobs) {
+      // An older store's loose file (or a large one) is left as it is.
       if (packUnder > 0 && bytes.length <= SYNC_WRITE_MAX) {
-        if (blobExistsLoose(layout, id, hash)) continue; // an older store's loose file, or a large one
-        const stored = layout.compressBlobs ? encodeBlobSync(bytes) : bytes;
-        if (stored.length < packUnder) {
-          toPack.push([hash, stored]);
-          continue;
-        }
-      }
-      if (await writeBlobFile(layout, id, hash, bytes, durable)) written.push(hash);
+        if (!shards.has(hash.slice(0, 2)) || !blobExistsLoose(layout, id, hash)) small.push([hash, bytes]);
+      } else if (await writeBlobFile(layout, id, hash, bytes, durable)) written.push(hash);
+    }
+    const stored = !layout.compressBlobs
+      ? small.map(([, bytes]) => bytes)
+      : small.length >= OFF_THREAD_FROM
+        ? await encodeBlobsOffThread(small.map(([, bytes]) => bytes))
+        : small.map(([, bytes]) => encodeBlobSync(bytes));
+    for (const [i, [hash, bytes]] of small.entries()) {
+      if (stored[i]!.length < packUnder) toPack.push([hash, stored[i]!]);
+      else if (await writeBlobFile(layout, id, hash, bytes, durable)) written.push(hash);
     }
     if (toPack.length > 0) written.push(...(await writePackedMany(layout, id, toPack, durable)));
   } catch (error) {
@@ -294,6 +310,15 @@ export async function writeBlobFiles(
     throw error;
   }
   return written;
+}
+
+/** From this many small blobs in one call, they are deflated on a helper thread (blob-codec.ts). */
+const OFF_THREAD_FROM = 64;
+
+/** The shard folders of loose blobs that the session has (one listing of its blobs folder). */
+function looseShards(layout: SessionLayout, id: string): Set<string> {
+  if (!checkStoreFolderSync(id, layout.blobs(id))) return new Set();
+  return new Set(readdirSync(layout.blobs(id)).filter((name) => name.length === 2));
 }
 
 // A small blob written without fsync is written with synchronous calls: its eight system calls
