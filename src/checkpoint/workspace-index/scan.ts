@@ -1,6 +1,5 @@
-import { createHash } from "node:crypto";
-import { closeSync, constants, fstatSync, read, readSync } from "node:fs";
-import { openSync, readlink } from "../../core/named-fs.js";
+import { readlink } from "../../core/named-fs.js";
+import { type FileRead, readWorkspaceFile } from "./read-files.js";
 import type { LockedSession } from "../../backend/types.js";
 import { forEachLimited } from "../../core/bounded-concurrency.js";
 import { ScanBlobs } from "./scan-blobs.js";
@@ -54,9 +53,6 @@ export interface Watching {
   hooks: WalkHooks;
 }
 
-// Reads of small files are synchronous (a thread-pool round trip per open, stat, read and close
-// costs more than the read); past this size a file is read asynchronously, so the loop keeps turning.
-const SYNC_READ_MAX = 256 * 1024;
 const YIELD_EVERY = 500;
 
 /**
@@ -138,34 +134,66 @@ async function readDiffering(
   });
   const vanished: string[] = [];
   const blobs = new ScanBlobs(locked, written);
-  let sinceYield = 0;
-  await forEachLimited(toRead, options.concurrency, async (path) => {
-    const entry = entries.get(path)!;
-    const absolute = `${workspace}/${path}`;
-    if (entry.kind === "symlink") {
-      try {
-        entry.target = await readlink(absolute);
-      } catch {
-        // Left without a target: recorded `skipped: unreadable` if a command changes it.
-      }
-    } else {
-      const read = await readAndStore(blobs, absolute, entry, before(path), options);
-      if (read === undefined) {
-        entries.delete(path);
-        vanished.push(path);
-      } else entries.set(path, read);
-      // Reads of small files are synchronous: when nothing is written, no await yields to the event loop.
-      if (++sinceYield >= YIELD_EVERY) {
-        sinceYield = 0;
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-    }
+  const absolute = (path: string) => `${workspace}/${path}`;
+  const found = async (path: string, read: FileRead) => {
+    const entry = await settled(blobs, read, entries.get(path)!, before(path));
+    if (entry === undefined) {
+      entries.delete(path);
+      vanished.push(path);
+    } else entries.set(path, entry);
+    markRacy(path);
+  };
+  const markRacy = (path: string) => {
     const now = entries.get(path);
     if (now && (now.mtimeNs >= startedNs - RACY_WINDOW_NS || now.ctimeNs >= startedNs - RACY_WINDOW_NS))
       now.racy = true;
+  };
+  let sinceYield = 0;
+  await forEachLimited(toRead, options.concurrency, async (path) => {
+    const entry = entries.get(path)!;
+    if (entry.kind === "symlink") {
+      try {
+        entry.target = await readlink(absolute(path));
+      } catch {
+        // Left without a target: recorded `skipped: unreadable` if a command changes it.
+      }
+      markRacy(path);
+      return;
+    }
+    await found(path, await readWorkspaceFile(absolute(path), options.maxFileBytes));
+    // Reads of small files are synchronous: when nothing is written, no await yields to the event loop.
+    if (++sinceYield >= YIELD_EVERY) {
+      sinceYield = 0;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
   });
   await blobs.flush();
   return vanished;
+}
+
+/**
+ * The entry of a file as read: undefined when it vanished meanwhile, else its stat through the descriptor that
+ * read it and the hash of its bytes, which are queued to be stored unless the entry had that hash already.
+ */
+async function settled(
+  blobs: ScanBlobs,
+  read: FileRead,
+  walked: IndexEntry,
+  before: IndexEntry | undefined,
+): Promise<IndexEntry | undefined> {
+  if ("gone" in read) return undefined;
+  if ("unreadable" in read) return { ...walked, skipped: "unreadable" };
+  const entry = entryOf(read.stat);
+  if (entry.kind !== "file") return { ...walked, kind: "other" };
+  if (read.bytes === undefined || read.hash === undefined) return { ...entry, skipped: "too_large" };
+  entry.size = read.bytes.length;
+  entry.hash = read.hash;
+  if (before?.hash === entry.hash) return entry;
+  // A failed blob write (a full disk, a lost lock) is the caller's error, not this file's.
+  // Not fsynced: most index blobs are never needed. The few a checkpoint references are synced
+  // before it is appended (CommandCapture.after); this is what makes a cold scan affordable.
+  await blobs.add(entry.hash, read.bytes);
+  return entry;
 }
 
 /** Which paths the scan set, removed and changed, against what each held before it. */
@@ -227,76 +255,6 @@ async function walkOf(
     ...(await walkWorkspace(previous.workspace, rules, options, previous, watching?.hooks)),
     changedOnly: false,
   };
-}
-
-/**
- * Reads one file, hashes it and queues its bytes to be stored. The entry takes the descriptor's own
- * stat, so what is recorded as "unchanged since" matches the bytes hashed. Returns undefined when the
- * file vanished meanwhile.
- */
-async function readAndStore(
-  blobs: ScanBlobs,
-  absolute: string,
-  walked: IndexEntry,
-  before: IndexEntry | undefined,
-  options: ScanOptions,
-): Promise<IndexEntry | undefined> {
-  let fd: number;
-  try {
-    fd = openSync(absolute, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return undefined;
-    return { ...walked, skipped: "unreadable" };
-  }
-  let entry: IndexEntry;
-  let bytes: Buffer;
-  try {
-    entry = entryOf(fstatSync(fd, { bigint: true }));
-    if (entry.kind !== "file") return { ...walked, kind: "other" };
-    if (entry.size > options.maxFileBytes) return { ...entry, skipped: "too_large" };
-    bytes = entry.size <= SYNC_READ_MAX ? readWholeSync(fd, entry.size) : await readWhole(fd, entry.size);
-  } catch {
-    return { ...walked, skipped: "unreadable" };
-  } finally {
-    closeSync(fd);
-  }
-  entry.size = bytes.length;
-  entry.hash = createHash("sha256").update(bytes).digest("hex");
-  if (before?.hash === entry.hash) return entry;
-  // A failed blob write (a full disk, a lost lock) is the caller's error, not this file's.
-  // Not fsynced: most index blobs are never needed. The few a checkpoint references are synced
-  // before it is appended (CommandCapture.after); this is what makes a cold scan affordable.
-  await blobs.add(entry.hash, bytes);
-  return entry;
-}
-
-function readWholeSync(fd: number, size: number): Buffer {
-  const buffer = Buffer.allocUnsafe(size);
-  let total = 0;
-  while (total < size) {
-    const n = readSync(fd, buffer, total, size - total, total);
-    if (n === 0) break;
-    total += n;
-  }
-  return total === size ? buffer : buffer.subarray(0, total);
-}
-
-async function readWhole(fd: number, size: number): Promise<Buffer> {
-  const buffer = Buffer.allocUnsafe(size);
-  let total = 0;
-  while (total < size) {
-    const n = await readAsync(fd, buffer, total, size - total, total);
-    if (n === 0) break;
-    total += n;
-  }
-  return total === size ? buffer : buffer.subarray(0, total);
-}
-
-function readAsync(fd: number, buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
-  return new Promise((resolve, reject) =>
-    read(fd, buffer, offset, length, position, (error, n) => (error ? reject(error) : resolve(n))),
-  );
 }
 
 function isBelow(path: string, dir: string): boolean {
