@@ -60,6 +60,24 @@ describe("PostgreSQL blobs in batches", () => {
     }
   });
 
+  it("a workspace scan of 600 files stores their blobs in two statements, a batch each, not one per file", async () => {
+    const { statements, backend, store } = countedStore();
+    const workspace = await tempDir("agent-tape-pg-batch-");
+    await mkdir(join(workspace, "src"));
+    for (let i = 0; i < 600; i++) await writeFile(join(workspace, `src/file-${i}.txt`), `file ${i}\n`);
+    try {
+      const { id } = await store.create({ workspace });
+      const checkpoints = new CheckpointStore(store);
+      statements.length = 0;
+      await checkpoints.afterCommand(await checkpoints.beforeCommand(id, { tool: "bash" }));
+      // 512 blobs a batch (src/checkpoint/workspace-index/scan-blobs.ts).
+      expect(statements.filter(writesBlobs), "statements that write the scan's blobs").toHaveLength(2);
+      expect(await backend.listBlobs(id)).toHaveLength(600);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("a rewind of 3 edited files stores their 3 undo snapshots in one statement", async () => {
     const { statements, backend, store } = countedStore();
     const workspace = await tempDir("agent-tape-pg-batch-");

@@ -56,7 +56,8 @@ const deflater = new HelperThread<Uint8Array[], (Uint8Array | null)[]>(`
 const { parentPort } = require("node:worker_threads");
 const { deflateRawSync } = require("node:zlib");
 parentPort.on("message", ({ id, job }) => {
-  const answer = job.map((bytes) => (bytes.length >= ${MIN_COMPRESS_BYTES} ? deflateRawSync(bytes, { level: ${LEVEL} }) : null));
+  const deflated = (bytes) => deflateRawSync(bytes, { level: ${LEVEL} });
+  const answer = job.map((bytes) => (bytes.length >= ${MIN_COMPRESS_BYTES} ? deflated(bytes) : null));
   parentPort.postMessage({ id, answer }); // copied, not transferred: a small Buffer may share its memory
 });
 `);

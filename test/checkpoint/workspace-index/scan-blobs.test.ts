@@ -76,7 +76,7 @@ async function commandThenRewind(store: SessionStore, id: string): Promise<void>
 }
 
 describe("a workspace scan's blobs", () => {
-  it("small ones go into the session's pack by default, large ones are files, and a rewind restores from both", async () => {
+  it("small ones go into the session's pack by default, large ones are files; rewinds restore both", async () => {
     const { store, id } = await sessionOn(fsBackend({ root }));
     await firstScan(store, id);
     expect(await packSegments(id)).not.toEqual([]);
