@@ -9,7 +9,10 @@ runBackendConformance({
   name: "fs",
   create,
   destroy,
-  lacks: { writeBlobs: "each blob is its own file: writing them one by one costs what a batch would" },
+  lacks: {
+    writeBlobs:
+      "a capture's blobs are files of their own, each as cheap alone as in a batch; a scan's are batched (writeScanBlobs)",
+  },
   crashLeftState: {
     // Raw bytes at the end of events.jsonl: what a process killed mid-write leaves.
     appendToLog: (backend, id, text) => appendFile(join(rootOf(backend), id, "events.jsonl"), text),
