@@ -25,7 +25,7 @@ import {
   BLOB,
   DELETION,
   ENTRY_HEADER_BYTES,
-  encodeEntry,
+  encodeEntryInto,
   isBlobEntryOf,
   type PackEntry,
   scanSegment,
@@ -231,18 +231,12 @@ export function packSegmentCount(layout: SessionLayout, id: string): number {
   return packIndex(layout, id).segments.length;
 }
 
-/** An entry to append: its kind and name, and its bytes as encodeEntry made them. */
+/** An entry to append: its kind, its name and its body (none for a deletion). */
 interface Framed {
   kind: PackEntry["kind"];
   hash: string;
-  entry: Buffer;
+  body?: Uint8Array;
 }
-
-const framed = (kind: PackEntry["kind"], hash: string, body?: Uint8Array): Framed => ({
-  kind,
-  hash,
-  entry: encodeEntry(kind, hash, body),
-});
 
 /**
  * Appends entries to the newest segment in one write, under the session lock: a torn tail a crash left is cut
@@ -252,7 +246,13 @@ const framed = (kind: PackEntry["kind"], hash: string, body?: Uint8Array): Frame
  * back: scanning it again checked every entry twice more (a third of a cold scan's pack time).
  */
 async function appendEntries(layout: SessionLayout, id: string, entries: readonly Framed[], durable: boolean) {
-  const entry = entries.length === 1 ? entries[0]!.entry : Buffer.concat(entries.map((e) => e.entry));
+  const sizeOf = (framed: Framed) => ENTRY_HEADER_BYTES + (framed.body?.length ?? 0);
+  const entry = Buffer.allocUnsafe(entries.reduce((sum, framed) => sum + sizeOf(framed), 0));
+  let into = 0;
+  for (const framed of entries) {
+    encodeEntryInto(entry, into, framed.kind, framed.hash, framed.body);
+    into += sizeOf(framed);
+  }
   const index = packIndex(layout, id);
   const dir = layout.packs(id);
   let segment = index.segments.at(-1);
@@ -273,9 +273,9 @@ async function appendEntries(layout: SessionLayout, id: string, entries: readonl
     for (let written = 0; written < entry.length; )
       written += writeSync(fd, entry, written, entry.length - written, segment.end + written);
     let offset = segment.end;
-    const appended = entries.map(({ kind, hash, entry: bytes }) => {
-      const at = { kind, hash, offset, length: bytes.length - ENTRY_HEADER_BYTES, damaged: false };
-      offset += bytes.length;
+    const appended = entries.map((framed) => {
+      const at = { kind: framed.kind, hash: framed.hash, offset, length: framed.body?.length ?? 0, damaged: false };
+      offset += sizeOf(framed);
       return at;
     });
     apply(index, segment.seq, appended);
@@ -296,7 +296,7 @@ export async function writePacked(
   durable: boolean,
 ): Promise<boolean> {
   if (isPacked(layout, id, hash)) return false;
-  await appendEntries(layout, id, [framed(BLOB, hash, stored)], durable);
+  await appendEntries(layout, id, [{ kind: BLOB, hash, body: stored }], durable);
   return true;
 }
 
@@ -322,7 +322,7 @@ export async function writePackedMany(
   await appendEntries(
     layout,
     id,
-    [...fresh].map(([hash, stored]) => framed(BLOB, hash, stored)),
+    [...fresh].map(([hash, body]) => ({ kind: BLOB, hash, body })),
     durable,
   );
   return [...fresh.keys()];
@@ -364,7 +364,7 @@ export async function syncPacked(layout: SessionLayout, id: string, hashes: read
  */
 export async function deletePacked(layout: SessionLayout, id: string, hash: string): Promise<void> {
   if (!packIndex(layout, id).live.has(hash)) return;
-  await appendEntries(layout, id, [framed(DELETION, hash)], false);
+  await appendEntries(layout, id, [{ kind: DELETION, hash }], false);
   const index = packIndex(layout, id);
   const total = index.segments.reduce((sum, segment) => sum + segment.size, 0);
   const dead = total - index.liveBytes;

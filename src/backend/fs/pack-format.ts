@@ -30,15 +30,30 @@ export interface PackEntry {
 
 /** The bytes to append for a blob (its stored bytes) or a deletion of `hash`. */
 export function encodeEntry(kind: typeof BLOB | typeof DELETION, hash: string, body: Uint8Array = EMPTY): Buffer {
-  const entry = Buffer.alloc(ENTRY_HEADER_BYTES + body.length);
-  MAGIC.copy(entry, 0);
-  entry[4] = kind;
-  entry.writeUInt32BE(body.length, 8);
-  Buffer.from(hash, "hex").copy(entry, 12);
-  entry.set(body, ENTRY_HEADER_BYTES);
-  checkOf(entry.subarray(0, 44)).copy(entry, 44);
-  checkOf(body).copy(entry, 48);
+  const entry = Buffer.allocUnsafe(ENTRY_HEADER_BYTES + body.length);
+  encodeEntryInto(entry, 0, kind, hash, body);
   return entry;
+}
+
+/**
+ * {@link encodeEntry} written into `target` at `at` (ENTRY_HEADER_BYTES + the body's length bytes): many entries
+ * appended at once are encoded into one buffer, not one each (a cold scan of 50k files made 50k).
+ */
+export function encodeEntryInto(
+  target: Buffer,
+  at: number,
+  kind: typeof BLOB | typeof DELETION,
+  hash: string,
+  body: Uint8Array = EMPTY,
+): void {
+  MAGIC.copy(target, at);
+  target[at + 4] = kind;
+  target.fill(0, at + 5, at + 8);
+  target.writeUInt32BE(body.length, at + 8);
+  target.write(hash, at + 12, 32, "hex");
+  target.set(body, at + ENTRY_HEADER_BYTES);
+  checkOf(target.subarray(at, at + 44)).copy(target, at + 44);
+  checkOf(body).copy(target, at + 48);
 }
 const EMPTY = new Uint8Array(0);
 
