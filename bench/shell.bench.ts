@@ -100,7 +100,7 @@ interface SizeFigures {
   gitColdMs: number;
   /** `git init` + `git add -A` of the tree into a fresh repository (no commit). */
   gitAddMs: number;
-  /** The first scan (first beforeCommand) of COLD_SAMPLES sessions, and as many `git add -A` into fresh repositories. */
+  /** The first scans (first beforeCommand) of COLD_SAMPLES sessions, and as many `git add -A` into new repositories. */
   firstScans: number[];
   gitAdds: number[];
   scan: Figure;
