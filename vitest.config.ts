@@ -56,12 +56,11 @@ export default defineConfig({
     experimental: { fsModuleCache: true },
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    // Three files at once on two cores: a file waiting on its children, a lease or an fsync leaves a core to the
-    // others (two left a sixth of the CPU idle). The unit tier alone mostly waits, so `npm run test:fast` runs four
-    // (AGENT_TAPE_TEST_WORKERS=4); four for the whole suite ran no faster in CI and ran a property test past its
-    // timeout (docs/testing.md, "Tiers").
+    // Two files at once on two cores: crash and multi-process tests start real children. The unit tier alone mostly
+    // waits (fsyncs, leases running out), so `npm run test:fast` runs four (AGENT_TAPE_TEST_WORKERS=4); four for
+    // the whole suite ran no faster in CI and ran a property test past its timeout (docs/testing.md, "Tiers").
     fileParallelism: true,
-    maxWorkers: Number(process.env.AGENT_TAPE_TEST_WORKERS ?? 3),
+    maxWorkers: Number(process.env.AGENT_TAPE_TEST_WORKERS ?? 2),
     projects: [
       {
         extends: true,
