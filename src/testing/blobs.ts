@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import type { StorageBackend } from "../backend/types.js";
+import type { LockedSession, StorageBackend } from "../backend/types.js";
 import { isAgentTapeError } from "../index.js";
 import { blob, event, expectCode, readAll, record, sha256, withLock } from "./fixtures.js";
 import { runAreas, type BackendConformanceOptions, type ConformanceArea, type ConformanceSuite } from "./suite.js";
@@ -135,15 +135,7 @@ function blobDeletesAndOwners(suite: ConformanceSuite): void {
         await locked.writeBlob(a.hash, a.bytes);
         const written = await locked.writeBlobs!(new Map([a, b, empty].map((x) => [x.hash, x.bytes])));
         expect(written.sort()).toEqual([b.hash, empty.hash].sort());
-        const c = blob("never stored");
-        await expectCode(
-          locked.writeBlobs!([
-            [c.hash, c.bytes],
-            ["not-a-hash", Buffer.from("x")],
-          ]),
-          "INVALID_ARGUMENT",
-        );
-        expect(await locked.hasBlob(c.hash)).toBe(false);
+        await expectBatchWithBadNameWritesNothing(locked, (blobs) => locked.writeBlobs!(blobs));
       });
       for (const x of [a, b, empty]) expect(await backend.readBlob("s1", x.hash)).toEqual(Buffer.from(x.bytes));
       expect((await backend.listBlobs("s1")).sort()).toEqual([a.hash, b.hash, empty.hash].sort());
@@ -183,15 +175,7 @@ function scanBlobWrites(suite: ConformanceSuite): void {
         expect(written.sort()).toEqual([b, empty, big, ...many].map((x) => x.hash).sort());
         expect(await locked.writeScanBlobs!([[b.hash, b.bytes]])).toEqual([]);
         await locked.syncBlobs?.(written);
-        const c = blob("never stored");
-        await expectCode(
-          locked.writeScanBlobs!([
-            [c.hash, c.bytes],
-            ["not-a-hash", Buffer.from("x")],
-          ]),
-          "INVALID_ARGUMENT",
-        );
-        expect(await locked.hasBlob(c.hash)).toBe(false);
+        await expectBatchWithBadNameWritesNothing(locked, (blobs) => locked.writeScanBlobs!(blobs));
         await locked.deleteBlob(many[0]!.hash);
       });
       const kept = [a, b, empty, big, ...many.slice(1)];
@@ -200,4 +184,20 @@ function scanBlobWrites(suite: ConformanceSuite): void {
       expect((await backend.listBlobs("s1")).sort()).toEqual(kept.map((x) => x.hash).sort());
     },
   );
+}
+
+/** A batch holding one name that is no hash is INVALID_ARGUMENT, and none of its blobs is stored. */
+async function expectBatchWithBadNameWritesNothing(
+  locked: LockedSession,
+  write: (blobs: [string, Uint8Array][]) => Promise<string[]>,
+): Promise<void> {
+  const c = blob("never stored");
+  await expectCode(
+    write([
+      [c.hash, c.bytes],
+      ["not-a-hash", Buffer.from("x")],
+    ]),
+    "INVALID_ARGUMENT",
+  );
+  expect(await locked.hasBlob(c.hash)).toBe(false);
 }
