@@ -42,6 +42,8 @@ export interface FolderListing {
   ino: bigint;
   /** Every name `readdir` gave, ignored ones included (the rules are applied on each walk). */
   names: string[];
+  /** The workspace-relative path of each name, made by the first walk that trusted this listing (walk.ts). */
+  paths?: string[];
   /** When the listing was taken (wall clock, ns). */
   listedAtNs: bigint;
 }

@@ -9,12 +9,15 @@ import type { FolderListing, IndexEntry } from "./index-entry.js";
  */
 export const RACY_WINDOW_NS = 2_000_000_000n;
 
+/** What the index needs of a path's lstat: a BigIntStats, or the same fields taken on a helper thread. */
+export type Lstat = Pick<BigIntStats, "mode" | "size" | "mtimeNs" | "ctimeNs" | "ino" | "nlink" | "uid" | "gid">;
+
 /**
  * True when a folder still holds what `listing` names: its stat is the same, and the listing was taken
  * after the racy window of that stat. Listed within it, a name added in the same timestamp tick
  * would leave mtime and ctime as they were (`touch -r` puts mtime back, never ctime).
  */
-export function stillHolds(listing: FolderListing, now: BigIntStats): boolean {
+export function stillHolds(listing: FolderListing, now: Lstat): boolean {
   return (
     listing.mtimeNs === now.mtimeNs &&
     listing.ctimeNs === now.ctimeNs &&
@@ -25,7 +28,7 @@ export function stillHolds(listing: FolderListing, now: BigIntStats): boolean {
 }
 
 /** True when `info` says the same as `entry` (see `sameStat`), without making an entry of it. */
-export function sameStatAs(entry: IndexEntry, info: BigIntStats, kind: IndexEntry["kind"], mode: number): boolean {
+export function sameStatAs(entry: IndexEntry, info: Lstat, kind: IndexEntry["kind"], mode: number): boolean {
   return (
     entry.mtimeNs === info.mtimeNs &&
     entry.ctimeNs === info.ctimeNs &&
@@ -43,7 +46,7 @@ export function kindOfMode(mode: number): IndexEntry["kind"] {
   return type === S_IFREG ? "file" : type === S_IFDIR ? "directory" : type === S_IFLNK ? "symlink" : "other";
 }
 
-export function entryOf(info: BigIntStats): IndexEntry {
+export function entryOf(info: Lstat): IndexEntry {
   const mode = Number(info.mode);
   return {
     kind: kindOfMode(mode),

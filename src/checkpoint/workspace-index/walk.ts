@@ -4,7 +4,8 @@ import { WorkspaceTooLargeError } from "../../core/errors.js";
 import type { FolderListing, IndexEntry } from "./index-entry.js";
 import type { IgnoreRules, Scope } from "./ignore-rules.js";
 import { readGitignore } from "./read-gitignore.js";
-import { entryOf, kindOfMode, sameStatAs, stillHolds } from "./stat-entries.js";
+import { entryOf, kindOfMode, type Lstat, sameStatAs, stillHolds } from "./stat-entries.js";
+import { STAT_AHEAD_FROM, statAhead, type StatsAhead } from "./stat-ahead.js";
 import { depthOf, isBelow, joined, parentOf } from "./tree-paths.js";
 
 export { entryOf, RACY_WINDOW_NS } from "./stat-entries.js";
@@ -65,6 +66,8 @@ export interface Walked {
   /** Folders listed (`readdir`) and paths `lstat`ed: what the walk cost. */
   listed: number;
   statted: number;
+  /** Of those lstats, how many were taken ahead on helper threads (stat-ahead.ts). */
+  statsAhead: number;
   /** Bytes of the tracked files (each up to `maxFileBytes`). */
   bytes: number;
   /**
@@ -99,14 +102,17 @@ export async function walkWorkspace(
   limits: WalkLimits,
   known: Known = { entries: new Map() },
   hooks?: WalkHooks,
+  statAheadFrom = STAT_AHEAD_FROM,
 ): Promise<Walked> {
   const walk = new Walk(realWorkspace, limits, known, hooks, new Map(), new Map(), new Map(), new Set());
-  let root: BigIntStats | undefined;
+  let root: Lstat | undefined;
   try {
     root = lstatSync(realWorkspace, { bigint: true, throwIfNoEntry: false });
   } catch {
     root = undefined;
   }
+  if (known.folders !== undefined && known.entries.size >= statAheadFrom)
+    walk.ahead = await statAhead(realWorkspace, known.folders, root);
   await walk.below({ path: "", absolute: realWorkspace, scope: rules.root(), stat: root }, rules);
   return walk.result(walk.foundAgain);
 }
@@ -173,7 +179,7 @@ interface Queued {
   absolute: string;
   /** The rules in force in the folder's parent. */
   scope: Scope;
-  stat: BigIntStats | undefined;
+  stat: Lstat | undefined;
 }
 
 /** One walk's state: what it found so far, and its two ways of finding more. */
@@ -191,9 +197,12 @@ class Walk {
    * (written through another name): its rules reach the whole subtree.
    */
   doubt = false;
+  /** Stats of the names of folders whose listing held, taken on helper threads before the walk (stat-ahead.ts). */
+  ahead: StatsAhead | undefined;
   private sinceYield = 0;
   private listed = 0;
   private statted = 0;
+  private statsAhead = 0;
   private readonly nowNs = BigInt(Date.now()) * 1_000_000n;
 
   constructor(
@@ -230,7 +239,7 @@ class Walk {
   }
 
   result(foundAgain: number): Walked {
-    const { entries, unlisted, folders, scopes, linked, listed, statted, bytes, prior, ignored } = this;
+    const { entries, unlisted, folders, scopes, linked, listed, statted, statsAhead, bytes, prior, ignored } = this;
     // A folder relisted after its parent's listing already took its new stat would be here twice.
     const differing = this.differing.length > 1 ? [...new Set(this.differing)] : this.differing;
     const walked: Walked = {
@@ -243,6 +252,7 @@ class Walk {
       linked,
       listed,
       statted,
+      statsAhead,
       bytes,
       ignored,
     };
@@ -259,8 +269,10 @@ class Walk {
       const fresh = dir.stat !== undefined && this.hooks?.beforeListing(dir.path, dir.stat.ino) === true;
       let names: string[];
       const listing = this.known.folders?.get(dir.path);
+      let held: FolderListing | undefined;
       if (!fresh && listing !== undefined && dir.stat !== undefined && stillHolds(listing, dir.stat)) {
         names = listing.names;
+        held = listing;
         this.folders.set(dir.path, listing);
       } else {
         const listed = this.list(dir);
@@ -268,10 +280,14 @@ class Walk {
         names = listed;
       }
       const scope = this.scopeInside(dir, names, rules);
-      for (const name of names) {
-        const found = this.visit(dir.path, dir.absolute, name, scope, rules);
+      // A listing that held keeps its paths: the same strings as the keys of the entries, each hashed once.
+      const paths = held === undefined ? undefined : (held.paths ??= names.map((name) => joined(dir.path, name)));
+      for (let i = 0; i < names.length; i++) {
+        const name = names[i]!;
+        const ahead = held === undefined ? undefined : this.ahead?.of(dir.path, held, i);
+        const found = this.visit(dir.path, dir.absolute, name, scope, rules, ahead, paths?.[i]);
         if (found?.kind === "directory")
-          queue.push({ path: found.path, absolute: found.absolute, scope, stat: found.info });
+          queue.push({ path: found.path, absolute: `${dir.absolute}/${name}`, scope, stat: found.info });
         await this.pace();
       }
     }
@@ -317,7 +333,7 @@ class Walk {
         if (previous?.kind === "directory" && !sameFolder) this.takeOutBelow(path);
         // The same folder with a new stat: its own watch tells what changed in it. A new one is walked whole.
         if (found.kind === "directory" && !sameFolder)
-          await this.below({ path, absolute: found.absolute, scope, stat: found.info }, rules);
+          await this.below({ path, absolute: `${absolute}/${name}`, scope, stat: found.info }, rules);
       }
       await this.pace();
     }
@@ -331,19 +347,22 @@ class Walk {
     name: string,
     scope: Scope,
     rules: IgnoreRules,
-  ): { path: string; absolute: string; kind: IndexEntry["kind"]; info: BigIntStats; entry: IndexEntry } | undefined {
-    const path = joined(dirPath, name);
-    const absolute = `${dirAbsolute}/${name}`;
-    let info: BigIntStats | undefined;
-    try {
-      info = lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
-    } catch (error) {
-      // Its folder vanished or became a file since the listing: not there. Anything else (EACCES, ENAMETOOLONG)
-      // is not "gone": what the index knew of it is kept, as for a folder that cannot be listed.
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== "ENOENT" && code !== "ENOTDIR") this.unlisted.push(path);
-      return undefined;
-    }
+    ahead?: Lstat,
+    knownPath?: string,
+  ): { path: string; kind: IndexEntry["kind"]; info: Lstat; entry: IndexEntry } | undefined {
+    const path = knownPath ?? joined(dirPath, name);
+    let info: Lstat | undefined = ahead;
+    if (info !== undefined) this.statsAhead++;
+    else
+      try {
+        info = lstatSync(`${dirAbsolute}/${name}`, { bigint: true, throwIfNoEntry: false });
+      } catch (error) {
+        // Its folder vanished or became a file since the listing: not there. Anything else (EACCES, ENAMETOOLONG)
+        // is not "gone": what the index knew of it is kept, as for a folder that cannot be listed.
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code !== "ENOENT" && code !== "ENOTDIR") this.unlisted.push(path);
+        return undefined;
+      }
     this.statted++;
     if (info === undefined) return undefined;
     const mode = Number(info.mode); // once: BigIntStats' isDirectory() and friends make BigInts per call
@@ -374,7 +393,7 @@ class Walk {
       this.doubt = true;
     this.count(this.entries.get(path), entry);
     this.setEntry(path, entry);
-    return { path, absolute, kind, info, entry };
+    return { path, kind, info, entry };
   }
 
   /** A relisted folder's own entry, when its stat moved (a name added or removed changes its times). */
@@ -407,7 +426,7 @@ class Walk {
       return undefined;
     }
     this.listed++;
-    if (dir.stat?.isDirectory())
+    if (dir.stat !== undefined && kindOfMode(Number(dir.stat.mode)) === "directory")
       this.folders.set(dir.path, {
         mtimeNs: dir.stat.mtimeNs,
         ctimeNs: dir.stat.ctimeNs,
