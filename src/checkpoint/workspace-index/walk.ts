@@ -112,7 +112,7 @@ export async function walkWorkspace(
     root = undefined;
   }
   if (known.folders !== undefined && known.entries.size >= statAheadFrom)
-    walk.ahead = await statAhead(realWorkspace, known.folders, root);
+    walk.ahead = statAhead(realWorkspace, known.folders, root);
   await walk.below({ path: "", absolute: realWorkspace, scope: rules.root(), stat: root }, rules);
   return walk.result(walk.foundAgain);
 }
@@ -197,7 +197,7 @@ class Walk {
    * (written through another name): its rules reach the whole subtree.
    */
   doubt = false;
-  /** Stats of the names of folders whose listing held, taken on helper threads before the walk (stat-ahead.ts). */
+  /** Stats of the names of folders whose listing held, taken on helper threads as the walk goes (stat-ahead.ts). */
   ahead: StatsAhead | undefined;
   private sinceYield = 0;
   private listed = 0;
@@ -282,6 +282,7 @@ class Walk {
       const scope = this.scopeInside(dir, names, rules);
       // A listing that held keeps its paths: the same strings as the keys of the entries, each hashed once.
       const paths = held === undefined ? undefined : (held.paths ??= names.map((name) => joined(dir.path, name)));
+      if (held !== undefined) await this.ahead?.pending(dir.path);
       for (let i = 0; i < names.length; i++) {
         const name = names[i]!;
         const ahead = held === undefined ? undefined : this.ahead?.of(dir.path, held, i);
@@ -391,7 +392,8 @@ class Walk {
       !sameStatAs(before, info, kind, mode)
     )
       this.doubt = true;
-    this.count(this.entries.get(path), entry);
+    // A whole walk meets each path once, into a map of its own: nothing there to replace.
+    this.count(this.prior === undefined ? undefined : this.entries.get(path), entry);
     this.setEntry(path, entry);
     return { path, kind, info, entry };
   }
