@@ -58,6 +58,8 @@ export interface ScanReport {
   /** Folders listed and paths lstat'ed. */
   listed: number;
   statted: number;
+  /** Of those lstats, how many helper threads took ahead of the walk (a later scan of a large workspace). */
+  statsAhead: number;
   /** Tracked paths the scan found created, changed or removed. */
   changed: number;
   /** Wall time of the scan, in milliseconds. */
@@ -233,6 +235,7 @@ export class CommandCapture {
       ...(watching?.reason !== undefined && scan.walked === "whole" ? { reason: watching.reason } : {}),
       listed: scan.listed,
       statted: scan.statted,
+      statsAhead: scan.statsAhead,
       changed: scan.changed.length,
       ms: performance.now() - startedAt,
     });

@@ -45,6 +45,8 @@ export interface ScanResult {
   /** Folders listed and paths lstat'ed by the walk. */
   listed: number;
   statted: number;
+  /** Of those lstats, how many were taken ahead on helper threads (stat-ahead.ts). */
+  statsAhead: number;
 }
 
 /** A watcher's help: which folders changed (undefined: walk everything) and the hooks that watch new ones. */
@@ -110,6 +112,7 @@ export async function scanWorkspace(
     walked: walked.changedOnly ? "changed folders" : "whole",
     listed: walked.listed,
     statted: walked.statted,
+    statsAhead: walked.statsAhead,
   };
 }
 

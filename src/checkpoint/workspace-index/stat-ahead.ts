@@ -131,7 +131,9 @@ export function statAhead(
     inJob.push(taken);
     job.folders.push(absolute);
     job.names.push(
-      listing.names.map((name) => (hasEscapedBytes(name) || absolute.length + name.length > LONGEST_PATH ? null : name)),
+      listing.names.map((name) =>
+        hasEscapedBytes(name) || absolute.length + name.length > LONGEST_PATH ? null : name,
+      ),
     );
     names += listing.names.length;
     if (names >= JOB_NAMES) send();
