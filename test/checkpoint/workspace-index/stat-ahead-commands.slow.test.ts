@@ -2,7 +2,8 @@
 // (stat-ahead.ts, from 4096 entries): each command's checkpoint names exactly the paths it changed, and a rewind
 // to before them all gives back the tree byte for byte. The size is what this proves: below it no stat is taken
 // ahead.
-import { mkdir, realpath, rename, rm, writeFile } from "node:fs/promises";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { realpath, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { CheckpointStore, rewind, undoRewind, type ScanReport } from "../../../src/index.js";
@@ -16,9 +17,10 @@ const fileOf = (folder: number, i: number) => `pkg-${folder % 11}/mod-${folder}/
 it("commands in a 4,400-file workspace: scans with stats taken ahead record exactly what changed", async () => {
   const base = await realpath(await tempDir("agent-tape-stat-ahead-commands-"));
   const workspace = join(base, "ws");
+  // Made with synchronous calls: 4,400 files, a second less than one promise each.
   for (let folder = 0; folder < FOLDERS; folder++) {
-    await mkdir(join(workspace, `pkg-${folder % 11}/mod-${folder}`), { recursive: true });
-    for (let i = 0; i < PER_FOLDER; i++) await writeFile(join(workspace, fileOf(folder, i)), `// ${folder} ${i}\n`);
+    mkdirSync(join(workspace, `pkg-${folder % 11}/mod-${folder}`), { recursive: true });
+    for (let i = 0; i < PER_FOLDER; i++) writeFileSync(join(workspace, fileOf(folder, i)), `// ${folder} ${i}\n`);
   }
   // Folders whose times are 2 s old: the first scan's listings are trusted by the next ones (stat-entries.ts).
   await new Promise((resolve) => setTimeout(resolve, 2100));
