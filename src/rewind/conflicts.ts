@@ -40,6 +40,7 @@ export class LastWritten {
         if (change.action === "skip") continue; // left alone: what was known still holds
         states.set(change.path, wrote.get(change.path) ?? null);
       }
+      leftInCompleteFolders(marker, wrote, states);
     }
   }
 
@@ -48,6 +49,41 @@ export class LastWritten {
     let states = this.workspaces.get(workspace);
     if (!states) this.workspaces.set(workspace, (states = new WorkspaceStates()));
     return states;
+  }
+}
+
+/**
+ * A folder a rewind wrote as a complete listing holds what the rewind wrote in it and what it left as it was (a
+ * folder whose mode alone was put back: none of its files). The marker names only the first; the second is in its
+ * undo snapshot (the state before the rewind, which the rewind did not change), and is recorded from there, so the
+ * check does not take those files for ones made since by someone else. Without an undo snapshot (`keepUndo: 0`)
+ * what the folder holds is not known: it is recorded as not complete (docs/ARCHITECTURE.md, "Conflicts").
+ */
+function leftInCompleteFolders(
+  marker: RewindPayload,
+  wrote: ReadonlyMap<string, FileState>,
+  states: WorkspaceStates,
+): void {
+  const complete = [...wrote.values()].filter(
+    (state): state is Extract<FileState, { kind: "directory" }> =>
+      state.kind === "directory" && state.complete !== false,
+  );
+  if (complete.length === 0) return;
+  if (marker.undo === undefined) {
+    for (const folder of complete) states.set(folder.path, { ...folder, complete: false });
+    return;
+  }
+  const named = new Set(marker.changes.map((change) => change.path));
+  for (const record of marker.undo.files) {
+    if (named.has(record.path)) continue;
+    // The nearest path above it the rewind acted on decides: a complete folder it wrote keeps it; anything else
+    // (a folder skipped, made a file or removed) says nothing of it here.
+    for (let above = parentOf(record.path); above !== undefined; above = parentOf(above)) {
+      if (!named.has(above)) continue;
+      const folder = wrote.get(above);
+      if (folder?.kind === "directory" && folder.complete !== false) states.set(record.path, fileStateOf(record));
+      break;
+    }
   }
 }
 
@@ -138,13 +174,13 @@ export function settleConflicts(
 }
 
 function findConflicts(plan: FilePlan, written: WorkspaceStates, resolution: OnConflict): RewindConflict[] {
-  const changing = new Map(plan.changes.flatMap((c) => (c.becomes ? [[c.path, c] as const] : [])));
   const conflicts: RewindConflict[] = [];
   for (const record of plan.current.files) {
     const actual = fileStateOf(record);
     let expected = written.get(record.path);
-    if (expected === undefined && !changing.has(record.path) && actual.kind !== "absent") {
-      // Never recorded, yet inside a folder whose every entry was: made since, by someone else.
+    if (expected === undefined && actual.kind !== "absent") {
+      // Never recorded, yet inside a folder whose every entry was: made since, by someone else. Whether the plan
+      // would change it (a file it deletes because the listing it puts back does not name it) or not.
       const parent = parentOf(record.path);
       const folder = parent === undefined ? undefined : written.get(parent);
       if (folder?.kind === "directory" && folder.complete !== false) expected = { path: record.path, kind: "absent" };
