@@ -8,6 +8,7 @@ import {
   RACY_WINDOW_NS,
   revertWalk,
   walkChangedFolders,
+  walkWholeInPlace,
   walkWorkspace,
   type WalkHooks,
   type WalkLimits,
@@ -254,10 +255,12 @@ async function walkOf(
     );
     if (walked !== undefined) return { ...walked, changedOnly: true };
   }
-  return {
-    ...(await walkWorkspace(previous.workspace, rules, options, previous, watching?.hooks)),
-    changedOnly: false,
-  };
+  // A first scan fills a map of its own; a later one changes the index's in place (Walked.prior).
+  const walked =
+    previous.entries.size === 0
+      ? await walkWorkspace(previous.workspace, rules, options, previous, watching?.hooks)
+      : await walkWholeInPlace(previous.workspace, rules, options, previous, watching?.hooks);
+  return { ...walked, changedOnly: false };
 }
 
 function isBelow(path: string, dir: string): boolean {

@@ -1,6 +1,8 @@
-// A later walk whose stats were taken ahead on helper threads (stat-ahead.ts) must find exactly what the same walk
-// finds lstat'ing each path itself, and what a first walk of the same tree finds: generated trees with odd names
-// (bytes that are not UTF-8, paths past what the threads take), hard links and links, changed by generated
+// A later walk whose stats were taken ahead on helper threads (stat-ahead.ts), changing the index's map in place as a
+// later scan does, must find exactly what the same walk finds lstat'ing each path itself into a map of its own, and
+// what a first walk of the same tree finds, and must record every change it made (put back, the map is as it was):
+// generated trees with odd names (bytes that are not UTF-8, paths past what the threads take), hard links and links,
+// changed by generated
 // operations between the walks (files rewritten in place, folders removed, moved, swapped for links or files,
 // modes changed). The listings of the first walk are trusted as if taken long after (test/helpers/trusted-listings.ts),
 // so the walks take the stats ahead wherever a folder's listing still holds.
@@ -10,7 +12,12 @@ import fc from "fast-check";
 import { expect, it } from "vitest";
 import { IgnoreRules } from "../../../src/checkpoint/workspace-index/ignore-rules.js";
 import type { IndexEntry } from "../../../src/checkpoint/workspace-index/index-entry.js";
-import { type Walked, walkWorkspace } from "../../../src/checkpoint/workspace-index/walk.js";
+import {
+  revertWalk,
+  type Walked,
+  walkWholeInPlace,
+  walkWorkspace,
+} from "../../../src/checkpoint/workspace-index/walk.js";
 import { tempDir } from "../../helpers/fixture.js";
 import { rounds } from "../../helpers/rounds.js";
 import { trustListings } from "../../helpers/trusted-listings.js";
@@ -97,6 +104,9 @@ async function apply(workspace: string, outside: string, files: [number, number]
 }
 
 /** What a walk found, by value: its entries' stats (not which object holds them), and what it reports. */
+/** The fields a walk compares to tell a changed stat (sameStatAs). */
+const statOf = (e: IndexEntry) => `${e.kind} ${e.size} ${e.mtimeNs} ${e.ctimeNs} ${e.ino} ${e.mode}`;
+
 function found(walked: Walked) {
   const byValue = (entries: ReadonlyMap<string, IndexEntry>) =>
     [...entries]
@@ -135,7 +145,15 @@ it("a walk with its stats taken ahead finds what a walk lstat'ing each path find
       await new Promise((resolve) => setTimeout(resolve, 25));
       for (const op of operations) await apply(workspace, outside, files, op);
 
-      const ahead = await walkWorkspace(workspace, rules, limits, known, undefined, 0);
+      // As a later scan walks: stats ahead, the index's map changed in place (a copy here, to compare with).
+      const ahead = await walkWholeInPlace(
+        workspace,
+        rules,
+        limits,
+        { ...known, entries: new Map(known.entries) },
+        undefined,
+        0,
+      );
       const itself = await walkWorkspace(workspace, rules, limits, known, undefined, Number.POSITIVE_INFINITY);
       const fresh = await walkWorkspace(workspace, rules, limits);
       expect(itself.statsAhead).toBe(0);
@@ -143,7 +161,20 @@ it("a walk with its stats taken ahead finds what a walk lstat'ing each path find
       expect(found(ahead)).toEqual(found(itself));
       expect([...ahead.differing].sort()).toEqual([...itself.differing].sort());
       expect(ahead.foundAgain).toBe(itself.foundAgain);
+      // Differing: exactly the paths new to the index or whose stat moved, each other one the known entry itself.
+      const moved = (path: string, now: IndexEntry) => {
+        const was = known.entries.get(path);
+        return was === undefined || statOf(was) !== statOf(now);
+      };
+      const expectedDiffering = [...fresh.entries].filter(([path, now]) => moved(path, now)).map(([path]) => path);
+      expect([...ahead.differing].sort()).toEqual(expectedDiffering.sort());
+      for (const [path, entry] of ahead.entries)
+        if (!expectedDiffering.includes(path)) expect(entry, path).toBe(known.entries.get(path));
       expect(found(ahead)).toEqual(found(fresh));
+      // What it changed in place is all in `prior`: put back, the map is the one it started from, entry for entry.
+      revertWalk(ahead.entries, ahead.prior!);
+      expect(ahead.entries.size).toBe(known.entries.size);
+      for (const [path, entry] of known.entries) expect(ahead.entries.get(path), path).toBe(entry);
     }),
     { numRuns: RUNS },
   );
