@@ -2,86 +2,16 @@ import type { BigIntStats } from "node:fs";
 import { lstatSync, readdirSync } from "../../core/named-fs.js";
 import { WorkspaceTooLargeError } from "../../core/errors.js";
 import type { FolderListing, IndexEntry } from "./index-entry.js";
+import type { InPlace, Known, WalkHooks, WalkLimits, Walked } from "./walk-types.js";
 import type { IgnoreRules, Scope } from "./ignore-rules.js";
 import { readGitignore } from "./read-gitignore.js";
 import { entryOf, kindOfMode, type Lstat, sameStatAs, stillHolds } from "./stat-entries.js";
 import { STAT_AHEAD_FROM, statAhead, type StatsAhead } from "./stat-ahead.js";
+import { PreviousInOrder } from "./previous-in-order.js";
 import { depthOf, isBelow, joined, parentOf } from "./tree-paths.js";
 
 export { entryOf, RACY_WINDOW_NS } from "./stat-entries.js";
-
-export interface WalkLimits {
-  /** Tracked entries (files, folders, links) past which the scan is refused. */
-  maxFiles: number;
-  /** Bytes of tracked files (those kept, up to `maxFileBytes` each) past which the scan is refused. */
-  maxBytes: number;
-  /** A file larger than this is tracked by its stat only and recorded `skipped: too_large`. */
-  maxFileBytes: number;
-}
-
-/** What the walk starts from: the entries, folder listings and ignore scopes of the previous scan. */
-export interface Known {
-  entries: ReadonlyMap<string, IndexEntry>;
-  folders?: ReadonlyMap<string, FolderListing>;
-  scopes?: ReadonlyMap<string, Scope>;
-  /** Files with more than one link (see {@link Walked.linked}). */
-  linked?: ReadonlySet<string>;
-  /** Bytes of the tracked files (each up to `maxFileBytes`), when known. */
-  bytes?: number;
-  /** Ignored entries met (see {@link Walked.ignored}). */
-  ignored?: ReadonlyMap<string, IndexEntry>;
-}
-
-/** Told of every folder the walk is about to list, so it can be watched first (folder-watcher.ts). */
-export interface WalkHooks {
-  /**
-   * `path` (workspace-relative, "" for the workspace) with its inode. Returns true when the folder
-   * was not watched before: its names are then listed afresh, after the watch, never taken from
-   * a listing held over (a name added before the watch would be seen by neither).
-   */
-  beforeListing(path: string, ino: bigint): boolean;
-}
-
-export interface Walked {
-  /**
-   * Every tracked path with its stat. An entry whose stat is unchanged (and was not racy) is the
-   * previous entry itself (`===`); any other is new, with `hash` / `target` still to be filled in.
-   */
-  entries: Map<string, IndexEntry>;
-  /** Paths whose entry is not the previous one: new, stat changed, or racy. */
-  differing: string[];
-  /** How many paths of the previous entries were found again (all of them: nothing was removed). */
-  foundAgain: number;
-  /** Folders that could not be listed: what the index held below them is kept as it was. */
-  unlisted: string[];
-  /** The listings to trust on the next walk (folders listed now, or whose listing still held). */
-  folders: Map<string, FolderListing>;
-  /** The ignore rules in force inside each folder (its own `.gitignore` included). */
-  scopes: Map<string, Scope>;
-  /**
-   * Tracked files with more than one link: a write through another name raises no event on this
-   * name's folder, so a watched scan lstats them all again (docs/ARCHITECTURE.md, "Watched scans").
-   */
-  linked: Set<string>;
-  /** Folders listed (`readdir`) and paths `lstat`ed: what the walk cost. */
-  listed: number;
-  statted: number;
-  /** Of those lstats, how many were taken ahead on helper threads (stat-ahead.ts). */
-  statsAhead: number;
-  /** Bytes of the tracked files (each up to `maxFileBytes`). */
-  bytes: number;
-  /**
-   * The ignored entries the walk met in the folders it listed (not entered, not read: their stat only, which the
-   * walk takes anyway), the library's own folders left out. A command's changes to them cannot be rewound, only
-   * named (docs/ARCHITECTURE.md, "Workspace index"). A walk of changed folders starts from the known ones.
-   */
-  ignored: Map<string, IndexEntry>;
-  /**
-   * From {@link walkChangedFolders}, which changes the maps of `known` in place (copying 50k entries per
-   * scan cost more than the scan): what each path it changed held before, undefined for a path it added.
-   */
-  prior?: Map<string, IndexEntry | undefined>;
-}
+export type { InPlace, Known, WalkHooks, WalkLimits, Walked } from "./walk-types.js";
 
 // The walk's stats are synchronous: an async lstat per file adds a thread-pool hop and a promise to
 // each, and the walk is the cost every command pays (bench "shell command changing 1 file @10k vs 2
@@ -190,35 +120,12 @@ export async function walkChangedFolders(
   return walk.result(-1);
 }
 
-/** What {@link walkChangedFolders} starts from, and changes in place. */
-export interface InPlace {
-  entries: Map<string, IndexEntry>;
-  folders: Map<string, FolderListing>;
-  scopes: Map<string, Scope>;
-  linked: Set<string>;
-  bytes?: number;
-  ignored?: ReadonlyMap<string, IndexEntry>;
-}
-
 /** Puts back what an in-place walk changed (`Walked.prior`), so the index is again the one it started from. */
 export function revertWalk(entries: Map<string, IndexEntry>, prior: ReadonlyMap<string, IndexEntry | undefined>): void {
   for (const [path, entry] of prior) {
     if (entry === undefined) entries.delete(path);
     else entries.set(path, entry);
   }
-}
-
-/** How far past the expected next path a whole walk looks for the one it meets (see `Walk.inOrder`). */
-const LOOK_AHEAD = 4;
-
-function orderOf(entries: ReadonlyMap<string, IndexEntry>): { paths: string[]; entries: IndexEntry[] } {
-  const order = { paths: new Array<string>(entries.size), entries: new Array<IndexEntry>(entries.size) };
-  let i = 0;
-  for (const [path, entry] of entries) {
-    order.paths[i] = path;
-    order.entries[i++] = entry;
-  }
-  return order;
 }
 
 interface Queued {
@@ -264,62 +171,39 @@ class Walk {
     /** With an in-place walk: what each changed path held before it (undefined: added). */
     private readonly prior?: Map<string, IndexEntry | undefined>,
   ) {
-    if (prior === undefined) this.inOrder = orderOf(known.entries);
+    if (prior === undefined) this.inOrder = new PreviousInOrder(known.entries);
   }
 
-  /**
-   * The previous entries as the last walk set them, for a whole walk: walking a tree that did not change meets them
-   * in that order, so the walk takes each from here (a comparison) rather than from the map (a hash lookup).
-   */
-  private inOrder: { paths: string[]; entries: IndexEntry[] } | undefined;
-  private at = 0;
-  /** A whole walk in place (walkWholeInPlace): which previous paths it met, in order and out of it. */
-  private met: { inOrder: Uint8Array; outOfOrder: Set<string> } | undefined;
+  /** The previous entries, in the order the last walk set them, for a whole walk (previous-in-order.ts). */
+  private inOrder: PreviousInOrder | undefined;
+  /** A whole walk in place (walkWholeInPlace): it removes at its end the previous paths it did not meet. */
+  private wholeInPlace = false;
   /** Entries a whole walk in place kept or set: its size, for the limit (the map still holds those not met yet). */
   private tracked = 0;
 
   /** Makes this a whole walk of `known.entries` in place (see walkWholeInPlace). */
   inPlaceWhole(): void {
-    this.inOrder = orderOf(this.entries);
-    this.met = { inOrder: new Uint8Array(this.inOrder.paths.length), outOfOrder: new Set() };
+    this.inOrder = new PreviousInOrder(this.entries);
+    this.wholeInPlace = true;
   }
 
   /** A walk of changed folders (walkChangedFolders), which may doubt what it cannot follow. */
   private get relisting(): boolean {
-    return this.prior !== undefined && this.met === undefined;
+    return this.prior !== undefined && !this.wholeInPlace;
   }
 
   /** What `path` held before this walk. */
   private priorOf(path: string): IndexEntry | undefined {
-    const inOrder = this.inOrder;
-    if (inOrder !== undefined) {
-      // A whole walk meets each path once, so the map (changed in place or not) still holds what it held before.
-      const { paths, entries } = inOrder;
-      // The next one, or one a few further on (the paths between were removed since the last walk).
-      for (let i = this.at, end = Math.min(this.at + LOOK_AHEAD, paths.length); i < end; i++)
-        if (paths[i] === path) {
-          this.at = i + 1;
-          if (this.met !== undefined) this.met.inOrder[i] = 1;
-          return entries[i];
-        }
-      const entry = this.known.entries.get(path);
-      if (entry !== undefined) this.met?.outOfOrder.add(path);
-      return entry;
-    }
-    if (this.prior === undefined) return this.known.entries.get(path);
-    return this.prior.has(path) ? this.prior.get(path) : this.entries.get(path);
+    // A whole walk meets each path once, so the map (changed in place or not) still holds what it held before.
+    if (this.inOrder !== undefined) return this.inOrder.get(path);
+    return this.prior!.has(path) ? this.prior!.get(path) : this.entries.get(path);
   }
 
   /** The end of a whole walk in place: what it did not meet is gone, unless below a path it could not look at. */
   removeNotMet(): void {
-    if (this.inOrder === undefined || this.met === undefined || this.foundAgain === this.inOrder.paths.length) return;
-    const { paths } = this.inOrder;
-    for (let i = 0; i < paths.length; i++) {
-      const path = paths[i]!;
-      if (this.met.inOrder[i] === 1 || this.met.outOfOrder.has(path)) continue;
-      if (this.unlisted.some((dir) => dir === "" || path.startsWith(`${dir}/`))) continue;
-      this.deleteEntry(path);
-    }
+    if (this.inOrder === undefined || this.foundAgain === this.inOrder.size) return;
+    for (const path of this.inOrder.notMet())
+      if (!this.unlisted.some((dir) => dir === "" || path.startsWith(`${dir}/`))) this.deleteEntry(path);
   }
 
   private setEntry(path: string, entry: IndexEntry): void {
@@ -485,7 +369,7 @@ class Walk {
     // Its stat, not its racy flag: a `.gitignore` written in the last 2 s is looked at again on every scan.
     if (this.relisting && name === ".gitignore" && before !== undefined && !sameStatAs(before, info, kind, mode))
       this.doubt = true;
-    if (this.met !== undefined) {
+    if (this.wholeInPlace) {
       // A whole walk in place: the entry found unchanged is the one in the map already.
       this.tracked++;
       this.count(undefined, entry);
@@ -511,7 +395,7 @@ class Walk {
   count(replaced: IndexEntry | undefined, entry: IndexEntry): void {
     if (replaced?.kind === "file" && replaced.size <= this.limits.maxFileBytes) this.bytes -= replaced.size;
     if (entry.kind === "file" && entry.size <= this.limits.maxFileBytes) this.bytes += entry.size;
-    const size = this.met === undefined ? this.entries.size : this.tracked;
+    const size = this.wholeInPlace ? this.tracked : this.entries.size;
     if (size > this.limits.maxFiles || this.bytes > this.limits.maxBytes)
       throw new WorkspaceTooLargeError(this.workspace, size, this.bytes, {
         maxFiles: this.limits.maxFiles,
