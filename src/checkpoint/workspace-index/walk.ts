@@ -35,15 +35,7 @@ export async function walkWorkspace(
   statAheadFrom = STAT_AHEAD_FROM,
 ): Promise<Walked> {
   const walk = new Walk(realWorkspace, limits, known, hooks, new Map(), new Map(), new Map(), new Set());
-  let root: Lstat | undefined;
-  try {
-    root = lstatSync(realWorkspace, { bigint: true, throwIfNoEntry: false });
-  } catch {
-    root = undefined;
-  }
-  if (known.folders !== undefined && known.entries.size >= statAheadFrom)
-    walk.ahead = statAhead(realWorkspace, known.folders, root);
-  await walk.below({ path: "", absolute: realWorkspace, scope: rules.root(), stat: root }, rules);
+  await walk.walkAll(rules, statAheadFrom);
   return walk.result(walk.foundAgain);
 }
 
@@ -64,15 +56,7 @@ export async function walkWholeInPlace(
   const walk = new Walk(realWorkspace, limits, known, hooks, known.entries, new Map(), new Map(), new Set(), new Map());
   walk.inPlaceWhole();
   try {
-    let root: Lstat | undefined;
-    try {
-      root = lstatSync(realWorkspace, { bigint: true, throwIfNoEntry: false });
-    } catch {
-      root = undefined;
-    }
-    if (known.folders !== undefined && known.entries.size >= statAheadFrom)
-      walk.ahead = statAhead(realWorkspace, known.folders, root);
-    await walk.below({ path: "", absolute: realWorkspace, scope: rules.root(), stat: root }, rules);
+    await walk.walkAll(rules, statAheadFrom);
     walk.removeNotMet();
   } catch (error) {
     walk.revert();
@@ -240,6 +224,20 @@ class Walk {
     };
     if (prior !== undefined) walked.prior = prior;
     return walked;
+  }
+
+  /** Walks the whole workspace, the stats of its names taken ahead when the index is large enough (stat-ahead.ts). */
+  async walkAll(rules: IgnoreRules, statAheadFrom: number): Promise<void> {
+    let root: Lstat | undefined;
+    try {
+      root = lstatSync(this.workspace, { bigint: true, throwIfNoEntry: false });
+    } catch {
+      root = undefined;
+    }
+    const { folders } = this.known;
+    if (folders !== undefined && this.known.entries.size >= statAheadFrom)
+      this.ahead = statAhead(this.workspace, folders, root);
+    await this.below({ path: "", absolute: this.workspace, scope: rules.root(), stat: root }, rules);
   }
 
   /** Walks `start` and everything below it. */
