@@ -41,9 +41,10 @@ export async function walkWorkspace(
 
 /**
  * {@link walkWorkspace} from an index whose entries it changes in place, as {@link walkChangedFolders} does: a later
- * scan that built a new map of every path spent a sixth of its time putting 50k entries into it. An entry found
- * unchanged is not touched; what changed, was added or is gone is recorded in `Walked.prior` (to revert). What the
- * walk did not meet is removed at its end, except below a path it could not list or lstat (kept, as by a scan).
+ * scan that built a new map of every path spent a sixth of its time putting 50k entries into it (docs/ARCHITECTURE.md,
+ * "Workspace index", a later whole walk). An entry found unchanged is not touched; what changed, was added or is gone
+ * is recorded in `Walked.prior` (to revert). What the walk did not meet is removed at its end, except below a path
+ * it could not list or lstat (kept, as by a scan).
  */
 export async function walkWholeInPlace(
   realWorkspace: string,
