@@ -1,4 +1,4 @@
-import { lstat } from "../core/named-fs.js";
+import { lstatSync } from "../core/named-fs.js";
 import { join, resolve } from "node:path";
 import type { SignalOption } from "../backend/types.js";
 import {
@@ -11,8 +11,8 @@ import type { CheckpointPayload, FileSnapshot, FileStatesPayload, StoredEvent } 
 import type { SessionStore } from "../session/session-store.js";
 import { lockedAccess } from "../session/locked-access.js";
 import { snapshotPaths, type SnapshotLimits } from "./snapshot.js";
-import { realWorkspaceOf } from "./confine.js";
-import { linkTargetInside, refusedToolPaths } from "./tool-paths.js";
+import { placeLexically, realWorkspaceOf } from "./confine.js";
+import { linkTargetInside, pathBelowLinkInside, refusedToolPaths } from "./tool-paths.js";
 import { isTheRecordedWorkspace, lastRecordedWorkspace } from "./recorded-workspace.js";
 import { readFileStates } from "./after-state.js";
 import { readVerifiedBlob, storeBlobsThenReference } from "../blobs/store-then-reference.js";
@@ -196,11 +196,16 @@ export class CheckpointStore {
             snapshot = await snapshotPaths(realWorkspace, resolve(givenWorkspace), input.paths, this.limits);
           }
         }
-        snapshot.files.push(...(await missingFolders(realWorkspace, snapshot.files)));
-        // A tool handed a link writes through it: its target's before-state is taken too (links only: no cost else).
-        const targets = await linkTargets(realWorkspace, resolve(givenWorkspace), snapshot.files);
+        const looks: FolderLooks = new Map();
+        snapshot.files.push(...(await missingFolders(realWorkspace, snapshot.files, looks)));
+        // A tool handed a link, or a path below one, writes through it: where it lands has its before-state taken too.
+        const targets = [
+          ...(await linkTargets(realWorkspace, resolve(givenWorkspace), snapshot.files)),
+          ...(await pathsBelowLinks(realWorkspace, resolve(givenWorkspace), input.paths, snapshot.files, looks)),
+        ];
         if (targets.length > 0) {
           const more = await snapshotPaths(realWorkspace, resolve(givenWorkspace), targets, this.limits);
+          more.files.push(...(await missingFolders(realWorkspace, [...snapshot.files, ...more.files], looks)));
           snapshot.files.push(...more.files);
           for (const [hash, bytes] of more.blobs) snapshot.blobs.set(hash, bytes);
         }
@@ -343,7 +348,11 @@ function mayBeStale(record: { kind: string; reason?: string }): boolean {
  * `new` on the way (`mkdir -p`), and a rewind must take it away with the file, not leave an empty folder the
  * workspace never had. Only looked at (lstat), never written; the absent paths were placed inside already.
  */
-async function missingFolders(realWorkspace: string, files: readonly FileSnapshot[]): Promise<FileSnapshot[]> {
+async function missingFolders(
+  realWorkspace: string,
+  files: readonly FileSnapshot[],
+  looks: FolderLooks = new Map(),
+): Promise<FileSnapshot[]> {
   const named = new Set(files.map((file) => file.path));
   const found: FileSnapshot[] = [];
   for (const file of files) {
@@ -351,11 +360,7 @@ async function missingFolders(realWorkspace: string, files: readonly FileSnapsho
     const parts = file.path.split("/").slice(0, -1);
     for (let depth = 1; depth <= parts.length; depth++) {
       const folder = parts.slice(0, depth).join("/");
-      const there = await lstat(join(realWorkspace, folder)).then(
-        () => true,
-        (error: NodeJS.ErrnoException) => error.code !== "ENOENT",
-      );
-      if (there) continue;
+      if (lookAt(realWorkspace, folder, looks) !== "missing") continue;
       if (!named.has(folder)) {
         named.add(folder);
         found.push({ path: folder, kind: "absent" });
@@ -364,6 +369,55 @@ async function missingFolders(realWorkspace: string, files: readonly FileSnapsho
     }
   }
   return found;
+}
+
+/**
+ * What lstat says of a folder above a named path, looked at once per capture (missingFolders, pathsBelowLinks),
+ * synchronously: a few microseconds each, where a hop through the thread pool costs more than the call.
+ */
+type FolderLooks = Map<string, "missing" | "link" | "there">;
+
+function lookAt(realWorkspace: string, folder: string, looks: FolderLooks): "missing" | "link" | "there" {
+  let look = looks.get(folder);
+  if (look === undefined) {
+    try {
+      look = lstatSync(join(realWorkspace, folder)).isSymbolicLink() ? "link" : "there";
+    } catch (error) {
+      look = (error as NodeJS.ErrnoException).code === "ENOENT" ? "missing" : "there";
+    }
+    looks.set(folder, look);
+  }
+  return look;
+}
+
+/**
+ * Where the paths a tool named land below a link inside the workspace, when no record names it yet. The folders
+ * above each path are looked at first (most were already, for missingFolders): only a link among them costs more.
+ */
+async function pathsBelowLinks(
+  realWorkspace: string,
+  givenWorkspace: string,
+  paths: readonly string[],
+  files: readonly FileSnapshot[],
+  looks: FolderLooks,
+): Promise<string[]> {
+  const named = new Set(files.map((file) => file.path));
+  const landed: string[] = [];
+  for (const path of paths) {
+    const place = placeLexically(realWorkspace, path, givenWorkspace);
+    if (!place.inside) continue;
+    const parts = place.path.split("/").slice(0, -1);
+    let linked = false;
+    for (let depth = 1; depth <= parts.length && !linked; depth++)
+      linked = lookAt(realWorkspace, parts.slice(0, depth).join("/"), looks) === "link";
+    if (!linked) continue;
+    const inside = await pathBelowLinkInside(realWorkspace, givenWorkspace, path);
+    if (inside !== undefined && !named.has(inside)) {
+      named.add(inside);
+      landed.push(inside);
+    }
+  }
+  return landed;
 }
 
 /** The targets inside the workspace of the links among `files` that no record names yet (`linkTargetInside`). */

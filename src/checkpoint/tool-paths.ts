@@ -87,3 +87,34 @@ export async function linkTargetInside(
   }
   return undefined;
 }
+
+/**
+ * Where `path` lands when a folder above it is a link inside the workspace: the same path with the links above it
+ * followed (the deepest folder above it that exists, resolved), workspace-relative, when that is not `path` and
+ * stays inside. A tool handed `d/e/f.txt` with `d` a link to `a` writes `a/e/f.txt` and makes `a/e`: the capture
+ * takes their before-state too, so the tape knows what it made there (else a rewind takes `a/e` for a folder made
+ * by someone else: docs/ARCHITECTURE.md, "Conflicts"). Undefined for anything else.
+ */
+export async function pathBelowLinkInside(
+  realWorkspace: string,
+  givenWorkspace: string,
+  path: string,
+): Promise<string | undefined> {
+  if (path.trim() === "") return undefined;
+  const placed = await confine(realWorkspace, path, givenWorkspace);
+  if (!placed.inside || placed.path === "") return undefined;
+  const parts = placed.path.split("/");
+  for (let depth = parts.length - 1; depth > 0; depth--) {
+    let real: string;
+    try {
+      real = await realpath(resolve(realWorkspace, ...parts.slice(0, depth)));
+    } catch {
+      continue; // not there (yet): a folder above it decides
+    }
+    const landed = resolve(real, ...parts.slice(depth));
+    if (!isInside(realWorkspace, landed)) return undefined;
+    const inside = relative(realWorkspace, landed).split("\\").join("/");
+    return inside === placed.path ? undefined : inside;
+  }
+  return undefined;
+}
