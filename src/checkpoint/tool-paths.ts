@@ -67,9 +67,8 @@ export async function linkTargetInside(
   givenWorkspace: string,
   path: string,
 ): Promise<string | undefined> {
-  if (path.trim() === "") return undefined;
-  const placed = await confine(realWorkspace, path, givenWorkspace);
-  if (!placed.inside) return undefined;
+  const placed = await placedInside(realWorkspace, givenWorkspace, path);
+  if (placed === undefined) return undefined;
   let current = placed.absolute;
   for (let hop = 0; hop < MAX_LINK_HOPS; hop++) {
     let target: string;
@@ -100,9 +99,8 @@ export async function pathBelowLinkInside(
   givenWorkspace: string,
   path: string,
 ): Promise<string | undefined> {
-  if (path.trim() === "") return undefined;
-  const placed = await confine(realWorkspace, path, givenWorkspace);
-  if (!placed.inside || placed.path === "") return undefined;
+  const placed = await placedInside(realWorkspace, givenWorkspace, path);
+  if (placed === undefined || placed.path === "") return undefined;
   const parts = placed.path.split("/");
   for (let depth = parts.length - 1; depth > 0; depth--) {
     let real: string;
@@ -117,4 +115,11 @@ export async function pathBelowLinkInside(
     return inside === placed.path ? undefined : inside;
   }
   return undefined;
+}
+
+/** `path` placed inside the workspace (confine.ts), or undefined when it is blank or leads outside. */
+async function placedInside(realWorkspace: string, givenWorkspace: string, path: string) {
+  if (path.trim() === "") return undefined;
+  const placed = await confine(realWorkspace, path, givenWorkspace);
+  return placed.inside ? placed : undefined;
 }
