@@ -45,31 +45,66 @@ const SCAN_BYTES = 256 * 1024;
  * True when a complete line after `from` is the batch's last: found by the bytes every such line holds
  * (`"sequence":last,"batch":[first,last],`, the envelope's order, serializeEvent), confirmed by parsing
  * that line alone. False says only "not found this way".
+ *
+ * The search runs from both ends of the log at once, a read from the front, then one from the back: a batch
+ * that ends the log (an undo's, the common case) is found in the last read of the file instead of after
+ * reading the whole batch again, and one that ends early is found as soon as from the front alone. What it
+ * reads is at most twice the distance from `from` or from the log's end, whichever is nearer. In a log not
+ * cut meanwhile (the caller asks) sequences only grow, so one line at most can match: either end finds it.
  */
-async function lastLineAhead(fh: FileHandle, from: number, batch: LineBatch): Promise<boolean> {
+export async function lastLineAhead(
+  fh: FileHandle,
+  from: number,
+  batch: LineBatch,
+  scanBytes = SCAN_BYTES, // smaller in tests, so that lines and needles fall across reads
+): Promise<boolean> {
   const needle = Buffer.from(`"sequence":${batch.last},"batch":[${batch.first},${batch.last}],`);
-  const buf = Buffer.allocUnsafe(SCAN_BYTES);
-  let position = from;
-  let lineStart = from; // start of the line holding byte `position` (`from` is a line's start)
-  for (;;) {
-    const { bytesRead } = await fh.read(buf, 0, buf.length, position);
-    if (bytesRead < needle.length) return false; // too few bytes left to hold it
+  const buf = Buffer.allocUnsafe(Math.max(scanBytes, needle.length));
+  const starts = buf.length - needle.length + 1; // needle positions one read covers
+  // Positions where the needle could start and no read has looked yet: [low, high).
+  let low = from;
+  let high = (await fh.stat()).size - needle.length + 1;
+  const search = async (first: number, end: number): Promise<boolean> => {
+    const length = end - first + needle.length - 1;
+    const { bytesRead } = await fh.read(buf, 0, length, first);
     const bytes = buf.subarray(0, bytesRead);
     for (let at = bytes.indexOf(needle); at !== -1; at = bytes.indexOf(needle, at + 1)) {
       const nl = bytes.lastIndexOf(NEWLINE, at);
-      const text = await lineAt(fh, nl === -1 ? lineStart : position + nl + 1);
-      if (text === undefined) return false; // a torn last line is no line
+      const lineStart = nl !== -1 ? first + nl + 1 : await lineStartBefore(fh, first, from);
+      const text = await lineAt(fh, lineStart);
+      if (text === undefined) continue; // a torn last line is no line
       const event = parseEventLine(text);
       if (typeof event === "string" || event.sequence !== batch.last) continue;
       const mark = lineBatch(event);
       if (mark?.first === batch.first && mark.last === batch.last) return true;
     }
-    // The next read starts a needle's length back, so a needle across two reads is found.
-    const advance = bytesRead - (needle.length - 1);
-    const nl = bytes.lastIndexOf(NEWLINE, advance - 1);
-    if (nl !== -1) lineStart = position + nl + 1;
-    position += advance;
+    return false;
+  };
+  for (let fromFront = true; low < high; fromFront = !fromFront) {
+    if (fromFront) {
+      const end = Math.min(low + starts, high);
+      if (await search(low, end)) return true;
+      low = end;
+    } else {
+      const first = Math.max(high - starts, low);
+      if (await search(first, high)) return true;
+      high = first;
+    }
   }
+  return false;
+}
+
+/** Where the line holding byte `at` starts: just past the newline before it, or `from` (a line's start). */
+async function lineStartBefore(fh: FileHandle, at: number, from: number): Promise<number> {
+  const buf = Buffer.allocUnsafe(4096);
+  for (let end = at; end > from; ) {
+    const start = Math.max(from, end - buf.length);
+    const { bytesRead } = await fh.read(buf, 0, end - start, start);
+    const nl = buf.subarray(0, bytesRead).lastIndexOf(NEWLINE);
+    if (nl !== -1) return start + nl + 1;
+    end = start;
+  }
+  return from;
 }
 
 /** The complete line starting at `start`, or undefined when the file ends before its newline. */
