@@ -257,16 +257,16 @@ async function appendEntries(layout: SessionLayout, id: string, entries: readonl
   const dir = layout.packs(id);
   let segment = index.segments.at(-1);
   let made = false;
+  let madeDir = false;
   let fd: number;
   if (!segment || segment.after === "damaged") {
     const seq = (segment?.seq ?? 0) + 1;
-    const madeDir = !checkStoreFolderSync(id, dir);
+    madeDir = !checkStoreFolderSync(id, dir);
     if (madeDir) mkdirSync(dir, { recursive: true });
     fd = openSegment(id, segmentPath(layout, id, seq), constants.O_RDWR | constants.O_CREAT | constants.O_EXCL);
     segment = { seq, ino: fstatSync(fd).ino, end: 0, size: 0, after: "nothing" };
     index.segments.push(segment);
     made = true;
-    if (madeDir) await fsyncDir(layout.blobs(id)).catch(() => undefined);
   } else fd = openSegment(id, segmentPath(layout, id, segment.seq), constants.O_RDWR);
   try {
     if (segment.after === "torn") ftruncateSync(fd, segment.end);
@@ -284,7 +284,9 @@ async function appendEntries(layout: SessionLayout, id: string, entries: readonl
   } finally {
     closeSync(fd);
   }
-  if (made && durable) await fsyncDir(dir);
+  // Not durable, the folders are made durable with the segment's bytes by syncBlobs (syncPacked, or a syncfs).
+  if (made && durable)
+    await Promise.all([fsyncDir(dir), madeDir ? fsyncDir(layout.blobs(id)).catch(() => undefined) : undefined]);
 }
 
 /** Writes a blob's stored bytes into the pack; false when it already holds them whole (nothing written). */
