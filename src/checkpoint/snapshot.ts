@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import { constants } from "node:fs";
+import { closeSync, constants, fstatSync, readSync } from "node:fs";
 import type { Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
-import { lstat, open, readlink } from "../core/named-fs.js";
+import { lstat, lstatSync, open, openSync, readlink } from "../core/named-fs.js";
 import type { FileSnapshot } from "../core/events.js";
 import { forEachLimited, mapLimited } from "../core/bounded-concurrency.js";
 import { confine, placeLexically, type ConfinedPath, type ParentLooks } from "./confine.js";
@@ -132,7 +132,10 @@ async function lookUp(
     : await confine(held.realWorkspace, given, givenWorkspace, looks);
   if (!place.inside) return { place };
   try {
-    const info = await held.at(place.path, (where) => lstat(where));
+    // Held folders: the lstat at once, not a thread-pool round trip (docs/ARCHITECTURE.md, "Batched file work").
+    const info = holding
+      ? held.atSync(place.path, (where) => lstatSync(where))
+      : await held.at(place.path, (where) => lstat(where));
     return info === OUTSIDE ? { place: { inside: false, path: place.path } } : { place, info };
   } catch (error) {
     if (holding && !(await confine(held.realWorkspace, given, givenWorkspace, looks)).inside)
@@ -254,56 +257,90 @@ async function walkDirectory(
   for (const file of reads) queueRead(file);
 }
 
+type FileRead = { record: FileSnapshot; bytes?: Buffer; stamp?: FileStamp | undefined };
+
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+/** Files up to this size are read with synchronous calls where folders are held (readRegularFileNow). */
+const SYNC_READ_MAX = 64 * 1024;
+
 /** Reads one file through a descriptor opened without following links, so what is hashed is what was checked. */
-async function readRegularFile(
-  held: HeldWorkspace,
-  file: FileToRead,
-  maxFileBytes: number,
-): Promise<{ record: FileSnapshot; bytes?: Buffer; stamp?: FileStamp | undefined }> {
+async function readRegularFile(held: HeldWorkspace, file: FileToRead, maxFileBytes: number): Promise<FileRead> {
+  if (HeldWorkspace.holdsFolders) {
+    const now = readRegularFileNow(held, file.path, maxFileBytes);
+    if (now !== undefined) return now;
+  }
   const path = file.path;
   let fh;
   try {
-    const flags = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-    fh = await held.at(path, (where) => open(where, flags));
+    fh = await held.at(path, (where) => open(where, READ_FLAGS));
     if (fh === OUTSIDE) return { record: { path, kind: "skipped", reason: "outside_workspace" } };
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") return { record: { path, kind: "absent" } };
-    if (code === "ELOOP")
-      return {
-        record: { path, kind: "skipped", reason: "unreadable", detail: "became a symlink while being captured" },
-      };
-    return { record: { path, kind: "skipped", reason: "unreadable", detail: code ?? String(error) } };
+    return notOpened(path, error);
   }
   try {
     const lookedAt = Date.now();
     const info = await fh.stat();
-    if (!info.isFile()) return { record: { path, kind: "skipped", reason: "not_a_regular_file" } };
-    if (info.size > maxFileBytes)
-      return {
-        record: {
-          path,
-          kind: "skipped",
-          reason: "too_large",
-          detail: `${info.size} bytes > maxFileBytes ${maxFileBytes}`,
-        },
-      };
-    const bytes = await readWhole(fh, info.size);
-    const blob = createHash("sha256").update(bytes).digest("hex");
-    const record: FileSnapshot = { path, kind: "blob", blob, bytes: bytes.length, mode: info.mode & 0o7777 };
-    return { record: { ...record, ...ownerOf(info) }, bytes, stamp: stampOf(info, blob, lookedAt) };
+    return skippedByStat(path, info, maxFileBytes) ?? keptFile(path, info, await readWhole(fh, info.size), lookedAt);
   } catch (error) {
-    return {
-      record: {
-        path,
-        kind: "skipped",
-        reason: "unreadable",
-        detail: (error as NodeJS.ErrnoException).code ?? String(error),
-      },
-    };
+    return unreadable(path, error);
   } finally {
     await fh.close();
   }
+}
+
+/**
+ * {@link readRegularFile} with synchronous calls (open, fstat, read, close through the held folder) for a file of
+ * at most SYNC_READ_MAX bytes: their time is less than the thread-pool round trips of the async forms, most of a
+ * capture of one small file and of a 1,000-file rewind's plan (docs/ARCHITECTURE.md, "Batched file work").
+ * Undefined, having read nothing, for a larger file: the caller reads it the asynchronous way.
+ */
+function readRegularFileNow(held: HeldWorkspace, path: string, maxFileBytes: number): FileRead | undefined {
+  let fd;
+  try {
+    fd = held.atSync(path, (where) => openSync(where, READ_FLAGS));
+    if (fd === OUTSIDE) return { record: { path, kind: "skipped", reason: "outside_workspace" } };
+  } catch (error) {
+    return notOpened(path, error);
+  }
+  try {
+    const lookedAt = Date.now();
+    const info = fstatSync(fd);
+    const skipped = skippedByStat(path, info, maxFileBytes);
+    if (skipped) return skipped;
+    return info.size > SYNC_READ_MAX ? undefined : keptFile(path, info, readWholeNow(fd, info.size), lookedAt);
+  } catch (error) {
+    return unreadable(path, error);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function notOpened(path: string, error: unknown): FileRead {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === "ENOENT" || code === "ENOTDIR") return { record: { path, kind: "absent" } };
+  if (code === "ELOOP")
+    return { record: { path, kind: "skipped", reason: "unreadable", detail: "became a symlink while being captured" } };
+  return unreadable(path, error);
+}
+
+function unreadable(path: string, error: unknown): FileRead {
+  const detail = (error as NodeJS.ErrnoException).code ?? String(error);
+  return { record: { path, kind: "skipped", reason: "unreadable", detail } };
+}
+
+/** The record of an open file its fstat (`info`) already settles: not a regular file, or too large to keep. */
+function skippedByStat(path: string, info: Stats, maxFileBytes: number): FileRead | undefined {
+  if (!info.isFile()) return { record: { path, kind: "skipped", reason: "not_a_regular_file" } };
+  if (info.size <= maxFileBytes) return undefined;
+  const detail = `${info.size} bytes > maxFileBytes ${maxFileBytes}`;
+  return { record: { path, kind: "skipped", reason: "too_large", detail } };
+}
+
+/** The record of a file read whole: its bytes, hashed, and the stamp of what fstat said of it. */
+function keptFile(path: string, info: Stats, bytes: Buffer, lookedAt: number): FileRead {
+  const blob = createHash("sha256").update(bytes).digest("hex");
+  const record: FileSnapshot = { path, kind: "blob", blob, bytes: bytes.length, mode: info.mode & 0o7777 };
+  return { record: { ...record, ...ownerOf(info) }, bytes, stamp: stampOf(info, blob, lookedAt) };
 }
 
 /**
@@ -317,6 +354,18 @@ async function readWhole(fh: FileHandle, size: number): Promise<Buffer> {
   let total = 0;
   while (total < size) {
     const { bytesRead } = await fh.read(buffer, total, size - total, total);
+    if (bytesRead === 0) break; // shrank meanwhile
+    total += bytesRead;
+  }
+  return total === size ? buffer : buffer.subarray(0, total);
+}
+
+/** {@link readWhole} with synchronous reads. */
+function readWholeNow(fd: number, size: number): Buffer {
+  const buffer = Buffer.allocUnsafe(size);
+  let total = 0;
+  while (total < size) {
+    const bytesRead = readSync(fd, buffer, total, size - total, total);
     if (bytesRead === 0) break; // shrank meanwhile
     total += bytesRead;
   }

@@ -9,7 +9,14 @@ import { mapLimited } from "../../core/bounded-concurrency.js";
 import { SYNC_FILESYSTEM_FROM, syncFilesystem } from "../../core/sync-filesystem.js";
 import { isBlobHash } from "../names.js";
 import type { SessionLayout } from "./layout.js";
-import { checkStoreFolder, checkStoreFolderSync, openStoreFile, READ, readStoreFile } from "./store-files.js";
+import {
+  checkStoreFolder,
+  checkStoreFolderSync,
+  openStoreFile,
+  READ,
+  readStoreFile,
+  readStoreFileNow,
+} from "./store-files.js";
 import {
   blobHeader,
   decodeBlob,
@@ -49,17 +56,23 @@ export async function readBlobFile(
   const packed = readPacked(layout, id, hash, false);
   if (packed) return decodeBlob(packed, maxBytes);
   try {
-    await checkBlobFolders(layout, id, hash);
     // A blob of maxBytes is at most that plus a header as stored (compressed only when it saved a tenth):
     // reading one more byte than that is enough to see a longer one, and all a planted giant costs.
-    const prefix = maxBytes === undefined ? undefined : maxBytes + HEADER_BYTES + 1;
-    return await decodeBlob(await readStoreFile(id, file, prefix), maxBytes);
+    const prefix = maxBytes === undefined ? Number.POSITIVE_INFINITY : maxBytes + HEADER_BYTES + 1;
+    // A small one with synchronous calls (a rewind reads one per file it restores), a large one through the pool.
+    checkStoreFolderSync(id, layout.blobs(id));
+    checkStoreFolderSync(id, dirname(file));
+    const small = readStoreFileNow(id, file, prefix, SYNC_READ_MAX);
+    return await decodeBlob(small ?? (await readStoreFile(id, file, prefix)), maxBytes);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
   const later = readPacked(layout, id, hash, true); // not loose: packed, maybe since this process last looked
   return later ? decodeBlob(later, maxBytes) : undefined;
 }
+
+/** Stored bytes up to which a blob file is read with synchronous calls (readStoreFileNow). */
+const SYNC_READ_MAX = 64 * 1024;
 
 /** Bytes a blob file is read by, and inflated into, when hashed as a stream. */
 const DIGEST_CHUNK = 64 * 1024;

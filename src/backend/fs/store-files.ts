@@ -1,4 +1,4 @@
-import { constants, lstatSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync } from "node:fs";
 import { lstat, open, type FileHandle } from "node:fs/promises";
 import { StoreTamperedError } from "../../core/errors.js";
 
@@ -37,10 +37,7 @@ async function openChecked(
   try {
     handle = await open(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, mode);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ELOOP") throw new StoreTamperedError(sessionId, `${path} is a symlink`, { cause: error });
-    if (code === "ENXIO") throw new StoreTamperedError(sessionId, `${path} is a FIFO or socket`, { cause: error });
-    throw error;
+    throw openRefused(sessionId, path, error);
   }
   try {
     const info = await handle.stat();
@@ -49,6 +46,49 @@ async function openChecked(
   } catch (error) {
     await handle.close();
     throw error;
+  }
+}
+
+/** What an open of a store file that failed means: a link or a FIFO in its place is STORE_TAMPERED. */
+function openRefused(sessionId: string, path: string, error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === "ELOOP") return new StoreTamperedError(sessionId, `${path} is a symlink`, { cause: error });
+  if (code === "ENXIO") return new StoreTamperedError(sessionId, `${path} is a FIFO or socket`, { cause: error });
+  return error;
+}
+
+/**
+ * {@link readStoreFile} with synchronous calls, for a file of at most `syncBytes` (undefined, having read
+ * nothing, for a larger one): its five calls take less time than the thread-pool round trips of their async
+ * forms, which were most of reading a rewind's 1,000 small blobs (docs/ARCHITECTURE.md, "Batched file work").
+ */
+export function readStoreFileNow(
+  sessionId: string,
+  path: string,
+  maxBytes: number,
+  syncBytes: number,
+): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, READ | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    throw openRefused(sessionId, path, error);
+  }
+  try {
+    const info = fstatSync(fd);
+    if (!info.isFile()) throw new StoreTamperedError(sessionId, `${path} is not a regular file`);
+    const size = Math.min(info.size, maxBytes);
+    if (size > syncBytes) return undefined;
+    const bytes = Buffer.allocUnsafe(size);
+    let filled = 0;
+    while (filled < size) {
+      const bytesRead = readSync(fd, bytes, filled, size - filled, filled);
+      if (bytesRead === 0) break;
+      filled += bytesRead;
+    }
+    return filled === size ? bytes : bytes.subarray(0, filled);
+  } finally {
+    closeSync(fd);
   }
 }
 
