@@ -24,10 +24,11 @@ export interface AtomicWriteOptions {
   durable?: boolean;
   mode?: number;
   /**
-   * Makes the temp's bytes durable another way (a syncfs of its filesystem that also covers other writes the
-   * caller needs durable with it); returns false when it could not, and the temp is then fsynced itself.
+   * Makes the temp's bytes durable together with other writes the caller needs durable with it, in one wait:
+   * by a syncfs of its filesystem that covers them all, or by running `syncTemp` (the temp's own fsync) at the
+   * same time as theirs. Either way the temp is durable when it resolves.
    */
-  syncData?: () => Promise<boolean>;
+  syncData?: (syncTemp: () => Promise<void>) => Promise<void>;
 }
 
 /**
@@ -46,7 +47,7 @@ export async function writeFileAtomic(
     try {
       await fh.writeFile(data);
       if (options.mode !== undefined) await fh.chmod(options.mode); // open()'s mode is filtered by the umask
-      if (durable && !(await options.syncData?.())) await fh.sync();
+      if (durable) await (options.syncData ? options.syncData(() => fh.sync()) : fh.sync());
     } finally {
       await fh.close();
     }

@@ -387,19 +387,23 @@ function writeSmallBlobFileNow(
 }
 
 /**
- * Makes blobs written without fsync durable: each file, each shard folder once and the blobs folder, all
- * waited for at once (nothing relies on their order until this returns; a third of a one-file
- * rewind's time was these waits one after another); many at once by one syncfs of the store's filesystem
- * instead (core/sync-filesystem.ts).
+ * Makes blobs written without fsync durable: each file, each shard folder once and the blobs folder, and the
+ * pack's segments holding any, all waited for at once (nothing relies on their order until this returns; a third
+ * of a one-file rewind's time was these waits one after another); many loose files at once by one syncfs of the
+ * store's filesystem instead (core/sync-filesystem.ts). Packed blobs, however many, cost an fdatasync of their
+ * segment: a syncfs would also wait for whatever else is dirty on the filesystem (another process's writes).
  */
 export async function syncBlobFiles(layout: SessionLayout, id: string, all: readonly string[]): Promise<void> {
-  if (all.length >= SYNC_FILESYSTEM_FROM) {
+  const packed = packedAmong(layout, id, all);
+  const loose = packed.size === 0 ? all : all.filter((hash) => !packed.has(hash));
+  if (loose.length >= SYNC_FILESYSTEM_FROM) {
     await checkStoreFolder(id, layout.blobs(id)); // `sync` opens it by name: never through a link
     if (await syncFilesystem(layout.blobs(id))) return;
   }
-  const packed = packedAmong(layout, id, all);
-  const hashes = packed.size === 0 ? all : all.filter((hash) => !packed.has(hash));
-  await syncPacked(layout, id, [...packed]);
+  await Promise.all([syncPacked(layout, id, [...packed]), syncLooseFiles(layout, id, loose)]);
+}
+
+async function syncLooseFiles(layout: SessionLayout, id: string, hashes: readonly string[]): Promise<void> {
   if (hashes.length === 0) return;
   const shards = [...new Set(hashes.map((hash) => dirname(layout.blob(id, hash))))];
   const fsyncIfThere = async (path: string, sync: (path: string) => Promise<void>) => {
@@ -417,25 +421,25 @@ export async function syncBlobFiles(layout: SessionLayout, id: string, all: read
 }
 
 /**
- * {@link syncBlobFiles} for blobs that a record written right after must not outlive: many of them, on the
- * records' filesystem, are made durable by one syncfs that also covers the record's temp (written, not yet
- * renamed): returns true, and the record needs no fsync of its own. Otherwise the blobs are made durable as
- * syncBlobFiles does and false says the record's temp still needs its fsync. One wait for the disk instead of
- * two (docs/ARCHITECTURE.md, "Rewind intent", the rounds a rewind waits for).
+ * {@link syncBlobFiles} for blobs that a record written right after must not outlive, in one wait for the disk
+ * with the record's temp (written, not yet renamed): many loose blobs on the records' filesystem by one syncfs
+ * that covers the temp too; otherwise the blobs' syncs and `syncTemp` (the temp's fsync) at the same time
+ * (docs/ARCHITECTURE.md, "Rewind intent", the rounds a rewind waits for).
  */
 export async function syncBlobFilesWith(
   layout: SessionLayout,
   id: string,
   all: readonly string[],
   records: string,
-): Promise<boolean> {
-  if (all.length >= SYNC_FILESYSTEM_FROM) {
+  syncTemp: () => Promise<void>,
+): Promise<void> {
+  const packed = packedAmong(layout, id, all);
+  if (all.length - packed.size >= SYNC_FILESYSTEM_FROM) {
     await checkStoreFolder(id, layout.blobs(id)); // `sync` opens it by name: never through a link
     const [blobs, recordsFolder] = await Promise.all([lstat(layout.blobs(id)), lstat(records)]);
-    if (blobs.dev === recordsFolder.dev && (await syncFilesystem(records))) return true;
+    if (blobs.dev === recordsFolder.dev && (await syncFilesystem(records))) return;
   }
-  await syncBlobFiles(layout, id, all);
-  return false;
+  await Promise.all([syncBlobFiles(layout, id, all), syncTemp()]);
 }
 
 async function fsyncFile(path: string): Promise<void> {

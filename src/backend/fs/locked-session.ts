@@ -445,7 +445,7 @@ export class FsLockedSession implements LockedSession {
     if (!(await checkStoreFolder(this.sessionId, records))) await mkdir(records, { recursive: true });
     const hashes = blobs.filter(isBlobHash);
     await writeFileAtomic(this.layout.record(this.sessionId, name), JSON.stringify(value), {
-      syncData: () => syncBlobFilesWith(this.layout, this.sessionId, hashes, records),
+      syncData: (syncTemp) => syncBlobFilesWith(this.layout, this.sessionId, hashes, records, syncTemp),
     });
   }
 
