@@ -12,8 +12,8 @@ import { SYNC_FILESYSTEM_FROM } from "../core/sync-filesystem.js";
  * no orphan; a crash is covered by the blobs-in-flight note (in-flight.ts; docs/ARCHITECTURE.md, "Blobs").
  * Many new blobs are written without an fsync each and made durable together (`syncBlobs`: one
  * syncfs on the fs backend) before `reference` runs, in one batch where the backend takes one (the fs
- * backend's `writeScanBlobs` packs the small ones: a file each cost an inode each, 0.1-0.4 ms of kernel time
- * on the project's machine); a few are written durable one by one.
+ * backend's `writeScanBlobs` packs the small ones: a file each costs an inode each, 0.05-0.4 ms of kernel
+ * time on the project's machine, more in a large folder); a few are written durable one by one.
  */
 export async function storeBlobsThenReference<T>(
   locked: LockedSession,

@@ -1,7 +1,7 @@
 // A snapshot of many blobs (a capture of many files, a rewind's undo snapshot) is written as a scan's blobs are:
 // the small ones appended to the session's pack in one write, not each a file of its own. On this project's
-// machine making a file costs 0.1-0.4 ms of kernel time (an inode), so a 1,000-file rewind spent a third of a
-// second making its undo blobs' files (docs/ARCHITECTURE.md, "Blobs", small blobs packed). A few blobs stay files:
+// machine making a file costs 0.05-0.4 ms of kernel time (an inode), so a 1,000-file rewind spent up to a third
+// of a second making its undo blobs' files (docs/ARCHITECTURE.md, "Blobs", small blobs packed). A few blobs stay files:
 // the first packed blob of a session costs a capture more calls than a file.
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
