@@ -23,6 +23,7 @@ export function closestSnapshotPerPath(events: Iterable<StoredEvent>): Map<strin
   const closest = new Map<string, FileSnapshot>();
   const takenAt = new Map<string, number>(); // path -> index of the event its closest snapshot is from
   const listings = new Map<string, number>(); // complete folder listings kept as closest, by event index
+  const nonFolders = new Map<string, number>(); // absent paths, files and links kept as closest, by event index
   let index = 0;
   for (const event of events) {
     index++;
@@ -32,19 +33,25 @@ export function closestSnapshotPerPath(events: Iterable<StoredEvent>): Map<strin
       closest.set(file.path, file);
       takenAt.set(file.path, index);
       if (file.kind === "directory" && file.complete) listings.set(file.path, index);
+      else if (file.kind === "absent" || file.kind === "blob" || file.kind === "symlink")
+        nonFolders.set(file.path, index);
     }
   }
   // A path below a complete listing that the listing did not name did not exist when it was taken; a
   // snapshot of it from later on (a tool editing what a command had created) is not its state at the target.
-  if (listings.size > 0)
+  // Nor did a path below one that was absent, a file or a link (a folder a tool was handed absent and made,
+  // listed by a later capture).
+  if (listings.size > 0 || nonFolders.size > 0)
     for (const [path, at] of takenAt) {
       const listedAt = listingAbove(path, listings);
-      if (listedAt !== undefined && listedAt < at) closest.set(path, { path, kind: "absent" });
+      const belowNonFolderAt = listingAbove(path, nonFolders);
+      if ((listedAt !== undefined && listedAt < at) || (belowNonFolderAt !== undefined && belowNonFolderAt < at))
+        closest.set(path, { path, kind: "absent" });
     }
   return closest;
 }
 
-/** The event index of the nearest complete listing of a folder strictly above `path`, if any. */
+/** The event index of the nearest of `listings` (paths) strictly above `path`, if any. */
 function listingAbove(path: string, listings: ReadonlyMap<string, number>): number | undefined {
   for (let p = path; p !== "."; ) {
     const slash = p.lastIndexOf("/");
