@@ -1,5 +1,5 @@
 import { lstatSync } from "../core/named-fs.js";
-import { join, resolve } from "node:path";
+import { join, posix, resolve } from "node:path";
 import type { SignalOption } from "../backend/types.js";
 import {
   InvalidArgumentError,
@@ -260,15 +260,16 @@ export class CheckpointStore {
    * then not waited for.
    */
   async around<T>(id: string, input: CaptureInput, run: (signal?: AbortSignal) => Promise<T> | T): Promise<T> {
-    await this.capture(id, input);
+    const checkpoint = await this.capture(id, input);
     const { signal } = input;
     signal?.throwIfAborted();
     const ran = Promise.resolve().then(() => run(signal));
     // Best effort: a missing after-state only means a later rewind has nothing to check these paths
     // against (as before after-states existed); it must not turn a tool that worked into a failure.
     const { signal: _signal, ...unsignalled } = input; // the tool has finished: record what it left in any case
+    const paths = afterStatePaths(input.paths, checkpoint);
     const recordAfter = async () => {
-      if (this.afterState) await this.after(id, unsignalled).catch(() => undefined);
+      if (this.afterState) await this.after(id, { ...unsignalled, paths }).catch(() => undefined);
     };
     const result = ran.then(
       async (value) => {
@@ -338,6 +339,26 @@ export class CheckpointStore {
 }
 
 /** A record that a remembered real path gone stale would also give: worth resolving the workspace again. */
+/**
+ * The paths a tool's after-state names: those it was handed, and the topmost of the paths its capture added (the
+ * missing folder above a path, where a link handed to it leads, where a path below a link lands). The tool changes
+ * those too; with no after-state there, a path below them keeps the state the tape had before the tool (a file
+ * it wrote in the folder a link leads to, recorded absent by an earlier command), and a rewind takes what the
+ * tool did for a change made by someone else (docs/ARCHITECTURE.md, "Conflicts").
+ */
+function afterStatePaths(handed: readonly string[], checkpoint: CheckpointEvent | undefined): string[] {
+  if (checkpoint === undefined) return [...handed];
+  const recorded = new Set(checkpoint.payload.files.map((file) => file.path));
+  const named = new Set(handed.map((path) => posix.normalize(path).replace(/\/+$/, "")));
+  const added = [...recorded].filter((path) => {
+    if (named.has(path)) return false;
+    for (let slash = path.lastIndexOf("/"); slash > 0; slash = path.lastIndexOf("/", slash - 1))
+      if (recorded.has(path.slice(0, slash)) || named.has(path.slice(0, slash))) return false;
+    return true;
+  });
+  return added.length === 0 ? [...handed] : [...handed, ...added];
+}
+
 function mayBeStale(record: { kind: string; reason?: string }): boolean {
   if (record.kind === "absent") return true;
   return (record.kind === "skipped" || record.kind === "unknown") && record.reason === "outside_workspace";

@@ -29,12 +29,7 @@ export class LastWritten {
     } else if (event.type === "session_checkpoint") {
       const payload = event.payload as CheckpointPayload;
       const states = this.in(payload.workspace);
-      for (const file of payload.files) {
-        // An absent path (the one named, or a missing folder above it) is what the tool may make, with anything
-        // below it: what the tape recorded there before is stale, and its after-state names only the path named.
-        if (file.kind === "absent") states.forgetBelow(file.path);
-        states.set(file.path, null);
-      }
+      for (const file of payload.files) states.set(file.path, null);
     } else if (event.type === "session_rewind") {
       const marker = event.payload as RewindPayload;
       const workspace = marker.wrote?.workspace ?? marker.undo?.workspace;
@@ -125,17 +120,6 @@ export class WorkspaceStates {
   private readonly states = new Map<string, FileState | null>();
   /** Paths with a recorded path below them: only those need their descendants updated. */
   private readonly parents = new Set<string>();
-
-  /**
-   * Forgets what was recorded below `path`, as if the tape had never recorded it: a path below a folder whose every
-   * entry the tape records is checked still (findConflicts), any other is not.
-   */
-  forgetBelow(path: string): void {
-    if (!this.parents.has(path)) return;
-    const prefix = path === "." ? "" : `${path}/`;
-    for (const below of [...this.states.keys()])
-      if (below.startsWith(prefix) && below !== path) this.states.delete(below);
-  }
 
   /** The recorded state; null when seen but unknown; undefined when the tape never recorded the path. */
   get(path: string): FileState | null | undefined {
