@@ -24,28 +24,29 @@ export function closestSnapshotPerPath(events: Iterable<StoredEvent>): Map<strin
   const takenAt = new Map<string, number>(); // path -> index of the event its closest snapshot is from
   const listings = new Map<string, number>(); // complete folder listings kept as closest, by event index
   const nonFolders = new Map<string, number>(); // absent paths, files and links kept as closest, by event index
-  const laterListings = new Map<string, number>(); // the first complete listing of a folder whose closest is not one
+  const laterListings = new Map<string, number>(); // a folder's first listing after a closest that is not one
   let index = 0;
   for (const event of events) {
     index++;
     if (event.type === "session_rewind" && (event.payload as RewindPayload).mode !== "files") continue;
     for (const file of snapshotsIn(event)) {
       if (closest.has(file.path)) {
-        if (file.kind === "directory" && file.complete && !listings.has(file.path) && !laterListings.has(file.path))
-          laterListings.set(file.path, index);
+        // A record of it as absent, a file or a link lists it too: as holding nothing.
+        const lists = (file.kind === "directory" && file.complete) || nonFolderKind(file.kind);
+        if (lists && !listings.has(file.path) && !laterListings.has(file.path)) laterListings.set(file.path, index);
         continue;
       }
       closest.set(file.path, file);
       takenAt.set(file.path, index);
       if (file.kind === "directory" && file.complete) listings.set(file.path, index);
-      else if (file.kind === "absent" || file.kind === "blob" || file.kind === "symlink")
-        nonFolders.set(file.path, index);
+      else if (nonFolderKind(file.kind)) nonFolders.set(file.path, index);
     }
   }
   // A folder whose closest record says nothing of what it held (a command's, which leaves ignored entries out)
-  // and that a later capture listed whole held at the target what that listing names, and what was recorded in
-  // between: a path recorded first after it, or on no record at all, was not there (a change to it before the
-  // listing would have been recorded). So it is a complete listing as of that capture.
+  // and that a later capture listed whole (or recorded absent, a file or a link: holding nothing) held at the
+  // target what that listing names, and what was recorded in between: a path recorded first after it, or on no
+  // record at all, was not there (a change to it before the listing would have been recorded). So it is a
+  // complete listing as of that capture.
   for (const [path, at] of laterListings) {
     const record = closest.get(path);
     if (record?.kind !== "directory") continue;
@@ -64,6 +65,11 @@ export function closestSnapshotPerPath(events: Iterable<StoredEvent>): Map<strin
         closest.set(path, { path, kind: "absent" });
     }
   return closest;
+}
+
+/** Whether a record of this kind says the path held nothing below it. */
+function nonFolderKind(kind: FileSnapshot["kind"]): boolean {
+  return kind === "absent" || kind === "blob" || kind === "symlink";
 }
 
 /** The event index of the nearest of `listings` (paths) strictly above `path`, if any. */
