@@ -161,6 +161,15 @@ export class CheckpointStore {
    * checkpoint would be worse than a complete one.
    */
   async capture(id: string, input: CaptureInput): Promise<CheckpointEvent | undefined> {
+    return this.captureNoting(id, input, new Set());
+  }
+
+  /** {@link capture}, noting in `belowLinks` the paths handed that lie below a link inside the workspace. */
+  private async captureNoting(
+    id: string,
+    input: CaptureInput,
+    belowLinks: Set<string>,
+  ): Promise<CheckpointEvent | undefined> {
     if (typeof input?.tool !== "string" || input.tool.trim() === "")
       throw new InvalidArgumentError("capture() needs the name of the tool about to run (`tool`).");
     if (!Array.isArray(input.paths) || input.paths.some((p) => typeof p !== "string"))
@@ -201,7 +210,14 @@ export class CheckpointStore {
         // A tool handed a link, or a path below one, writes through it: where it lands has its before-state taken too.
         const targets = [
           ...(await linkTargets(realWorkspace, resolve(givenWorkspace), snapshot.files)),
-          ...(await pathsBelowLinks(realWorkspace, resolve(givenWorkspace), input.paths, snapshot.files, looks)),
+          ...(await pathsBelowLinks(
+            realWorkspace,
+            resolve(givenWorkspace),
+            input.paths,
+            snapshot.files,
+            looks,
+            belowLinks,
+          )),
         ];
         if (targets.length > 0) {
           const more = await snapshotPaths(realWorkspace, resolve(givenWorkspace), targets, this.limits);
@@ -260,14 +276,15 @@ export class CheckpointStore {
    * then not waited for.
    */
   async around<T>(id: string, input: CaptureInput, run: (signal?: AbortSignal) => Promise<T> | T): Promise<T> {
-    const checkpoint = await this.capture(id, input);
+    const belowLinks = new Set<string>();
+    const checkpoint = await this.captureNoting(id, input, belowLinks);
     const { signal } = input;
     signal?.throwIfAborted();
     const ran = Promise.resolve().then(() => run(signal));
     // Best effort: a missing after-state only means a later rewind has nothing to check these paths
     // against (as before after-states existed); it must not turn a tool that worked into a failure.
     const { signal: _signal, ...unsignalled } = input; // the tool has finished: record what it left in any case
-    const paths = afterStatePaths(input.paths, checkpoint);
+    const paths = afterStatePaths(input.paths, checkpoint, belowLinks);
     const recordAfter = async () => {
       if (this.afterState) await this.after(id, { ...unsignalled, paths }).catch(() => undefined);
     };
@@ -346,7 +363,11 @@ export class CheckpointStore {
  * it wrote in the folder a link leads to, recorded absent by an earlier command), and a rewind takes what the
  * tool did for a change made by someone else (docs/ARCHITECTURE.md, "Conflicts").
  */
-function afterStatePaths(handed: readonly string[], checkpoint: CheckpointEvent | undefined): string[] {
+function afterStatePaths(
+  handed: readonly string[],
+  checkpoint: CheckpointEvent | undefined,
+  belowLinks: ReadonlySet<string>,
+): string[] {
   if (checkpoint === undefined) return [...handed];
   const recorded = new Set(checkpoint.payload.files.map((file) => file.path));
   const named = new Set(handed.map((path) => posix.normalize(path).replace(/\/+$/, "")));
@@ -356,7 +377,10 @@ function afterStatePaths(handed: readonly string[], checkpoint: CheckpointEvent 
       if (recorded.has(path.slice(0, slash)) || named.has(path.slice(0, slash))) return false;
     return true;
   });
-  return added.length === 0 ? [...handed] : [...handed, ...added];
+  // A path handed below a link is a second name of the place it lands, which is named here by its own: a change to
+  // that place by its own name (a command's) would leave the second name's state stale on the tape, and a rewind
+  // take it for a change made by someone else. It is left unknown (not checked); its landing place is checked.
+  return [...handed.filter((path) => !belowLinks.has(path)), ...added];
 }
 
 function mayBeStale(record: { kind: string; reason?: string }): boolean {
@@ -421,6 +445,7 @@ async function pathsBelowLinks(
   paths: readonly string[],
   files: readonly FileSnapshot[],
   looks: FolderLooks,
+  handedBelowLinks: Set<string>,
 ): Promise<string[]> {
   const named = new Set(files.map((file) => file.path));
   const landed: string[] = [];
@@ -433,6 +458,7 @@ async function pathsBelowLinks(
       linked = lookAt(realWorkspace, parts.slice(0, depth).join("/"), looks) === "link";
     if (!linked) continue;
     const inside = await pathBelowLinkInside(realWorkspace, givenWorkspace, path);
+    if (inside !== undefined) handedBelowLinks.add(path);
     if (inside !== undefined && !named.has(inside)) {
       named.add(inside);
       landed.push(inside);
