@@ -11,7 +11,7 @@ import { rewind, undoRewind } from "../../src/index.js";
 import { byteTreeOf } from "../helpers/whole-tree.js";
 import { workspaceWithStore } from "../helpers/fixture.js";
 
-it("a folder a command changed, then listed whole by a tool's capture: a rewind removes a file the tool made in it", async () => {
+it("a folder a command changed, then listed whole by a capture: a rewind removes the file the tool made", async () => {
   const { workspace, store, checkpoints } = await workspaceWithStore("agent-tape-listed-after-command-");
   await mkdir(join(workspace, "b"));
   await writeFile(join(workspace, "b/y.txt"), "y\n");

@@ -12,7 +12,7 @@ import { rewind, undoRewind } from "../../src/index.js";
 import { byteTreeOf } from "../helpers/whole-tree.js";
 import { workspaceWithStore } from "../helpers/fixture.js";
 
-it("a folder a command removed and a tool made again below: a rewind to before both leaves nothing new in it", async () => {
+it("a folder a command removed and a tool made again below: a rewind to before both adds nothing", async () => {
   const { workspace, store, checkpoints } = await workspaceWithStore("agent-tape-removed-made-below-");
   await mkdir(join(workspace, "c"));
   await writeFile(join(workspace, "c/w.txt"), "w\n");

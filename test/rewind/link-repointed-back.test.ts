@@ -12,7 +12,7 @@ import { rewind, undoRewind } from "../../src/index.js";
 import { byteTreeOf } from "../helpers/whole-tree.js";
 import { workspaceWithStore } from "../helpers/fixture.js";
 
-it("a link re-pointed by a command and back by a rewind: a rewind to before a tool wrote below it, no conflict", async () => {
+it("a link re-pointed by a command and back by a rewind: a rewind to before a tool wrote below it", async () => {
   const { workspace, store, checkpoints } = await workspaceWithStore("agent-tape-link-repointed-back-");
   await mkdir(join(workspace, "a"));
   await mkdir(join(workspace, "c"));

@@ -59,7 +59,6 @@ function targetText(workspace: string, link: string, target: Target): string {
   return relative(`/${from}`, `/${to}`) || ".";
 }
 
-const folder = fc.constantFrom(...FOLDERS);
 const link = fc.constantFrom(...LINKS);
 const folderOrLink = fc.constantFrom(...FOLDERS, ...LINKS);
 const content = fc.constantFrom(...CONTENTS);
@@ -112,6 +111,7 @@ const operation: fc.Arbitrary<Op> = fc.oneof(
 /** What /bin/sh runs for `op` (the paths are plain ASCII words; the workspace's path is quoted). */
 function script(workspace: string, op: Op): string {
   const quoted = (text: string) => `'${text}'`;
+  const to = "target" in op ? quoted(targetText(workspace, op.link, op.target)) : "";
   const parent = (path: string) => (dirname(path) === "." ? "" : `mkdir -p ${dirname(path)} && `);
   switch (op.op) {
     case "mkdir":
@@ -119,9 +119,9 @@ function script(workspace: string, op: Op): string {
     case "write":
       return `${parent(op.path)}printf '${op.content.replace(/\n/g, "\\n")}' > ${op.path}`;
     case "link":
-      return `rm -rf ${op.link}; ${parent(op.link)}ln -s ${quoted(targetText(workspace, op.link, op.target))} ${op.link}`;
+      return `rm -rf ${op.link}; ${parent(op.link)}ln -s ${to} ${op.link}`;
     case "repoint":
-      return `ln -sfn ${quoted(targetText(workspace, op.link, op.target))} ${op.link}`;
+      return `ln -sfn ${to} ${op.link}`;
     case "to-folder":
       return `rm -rf ${op.path} && mkdir -p ${op.path} && echo inner > ${op.path}/inner`;
     case "to-file":
@@ -223,7 +223,7 @@ type Step =
       /** Whether the target may be a point whose tree is the one there now (else such points are left out). */
       anyPoint: boolean;
       mode: "files" | "all";
-      then: "undo" | "nothing" | "keep-no-undo";
+      afterwards: "undo" | "nothing" | "keep-no-undo";
     };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
@@ -240,7 +240,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
         pick: fc.nat(),
         anyPoint: fc.constantFrom(false, false, false, true),
         mode: fc.constantFrom("files" as const, "all" as const),
-        then: fc.constantFrom("undo" as const, "nothing" as const),
+        afterwards: fc.constantFrom("undo" as const, "nothing" as const),
       }),
       // keepUndo 0 with "all" only: a "files" rewind keeps the points between its target and its marker on the
       // tape, and with no undo snapshot a later rewind to one of them is not exact (a bug of its own, not of links).
@@ -249,7 +249,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
         pick: fc.nat(),
         anyPoint: fc.constantFrom(false, false, false, true),
         mode: fc.constant("all" as const),
-        then: fc.constant("keep-no-undo" as const),
+        afterwards: fc.constant("keep-no-undo" as const),
       }),
     ),
   },
@@ -288,9 +288,10 @@ function shown(workspace: string, s: Step): string {
   return JSON.stringify(s);
 }
 
-it(`links to folders inside the workspace, under commands and tools, rewind and undo to whole trees (${RUNS} runs)`, async () => {
+it(`links to folders inside: commands, tools, rewinds and undos give whole trees (${RUNS} runs)`, async () => {
   console.log(
-    `links-inside property: ${RUNS} runs, seed ${SEED} (AGENT_TAPE_PROPERTY_RUNS or AGENT_TAPE_ROUNDS, AGENT_TAPE_PROPERTY_SEED)`,
+    `links-inside property: ${RUNS} runs, seed ${SEED}` +
+      " (AGENT_TAPE_PROPERTY_RUNS or AGENT_TAPE_ROUNDS, AGENT_TAPE_PROPERTY_SEED)",
   );
   await fc.assert(
     fc.asyncProperty(start, fc.array(step, { minLength: 3, maxLength: 14 }), async (shape, steps) => {
@@ -325,11 +326,11 @@ it(`links to folders inside the workspace, under commands and tools, rewind and 
             const from = s.anyPoint || differing.length === 0 ? points : differing;
             const target = from[s.pick % from.length]!;
             const headBefore = await head();
-            const keepUndo = s.then === "keep-no-undo" ? { keepUndo: 0 } : {};
+            const keepUndo = s.afterwards === "keep-no-undo" ? { keepUndo: 0 } : {};
             await rewind(store, id, { toSequence: target, mode: s.mode, ...keepUndo });
             expect(await tree(), `rewound (${s.mode}) to #${target} after\n  ${said}`).toEqual(model.get(target));
             // A rewind to the head changes nothing and appends no marker: there is nothing to undo then.
-            if (s.then === "undo" && (await head()) !== headBefore) {
+            if (s.afterwards === "undo" && (await head()) !== headBefore) {
               await undoRewind(store, id);
               expect(await tree(), `undid the rewind to #${target} after\n  ${said}`).toEqual(now);
             }

@@ -10,7 +10,7 @@ import { rewind, undoRewind } from "../../src/index.js";
 import { byteTreeOf } from "../helpers/whole-tree.js";
 import { workspaceWithStore } from "../helpers/fixture.js";
 
-it("a tool handed a link to a folder writes a file in it that a command had deleted: the rewind, no conflict", async () => {
+it("a tool handed a link to a folder writes in it a file a command deleted: the rewind, no conflict", async () => {
   const { workspace, store, checkpoints } = await workspaceWithStore("agent-tape-into-link-target-");
   await mkdir(join(workspace, "a"));
   await writeFile(join(workspace, "a/x.txt"), "x\n");
