@@ -58,7 +58,8 @@ describe("the look past a batch, from both ends of the log, against a line-by-li
         if (written === s.batch.length || s.after.length % 2 === 0)
           for (const t of s.after) lines.push({ text: "", event: event(++sequence + 100, t.piece, t.repeat) });
         for (const line of lines) line.text = `${serializeEvent(line.event, line.batch)}\n`;
-        // The hold ends after a line of the batch the reader read (its first, at least): `from` is the next line's start.
+        // The hold ends after a line of the batch the reader read (its first, at least): `from` is the next
+        // line's start.
         const firstOfBatch = s.before.length;
         if (written === 0) return; // no line of the batch reached the log: nothing for a reader to hold
         const heldLines = firstOfBatch + 1 + Math.floor(s.held * (written - 1));

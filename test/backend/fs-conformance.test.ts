@@ -11,7 +11,8 @@ runBackendConformance({
   destroy,
   lacks: {
     writeBlobs:
-      "a small capture's few blobs are files of their own; many at once (a scan, a large snapshot) go through writeScanBlobs",
+      "a small capture's few blobs are files of their own; many at once (a scan, a large snapshot) go through " +
+      "writeScanBlobs",
   },
   crashLeftState: {
     // Raw bytes at the end of events.jsonl: what a process killed mid-write leaves.
