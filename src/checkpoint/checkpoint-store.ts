@@ -379,8 +379,11 @@ function afterStatePaths(
   });
   // A path handed below a link is a second name of the place it lands, which is named here by its own: a change to
   // that place by its own name (a command's) would leave the second name's state stale on the tape, and a rewind
-  // take it for a change made by someone else. It is left unknown (not checked); its landing place is checked.
-  return [...handed.filter((path) => !belowLinks.has(path)), ...added];
+  // take it for a change made by someone else. It is left unknown (not checked); its landing place is checked. So
+  // is a missing folder above it, recorded by the name handed (`l/sub` for `l/sub/g.txt`, `l` a link).
+  const second = (path: string) =>
+    belowLinks.has(path) || [...belowLinks].some((below) => below.startsWith(`${path}/`));
+  return [...handed.filter((path) => !second(path)), ...added.filter((path) => !second(path))];
 }
 
 function mayBeStale(record: { kind: string; reason?: string }): boolean {
