@@ -408,7 +408,11 @@ async function missingFolders(
     const parts = file.path.split("/").slice(0, -1);
     for (let depth = 1; depth <= parts.length; depth++) {
       const folder = parts.slice(0, depth).join("/");
-      if (lookAt(realWorkspace, folder, looks) !== "missing") continue;
+      const look = lookAt(realWorkspace, folder, looks);
+      // Below a link a name is a second name of where it leads, whose missing folder is recorded by its own name
+      // (pathsBelowLinks): by this one, a rewind wanting it absent would delete through the link.
+      if (look === "link") break;
+      if (look !== "missing") continue;
       if (!named.has(folder)) {
         named.add(folder);
         found.push({ path: folder, kind: "absent" });
