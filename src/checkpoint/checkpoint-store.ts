@@ -1,5 +1,5 @@
 import { lstatSync } from "../core/named-fs.js";
-import { join, resolve } from "node:path";
+import { join, posix, resolve } from "node:path";
 import type { SignalOption } from "../backend/types.js";
 import {
   InvalidArgumentError,
@@ -161,6 +161,15 @@ export class CheckpointStore {
    * checkpoint would be worse than a complete one.
    */
   async capture(id: string, input: CaptureInput): Promise<CheckpointEvent | undefined> {
+    return this.captureNoting(id, input, new Set());
+  }
+
+  /** {@link capture}, noting in `belowLinks` the paths handed that lie below a link inside the workspace. */
+  private async captureNoting(
+    id: string,
+    input: CaptureInput,
+    belowLinks: Set<string>,
+  ): Promise<CheckpointEvent | undefined> {
     if (typeof input?.tool !== "string" || input.tool.trim() === "")
       throw new InvalidArgumentError("capture() needs the name of the tool about to run (`tool`).");
     if (!Array.isArray(input.paths) || input.paths.some((p) => typeof p !== "string"))
@@ -201,7 +210,14 @@ export class CheckpointStore {
         // A tool handed a link, or a path below one, writes through it: where it lands has its before-state taken too.
         const targets = [
           ...(await linkTargets(realWorkspace, resolve(givenWorkspace), snapshot.files)),
-          ...(await pathsBelowLinks(realWorkspace, resolve(givenWorkspace), input.paths, snapshot.files, looks)),
+          ...(await pathsBelowLinks(
+            realWorkspace,
+            resolve(givenWorkspace),
+            input.paths,
+            snapshot.files,
+            looks,
+            belowLinks,
+          )),
         ];
         if (targets.length > 0) {
           const more = await snapshotPaths(realWorkspace, resolve(givenWorkspace), targets, this.limits);
@@ -260,15 +276,17 @@ export class CheckpointStore {
    * then not waited for.
    */
   async around<T>(id: string, input: CaptureInput, run: (signal?: AbortSignal) => Promise<T> | T): Promise<T> {
-    await this.capture(id, input);
+    const belowLinks = new Set<string>();
+    const checkpoint = await this.captureNoting(id, input, belowLinks);
     const { signal } = input;
     signal?.throwIfAborted();
     const ran = Promise.resolve().then(() => run(signal));
     // Best effort: a missing after-state only means a later rewind has nothing to check these paths
     // against (as before after-states existed); it must not turn a tool that worked into a failure.
     const { signal: _signal, ...unsignalled } = input; // the tool has finished: record what it left in any case
+    const paths = afterStatePaths(input.paths, checkpoint, belowLinks);
     const recordAfter = async () => {
-      if (this.afterState) await this.after(id, unsignalled).catch(() => undefined);
+      if (this.afterState) await this.after(id, { ...unsignalled, paths }).catch(() => undefined);
     };
     const result = ran.then(
       async (value) => {
@@ -337,6 +355,36 @@ export class CheckpointStore {
   }
 }
 
+/**
+ * The paths a tool's after-state names: those it was handed, and the topmost of the paths its capture added (the
+ * missing folder above a path, where a link handed to it leads, where a path below a link lands). The tool changes
+ * those too; with no after-state there, a path below them keeps the state the tape had before the tool (a file
+ * it wrote in the folder a link leads to, recorded absent by an earlier command), and a rewind takes what the
+ * tool did for a change made by someone else (docs/ARCHITECTURE.md, "Conflicts").
+ */
+function afterStatePaths(
+  handed: readonly string[],
+  checkpoint: CheckpointEvent | undefined,
+  belowLinks: ReadonlySet<string>,
+): string[] {
+  if (checkpoint === undefined) return [...handed];
+  const recorded = new Set(checkpoint.payload.files.map((file) => file.path));
+  const named = new Set(handed.map((path) => posix.normalize(path).replace(/\/+$/, "")));
+  const added = [...recorded].filter((path) => {
+    if (named.has(path)) return false;
+    for (let slash = path.lastIndexOf("/"); slash > 0; slash = path.lastIndexOf("/", slash - 1))
+      if (recorded.has(path.slice(0, slash)) || named.has(path.slice(0, slash))) return false;
+    return true;
+  });
+  // A path handed below a link is a second name of the place it lands, which is named here by its own: a change to
+  // that place by its own name (a command's) would leave the second name's state stale on the tape, and a rewind
+  // take it for a change made by someone else. It is left unknown (not checked); its landing place is checked. So
+  // is a missing folder above it, recorded by the name handed (`l/sub` for `l/sub/g.txt`, `l` a link).
+  const second = (path: string) =>
+    belowLinks.has(path) || [...belowLinks].some((below) => below.startsWith(`${path}/`));
+  return [...handed.filter((path) => !second(path)), ...added.filter((path) => !second(path))];
+}
+
 /** A record that a remembered real path gone stale would also give: worth resolving the workspace again. */
 function mayBeStale(record: { kind: string; reason?: string }): boolean {
   if (record.kind === "absent") return true;
@@ -360,7 +408,11 @@ async function missingFolders(
     const parts = file.path.split("/").slice(0, -1);
     for (let depth = 1; depth <= parts.length; depth++) {
       const folder = parts.slice(0, depth).join("/");
-      if (lookAt(realWorkspace, folder, looks) !== "missing") continue;
+      const look = lookAt(realWorkspace, folder, looks);
+      // Below a link a name is a second name of where it leads, whose missing folder is recorded by its own name
+      // (pathsBelowLinks): by this one, a rewind wanting it absent would delete through the link.
+      if (look === "link") break;
+      if (look !== "missing") continue;
       if (!named.has(folder)) {
         named.add(folder);
         found.push({ path: folder, kind: "absent" });
@@ -400,6 +452,7 @@ async function pathsBelowLinks(
   paths: readonly string[],
   files: readonly FileSnapshot[],
   looks: FolderLooks,
+  handedBelowLinks: Set<string>,
 ): Promise<string[]> {
   const named = new Set(files.map((file) => file.path));
   const landed: string[] = [];
@@ -412,6 +465,7 @@ async function pathsBelowLinks(
       linked = lookAt(realWorkspace, parts.slice(0, depth).join("/"), looks) === "link";
     if (!linked) continue;
     const inside = await pathBelowLinkInside(realWorkspace, givenWorkspace, path);
+    if (inside !== undefined) handedBelowLinks.add(path);
     if (inside !== undefined && !named.has(inside)) {
       named.add(inside);
       landed.push(inside);

@@ -127,11 +127,15 @@ export class WorkspaceStates {
   }
 
   set(path: string, state: FileState | null): void {
-    // Whatever lay below a path that is now not a folder is gone with it.
+    // Whatever lay below a path that is now not a folder is gone with it. Below a link, a name is a second name of
+    // what the link leads to, which the tape records by its own name: what it recorded by that name is forgotten.
     if (state !== null && state.kind !== "directory" && state.kind !== "unknown" && this.parents.has(path)) {
       const prefix = path === "." ? "" : `${path}/`;
-      for (const below of this.states.keys())
-        if (below.startsWith(prefix) && below !== path) this.states.set(below, { path: below, kind: "absent" });
+      for (const below of [...this.states.keys()])
+        if (below.startsWith(prefix) && below !== path) {
+          if (state.kind === "symlink") this.states.delete(below);
+          else this.states.set(below, { path: below, kind: "absent" });
+        }
     }
     this.states.set(path, state === null || state.kind === "unknown" ? null : state);
     for (let slash = path.lastIndexOf("/"); slash > 0; slash = path.lastIndexOf("/", slash - 1))

@@ -23,28 +23,56 @@ export function closestSnapshotPerPath(events: Iterable<StoredEvent>): Map<strin
   const closest = new Map<string, FileSnapshot>();
   const takenAt = new Map<string, number>(); // path -> index of the event its closest snapshot is from
   const listings = new Map<string, number>(); // complete folder listings kept as closest, by event index
+  const nonFolders = new Map<string, number>(); // absent paths, files and links kept as closest, by event index
+  const laterListings = new Map<string, number>(); // a folder's first listing after a closest that is not one
   let index = 0;
   for (const event of events) {
     index++;
     if (event.type === "session_rewind" && (event.payload as RewindPayload).mode !== "files") continue;
     for (const file of snapshotsIn(event)) {
-      if (closest.has(file.path)) continue;
+      if (closest.has(file.path)) {
+        // A record of it as absent, a file or a link lists it too: as holding nothing.
+        const lists = (file.kind === "directory" && file.complete) || nonFolderKind(file.kind);
+        if (lists && !listings.has(file.path) && !laterListings.has(file.path)) laterListings.set(file.path, index);
+        continue;
+      }
       closest.set(file.path, file);
       takenAt.set(file.path, index);
       if (file.kind === "directory" && file.complete) listings.set(file.path, index);
+      else if (nonFolderKind(file.kind)) nonFolders.set(file.path, index);
     }
+  }
+  // A folder whose closest record says nothing of what it held (a command's, which leaves ignored entries out)
+  // and that a later capture listed whole (or recorded absent, a file or a link: holding nothing) held at the
+  // target what that listing names, and what was recorded in between: a path recorded first after it, or on no
+  // record at all, was not there (a change to it before the listing would have been recorded). So it is a
+  // complete listing as of that capture.
+  for (const [path, at] of laterListings) {
+    const record = closest.get(path);
+    if (record?.kind !== "directory") continue;
+    closest.set(path, { ...record, complete: true });
+    listings.set(path, at);
   }
   // A path below a complete listing that the listing did not name did not exist when it was taken; a
   // snapshot of it from later on (a tool editing what a command had created) is not its state at the target.
-  if (listings.size > 0)
+  // Nor did a path below one that was absent, a file or a link (a folder a tool was handed absent and made,
+  // listed by a later capture).
+  if (listings.size > 0 || nonFolders.size > 0)
     for (const [path, at] of takenAt) {
       const listedAt = listingAbove(path, listings);
-      if (listedAt !== undefined && listedAt < at) closest.set(path, { path, kind: "absent" });
+      const belowNonFolderAt = listingAbove(path, nonFolders);
+      if ((listedAt !== undefined && listedAt < at) || (belowNonFolderAt !== undefined && belowNonFolderAt < at))
+        closest.set(path, { path, kind: "absent" });
     }
   return closest;
 }
 
-/** The event index of the nearest complete listing of a folder strictly above `path`, if any. */
+/** Whether a record of this kind says the path held nothing below it. */
+function nonFolderKind(kind: FileSnapshot["kind"]): boolean {
+  return kind === "absent" || kind === "blob" || kind === "symlink";
+}
+
+/** The event index of the nearest of `listings` (paths) strictly above `path`, if any. */
 function listingAbove(path: string, listings: ReadonlyMap<string, number>): number | undefined {
   for (let p = path; p !== "."; ) {
     const slash = p.lastIndexOf("/");
