@@ -249,11 +249,11 @@ export interface LockedSession {
     options?: { durable?: boolean },
   ): Promise<string[]>;
   /**
-   * Optional: many blobs at once, a workspace scan's (most never read again) or a large snapshot's (a capture
-   * of many files, a rewind's undo): each as `writeBlob` with `durable: false` would store it ({@link syncBlobs}
-   * makes those a checkpoint references durable), all or nothing, returning the hashes it wrote. A backend may
-   * keep them where many small ones cost little (the fs backend's pack). Without it the scan uses
-   * {@link writeBlobs}, or `writeBlob` one by one (docs/ARCHITECTURE.md, "Blobs").
+   * Optional: the blobs a workspace scan stores, many at once and most never read again: each as `writeBlob`
+   * with `durable: false` would store it ({@link syncBlobs} makes those a checkpoint references durable), all or
+   * nothing, returning the hashes it wrote. A backend may keep them where many small ones cost little (the fs
+   * backend's pack). Without it the scan uses {@link writeBlobs}, or `writeBlob` one by one
+   * (docs/ARCHITECTURE.md, "Blobs").
    */
   writeScanBlobs?(blobs: Iterable<readonly [hash: string, bytes: Uint8Array]>): Promise<string[]>;
   /**

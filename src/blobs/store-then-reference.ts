@@ -11,9 +11,7 @@ import { SYNC_FILESYSTEM_FROM } from "../core/sync-filesystem.js";
  * reference exists, the blobs this call wrote are deleted at once, so a failed operation leaves
  * no orphan; a crash is covered by the blobs-in-flight note (in-flight.ts; docs/ARCHITECTURE.md, "Blobs").
  * Many new blobs are written without an fsync each and made durable together (`syncBlobs`: one
- * syncfs on the fs backend) before `reference` runs, in one batch where the backend takes one (the fs
- * backend's `writeScanBlobs` packs the small ones: a file each costs an inode each, 0.05-0.4 ms of kernel
- * time on the project's machine, more in a large folder); a few are written durable one by one.
+ * syncfs on the fs backend) before `reference` runs; a few are written durable one by one.
  */
 export async function storeBlobsThenReference<T>(
   locked: LockedSession,
@@ -43,12 +41,6 @@ export async function storeBlobsThenReference<T>(
         return await reference(unsynced);
       }
       const together = snapshot.blobs.size >= SYNC_FILESYSTEM_FROM && locked.syncBlobs !== undefined;
-      if (together && locked.writeScanBlobs) {
-        // As a scan's: all or nothing, small ones packed (docs/ARCHITECTURE.md, "Blobs", small blobs packed).
-        written.push(...(await locked.writeScanBlobs(snapshot.blobs)));
-        await synced(true);
-        return await reference(unsynced);
-      }
       await forEachLimited([...snapshot.blobs], concurrency, async ([hash, bytes]) => {
         if (await locked.writeBlob(hash, bytes, { durable: !together })) written.push(hash);
       });

@@ -11,8 +11,7 @@ runBackendConformance({
   destroy,
   lacks: {
     writeBlobs:
-      "a small capture's few blobs are files of their own; many at once (a scan, a large snapshot) go through " +
-      "writeScanBlobs",
+      "a capture's blobs are files of their own, as cheap alone as in a batch; a scan's are batched (writeScanBlobs)",
   },
   crashLeftState: {
     // Raw bytes at the end of events.jsonl: what a process killed mid-write leaves.

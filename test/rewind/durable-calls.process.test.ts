@@ -33,18 +33,16 @@ describe("durable calls of a rewind (strace)", () => {
   );
 
   it(
-    "100 files: undo blobs (packed) and intent bytes fsynced together, the files in one syncfs, records/ and the log",
+    "100 files: undo blobs and intent bytes in one syncfs, the files in a second, records/ and the log fsynced",
     async () => {
       const { report, calls } = await rewindTraced(100);
       expect(report).toEqual({ filesRestored: 100, intact: true });
-      // The rounds a rewind waits for (docs/ARCHITECTURE.md, "Rewind intent"): (1) the undo blobs, packed in one
-      // segment, and the intent's bytes: the segment's fdatasync, its two folders' and the intent temp's fsyncs at
-      // once; (2) the intent's rename, records/ fsynced; (3) the files, one syncfs; (4) the marker, O_DSYNC
-      // (fdatasync under strace only if the log is cut in place). Before the blobs were packed: round (1) was a
-      // syncfs, which also waits for whatever else is dirty on the filesystem; before that, the blobs' syncfs and
-      // then the intent's temp fsynced on its own, one round more.
-      expect(calls.syncfs ?? 0, JSON.stringify(calls)).toBe(1);
-      expect((calls.fsync ?? 0) + (calls.fdatasync ?? 0), JSON.stringify(calls)).toBeLessThanOrEqual(6);
+      // The rounds a rewind waits for (docs/ARCHITECTURE.md, "Rewind intent"): (1) blobs + intent bytes, one
+      // syncfs; (2) the intent's rename, records/ fsynced; (3) the files, one syncfs; (4) the marker, O_DSYNC
+      // (fdatasync under strace only if the log is cut in place). Before: the blobs' syncfs, then the intent's
+      // temp fsynced on its own, one round more.
+      expect(calls.syncfs ?? 0, JSON.stringify(calls)).toBe(2);
+      expect((calls.fsync ?? 0) + (calls.fdatasync ?? 0), JSON.stringify(calls)).toBeLessThanOrEqual(2);
     },
     TRACED_TIMEOUT,
   );

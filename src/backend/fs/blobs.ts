@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import { createHash, randomBytes } from "node:crypto";
 import { fsyncDir } from "../../core/atomic-file.js";
 import { mapLimited } from "../../core/bounded-concurrency.js";
+import { yieldIfLong } from "../../core/time-slices.js";
 import { SYNC_FILESYSTEM_FROM, syncFilesystem } from "../../core/sync-filesystem.js";
 import { isBlobHash } from "../names.js";
 import type { SessionLayout } from "./layout.js";
@@ -306,6 +307,10 @@ export async function writeBlobFiles(
       // An older store's loose file (or a large one) is left as it is.
       if (packUnder > 0 && bytes.length <= SYNC_WRITE_MAX) {
         if (!shards.has(hash.slice(0, 2)) || !blobExistsLoose(layout, id, hash)) small.push([hash, bytes]);
+        // A look is a synchronous lstat where the shard exists: a rewind's 1,000 undo blobs in a session whose
+        // captures made their shards held the event loop 86 ms without a turn (docs/ARCHITECTURE.md, "Batched
+        // file work", time slices). The pack append re-checks what it holds just before it writes.
+        await yieldIfLong();
       } else if (await writeBlobFile(layout, id, hash, bytes, durable)) written.push(hash);
     }
     const stored = !layout.compressBlobs

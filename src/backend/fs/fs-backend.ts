@@ -50,10 +50,9 @@ export interface FsBackendOptions {
   compressBlobs?: boolean;
   /**
    * Blobs stored in fewer bytes than this go into the session's pack (4096 is the size it was made for); 0: each
-   * one a file. Unset, blobs written many at once (a workspace scan's, a snapshot of 16 or more: a large capture,
-   * a rewind's undo) are packed under 4096 bytes, and the few of a small capture are files of their own: the
-   * first packed blob of a session costs a capture more file-system calls than a loose one (docs/format.md,
-   * "Blob packs").
+   * one a file. Unset, only a workspace scan's blobs (written many at once, most never read) are packed, under
+   * 4096 bytes, and a capture's or a rewind's are files of their own: the first packed blob of a session costs a
+   * capture more file-system calls than a loose one (docs/format.md, "Blob packs").
    */
   packBlobsUnder?: number;
 }
