@@ -7,7 +7,6 @@ import { createHash, randomBytes } from "node:crypto";
 import { fsyncDir } from "../../core/atomic-file.js";
 import { mapLimited } from "../../core/bounded-concurrency.js";
 import { yieldIfLong } from "../../core/time-slices.js";
-import { SYNC_FILESYSTEM_FROM, syncFilesystem } from "../../core/sync-filesystem.js";
 import { isBlobHash } from "../names.js";
 import type { SessionLayout } from "./layout.js";
 import {
@@ -32,10 +31,8 @@ import {
   deletePacked,
   isPacked,
   listPacked,
-  packedAmong,
   packedBytes,
   readPacked,
-  syncPacked,
   writePacked,
   writePackedMany,
 } from "./blob-pack.js";
@@ -389,71 +386,6 @@ function writeSmallBlobFileNow(
     throw error;
   }
   return true;
-}
-
-/**
- * Makes blobs written without fsync durable: each file, each shard folder once and the blobs folder, and the
- * pack's segments holding any, all waited for at once (nothing relies on their order until this returns; a third
- * of a one-file rewind's time was these waits one after another); many loose files at once by one syncfs of the
- * store's filesystem instead (core/sync-filesystem.ts). Packed blobs, however many, cost an fdatasync of their
- * segment: a syncfs would also wait for whatever else is dirty on the filesystem (another process's writes).
- */
-export async function syncBlobFiles(layout: SessionLayout, id: string, all: readonly string[]): Promise<void> {
-  const packed = packedAmong(layout, id, all);
-  const loose = packed.size === 0 ? all : all.filter((hash) => !packed.has(hash));
-  if (loose.length >= SYNC_FILESYSTEM_FROM) {
-    await checkStoreFolder(id, layout.blobs(id)); // `sync` opens it by name: never through a link
-    if (await syncFilesystem(layout.blobs(id))) return;
-  }
-  await Promise.all([syncPacked(layout, id, [...packed]), syncLooseFiles(layout, id, loose)]);
-}
-
-async function syncLooseFiles(layout: SessionLayout, id: string, hashes: readonly string[]): Promise<void> {
-  if (hashes.length === 0) return;
-  const shards = [...new Set(hashes.map((hash) => dirname(layout.blob(id, hash))))];
-  const fsyncIfThere = async (path: string, sync: (path: string) => Promise<void>) => {
-    try {
-      await sync(path);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-    }
-  };
-  await Promise.all([
-    mapLimited(hashes, 8, (hash) => fsyncIfThere(layout.blob(id, hash), fsyncFile)),
-    mapLimited(shards, 8, (shard) => fsyncIfThere(shard, fsyncDir)),
-    fsyncDir(layout.blobs(id)),
-  ]);
-}
-
-/**
- * {@link syncBlobFiles} for blobs that a record written right after must not outlive, in one wait for the disk
- * with the record's temp (written, not yet renamed): many loose blobs on the records' filesystem by one syncfs
- * that covers the temp too; otherwise the blobs' syncs and `syncTemp` (the temp's fsync) at the same time
- * (docs/ARCHITECTURE.md, "Rewind intent", the rounds a rewind waits for).
- */
-export async function syncBlobFilesWith(
-  layout: SessionLayout,
-  id: string,
-  all: readonly string[],
-  records: string,
-  syncTemp: () => Promise<void>,
-): Promise<void> {
-  const packed = packedAmong(layout, id, all);
-  if (all.length - packed.size >= SYNC_FILESYSTEM_FROM) {
-    await checkStoreFolder(id, layout.blobs(id)); // `sync` opens it by name: never through a link
-    const [blobs, recordsFolder] = await Promise.all([lstat(layout.blobs(id)), lstat(records)]);
-    if (blobs.dev === recordsFolder.dev && (await syncFilesystem(records))) return;
-  }
-  await Promise.all([syncBlobFiles(layout, id, all), syncTemp()]);
-}
-
-async function fsyncFile(path: string): Promise<void> {
-  const fh = await open(path, "r");
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
 }
 
 async function retryAfterMkdir<T>(dir: string, attempt: () => Promise<T>, onMade: () => void = () => {}): Promise<T> {

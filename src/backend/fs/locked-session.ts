@@ -9,15 +9,8 @@ import type { AppendOptions, ArchivedLog, LockedSession } from "../types.js";
 import { copyLogRange } from "./archive-log.js";
 import { fsyncDir, tempPathFor, writeFileAtomic } from "../../core/atomic-file.js";
 import { compactPackIfDead } from "./blob-pack.js";
-import {
-  blobExists,
-  deleteBlobFile,
-  discardIncomingBlobs,
-  syncBlobFiles,
-  syncBlobFilesWith,
-  writeBlobFile,
-  writeBlobFiles,
-} from "./blobs.js";
+import { blobExists, deleteBlobFile, discardIncomingBlobs, writeBlobFile, writeBlobFiles } from "./blobs.js";
+import { syncBlobFiles, syncBlobFilesWith } from "./blob-sync.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import type { SessionLayout } from "./layout.js";
 import { checkStoreFolder, openStoreFile, READ_APPEND } from "./store-files.js";
