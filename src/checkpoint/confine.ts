@@ -93,23 +93,27 @@ function lexicalRelative(realWorkspace: string, givenWorkspace: string, path: st
   return undefined;
 }
 
+function look(absolute: string): Promise<ParentLook> {
+  return lstat(absolute).then(
+    (info) => ({ info }),
+    (error: NodeJS.ErrnoException) => ({ code: error.code }),
+  );
+}
+
+/** What lstat says of `absolute` (its stats, or the error's code), looked at once per `looks`. */
+export function lookOnce(looks: ParentLooks, absolute: string): Promise<ParentLook> {
+  let found = looks.get(absolute);
+  if (!found) looks.set(absolute, (found = look(absolute)));
+  return found;
+}
+
 async function parentsStayInside(realWorkspace: string, rel: string, looks?: ParentLooks): Promise<boolean> {
   if (rel === "") return true;
   const parents = rel.split(sep).slice(0, -1);
   // The common case is a chain of plain folders: stat them all at once (one round trip through
   // the thread pool instead of one per folder), and walk one by one only when a link shows up.
   const prefixes = parents.map((_, i) => join(realWorkspace, ...parents.slice(0, i + 1)));
-  const look = (p: string): Promise<ParentLook> =>
-    lstat(p).then(
-      (info) => ({ info }),
-      (error: NodeJS.ErrnoException) => ({ code: error.code }),
-    );
-  const remembered = (p: string) => {
-    let found = looks!.get(p);
-    if (!found) looks!.set(p, (found = look(p)));
-    return found;
-  };
-  const found = await Promise.all(prefixes.map(looks ? remembered : look));
+  const found = await Promise.all(prefixes.map((p) => (looks ? lookOnce(looks, p) : look(p))));
   for (const entry of found) {
     if ("code" in entry) return isNothingThere(entry.code);
     if (entry.info.isSymbolicLink()) return walkParents(realWorkspace, parents);

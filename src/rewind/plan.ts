@@ -7,7 +7,7 @@ import { forEachLimited } from "../core/bounded-concurrency.js";
 import { ownerOf, snapshotPaths, type Snapshot, type SnapshotLimits } from "../checkpoint/snapshot.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { snapshotsIn } from "../blobs/references.js";
-import { confine, placeLexically, type ParentLooks } from "../checkpoint/confine.js";
+import { confine, lookOnce, placeLexically, type ParentLooks } from "../checkpoint/confine.js";
 
 /**
  * The rewind rule (docs/ARCHITECTURE.md, "Rewind intent"): visit the snapshots taken after the
@@ -138,7 +138,7 @@ export async function planFileChanges(
         return;
       }
       place = lexical;
-    }
+    } else if (await isSecondName(realWorkspace, place.path, wanted, looks)) return;
     if (place.path === "." && becomes.kind !== "directory") {
       // Only a tampered record asks this: replacing or deleting the workspace itself would wipe it.
       changes.push({ path: ".", action: "skip", reason: "workspace_root" });
@@ -270,6 +270,29 @@ async function belowLinkMadeFolder(
     if (!place.inside) return false; // a link above the folder leads out: so does everything below it
     const info = await lstat(place.absolute).catch(() => undefined);
     if (info?.isSymbolicLink()) return true;
+  }
+  return false;
+}
+
+/**
+ * True when a folder above `path` is a link now that the rewind leaves a link (it wants it unchanged, a link, or
+ * absent): below that link `path` is a second name of the place the link leads to, recorded when a tool was handed
+ * it (`l/f.txt`), whose landing place the capture recorded by its own name (`a/f.txt`). The plan restores that
+ * one; restoring the second name too would write through the link a state that may be stale (a change made since
+ * by the place's own name: a listing of `a` taken later that leaves `f.txt` out), and deleting it would delete
+ * through the link (docs/ARCHITECTURE.md, "Rewind intent"). A link the rewind replaces by a folder is not such a
+ * folder: below it the paths are the new folder's own (`belowLinkMadeFolder`).
+ */
+async function isSecondName(
+  realWorkspace: string,
+  path: string,
+  wanted: ReadonlyMap<string, FileSnapshot>,
+  looks: ParentLooks,
+): Promise<boolean> {
+  for (let slash = path.indexOf("/"); slash > 0; slash = path.indexOf("/", slash + 1)) {
+    const folder = path.slice(0, slash);
+    const found = await lookOnce(looks, join(realWorkspace, folder));
+    if ("info" in found && found.info.isSymbolicLink()) return wanted.get(folder)?.kind !== "directory";
   }
   return false;
 }

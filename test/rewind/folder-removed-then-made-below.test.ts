@@ -4,30 +4,14 @@
 // folder highest above). A rewind to before both put `c` back and left `c/new` in it: `c/new` is on no record, and
 // the closest record of `c`, the command's, says nothing of what `c` held; the tool's later record of `c` as absent
 // says it held nothing but what was recorded before.
-import { execFileSync } from "node:child_process";
-import { chmod, mkdir, writeFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { expect, it } from "vitest";
-import { rewind, undoRewind } from "../../src/index.js";
-import { byteTreeOf } from "../helpers/whole-tree.js";
-import { workspaceWithStore } from "../helpers/fixture.js";
+import { it } from "vitest";
+import { smallSession } from "../helpers/small-session.js";
 
 it("a folder a command removed and a tool made again below: a rewind to before both adds nothing", async () => {
-  const { workspace, store, checkpoints } = await workspaceWithStore("agent-tape-removed-made-below-");
-  await mkdir(join(workspace, "c"));
-  await writeFile(join(workspace, "c/w.txt"), "w\n");
-  await chmod(join(workspace, "c"), 0o700);
-  const { id } = await store.create({ workspace });
-  const start = (await store.append(id, { type: "message", payload: { role: "user", content: "start" } })).sequence;
-  const before = await byteTreeOf(workspace);
-  await checkpoints.aroundCommand(id, { tool: "bash" }, () => execFileSync("rm", ["-rf", "c"], { cwd: workspace }));
-  await checkpoints.around(id, { tool: "make_dirs", paths: ["c/new/deeper"] }, () =>
-    mkdir(join(workspace, "c/new/deeper"), { recursive: true }),
-  );
-  const after = await byteTreeOf(workspace);
-  const report = await rewind(store, id, { toSequence: start, mode: "files" });
-  expect(report.skipped).toEqual([]);
-  expect(await byteTreeOf(workspace)).toEqual(before);
-  await undoRewind(store, id);
-  expect(await byteTreeOf(workspace)).toEqual(after);
+  const s = await smallSession("agent-tape-removed-made-below-", { files: { "c/w.txt": "w\n" }, modes: { c: 0o700 } });
+  await s.command("rm -rf c");
+  await s.tool("make_dirs", ["c/new/deeper"], () => mkdir(join(s.workspace, "c/new/deeper"), { recursive: true }));
+  await s.rewindThenUndo();
 });

@@ -4,34 +4,18 @@
 // before the tool, was refused, "l/f.txt (created)": setting `l` to a link took every path the tape recorded below
 // it to absent, though below a link a name is only a second name of what the link leads to (`a/f.txt`, there all
 // along).
-import { execFileSync } from "node:child_process";
-import { mkdir, symlink, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { expect, it } from "vitest";
-import { rewind, undoRewind } from "../../src/index.js";
-import { byteTreeOf } from "../helpers/whole-tree.js";
-import { workspaceWithStore } from "../helpers/fixture.js";
+import { it } from "vitest";
+import { rewind } from "../../src/index.js";
+import { smallSession } from "../helpers/small-session.js";
 
 it("a link re-pointed by a command and back by a rewind: a rewind to before a tool wrote below it", async () => {
-  const { workspace, store, checkpoints } = await workspaceWithStore("agent-tape-link-repointed-back-");
-  await mkdir(join(workspace, "a"));
-  await mkdir(join(workspace, "c"));
-  await symlink("a", join(workspace, "l"));
-  const { id } = await store.create({ workspace });
-  const start = (await store.append(id, { type: "message", payload: { role: "user", content: "start" } })).sequence;
-  const before = await byteTreeOf(workspace);
-  await checkpoints.around(id, { tool: "write_file", paths: ["l/f.txt"] }, () =>
-    writeFile(join(workspace, "l/f.txt"), "through the link\n"),
+  const s = await smallSession("agent-tape-link-repointed-back-", { folders: ["a", "c"], links: { l: "a" } });
+  const written = await s.tool("write_file", ["l/f.txt"], () =>
+    writeFile(join(s.workspace, "l/f.txt"), "through the link\n"),
   );
-  const written = (await store.get(id))!.lastSequence;
-  await checkpoints.aroundCommand(id, { tool: "bash" }, () =>
-    execFileSync("/bin/sh", ["-c", "rm l && ln -s c l"], { cwd: workspace }),
-  );
-  await rewind(store, id, { toSequence: written, mode: "all", keepUndo: 0 });
-  const after = await byteTreeOf(workspace);
-  const report = await rewind(store, id, { toSequence: start, mode: "files" });
-  expect(report.skipped).toEqual([]);
-  expect(await byteTreeOf(workspace)).toEqual(before);
-  await undoRewind(store, id);
-  expect(await byteTreeOf(workspace)).toEqual(after);
+  await s.command("rm l && ln -s c l");
+  await rewind(s.store, s.id, { toSequence: written, mode: "all", keepUndo: 0 });
+  await s.rewindThenUndo();
 });

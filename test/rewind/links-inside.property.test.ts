@@ -25,8 +25,7 @@ import { posix } from "node:path";
 import { isDeepStrictEqual, promisify } from "node:util";
 import fc from "fast-check";
 import { expect, it } from "vitest";
-import { CheckpointStore, isAgentTapeError, rewind, undoRewind } from "../../src/index.js";
-import { CHANGED_DURING_THE_REWIND } from "../../src/rewind/late-change.js";
+import { CheckpointStore, rewind, undoRewind } from "../../src/index.js";
 import { byteTreeOf } from "../helpers/whole-tree.js";
 import { rounds } from "../helpers/rounds.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
@@ -298,7 +297,6 @@ function shown(workspace: string, s: Step): string {
 }
 
 it(`links to folders inside: commands, tools, rewinds and undos give whole trees (${RUNS} runs)`, async () => {
-  let knownRefusals = 0;
   console.log(
     `links-inside property: ${RUNS} runs, seed ${SEED}` +
       " (AGENT_TAPE_PROPERTY_RUNS or AGENT_TAPE_ROUNDS, AGENT_TAPE_PROPERTY_SEED)",
@@ -337,20 +335,7 @@ it(`links to folders inside: commands, tools, rewinds and undos give whole trees
             const target = from[s.pick % from.length]!;
             const headBefore = await head();
             const keepUndo = s.afterwards === "keep-no-undo" ? { keepUndo: 0 } : {};
-            try {
-              await rewind(store, id, { toSequence: target, mode: s.mode, ...keepUndo });
-            } catch (error) {
-              // The one known false refusal (README, "Limits"): a file a command made, changed by a tool handed a
-              // path below a link to its folder, then a rewind to before both. The plan restores the tool's record
-              // by the link's name, through the link, then deletes the folder the command made and finds that
-              // file there: REWIND_CONFLICT "changed during the rewind", rolled back. It must have changed nothing;
-              // any other conflict (created, modified, deleted) still fails the run.
-              const conflicts = isAgentTapeError(error, "REWIND_CONFLICT") ? error.conflicts : [];
-              if (conflicts.length === 0 || conflicts.some((c) => c.change !== CHANGED_DURING_THE_REWIND)) throw error;
-              expect(await tree(), `a refused rewind to #${target} changed nothing\n  ${said}`).toEqual(now);
-              knownRefusals++;
-              continue;
-            }
+            await rewind(store, id, { toSequence: target, mode: s.mode, ...keepUndo });
             expect(await tree(), `rewound (${s.mode}) to #${target} after\n  ${said}`).toEqual(model.get(target));
             // A rewind to the head changes nothing and appends no marker: there is nothing to undo then.
             if (s.afterwards === "undo" && (await head()) !== headBefore) {
@@ -371,5 +356,4 @@ it(`links to folders inside: commands, tools, rewinds and undos give whole trees
     }),
     { numRuns: RUNS, seed: SEED },
   );
-  if (knownRefusals > 0) console.log(`links-inside property: ${knownRefusals} known false refusals (README, "Limits")`);
 }, 600_000);

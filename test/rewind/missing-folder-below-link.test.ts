@@ -4,32 +4,24 @@
 // "l/sub (created)". The capture
 // records `l/sub` as the missing folder above the path handed, a second name (below the link) of `b/sub`, and the
 // after-state recorded it absent by that name: the rewind that put `b/sub` back wrote it by its own.
-import { execFileSync } from "node:child_process";
-import { chmod, mkdir, rm, symlink, writeFile } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { rewind } from "../../src/index.js";
-import { byteTreeOf } from "../helpers/whole-tree.js";
-import { workspaceWithStore } from "../helpers/fixture.js";
+import { smallSession } from "../helpers/small-session.js";
 
 it("the missing folder above a path handed below a link, put back by its own name: a rewind, no conflict", async () => {
-  const { workspace, store, checkpoints } = await workspaceWithStore("agent-tape-missing-below-link-");
-  await mkdir(join(workspace, "b/sub"), { recursive: true });
-  await writeFile(join(workspace, "b/sub/z.txt"), "z\n");
-  await chmod(join(workspace, "b/sub"), 0o700);
-  await symlink("b", join(workspace, "l"));
-  const { id } = await store.create({ workspace });
-  const start = (await store.append(id, { type: "message", payload: { role: "user", content: "start" } })).sequence;
-  const before = await byteTreeOf(workspace);
-  await checkpoints.aroundCommand(id, { tool: "bash" }, () => execFileSync("rm", ["-rf", "b/sub"], { cwd: workspace }));
-  const afterCommand = (await store.get(id))!.lastSequence;
-  await checkpoints.around(id, { tool: "delete", paths: ["l/sub/g.txt"] }, () =>
-    rm(join(workspace, "l/sub/g.txt"), { force: true }),
-  );
-  const removed = await byteTreeOf(workspace);
-  await rewind(store, id, { toSequence: start, mode: "files" });
-  expect(await byteTreeOf(workspace)).toEqual(before);
-  const report = await rewind(store, id, { toSequence: afterCommand, mode: "all", keepUndo: 0 });
+  const s = await smallSession("agent-tape-missing-below-link-", {
+    files: { "b/sub/z.txt": "z\n" },
+    modes: { "b/sub": 0o700 },
+    links: { l: "b" },
+  });
+  const afterCommand = await s.command("rm -rf b/sub");
+  await s.tool("delete", ["l/sub/g.txt"], () => rm(join(s.workspace, "l/sub/g.txt"), { force: true }));
+  const removed = await s.tree();
+  await rewind(s.store, s.id, { toSequence: s.start, mode: "files" });
+  expect(await s.tree()).toEqual(s.before);
+  const report = await rewind(s.store, s.id, { toSequence: afterCommand, mode: "all", keepUndo: 0 });
   expect(report.skipped).toEqual([]);
-  expect(await byteTreeOf(workspace)).toEqual(removed);
+  expect(await s.tree()).toEqual(removed);
 });

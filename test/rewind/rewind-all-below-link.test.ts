@@ -3,29 +3,22 @@
 // (and writes nothing); a rewind to the start puts `b/sub` back; a second rewind to the start ("all", keepUndo 0)
 // deleted `b/sub` and everything in it: the capture had recorded `l/sub` absent (the missing folder above the path
 // handed, by the name below the link), and the rewind deleted it through the link.
-import { execFileSync } from "node:child_process";
-import { chmod, mkdir, rm, symlink, writeFile } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { rewind } from "../../src/index.js";
-import { byteTreeOf } from "../helpers/whole-tree.js";
-import { workspaceWithStore } from "../helpers/fixture.js";
+import { smallSession } from "../helpers/small-session.js";
 
 it("a missing folder named below a link: a rewind to before it deletes nothing through the link", async () => {
-  const { workspace, store, checkpoints } = await workspaceWithStore("agent-tape-rewind-all-below-link-");
-  await mkdir(join(workspace, "b/sub"), { recursive: true });
-  await writeFile(join(workspace, "b/sub/z.txt"), "z\n");
-  await chmod(join(workspace, "b/sub"), 0o700);
-  await symlink("b", join(workspace, "l"));
-  const { id } = await store.create({ workspace });
-  const start = (await store.append(id, { type: "message", payload: { role: "user", content: "start" } })).sequence;
-  const before = await byteTreeOf(workspace);
-  await checkpoints.aroundCommand(id, { tool: "bash" }, () => execFileSync("rm", ["-rf", "b/sub"], { cwd: workspace }));
-  await checkpoints.around(id, { tool: "delete", paths: ["l/sub/g.txt"] }, () =>
-    rm(join(workspace, "l/sub/g.txt"), { force: true }),
-  );
-  await rewind(store, id, { toSequence: start, mode: "files" });
-  expect(await byteTreeOf(workspace)).toEqual(before);
-  await rewind(store, id, { toSequence: start, mode: "all", keepUndo: 0 });
-  expect(await byteTreeOf(workspace)).toEqual(before);
+  const s = await smallSession("agent-tape-rewind-all-below-link-", {
+    files: { "b/sub/z.txt": "z\n" },
+    modes: { "b/sub": 0o700 },
+    links: { l: "b" },
+  });
+  await s.command("rm -rf b/sub");
+  await s.tool("delete", ["l/sub/g.txt"], () => rm(join(s.workspace, "l/sub/g.txt"), { force: true }));
+  await rewind(s.store, s.id, { toSequence: s.start, mode: "files" });
+  expect(await s.tree()).toEqual(s.before);
+  await rewind(s.store, s.id, { toSequence: s.start, mode: "all", keepUndo: 0 });
+  expect(await s.tree()).toEqual(s.before);
 });

@@ -7,21 +7,16 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { rewind } from "../../src/index.js";
-import { byteTreeOf } from "../helpers/whole-tree.js";
-import { workspaceWithStore } from "../helpers/fixture.js";
+import { smallSession } from "../helpers/small-session.js";
 
 it("a folder a tool made and a later tool removed: a rewind to before both leaves nothing there", async () => {
-  const { workspace, store, checkpoints } = await workspaceWithStore("agent-tape-made-removed-");
-  await writeFile(join(workspace, "a.txt"), "a\n");
-  const { id } = await store.create({ workspace });
-  const start = (await store.append(id, { type: "message", payload: { role: "user", content: "start" } })).sequence;
-  const before = await byteTreeOf(workspace);
-  await checkpoints.around(id, { tool: "make_folder", paths: ["n"] }, async () => {
-    await mkdir(join(workspace, "n"));
-    await writeFile(join(workspace, "n/made.txt"), "made\n");
+  const s = await smallSession("agent-tape-made-removed-", { files: { "a.txt": "a\n" } });
+  await s.tool("make_folder", ["n"], async () => {
+    await mkdir(join(s.workspace, "n"));
+    await writeFile(join(s.workspace, "n/made.txt"), "made\n");
   });
-  await checkpoints.around(id, { tool: "delete", paths: ["n"] }, () => rm(join(workspace, "n"), { recursive: true }));
-  const report = await rewind(store, id, { toSequence: start, mode: "files" });
+  await s.tool("delete", ["n"], () => rm(join(s.workspace, "n"), { recursive: true }));
+  const report = await rewind(s.store, s.id, { toSequence: s.start, mode: "files" });
   expect(report.changes).toEqual([]); // the workspace is as it was at the start
-  expect(await byteTreeOf(workspace)).toEqual(before);
+  expect(await s.tree()).toEqual(s.before);
 });

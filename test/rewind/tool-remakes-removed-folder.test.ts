@@ -5,32 +5,18 @@
 // and the after-state names only `b/sub/new`: a rewind to before both was refused, "b/sub (created)", a folder
 // the session itself made. (With `b/sub` at the mode a new folder gets, 755 here, the rewind had nothing to change
 // there and checked nothing: the folders are 700.)
-import { chmod, mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { expect, it } from "vitest";
-import { rewind, undoRewind } from "../../src/index.js";
-import { byteTreeOf } from "../helpers/whole-tree.js";
-import { workspaceWithStore } from "../helpers/fixture.js";
+import { smallSession } from "../helpers/small-session.js";
 
 it("a folder a tool removed, made again below by a tool: the rewind puts it back, no conflict", async () => {
-  const { workspace, store, checkpoints } = await workspaceWithStore("agent-tape-remade-folder-");
-  await mkdir(join(workspace, "b/sub"), { recursive: true });
-  await writeFile(join(workspace, "b/y.txt"), "y\n");
-  await writeFile(join(workspace, "b/sub/z.txt"), "z\n");
-  await chmod(join(workspace, "b/sub"), 0o700);
-  await chmod(join(workspace, "b"), 0o700); // not the mode mkdir gives: the rewind must change both
-  const { id } = await store.create({ workspace });
-  const start = (await store.append(id, { type: "message", payload: { role: "user", content: "start" } })).sequence;
-  const before = await byteTreeOf(workspace);
-  await checkpoints.around(id, { tool: "delete", paths: ["b"] }, () => rm(join(workspace, "b"), { recursive: true }));
-  await checkpoints.around(id, { tool: "make_dirs", paths: ["b/sub/new"] }, () =>
-    mkdir(join(workspace, "b/sub/new"), { recursive: true }),
-  );
-  const after = await byteTreeOf(workspace);
-  const report = await rewind(store, id, { toSequence: start, mode: "files" });
-  expect(report.skipped).toEqual([]);
-  expect(await byteTreeOf(workspace)).toEqual(before);
-  await undoRewind(store, id);
-  expect(await byteTreeOf(workspace)).toEqual(after);
-  expect(await readdir(join(workspace, "b/sub"))).toEqual(["new"]);
+  const s = await smallSession("agent-tape-remade-folder-", {
+    files: { "b/y.txt": "y\n", "b/sub/z.txt": "z\n" },
+    modes: { "b/sub": 0o700, b: 0o700 }, // not the mode mkdir gives: the rewind must change both
+  });
+  await s.tool("delete", ["b"], () => rm(join(s.workspace, "b"), { recursive: true }));
+  await s.tool("make_dirs", ["b/sub/new"], () => mkdir(join(s.workspace, "b/sub/new"), { recursive: true }));
+  await s.rewindThenUndo();
+  expect(await readdir(join(s.workspace, "b/sub"))).toEqual(["new"]);
 });
