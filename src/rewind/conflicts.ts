@@ -37,7 +37,12 @@ export class LastWritten {
       const states = this.in(workspace);
       const wrote = new Map((marker.wrote?.files ?? []).map((state) => [state.path, state]));
       for (const change of marker.changes) {
-        if (change.action === "skip") continue; // left alone: what was known still holds
+        if (change.action === "skip") {
+          // Left alone, what was known still holds; but not one left as a "files" rewind made with keepUndo 0 made
+          // it (undo_not_kept): a rewind "all" cuts that rewind's marker, the one record of it, so it is unknown.
+          if (change.reason === "undo_not_kept") states.set(change.path, null);
+          continue;
+        }
         states.set(change.path, wrote.get(change.path) ?? null);
       }
       leftInCompleteFolders(marker, wrote, states);

@@ -10,7 +10,7 @@ import {
   SessionNotFoundError,
   WorkspaceNotEmptyError,
 } from "../core/errors.js";
-import type { FileSnapshot, FileStatesPayload, StoredEvent } from "../core/events.js";
+import type { FileStatesPayload, StoredEvent } from "../core/events.js";
 import { assertSessionId, newId } from "../core/ids.js";
 import { assertPayloadActedOn } from "../core/payload-check.js";
 import { snapshotsIn } from "../blobs/references.js";
@@ -23,7 +23,7 @@ import { removeEntry } from "../checkpoint/remove-entry.js";
 import { loadIndex } from "../checkpoint/workspace-index/index-record.js";
 import { applyFileRecords } from "./apply-files.js";
 import { copyEntries, makeDurable, setFolderModes, type CopiedEntries } from "./copy-entries.js";
-import { closestSnapshotPerPath, planFileChanges } from "./plan.js";
+import { closestSnapshotPerPath, planFileChanges, type WantedState } from "./plan.js";
 import { recordedWorkspace } from "./recorded-workspace.js";
 import { workspaceRecordedBy } from "../checkpoint/recorded-workspace.js";
 import { UNDO_LIMITS } from "./rewind.js";
@@ -248,7 +248,7 @@ async function materialise(
  * a file or link there (restored from its snapshot), or it, or a folder above it, was absent, a file or a
  * link (so nothing was there). Copying such a path would only be overwritten or deleted by the plan.
  */
-function settledByTape(path: string, wanted: ReadonlyMap<string, FileSnapshot>): boolean {
+function settledByTape(path: string, wanted: ReadonlyMap<string, WantedState>): boolean {
   const own = wanted.get(path)?.kind;
   if (own === "absent" || own === "blob" || own === "symlink") return true;
   for (let slash = path.lastIndexOf("/"); slash > 0; slash = path.lastIndexOf("/", slash - 1)) {

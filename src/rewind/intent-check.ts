@@ -3,7 +3,7 @@ import type { SignalOption, StorageBackend } from "../backend/types.js";
 import { StoreTamperedError, isAgentTapeError } from "../core/errors.js";
 import { FileSnapshot, RewindPayload, type StoredEvent } from "../core/events.js";
 import { archiveName, isArchiveName } from "../blobs/archives.js";
-import { closestSnapshotPerPath } from "./plan.js";
+import { closestSnapshotPerPath, type WantedState } from "./plan.js";
 import type { RewindIntent } from "./rewind-intent.js";
 
 const ArchiveName = z.string().refine(isArchiveName, "not a rewind archive's name");
@@ -91,7 +91,7 @@ export async function checkIntent(
   if (intent.files.length === 0 || filesDone(intent, lastSequence)) return;
   if (intent.workspace === undefined) throw tampered("has files to change but no workspace");
 
-  let wanted: Map<string, FileSnapshot>;
+  let wanted: Map<string, WantedState>;
   let recorded: Set<string>;
   if (intent.kind === "undo") {
     const undone = await eventAt(backend, sessionId, intent.truncateTo);
@@ -189,7 +189,7 @@ function isAtOrBelowOneOf(path: string, paths: ReadonlySet<string>): boolean {
   }
 }
 
-function belowCompleteListing(path: string, wanted: ReadonlyMap<string, FileSnapshot>): boolean {
+function belowCompleteListing(path: string, wanted: ReadonlyMap<string, WantedState>): boolean {
   for (let p = path; p !== "."; ) {
     const slash = p.lastIndexOf("/");
     p = slash === -1 ? "." : p.slice(0, slash);

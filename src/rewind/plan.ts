@@ -1,5 +1,5 @@
-import { lstat, readdirTyped } from "../core/named-fs.js";
-import { join } from "node:path";
+import { lstat, readdirTyped, realpath } from "../core/named-fs.js";
+import { basename, dirname, isAbsolute, join, relative } from "node:path";
 import type { StorageBackend } from "../backend/types.js";
 import type { FileChange, FileSnapshot, RewindPayload, StoredEvent } from "../core/events.js";
 import { isAgentTapeError } from "../core/errors.js";
@@ -19,8 +19,8 @@ import { confine, lookOnce, placeLexically, type ParentLooks } from "../checkpoi
  * undo snapshot: along the log that remains, such a marker changes nothing, and its snapshot is
  * the state of no point in it (using it would bring back the files the rewind took away).
  */
-export function closestSnapshotPerPath(events: Iterable<StoredEvent>): Map<string, FileSnapshot> {
-  const closest = new Map<string, FileSnapshot>();
+export function closestSnapshotPerPath(events: Iterable<StoredEvent>): Map<string, WantedState> {
+  const closest = new Map<string, WantedState>();
   const takenAt = new Map<string, number>(); // path -> index of the event its closest snapshot is from
   const listings = new Map<string, number>(); // complete folder listings kept as closest, by event index
   const nonFolders = new Map<string, number>(); // absent paths, files and links kept as closest, by event index
@@ -28,7 +28,15 @@ export function closestSnapshotPerPath(events: Iterable<StoredEvent>): Map<strin
   let index = 0;
   for (const event of events) {
     index++;
-    if (event.type === "session_rewind" && (event.payload as RewindPayload).mode !== "files") continue;
+    if (event.type === "session_rewind") {
+      const payload = event.payload as RewindPayload;
+      for (const path of notKeptBy(payload))
+        if (!closest.has(path)) {
+          closest.set(path, { path, kind: "not_kept", rewind: event.sequence });
+          takenAt.set(path, index);
+        }
+      if (payload.mode !== "files") continue;
+    }
     for (const file of snapshotsIn(event)) {
       if (closest.has(file.path)) {
         // A record of it as absent, a file or a link lists it too: as holding nothing.
@@ -67,8 +75,27 @@ export function closestSnapshotPerPath(events: Iterable<StoredEvent>): Map<strin
   return closest;
 }
 
+/**
+ * What a path was at the target, as far as the tape knows: its closest snapshot, or (`not_kept`) that a "files"
+ * rewind made with keepUndo 0 changed it and kept no copy of what it was before, which is its state at a target
+ * between that rewind's own target and its marker. A plan reports such a path skipped, "undo_not_kept".
+ */
+export type WantedState = FileSnapshot | { path: string; kind: "not_kept"; rewind: number };
+
+/**
+ * The paths whose state just before this rewind the tape keeps nowhere: those a "files" rewind made with keepUndo 0
+ * changed (it keeps no undo snapshot), and those any rewind skipped for that reason (it left them as such a rewind
+ * made them; a rewind "all" that did so cut that rewind's marker, the one record of it).
+ */
+function notKeptBy(payload: RewindPayload): string[] {
+  const unkept = payload.mode === "files" && payload.undo === undefined;
+  return payload.changes
+    .filter((c) => (c.action === "skip" ? c.reason === "undo_not_kept" : unkept))
+    .map((c) => c.path);
+}
+
 /** Whether a record of this kind says the path held nothing below it. */
-function nonFolderKind(kind: FileSnapshot["kind"]): boolean {
+function nonFolderKind(kind: WantedState["kind"]): boolean {
   return kind === "absent" || kind === "blob" || kind === "symlink";
 }
 
@@ -111,7 +138,7 @@ export async function planFileChanges(
   sessionId: string,
   realWorkspace: string,
   givenWorkspace: string,
-  wantedAtTarget: Map<string, FileSnapshot>,
+  wantedAtTarget: Map<string, WantedState>,
   limits: SnapshotLimits,
 ): Promise<FilePlan> {
   const changes: PlannedChange[] = [];
@@ -133,15 +160,26 @@ export async function planFileChanges(
     let place = await confine(realWorkspace, recordedPath, givenWorkspace, looks);
     if (!place.inside) {
       const lexical = placeLexically(realWorkspace, recordedPath, givenWorkspace);
+      // Wanted absent below a path wanted absent, a link now that leads nowhere inside: deleting the link deletes
+      // the name; reporting it skipped, "outside_workspace", would be for nothing.
+      if (lexical.inside && becomes.kind === "absent" && belowWantedAbsent(lexical.path, wanted)) return;
       if (!lexical.inside || !(await belowLinkMadeFolder(realWorkspace, givenWorkspace, lexical.path, wanted, looks))) {
         changes.push({ path: recordedPath, action: "skip", reason: "outside_workspace" });
         return;
       }
       place = lexical;
-    } else if (await isSecondName(realWorkspace, place.path, wanted, looks)) return;
+    } else if (await isSecondName(realWorkspace, place.path, wanted, looks)) {
+      if (!(await landsOnRecord(realWorkspace, place.path, wanted)))
+        changes.push({ path: place.path, action: "skip", reason: "below_link" });
+      return;
+    }
     if (place.path === "." && becomes.kind !== "directory") {
       // Only a tampered record asks this: replacing or deleting the workspace itself would wipe it.
       changes.push({ path: ".", action: "skip", reason: "workspace_root" });
+      return;
+    }
+    if (becomes.kind === "not_kept") {
+      changes.push({ path: place.path, action: "skip", reason: "undo_not_kept" });
       return;
     }
     if (becomes.kind === "skipped") {
@@ -201,10 +239,10 @@ export async function planFileChanges(
 async function withUnlistedAbsent(
   realWorkspace: string,
   givenWorkspace: string,
-  wanted: Map<string, FileSnapshot>,
+  wanted: Map<string, WantedState>,
   limits: SnapshotLimits,
   looks: ParentLooks,
-): Promise<Map<string, FileSnapshot>> {
+): Promise<Map<string, WantedState>> {
   const roots = [...wanted.values()].filter((s) => s.kind === "directory" && s.complete).map((s) => s.path);
   if (roots.length === 0) return wanted;
   const result = new Map(wanted);
@@ -238,12 +276,12 @@ async function withUnlistedAbsent(
  * write through the link, or into a file (docs/ARCHITECTURE.md, "Rewind intent"). Apply drops them as well, but
  * only below the paths that change. Records below a path wanted absent stay: deleting them is what it says.
  */
-function withoutBelowNonFolders(wanted: Map<string, FileSnapshot>): Map<string, FileSnapshot> {
+function withoutBelowNonFolders(wanted: Map<string, WantedState>): Map<string, WantedState> {
   const nonFolders = new Set<string>();
   for (const [path, snapshot] of wanted)
     if (snapshot.kind === "blob" || snapshot.kind === "symlink") nonFolders.add(path);
   if (nonFolders.size === 0) return wanted;
-  const kept = new Map<string, FileSnapshot>();
+  const kept = new Map<string, WantedState>();
   for (const [path, snapshot] of wanted) if (!isStrictlyBelowAny(path, nonFolders)) kept.set(path, snapshot);
   return kept;
 }
@@ -260,7 +298,7 @@ async function belowLinkMadeFolder(
   realWorkspace: string,
   givenWorkspace: string,
   path: string,
-  wanted: ReadonlyMap<string, FileSnapshot>,
+  wanted: ReadonlyMap<string, WantedState>,
   looks: ParentLooks,
 ): Promise<boolean> {
   for (let slash = path.indexOf("/"); slash > 0; slash = path.indexOf("/", slash + 1)) {
@@ -286,7 +324,7 @@ async function belowLinkMadeFolder(
 async function isSecondName(
   realWorkspace: string,
   path: string,
-  wanted: ReadonlyMap<string, FileSnapshot>,
+  wanted: ReadonlyMap<string, WantedState>,
   looks: ParentLooks,
 ): Promise<boolean> {
   for (let slash = path.indexOf("/"); slash > 0; slash = path.indexOf("/", slash + 1)) {
@@ -295,6 +333,38 @@ async function isSecondName(
     if ("info" in found && found.info.isSymbolicLink()) return wanted.get(folder)?.kind !== "directory";
   }
   return false;
+}
+
+/** True when a folder above `path` is wanted absent. */
+function belowWantedAbsent(path: string, wanted: ReadonlyMap<string, WantedState>): boolean {
+  for (let slash = path.indexOf("/"); slash > 0; slash = path.indexOf("/", slash + 1))
+    if (wanted.get(path.slice(0, slash))?.kind === "absent") return true;
+  return false;
+}
+
+/**
+ * True when the place `path` (below a link, see `isSecondName`) lands at has a record of its own, or lies below
+ * one: the capture records a path handed below a link where it lands too, so a second name always has one. One
+ * without was not a second name when recorded: a link put there since, by someone else, over a folder the tape
+ * knew. It is reported skipped, "below_link": the rewind neither writes through the link nor passes it over.
+ */
+async function landsOnRecord(
+  realWorkspace: string,
+  path: string,
+  wanted: ReadonlyMap<string, WantedState>,
+): Promise<boolean> {
+  let folder: string;
+  try {
+    folder = await realpath(join(realWorkspace, dirname(path)));
+  } catch {
+    return false;
+  }
+  const landed = relative(realWorkspace, join(folder, basename(path)));
+  if (landed === "" || landed.startsWith("..") || isAbsolute(landed)) return false;
+  for (let p = landed; ; p = dirname(p)) {
+    if (wanted.has(p)) return true;
+    if (p === ".") return false;
+  }
 }
 
 async function currentState(
