@@ -25,6 +25,8 @@ export function closestSnapshotPerPath(events: Iterable<StoredEvent>): Map<strin
   const listings = new Map<string, number>(); // complete folder listings kept as closest, by event index
   const nonFolders = new Map<string, number>(); // absent paths, files and links kept as closest, by event index
   const laterListings = new Map<string, number>(); // a folder's first listing after a closest that is not one
+  const notKept = new Map<string, number>(); // paths kept as not_kept, by event index
+  const rewindAt = new Map<number, number>(); // event index -> sequence, of rewinds that made paths not_kept
   let index = 0;
   for (const event of events) {
     index++;
@@ -34,6 +36,8 @@ export function closestSnapshotPerPath(events: Iterable<StoredEvent>): Map<strin
         if (!closest.has(path)) {
           closest.set(path, { path, kind: "not_kept", rewind: event.sequence });
           takenAt.set(path, index);
+          notKept.set(path, index);
+          rewindAt.set(index, event.sequence);
         }
       if (payload.mode !== "files") continue;
     }
@@ -64,13 +68,15 @@ export function closestSnapshotPerPath(events: Iterable<StoredEvent>): Map<strin
   // A path below a complete listing that the listing did not name did not exist when it was taken; a
   // snapshot of it from later on (a tool editing what a command had created) is not its state at the target.
   // Nor did a path below one that was absent, a file or a link (a folder a tool was handed absent and made,
-  // listed by a later capture).
-  if (listings.size > 0 || nonFolders.size > 0)
+  // listed by a later capture). Below a path not kept, a snapshot from later on is of what that rewind left, not
+  // of the target: not kept either. The earliest of these records above a path decides.
+  if (listings.size > 0 || nonFolders.size > 0 || notKept.size > 0)
     for (const [path, at] of takenAt) {
-      const listedAt = listingAbove(path, listings);
-      const belowNonFolderAt = listingAbove(path, nonFolders);
-      if ((listedAt !== undefined && listedAt < at) || (belowNonFolderAt !== undefined && belowNonFolderAt < at))
-        closest.set(path, { path, kind: "absent" });
+      const earlier = (found: number | undefined) => (found !== undefined && found < at ? found : Infinity);
+      const absentFrom = Math.min(earlier(listingAbove(path, listings)), earlier(listingAbove(path, nonFolders)));
+      const notKeptFrom = earlier(listingAbove(path, notKept));
+      if (notKeptFrom < absentFrom) closest.set(path, { path, kind: "not_kept", rewind: rewindAt.get(notKeptFrom)! });
+      else if (absentFrom < Infinity) closest.set(path, { path, kind: "absent" });
     }
   return closest;
 }

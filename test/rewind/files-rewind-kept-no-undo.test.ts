@@ -2,7 +2,7 @@
 // just before it is kept nowhere. A later rewind to a point between its target and its marker wants that state
 // for the paths nothing after the point recorded, and used to miss them silently (`changes: []`, the file left as
 // the first rewind made it). It now reports each such path skipped, "undo_not_kept", and rewinds the rest.
-import { writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { rewind } from "../../src/index.js";
@@ -56,4 +56,20 @@ it("a path a rewind 'all' skipped so, then wanted changed by a later rewind: not
     to: removed,
     wanted: Object.fromEntries(Object.entries(tree).filter(([p]) => p !== "x.txt")),
   });
+});
+
+it("below a path such a rewind changed, what a later capture recorded is not the target's either", async () => {
+  const s = await smallSession("agent-tape-no-undo-below-", { files: { "a.txt": "a\n" } });
+  const made = await s.command("mkdir d && : > d/f.txt");
+  await rewind(s.store, s.id, { toSequence: s.start, mode: "files", keepUndo: 0 }); // d removed, no undo kept
+  await s.tool("mkdirs", ["d/new"], () => mkdir(join(s.workspace, "d/new"), { recursive: true }));
+  const now = await s.tree();
+  // The tool's capture recorded d/new absent: as that rewind left it, not as it was at `made`.
+  const report = await rewind(s.store, s.id, { toSequence: made, mode: "files" });
+  expect(report.changes).toEqual([
+    { path: "d", action: "skip", reason: "undo_not_kept" },
+    { path: "d/f.txt", action: "skip", reason: "undo_not_kept" },
+    { path: "d/new", action: "skip", reason: "undo_not_kept" },
+  ]);
+  expect(await s.tree()).toEqual(now);
 });
