@@ -307,8 +307,7 @@ async function belowLinkMadeFolder(
   wanted: ReadonlyMap<string, WantedState>,
   looks: ParentLooks,
 ): Promise<boolean> {
-  for (let slash = path.indexOf("/"); slash > 0; slash = path.indexOf("/", slash + 1)) {
-    const folder = path.slice(0, slash);
+  for (const folder of foldersAbove(path)) {
     if (wanted.get(folder)?.kind !== "directory") continue;
     const place = await confine(realWorkspace, folder, givenWorkspace, looks);
     if (!place.inside) return false; // a link above the folder leads out: so does everything below it
@@ -333,8 +332,7 @@ async function isSecondName(
   wanted: ReadonlyMap<string, WantedState>,
   looks: ParentLooks,
 ): Promise<boolean> {
-  for (let slash = path.indexOf("/"); slash > 0; slash = path.indexOf("/", slash + 1)) {
-    const folder = path.slice(0, slash);
+  for (const folder of foldersAbove(path)) {
     const found = await lookOnce(looks, join(realWorkspace, folder));
     if ("info" in found && found.info.isSymbolicLink()) return wanted.get(folder)?.kind !== "directory";
   }
@@ -343,9 +341,13 @@ async function isSecondName(
 
 /** True when a folder above `path` is wanted absent. */
 function belowWantedAbsent(path: string, wanted: ReadonlyMap<string, WantedState>): boolean {
-  for (let slash = path.indexOf("/"); slash > 0; slash = path.indexOf("/", slash + 1))
-    if (wanted.get(path.slice(0, slash))?.kind === "absent") return true;
+  for (const folder of foldersAbove(path)) if (wanted.get(folder)?.kind === "absent") return true;
   return false;
+}
+
+/** The folders above `path`, topmost first: `a`, `a/b` for `a/b/c`. */
+function* foldersAbove(path: string): Generator<string> {
+  for (let slash = path.indexOf("/"); slash > 0; slash = path.indexOf("/", slash + 1)) yield path.slice(0, slash);
 }
 
 /**
