@@ -133,7 +133,7 @@ async function timeCheck(store: SessionStore, id: string, target: number, worksp
     id,
     workspace,
     workspace,
-    closestSnapshotPerPath(after),
+    await closestSnapshotPerPath(after),
     UNDO_LIMITS,
   );
   let compared = 0;

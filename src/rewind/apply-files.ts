@@ -67,6 +67,7 @@ export async function applyFileRecords(
   const held = await HeldWorkspace.open(realWorkspace);
   try {
     const temps = new TempNames(records, options.operation);
+    await yieldIfLong(); // a pass over the records (as is inOrder's): one turn between them (time-slices.ts)
     return await applyHeld(held, records, blobBytes, options.concurrency ?? 8, temps, options);
   } finally {
     await held.close();
@@ -83,6 +84,7 @@ async function applyHeld(
 ): Promise<ApplyResult> {
   const run = new ApplyRun(held, blobBytes, concurrency, temps, options);
   const { folders, files, deletes } = inOrder(records);
+  await yieldIfLong();
   await run.restoreFolders(folders);
   await run.restoreFiles(files);
   await run.deletePaths(deletes);

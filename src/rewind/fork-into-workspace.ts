@@ -197,7 +197,7 @@ async function materialise(
   folder: ClaimedFolder,
   tape: TapeFacts,
 ): Promise<CopiedEntries> {
-  const wanted = closestSnapshotPerPath(tape.after);
+  const wanted = await closestSnapshotPerPath(tape.after);
   const tracked = new Set(tape.named);
   const index = await loadIndex(backend, parentId);
   if (index?.workspace === from) for (const path of index.entries.keys()) tracked.add(path);

@@ -103,7 +103,7 @@ export async function checkIntent(
     const after: StoredEvent[] = [];
     for await (const event of backend.readEvents(sessionId, { fromSequence: payload.data.targetSequence + 1 }))
       after.push(event);
-    wanted = closestSnapshotPerPath(after);
+    wanted = await closestSnapshotPerPath(after);
     recorded = new Set(after.flatMap(recordedWorkspaceOf));
   }
   if (!recorded.has(intent.workspace))

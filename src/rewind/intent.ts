@@ -5,6 +5,7 @@ import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { recordedSizes } from "./recorded-sizes.js";
 import { applyFileRecords, type ApplyResult } from "./apply-files.js";
 import { plannedStates } from "./still-as-planned.js";
+import { yieldIfLong } from "../core/time-slices.js";
 import { archivedEvents, type RewindArchive } from "../blobs/archives.js";
 import { findUnreferencedBlobs, pruneUnreferencedBlobs } from "../blobs/prune.js";
 import { referencedBlobs } from "../blobs/references.js";
@@ -204,6 +205,11 @@ async function restoreIntentFiles(
     [...undoBlobsOf(locked.sessionId, intent.undoBlobs ?? [])].filter(([hash]) => named.has(hash)),
   );
   const sizes = recordedSizes(intent.files);
+  // Each pass over the records is a few milliseconds for a 1,000-file rewind: one after another without a turn
+  // they held the event loop 20 ms (docs/ARCHITECTURE.md, "Batched file work", time slices).
+  await yieldIfLong();
+  const planned = plannedStates(intent.before ?? [], intent.files);
+  await yieldIfLong();
   const apply = (workspace: string) =>
     applyFileRecords(
       workspace,
@@ -212,7 +218,7 @@ async function restoreIntentFiles(
         verified?.get(hash) ?? readVerifiedBlob(backend, locked.sessionId, hash, { bytes: sizes.get(hash) }),
       {
         operation: operationOf(locked.sessionId, intent, "apply"),
-        planned: plannedStates(intent.before ?? [], intent.files),
+        planned,
         ...(stamps ? { stamps } : {}),
         // written again in place, never deleted on failure: files may be half done by then
         onChanged: lateChangeHandler(locked, intent, () => locked.writeRecord(REWIND_INTENT_RECORD, intent), late),

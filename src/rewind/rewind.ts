@@ -264,7 +264,7 @@ async function planRewindFiles(
     id,
     realWorkspace,
     resolve(workspace),
-    closestSnapshotPerPath(after),
+    await closestSnapshotPerPath(after),
     limits,
   );
   // Each step from here walks every planned path in one go (4-6 ms each for 1,000 paths); run back to back with

@@ -37,8 +37,8 @@ const blob = (path: string, content: string, mode = 0o644): FileSnapshot => ({
 });
 
 describe("closestSnapshotPerPath", () => {
-  it("keeps, per path, the first snapshot after the target and ignores newer ones", () => {
-    const closest = closestSnapshotPerPath([
+  it("keeps, per path, the first snapshot after the target and ignores newer ones", async () => {
+    const closest = await closestSnapshotPerPath([
       event("message", { role: "user", content: "hi" }),
       checkpoint(blob("a", "a at the target"), { path: "b", kind: "absent" }),
       checkpoint(blob("a", "a later"), blob("b", "b later"), blob("c", "c at the target")),
@@ -52,16 +52,16 @@ describe("closestSnapshotPerPath", () => {
     });
   });
 
-  it("keeps a skipped record as the closest: the caller reports it rather than looking further", () => {
-    const closest = closestSnapshotPerPath([
+  it("keeps a skipped record as the closest: the caller reports it rather than looking further", async () => {
+    const closest = await closestSnapshotPerPath([
       checkpoint({ path: "big", kind: "skipped", reason: "too_large" }),
       checkpoint(blob("big", "small now")),
     ]);
     expect(closest.get("big")).toEqual({ path: "big", kind: "skipped", reason: "too_large" });
   });
 
-  it('counts the undo snapshot of a "files" rewind marker, and not that of an "all" or "conversation" one', () => {
-    const closest = closestSnapshotPerPath([
+  it('counts the undo snapshot of a "files" rewind marker, and not that of an "all" or "conversation" one', async () => {
+    const closest = await closestSnapshotPerPath([
       marker("all", blob("from-all", "x")),
       marker("conversation", blob("from-conversation", "x")),
       marker("files", blob("from-files", "before the files rewind")),
