@@ -1,5 +1,5 @@
-import { lstat, readdirTyped, realpath } from "../core/named-fs.js";
-import { basename, dirname, isAbsolute, join, relative } from "node:path";
+import { lstat, readdirTyped } from "../core/named-fs.js";
+import { join } from "node:path";
 import type { StorageBackend } from "../backend/types.js";
 import type { FileChange, FileSnapshot, RewindPayload, StoredEvent } from "../core/events.js";
 import { isAgentTapeError } from "../core/errors.js";
@@ -8,7 +8,11 @@ import { sliceIsLong, yieldIfLong } from "../core/time-slices.js";
 import { ownerOf, snapshotPaths, type Snapshot, type SnapshotLimits } from "../checkpoint/snapshot.js";
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { snapshotsIn } from "../blobs/references.js";
-import { confine, lookOnce, placeLexically, type ParentLooks } from "../checkpoint/confine.js";
+import { confine, type ParentLooks } from "../checkpoint/confine.js";
+import { placeRecord } from "./plan-places.js";
+import type { WantedState } from "./wanted-state.js";
+
+export type { WantedState } from "./wanted-state.js";
 
 /**
  * The rewind rule (docs/ARCHITECTURE.md, "Rewind intent"): visit the snapshots taken after the
@@ -30,7 +34,8 @@ export async function closestSnapshotPerPath(events: Iterable<StoredEvent>): Pro
   const rewindAt = new Map<number, number>(); // event index -> sequence, of rewinds that made paths not_kept
   let index = 0;
   for (const event of events) {
-    // A 1,000-file rewind's 3,000 events and the pass below took 10-20 ms of one call (time-slices.ts).
+    // A 1,000-file rewind's 3,000 events and the pass below took 10-20 ms of one call (docs/ARCHITECTURE.md,
+    // "Batched file work", time slices).
     if (++index % 256 === 0 && sliceIsLong()) await yieldIfLong();
     if (event.type === "session_rewind") {
       const payload = event.payload as RewindPayload;
@@ -85,13 +90,6 @@ export async function closestSnapshotPerPath(events: Iterable<StoredEvent>): Pro
     }
   return closest;
 }
-
-/**
- * What a path was at the target, as far as the tape knows: its closest snapshot, or (`not_kept`) that a "files"
- * rewind made with keepUndo 0 changed it and kept no copy of what it was before, which is its state at a target
- * between that rewind's own target and its marker. A plan reports such a path skipped, "undo_not_kept".
- */
-export type WantedState = FileSnapshot | { path: string; kind: "not_kept"; rewind: number };
 
 /**
  * The paths whose state just before this rewind the tape keeps nowhere: those a "files" rewind made with keepUndo 0
@@ -176,20 +174,10 @@ export async function planFileChanges(
     await withUnlistedAbsent(realWorkspace, givenWorkspace, wantedAtTarget, limits, looks),
   );
   await forEachLimited([...wanted], limits.concurrency, async ([recordedPath, becomes]) => {
-    let place = await confine(realWorkspace, recordedPath, givenWorkspace, looks);
-    if (!place.inside) {
-      const lexical = placeLexically(realWorkspace, recordedPath, givenWorkspace);
-      // Wanted absent below a path wanted absent, a link now that leads nowhere inside: deleting the link deletes
-      // the name; reporting it skipped, "outside_workspace", would be for nothing.
-      if (lexical.inside && becomes.kind === "absent" && belowWantedAbsent(lexical.path, wanted)) return;
-      if (!lexical.inside || !(await belowLinkMadeFolder(realWorkspace, givenWorkspace, lexical.path, wanted, looks))) {
-        changes.push({ path: recordedPath, action: "skip", reason: "outside_workspace" });
-        return;
-      }
-      place = lexical;
-    } else if (await isSecondName(realWorkspace, place.path, wanted, looks)) {
-      if (!(await landsOnRecord(realWorkspace, place.path, wanted)))
-        changes.push({ path: place.path, action: "skip", reason: "below_link" });
+    const place = await placeRecord(realWorkspace, givenWorkspace, recordedPath, becomes, wanted, looks);
+    if (place === undefined) return;
+    if ("action" in place) {
+      changes.push(place);
       return;
     }
     if (place.path === "." && becomes.kind !== "directory") {
@@ -303,89 +291,6 @@ function withoutBelowNonFolders(wanted: Map<string, WantedState>): Map<string, W
   const kept = new Map<string, WantedState>();
   for (const [path, snapshot] of wanted) if (!isStrictlyBelowAny(path, nonFolders)) kept.set(path, snapshot);
   return kept;
-}
-
-/**
- * True when a folder above `path` that the rewind makes a folder is a symlink now (the folder itself placed
- * inside). The rewind replaces that link with a real folder before it writes anything below it (parents first),
- * so where the link leads (outside, or nowhere: a dangling link is outside for `confine`) says nothing of where
- * `path` will be: it is inside, in the new folder. Apply still checks each folder it writes in when it uses it,
- * so if the link is still there then, the write is refused (docs/ARCHITECTURE.md, "Confinement"). What is read
- * below the link now is not this plan's to keep (see `replacedLinks`). Asked only of paths `confine` put outside.
- */
-async function belowLinkMadeFolder(
-  realWorkspace: string,
-  givenWorkspace: string,
-  path: string,
-  wanted: ReadonlyMap<string, WantedState>,
-  looks: ParentLooks,
-): Promise<boolean> {
-  for (const folder of foldersAbove(path)) {
-    if (wanted.get(folder)?.kind !== "directory") continue;
-    const place = await confine(realWorkspace, folder, givenWorkspace, looks);
-    if (!place.inside) return false; // a link above the folder leads out: so does everything below it
-    const info = await lstat(place.absolute).catch(() => undefined);
-    if (info?.isSymbolicLink()) return true;
-  }
-  return false;
-}
-
-/**
- * True when a folder above `path` is a link now that the rewind leaves a link (it wants it unchanged, a link, or
- * absent): below that link `path` is a second name of the place the link leads to, recorded when a tool was handed
- * it (`l/f.txt`), whose landing place the capture recorded by its own name (`a/f.txt`). The plan restores that
- * one; restoring the second name too would write through the link a state that may be stale (a change made since
- * by the place's own name: a listing of `a` taken later that leaves `f.txt` out), and deleting it would delete
- * through the link (docs/ARCHITECTURE.md, "Rewind intent"). A link the rewind replaces by a folder is not such a
- * folder: below it the paths are the new folder's own (`belowLinkMadeFolder`).
- */
-async function isSecondName(
-  realWorkspace: string,
-  path: string,
-  wanted: ReadonlyMap<string, WantedState>,
-  looks: ParentLooks,
-): Promise<boolean> {
-  for (const folder of foldersAbove(path)) {
-    const found = await lookOnce(looks, join(realWorkspace, folder));
-    if ("info" in found && found.info.isSymbolicLink()) return wanted.get(folder)?.kind !== "directory";
-  }
-  return false;
-}
-
-/** True when a folder above `path` is wanted absent. */
-function belowWantedAbsent(path: string, wanted: ReadonlyMap<string, WantedState>): boolean {
-  for (const folder of foldersAbove(path)) if (wanted.get(folder)?.kind === "absent") return true;
-  return false;
-}
-
-/** The folders above `path`, topmost first: `a`, `a/b` for `a/b/c`. */
-function* foldersAbove(path: string): Generator<string> {
-  for (let slash = path.indexOf("/"); slash > 0; slash = path.indexOf("/", slash + 1)) yield path.slice(0, slash);
-}
-
-/**
- * True when the place `path` (below a link, see `isSecondName`) lands at has a record of its own, or lies below
- * one: the capture records a path handed below a link where it lands too, so a second name always has one. One
- * without was not a second name when recorded: a link put there since, by someone else, over a folder the tape
- * knew. It is reported skipped, "below_link": the rewind neither writes through the link nor passes it over.
- */
-async function landsOnRecord(
-  realWorkspace: string,
-  path: string,
-  wanted: ReadonlyMap<string, WantedState>,
-): Promise<boolean> {
-  let folder: string;
-  try {
-    folder = await realpath(join(realWorkspace, dirname(path)));
-  } catch {
-    return false;
-  }
-  const landed = relative(realWorkspace, join(folder, basename(path)));
-  if (landed === "" || landed.startsWith("..") || isAbsolute(landed)) return false;
-  for (let p = landed; ; p = dirname(p)) {
-    if (wanted.has(p)) return true;
-    if (p === ".") return false;
-  }
 }
 
 async function currentState(

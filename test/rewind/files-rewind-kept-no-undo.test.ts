@@ -42,7 +42,7 @@ it("a rewind 'all' that skipped such paths: a later rewind to before it skips th
   await s.rewindThenUndo();
 });
 
-it("a path a rewind 'all' skipped so, then wanted changed by a later rewind: not taken for a change from outside", async () => {
+it("a path a rewind 'all' skipped so, changed by a later rewind: not taken for a change from outside", async () => {
   const s = await smallSession("agent-tape-no-undo-not-outside-", { files: { "x.txt": "x\n" } });
   const removed = await s.command("rm x.txt");
   const looked = await s.tool("look", ["x.txt"], async () => undefined); // records x.txt absent, before and after

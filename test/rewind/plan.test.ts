@@ -60,7 +60,7 @@ describe("closestSnapshotPerPath", () => {
     expect(closest.get("big")).toEqual({ path: "big", kind: "skipped", reason: "too_large" });
   });
 
-  it('counts the undo snapshot of a "files" rewind marker, and not that of an "all" or "conversation" one', async () => {
+  it('counts the undo snapshot of a "files" rewind marker, not that of an "all" or "conversation" one', async () => {
     const closest = await closestSnapshotPerPath([
       marker("all", blob("from-all", "x")),
       marker("conversation", blob("from-conversation", "x")),
