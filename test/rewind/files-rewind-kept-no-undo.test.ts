@@ -73,3 +73,20 @@ it("below a path such a rewind changed, what a later capture recorded is not the
   ]);
   expect(await s.tree()).toEqual(now);
 });
+
+it("below a path skipped so, one the tape recorded before that rewind is still rewound (links-inside seed 7)", async () => {
+  const s = await smallSession("agent-tape-no-undo-recorded-below-", {
+    files: { "a/x.txt": "x\n" },
+    modes: { a: 0o700 },
+  });
+  const replaced = await s.command("rm -rf a && mkdir a && echo inner > a/inner");
+  await s.tool("look", ["a/x.txt"], async () => undefined); // records a/x.txt absent at `replaced`
+  await rewind(s.store, s.id, { toSequence: s.start, mode: "files", keepUndo: 0 }); // a, a/x.txt back; no undo
+  const report = await rewind(s.store, s.id, { toSequence: replaced, mode: "files" });
+  expect(report.changes).toEqual([
+    { path: "a", action: "skip", reason: "undo_not_kept" },
+    { path: "a/inner", action: "skip", reason: "undo_not_kept" },
+    { path: "a/x.txt", action: "delete", diff: { unit: "lines", insertions: 0, deletions: 1 } },
+  ]);
+  expect(Object.keys(await s.tree())).toEqual(["a"]);
+});

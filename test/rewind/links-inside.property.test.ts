@@ -296,9 +296,11 @@ async function makeWorkspace(workspace: string, shape: Start): Promise<void> {
 let notKeptRewinds = 0;
 
 /**
- * The tree a rewind gives: `wanted` (the tree at its target), but as `now` at and below each path it skipped as
- * "undo_not_kept" (a "files" rewind with keepUndo 0 changed it after the target and kept no copy of it). Other
- * skips (a path a tool was handed through a dangling link, recorded skipped) change nothing the tree shows.
+ * The tree a rewind gives: `wanted` (the tree at its target), but as `now` at each path it skipped as
+ * "undo_not_kept" (a "files" rewind with keepUndo 0 changed it after the target and kept no copy of it), and below
+ * such a path wherever the rewind did not act (a path it restored or deleted, or one below a path it deleted, is as
+ * at the target: the tape had a record of it from before that rewind). Other skips (a path a tool was handed
+ * through a dangling link, recorded skipped) change nothing the tree shows.
  */
 function withNotKept(
   wanted: Record<string, string>,
@@ -308,9 +310,12 @@ function withNotKept(
   const skipped = changes.filter((c) => c.action === "skip" && c.reason === "undo_not_kept");
   if (skipped.length === 0) return wanted;
   notKeptRewinds++;
-  const within = (path: string) => skipped.some((c) => path === c.path || path.startsWith(`${c.path}/`));
-  const tree = Object.fromEntries(Object.entries(wanted).filter(([path]) => !within(path)));
-  for (const [path, entry] of Object.entries(now)) if (within(path)) tree[path] = entry;
+  const atOrBelow = (path: string, root: string) => path === root || path.startsWith(`${root}/`);
+  const actedOn = (path: string) =>
+    changes.some((c) => (c.action === "delete" ? atOrBelow(path, c.path) : c.action === "restore" && c.path === path));
+  const asNow = (path: string) => skipped.some((c) => path === c.path || (atOrBelow(path, c.path) && !actedOn(path)));
+  const tree = Object.fromEntries(Object.entries(wanted).filter(([path]) => !asNow(path)));
+  for (const [path, entry] of Object.entries(now)) if (asNow(path)) tree[path] = entry;
   return tree;
 }
 
