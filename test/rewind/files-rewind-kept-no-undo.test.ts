@@ -74,7 +74,7 @@ it("below a path such a rewind changed, what a later capture recorded is not the
   expect(await s.tree()).toEqual(now);
 });
 
-it("below a path skipped so, one the tape recorded before that rewind is still rewound (links-inside seed 7)", async () => {
+it("below a path skipped so, one recorded before that rewind is still rewound (links-inside seed 7)", async () => {
   const s = await smallSession("agent-tape-no-undo-recorded-below-", {
     files: { "a/x.txt": "x\n" },
     modes: { a: 0o700 },
