@@ -7,6 +7,7 @@ import { interleavedRounds, timeIt, type Figure, type Row, type Suite } from "./
 import { formatMs, medianMs, perOperation } from "./per-operation.js";
 import { hotFileText, settleDisk, sharedWorkspace, sizeLabel, type GitWorkspace, type Workspace } from "./workspace.js";
 import { newId } from "../src/core/ids.js";
+import { fsyncPath } from "../src/core/atomic-file.js";
 
 /** The slowest our median may get from the smallest workspace to the largest and still count as flat. */
 const FLAT_TOLERANCE = 1.5;
@@ -309,8 +310,8 @@ class RawCheckpointLog {
         await out.close();
       }
       await rename(temp, blob);
-      await fsyncFolder(shard);
-      if (created !== undefined) await fsyncFolder(this.blobs);
+      await fsyncPath(shard);
+      if (created !== undefined) await fsyncPath(this.blobs);
     }
     const payload: CheckpointPayload = {
       tool: "edit_file",
@@ -343,14 +344,5 @@ async function exists(path: string): Promise<boolean> {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
     throw error;
-  }
-}
-
-async function fsyncFolder(path: string): Promise<void> {
-  const fh = await open(path, "r");
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
   }
 }

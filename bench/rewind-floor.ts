@@ -1,6 +1,7 @@
 import { constants } from "node:fs";
 import { mkdir, open, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { fsyncPath } from "../src/core/atomic-file.js";
 
 /**
  * What a crash-safe rewind of one file must wait for at the least, done raw (docs/ARCHITECTURE.md, "Rewind
@@ -19,11 +20,11 @@ export async function durableRewindFloor(records: string, file: string, bytes: s
   await handle.sync();
   await handle.close();
   await rename(temp, intent);
-  await syncPath(records);
+  await fsyncPath(records);
   const fileTemp = join(dirname(file), ".tmp-floor");
   await writeFile(fileTemp, bytes, { flag: "wx" });
   await rename(fileTemp, file);
-  await Promise.all([syncPath(file), syncPath(dirname(file))]);
+  await Promise.all([fsyncPath(file), fsyncPath(dirname(file))]);
   const log = await open(
     join(records, "log"),
     constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_DSYNC,
@@ -32,13 +33,4 @@ export async function durableRewindFloor(records: string, file: string, bytes: s
   await log.close();
   await rm(intent);
   return performance.now() - started;
-}
-
-async function syncPath(path: string): Promise<void> {
-  const handle = await open(path, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }

@@ -4,15 +4,18 @@ import { basename, dirname, join } from "node:path";
 // A workspace folder's name may hold bytes that are not UTF-8 (docs/ARCHITECTURE.md, "Names and depths").
 import { open as openNamed } from "./named-fs.js";
 
-/** fsync a directory so a rename or create inside it survives power loss. */
-export async function fsyncDir(dir: string): Promise<void> {
-  const fh = await openNamed(dir, "r");
+/** fsync a file or a folder, opened by name: its bytes, or a rename or create inside it, survive power loss. */
+export async function fsyncPath(path: string): Promise<void> {
+  const fh = await openNamed(path, "r");
   try {
     await fh.sync();
   } finally {
     await fh.close();
   }
 }
+
+/** fsync a directory so a rename or create inside it survives power loss. */
+export const fsyncDir: (dir: string) => Promise<void> = fsyncPath;
 
 /** A temp name beside `file`, so the final rename stays on one filesystem (and is atomic). */
 export function tempPathFor(file: string): string {

@@ -1,6 +1,6 @@
-import { open, lstat } from "node:fs/promises";
+import { lstat } from "node:fs/promises";
 import { dirname } from "node:path";
-import { fsyncDir } from "../../core/atomic-file.js";
+import { fsyncDir, fsyncPath } from "../../core/atomic-file.js";
 import { mapLimited } from "../../core/bounded-concurrency.js";
 import { SYNC_FILESYSTEM_FROM, syncFilesystem } from "../../core/sync-filesystem.js";
 import type { SessionLayout } from "./layout.js";
@@ -38,7 +38,7 @@ async function syncLooseFiles(layout: SessionLayout, id: string, hashes: readonl
     }
   };
   await Promise.all([
-    mapLimited(hashes, 8, (hash) => fsyncIfThere(layout.blob(id, hash), fsyncFile)),
+    mapLimited(hashes, 8, (hash) => fsyncIfThere(layout.blob(id, hash), fsyncPath)),
     mapLimited(shards, 8, (shard) => fsyncIfThere(shard, fsyncDir)),
     fsyncDir(layout.blobs(id)),
   ]);
@@ -64,13 +64,4 @@ export async function syncBlobFilesWith(
     if (blobs.dev === recordsFolder.dev && (await syncFilesystem(records))) return;
   }
   await Promise.all([syncBlobFiles(layout, id, all), syncTemp()]);
-}
-
-async function fsyncFile(path: string): Promise<void> {
-  const fh = await open(path, "r");
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
 }
