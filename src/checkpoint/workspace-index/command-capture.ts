@@ -11,7 +11,7 @@ import { isInside, realWorkspaceOf } from "../confine.js";
 import { IgnoreRules } from "./ignore-rules.js";
 import { snapshotOf, stateOf, type IndexEntry, type WorkspaceIndex } from "./index-entry.js";
 import { ignoredChangesBetween } from "./ignored-changes.js";
-import { loadIndex, rememberIndex, saveIndex, storedGeneration } from "./index-record.js";
+import { indexRecords, loadIndex, rememberIndex, storedGeneration, writeIndexRecords } from "./index-record.js";
 import { scanWorkspace, type ScanOptions, type ScanResult, type Watching } from "./scan.js";
 import { FolderWatcher } from "./folder-watcher.js";
 import { signalOf } from "../../core/defined-fields.js";
@@ -284,9 +284,13 @@ export class CommandCapture {
    */
   private async commit<T>(locked: LockedSession, scan: Scanned, reference: () => Promise<T>): Promise<T> {
     const id = locked.sessionId;
+    // The index's records are made (a large one deflated on a thread) while the checkpoint is written.
+    const changed = scan.whole || scan.set.length > 0 || scan.removed.length > 0;
+    const records = changed ? indexRecords(scan.index, scan) : undefined;
+    records?.catch(() => undefined); // awaited below, unless the checkpoint fails first
     try {
       const result = await reference();
-      if (scan.whole || scan.set.length > 0 || scan.removed.length > 0) await saveIndex(locked, scan.index, scan);
+      if (records !== undefined) await writeIndexRecords(locked, await records);
       this.cached.set(id, scan.index);
       rememberIndex(this.store.backend, id, scan.index);
       const watching = this.watchers.get(id);

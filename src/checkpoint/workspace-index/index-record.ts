@@ -1,6 +1,7 @@
 import type { LockedSession, StorageBackend } from "../../backend/types.js";
 import { registerReferenceRoot } from "../../blobs/reference-roots.js";
 import type { IndexEntry, WorkspaceIndex } from "./index-entry.js";
+import { isPacked, packRecord, unpackRecord } from "./packed-record.js";
 
 // The index is kept as side records of the session: one base holding every entry, then one small
 // delta per scan that changed something, so a command that changes one file writes one small
@@ -103,7 +104,7 @@ export async function storedGeneration(backend: StorageBackend, sessionId: strin
 
 /** The index as recorded (base plus its deltas), or undefined when the session has none yet. */
 export async function loadIndex(backend: StorageBackend, sessionId: string): Promise<WorkspaceIndex | undefined> {
-  const base = (await backend.readRecord(sessionId, INDEX_BASE_RECORD)) as BaseRecord | undefined;
+  const base = (await unpackRecord(await backend.readRecord(sessionId, INDEX_BASE_RECORD))) as BaseRecord | undefined;
   if (!base || base.v !== FORMAT || !Array.isArray(base.entries)) return undefined;
   const index: WorkspaceIndex = {
     workspace: base.workspace,
@@ -112,7 +113,10 @@ export async function loadIndex(backend: StorageBackend, sessionId: string): Pro
   };
   const deltas = (await backend.listRecords(sessionId)).filter(isDeltaName).sort();
   for (const name of deltas) {
-    const delta = (await backend.readRecord(sessionId, name)) as DeltaRecord | undefined;
+    const stored = await backend.readRecord(sessionId, name);
+    if (isPacked(stored) && stored.generation <= index.generation) continue; // not inflated to be left out
+    const delta = (await unpackRecord(stored)) as DeltaRecord | undefined;
+    if (delta === undefined && stored !== undefined) return undefined; // damaged: a scan from it would miss its changes
     if (!delta || delta.generation <= index.generation) continue; // left over from before a compaction
     for (const path of delta.removed) index.entries.delete(path);
     for (const row of delta.set) index.entries.set(...fromRow(row));
@@ -121,17 +125,24 @@ export async function loadIndex(backend: StorageBackend, sessionId: string): Pro
   return index;
 }
 
+/** The records one save writes, made beforehand (deflating takes a thread a while for a large index). */
+export interface IndexRecords {
+  write: { name: string; value: unknown }[];
+  /** Deltas a new base makes obsolete. */
+  remove: string[];
+}
+
 /**
  * Records a scan's result: the paths set or removed since the last record, as a delta, or the
- * whole index as a new base when it is new, moved to another workspace, or has many deltas.
+ * whole index as a new base when it is new, moved to another workspace, or has many deltas; made from
+ * `index` as it is now (its next generation), written by {@link writeIndexRecords}.
  * Not fsynced: a lost index only makes the next scan cold, while every checkpoint that needs a
  * blob references it from the (fsynced) log.
  */
-export async function saveIndex(
-  locked: LockedSession,
+export async function indexRecords(
   index: WorkspaceIndex,
   changes: { set: readonly string[]; removed: readonly string[]; whole: boolean },
-): Promise<void> {
+): Promise<IndexRecords> {
   index.generation++;
   const deltasSinceBase = index.generation % COMPACT_AFTER;
   if (changes.whole || deltasSinceBase === 0) {
@@ -141,14 +152,19 @@ export async function saveIndex(
       generation: index.generation,
       entries: [...index.entries].map(([path, entry]) => toRow(path, entry)),
     };
-    await locked.writeRecord(INDEX_BASE_RECORD, base, { durable: false });
     // An empty delta of the base's own generation: `storedGeneration` then never reads the base.
     const marker: DeltaRecord = { v: FORMAT, generation: index.generation, set: [], removed: [] };
-    await locked.writeRecord(deltaName(index.generation), marker, { durable: false });
     // Deltas older than the new base are ignored by loadIndex; remove them so they do not pile up.
+    const remove: string[] = [];
     for (let g = index.generation - 1; g > 0 && g > index.generation - 1 - COMPACT_AFTER; g--)
-      await locked.deleteRecord(deltaName(g));
-    return;
+      remove.push(deltaName(g));
+    return {
+      write: [
+        { name: INDEX_BASE_RECORD, value: await packRecord(base, base.generation) },
+        { name: deltaName(index.generation), value: marker },
+      ],
+      remove,
+    };
   }
   const delta: DeltaRecord = {
     v: FORMAT,
@@ -156,7 +172,16 @@ export async function saveIndex(
     set: changes.set.map((path) => toRow(path, index.entries.get(path)!)),
     removed: [...changes.removed],
   };
-  await locked.writeRecord(deltaName(index.generation), delta, { durable: false });
+  return {
+    write: [{ name: deltaName(index.generation), value: await packRecord(delta, delta.generation) }],
+    remove: [],
+  };
+}
+
+/** Writes what {@link indexRecords} made, in order: the base before its marker, then the obsolete deltas go. */
+export async function writeIndexRecords(locked: LockedSession, records: IndexRecords): Promise<void> {
+  for (const { name, value } of records.write) await locked.writeRecord(name, value, { durable: false });
+  for (const name of records.remove) await locked.deleteRecord(name);
 }
 
 // The last index each process saved or loaded, per backend and session: a prune (every rewind runs

@@ -1,0 +1,121 @@
+import { mkdir, readdir, readFile, realpath, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { inflateRawSync } from "node:zlib";
+import { beforeEach, describe, expect, it } from "vitest";
+import { CheckpointStore, type CheckpointPayload, type ScanReport } from "../../../src/index.js";
+import { openStore, tempDir } from "../../helpers/fixture.js";
+
+// The workspace index's records: deflated once their JSON passes 4 KB (src/checkpoint/workspace-index/packed-record.ts),
+// read back by a new store, and, when damaged, lost rather than trusted (the next scan is then cold).
+
+let base: string;
+let workspace: string;
+let root: string;
+let sessionId: string;
+
+const FILES = 80; // about 150 bytes of index a file: well past the 4 KB from which a record is deflated
+
+beforeEach(async () => {
+  base = await realpath(await tempDir("agent-tape-index-records-"));
+  workspace = join(base, "ws");
+  root = join(base, "sessions");
+  for (let d = 0; d < 4; d++) {
+    await mkdir(join(workspace, `src/m${d}`), { recursive: true });
+    for (let f = 0; f < FILES / 4; f++)
+      await writeFile(join(workspace, `src/m${d}/f${f}.ts`), `export const v = ${f};\n`);
+  }
+  const store = openStore({ root });
+  sessionId = (await store.create({ workspace })).id;
+  await command(new CheckpointStore(store), () => writeFile(join(workspace, "src/m0/f0.ts"), "first\n"));
+});
+
+const recordFile = (name: string) => join(root, sessionId, "records", `${name}.json`);
+const readRecord = async (name: string) => JSON.parse(await readFile(recordFile(name), "utf8"));
+async function newestDelta(): Promise<string> {
+  const names = (await readdir(join(root, sessionId, "records"))).filter((n) =>
+    /^workspace-index\.\d{9}\.json$/.test(n),
+  );
+  return names
+    .sort()
+    .at(-1)!
+    .replace(/\.json$/, "");
+}
+
+/** Runs `change` as a shell command would, in a store new to the session (another process's, as far as it knows). */
+async function command(checkpoints: CheckpointStore, change: () => Promise<unknown>): Promise<void> {
+  await checkpoints.aroundCommand(sessionId, { tool: "bash" }, change);
+}
+
+/** A store new to the session and the reports of its scans. */
+function freshStore(): { checkpoints: CheckpointStore; scans: ScanReport[]; last: () => Promise<string[]> } {
+  const store = openStore({ root });
+  const scans: ScanReport[] = [];
+  const checkpoints = new CheckpointStore(store, { workspaceIndex: { onScan: (report) => scans.push(report) } });
+  const last = async () => {
+    const events = await store.readAll(sessionId);
+    const checkpoint = events.filter((e) => e.type === "session_checkpoint").at(-1)!;
+    return (checkpoint.payload as CheckpointPayload).files.map((f) => `${f.path} ${f.kind}`);
+  };
+  return { checkpoints, scans, last };
+}
+
+describe("the workspace index's records", () => {
+  it("a large one is stored deflated, and a new store reads it back: its next scan finds nothing changed", async () => {
+    const stored = await readRecord("workspace-index");
+    expect(stored).toMatchObject({ v: 2, generation: expect.any(Number) });
+    const inflated = inflateRawSync(Buffer.from(stored.deflated, "base64")).toString("utf8");
+    expect(JSON.parse(inflated)).toMatchObject({ v: 1, workspace });
+    expect(JSON.parse(inflated).entries.length).toBeGreaterThan(FILES);
+    expect(JSON.stringify(stored).length).toBeLessThan(inflated.length / 2);
+
+    const { checkpoints, scans, last } = freshStore();
+    await command(checkpoints, () => writeFile(join(workspace, "src/m1/f3.ts"), "edited\n"));
+    expect(scans.map((s) => [s.phase, s.changed])).toEqual([
+      ["before", 0],
+      ["after", 1],
+    ]);
+    expect(await last()).toEqual(["src/m1/f3.ts blob"]);
+  });
+
+  it("a large delta is deflated too, and read back with its base", async () => {
+    const first = freshStore();
+    await command(first.checkpoints, async () => {
+      for (let f = 0; f < FILES / 4; f++) await writeFile(join(workspace, `src/m2/f${f}.ts`), `changed ${f}\n`);
+    });
+    expect(await readRecord(await newestDelta())).toMatchObject({ v: 2 });
+
+    const { checkpoints, scans } = freshStore();
+    await command(checkpoints, () => writeFile(join(workspace, "src/m2/f0.ts"), "again\n"));
+    expect(scans.map((s) => s.changed)).toEqual([0, 1]);
+  });
+
+  it("one written before deflating (plain JSON) is read as before", async () => {
+    const stored = await readRecord("workspace-index");
+    await writeFile(recordFile("workspace-index"), inflateRawSync(Buffer.from(stored.deflated, "base64")));
+    const { checkpoints, scans } = freshStore();
+    await command(checkpoints, () => writeFile(join(workspace, "src/m1/f3.ts"), "edited\n"));
+    expect(scans.map((s) => s.changed)).toEqual([0, 1]);
+  });
+
+  for (const damage of ["base", "delta"] as const)
+    it(`a damaged deflated ${damage} loses the index: the next scan is cold, and the command recorded exactly`, async () => {
+      let name = "workspace-index";
+      if (damage === "delta") {
+        const first = freshStore();
+        await command(first.checkpoints, async () => {
+          for (let f = 0; f < FILES / 4; f++) await writeFile(join(workspace, `src/m3/f${f}.ts`), `changed ${f}\n`);
+        });
+        name = await newestDelta();
+      }
+      const stored = await readRecord(name);
+      expect(stored.v).toBe(2);
+      stored.deflated = Buffer.from("not deflate at all, planted or torn").toString("base64");
+      await writeFile(recordFile(name), JSON.stringify(stored));
+
+      const { checkpoints, scans, last } = freshStore();
+      await command(checkpoints, () => writeFile(join(workspace, "src/m1/f3.ts"), "edited\n"));
+      expect(scans[0]!.changed).toBeGreaterThan(FILES); // cold: every path found anew
+      expect(scans[1]!.changed).toBe(1);
+      expect(await last()).toEqual(["src/m1/f3.ts blob"]);
+    });
+});
