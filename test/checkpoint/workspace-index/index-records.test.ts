@@ -5,7 +5,8 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { CheckpointStore, type CheckpointPayload, type ScanReport } from "../../../src/index.js";
 import { openStore, tempDir } from "../../helpers/fixture.js";
 
-// The workspace index's records: deflated once their JSON passes 4 KB (src/checkpoint/workspace-index/packed-record.ts),
+// The workspace index's records: deflated once their JSON passes 4 KB
+// (src/checkpoint/workspace-index/packed-record.ts),
 // read back by a new store, and, when damaged, lost rather than trusted (the next scan is then cold).
 
 let base: string;
@@ -98,7 +99,7 @@ describe("the workspace index's records", () => {
   });
 
   for (const damage of ["base", "delta"] as const)
-    it(`a damaged deflated ${damage} loses the index: the next scan is cold, and the command recorded exactly`, async () => {
+    it(`a damaged deflated ${damage} loses the index: a cold next scan, the command recorded exactly`, async () => {
       let name = "workspace-index";
       if (damage === "delta") {
         const first = freshStore();
