@@ -225,7 +225,7 @@ describe("a rewind's database steps on PostgreSQL", () => {
 
   // Cuts per run: 6 in npm test, 18 in the soak run (rounds(), test/helpers/rounds.ts).
   const CUTS = rounds(6, 18);
-  it(`the holder's connection cut at a random moment of a rewind (${CUTS} times or more): untouched or done`, async () => {
+  it(`the holder's connection cut at a random moment of a rewind (${CUTS}+ times): untouched or done`, async () => {
     const outcomes = new Set<string>();
     // Whether a cut lands before the intent is a race with the server: on a loaded machine the first few cuts
     // after "planned" can all land late. More rounds, up to three times as many, until both outcomes were seen.
