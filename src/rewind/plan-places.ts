@@ -6,6 +6,16 @@ import type { FileChange } from "../core/events.js";
 import { confine, lookOnce, placeLexically, type ParentLooks } from "../checkpoint/confine.js";
 import type { WantedState } from "./wanted-state.js";
 
+/** What every question of this file is asked against: the workspace, the states the rewind wants, the looks so far. */
+export interface Places {
+  realWorkspace: string;
+  /** The spelling the caller used, so absolute recorded paths through it are placed too. */
+  givenWorkspace: string;
+  wanted: ReadonlyMap<string, WantedState>;
+  /** The parent folders this plan has looked at (`confine`). */
+  looks: ParentLooks;
+}
+
 /**
  * True when a folder above `path` that the rewind makes a folder is a symlink now (the folder itself placed
  * inside). The rewind replaces that link with a real folder before it writes anything below it (parents first),
@@ -14,13 +24,8 @@ import type { WantedState } from "./wanted-state.js";
  * so if the link is still there then, the write is refused (docs/ARCHITECTURE.md, "Confinement"). What is read
  * below the link now is not this plan's to keep (see `replacedLinks`). Asked only of paths `confine` put outside.
  */
-async function belowLinkMadeFolder(
-  realWorkspace: string,
-  givenWorkspace: string,
-  path: string,
-  wanted: ReadonlyMap<string, WantedState>,
-  looks: ParentLooks,
-): Promise<boolean> {
+async function belowLinkMadeFolder(places: Places, path: string): Promise<boolean> {
+  const { realWorkspace, givenWorkspace, wanted, looks } = places;
   for (const folder of foldersAbove(path)) {
     if (wanted.get(folder)?.kind !== "directory") continue;
     const place = await confine(realWorkspace, folder, givenWorkspace, looks);
@@ -40,12 +45,7 @@ async function belowLinkMadeFolder(
  * through the link (docs/ARCHITECTURE.md, "Rewind intent"). A link the rewind replaces by a folder is not such a
  * folder: below it the paths are the new folder's own (`belowLinkMadeFolder`).
  */
-async function isSecondName(
-  realWorkspace: string,
-  path: string,
-  wanted: ReadonlyMap<string, WantedState>,
-  looks: ParentLooks,
-): Promise<boolean> {
+async function isSecondName({ realWorkspace, wanted, looks }: Places, path: string): Promise<boolean> {
   for (const folder of foldersAbove(path)) {
     const found = await lookOnce(looks, join(realWorkspace, folder));
     if ("info" in found && found.info.isSymbolicLink()) return wanted.get(folder)?.kind !== "directory";
@@ -59,17 +59,15 @@ async function isSecondName(
  * a link, acted on by its own name; absent below a dangling link the rewind deletes).
  */
 export async function placeRecord(
-  realWorkspace: string,
-  givenWorkspace: string,
+  places: Places,
   recordedPath: string,
   becomes: WantedState,
-  wanted: ReadonlyMap<string, WantedState>,
-  looks: ParentLooks,
 ): Promise<{ path: string } | FileChange | undefined> {
+  const { realWorkspace, givenWorkspace, wanted, looks } = places;
   const place = await confine(realWorkspace, recordedPath, givenWorkspace, looks);
   if (place.inside) {
-    if (!(await isSecondName(realWorkspace, place.path, wanted, looks))) return place;
-    return (await landsOnRecord(realWorkspace, place.path, wanted))
+    if (!(await isSecondName(places, place.path))) return place;
+    return (await landsOnRecord(places, place.path))
       ? undefined
       : { path: place.path, action: "skip", reason: "below_link" };
   }
@@ -77,8 +75,7 @@ export async function placeRecord(
   // Wanted absent below a path wanted absent, a link now that leads nowhere inside: deleting the link deletes
   // the name; reporting it skipped, "outside_workspace", would be for nothing.
   if (lexical.inside && becomes.kind === "absent" && belowWantedAbsent(lexical.path, wanted)) return undefined;
-  if (lexical.inside && (await belowLinkMadeFolder(realWorkspace, givenWorkspace, lexical.path, wanted, looks)))
-    return lexical;
+  if (lexical.inside && (await belowLinkMadeFolder(places, lexical.path))) return lexical;
   return { path: recordedPath, action: "skip", reason: "outside_workspace" };
 }
 
@@ -99,11 +96,7 @@ function* foldersAbove(path: string): Generator<string> {
  * without was not a second name when recorded: a link put there since, by someone else, over a folder the tape
  * knew. It is reported skipped, "below_link": the rewind neither writes through the link nor passes it over.
  */
-async function landsOnRecord(
-  realWorkspace: string,
-  path: string,
-  wanted: ReadonlyMap<string, WantedState>,
-): Promise<boolean> {
+async function landsOnRecord({ realWorkspace, wanted }: Places, path: string): Promise<boolean> {
   let folder: string;
   try {
     folder = await realpath(join(realWorkspace, dirname(path)));

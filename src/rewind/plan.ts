@@ -9,7 +9,7 @@ import { ownerOf, snapshotPaths, type Snapshot, type SnapshotLimits } from "../c
 import { readVerifiedBlob } from "../blobs/store-then-reference.js";
 import { snapshotsIn } from "../blobs/references.js";
 import { confine, type ParentLooks } from "../checkpoint/confine.js";
-import { placeRecord } from "./plan-places.js";
+import { placeRecord, type Places } from "./plan-places.js";
 import type { WantedState } from "./wanted-state.js";
 
 export type { WantedState } from "./wanted-state.js";
@@ -173,8 +173,9 @@ export async function planFileChanges(
   const wanted = withoutBelowNonFolders(
     await withUnlistedAbsent(realWorkspace, givenWorkspace, wantedAtTarget, limits, looks),
   );
+  const places: Places = { realWorkspace, givenWorkspace, wanted, looks };
   await forEachLimited([...wanted], limits.concurrency, async ([recordedPath, becomes]) => {
-    const place = await placeRecord(realWorkspace, givenWorkspace, recordedPath, becomes, wanted, looks);
+    const place = await placeRecord(places, recordedPath, becomes);
     if (place === undefined) return;
     if ("action" in place) {
       changes.push(place);
