@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import pg from "pg";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -136,26 +137,49 @@ export function runChild(
 export async function processRows(c: Contenders, quick: boolean): Promise<Row[]> {
   const appends = quick ? 50 : 200;
   const schemaOf = (kind: "fs" | "pg") => (kind === "pg" ? c.pg.schema : "-");
+  // Bare inserts of the same line from 4 processes: what the server and the machine's cores allow any client, so the
+  // row against fs shows how much of the gap is the store's.
+  const admin = new pg.Client({ connectionString: c.pg.where });
+  await admin.connect();
+  await admin.query(`CREATE TABLE "${c.pg.schema}".bare_processes (a text, b bigint, line text, PRIMARY KEY (a, b))`);
+  await admin.end();
   // 4 processes, each appending to its own session at once: the sum of their rates (each times its own appends,
   // started together once all four are ready, so no process's start-up is counted or overlaps another's appends).
-  const four = (kind: "fs" | "pg") => async () => {
-    const ids = await Promise.all([0, 1, 2, 3].map(async () => (await c[kind].store.create()).id));
-    const args = (id: string) => [c[kind].where, schemaOf(kind), id, "appends", String(appends)];
+  const four = (kind: "fs" | "pg" | "bare") => async () => {
+    const store = c[kind === "bare" ? "pg" : kind].store;
+    const ids = await Promise.all([0, 1, 2, 3].map(async () => (await store.create()).id));
+    const args = (id: string) =>
+      kind === "bare"
+        ? [c.pg.where, c.pg.schema, id, "inserts", String(appends)]
+        : [c[kind].where, schemaOf(kind), id, "appends", String(appends)];
     const children = ids.map((id) => runChild(args(id), "ready"));
     await Promise.all(children.map((child) => child.done));
     for (const child of children) child.go();
     const took = await Promise.all(children.map(async (child) => Number((await child.exited).split("\n")[1])));
     return took.reduce((sum, ms) => sum + appends / (ms / 1000), 0);
   };
-  const together = await interleavedRounds(quick ? 1 : 3, { fs: four("fs"), pg: four("pg") }, { warmUp: false });
+  const together = await interleavedRounds(
+    quick ? 1 : 3,
+    { fs: four("fs"), pg: four("pg"), bare: four("bare") },
+    { warmUp: false },
+  );
   const rate = (label: string, rates: number[]): Figure => ({
     label,
     value: median(rates),
     unit: "events/s",
     samples: rates,
   });
+  const fsRate = rate("fs 4 processes x 4 sessions", together.fs);
+  const bareRow = row(rate("bare pg INSERT, 4 processes", together.bare), fsRate, 1);
   const rows = [
-    row(rate("pg 4 processes x 4 sessions", together.pg), rate("fs 4 processes x 4 sessions", together.fs), 0.5, ">="),
+    row(rate("pg 4 processes x 4 sessions", together.pg), fsRate, 0.5, ">="),
+    {
+      ...bareRow,
+      target: undefined,
+      notes:
+        "info: the same lines as bare autocommitted INSERTs, no store: what the server and the cores allow any " +
+        `client; the store gets ${(median(together.pg) / median(together.bare)).toFixed(2)}x of it`,
+    },
   ];
 
   // Take-over: a holder killed with SIGKILL; how long until another process's store appends.

@@ -1,12 +1,16 @@
 // A process of the PostgreSQL benchmark (bench/postgres.bench.ts), on either backend:
 //   appends <count>: says "ready" once warm, waits for a line on stdin, appends <count> durable events, one by
 //     one, to its session, then prints the ms it took;
+//   inserts <count>: the same with bare `pg` INSERTs of the same line into <schema>.bare_processes (made by the
+//     parent), keyed by <sessionId>: what the server allows any client, without the store;
 //   holds: takes the session's lock, prints "held", and keeps it until it is killed;
 //   replays: reads the session through a store, one event at a time, and prints (JSON) how many MB the memory
 //     left after a full collection rose during the read (heldMB: what the reader holds) and how many MB its
 //     resident memory rose (rssMB); a process of its own, so nothing the benchmark held before counts.
 // Usage: node --expose-gc --import tsx bench/postgres.child.ts <fs root | postgres url> <schema> <sessionId>
-//   appends <count>|holds|replays
+//   appends <count>|inserts <count>|holds|replays
+import pg from "pg";
+import { serializeEvent } from "../src/core/envelope.js";
 import { postgresBackend } from "../src/backend/postgres/index.js";
 import { fsBackend } from "../src/backend/index.js";
 import { SessionStore } from "../src/index.js";
@@ -17,7 +21,20 @@ if (!where || !schema || !id || !what) throw new Error("usage: postgres.child.ts
 const backend = where.startsWith("postgres://")
   ? postgresBackend({ connectionString: where, schema })
   : fsBackend({ root: where });
-if (what === "holds") {
+if (what === "inserts") {
+  await backend.close();
+  const client = new pg.Client({ connectionString: where });
+  await client.connect();
+  const line = serializeEvent({
+    ...{ v: 1, id: "x", sessionId: id, sequence: 1, createdAt: new Date().toISOString() },
+    ...messageEvent,
+  });
+  let sequence = 0;
+  const insert = () =>
+    client.query(`INSERT INTO "${schema}".bare_processes (a, b, line) VALUES ($1, $2, $3)`, [id, ++sequence, line]);
+  await timedAppends(insert, Number(count));
+  await client.end();
+} else if (what === "holds") {
   await backend.lock(id, { waitMs: 30_000 });
   process.stdout.write("held\n");
   setInterval(() => undefined, 60_000);
@@ -47,15 +64,21 @@ if (what === "holds") {
   await backend.close();
 } else {
   const store = new SessionStore({ backend, durability: "fsync", lockIdleMs: 60_000 });
-  // The lock taken, the connection made, the code warm: not timed. Then "ready", and the timed appends start when
-  // the parent says "go" on stdin, so the processes append at once, none while another is still starting.
-  for (let i = 0; i < 50; i++) await store.append(id, messageEvent);
+  await timedAppends(() => store.append(id, messageEvent), Number(count));
+  await store.close();
+  await backend.close();
+}
+
+/**
+ * The lock taken, the connection made, the code warm: not timed. Then "ready", and the timed appends start when the
+ * parent says "go" on stdin, so the processes append at once, none while another is still starting.
+ */
+async function timedAppends(append: () => Promise<unknown>, count: number): Promise<void> {
+  for (let i = 0; i < 50; i++) await append();
   process.stdout.write("ready\n");
   await new Promise((go) => process.stdin.once("data", go));
   process.stdin.pause();
   const started = performance.now();
-  for (let i = 0; i < Number(count); i++) await store.append(id, messageEvent);
+  for (let i = 0; i < count; i++) await append();
   process.stdout.write(`${performance.now() - started}\n`);
-  await store.close();
-  await backend.close();
 }
