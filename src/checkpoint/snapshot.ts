@@ -26,6 +26,11 @@ export interface Snapshot {
   blobs: Map<string, Buffer>;
   /** What a stat said of each file read, by path, unless it had just changed (file-stamps.ts). */
   stamps?: Map<string, FileStamp>;
+  /**
+   * The files read (`blob` records) that had other names too, by the fstat of their reading (a link count above
+   * one): what a rewind that replaces them takes out of a hard-link group (src/rewind/hard-link-splits.ts).
+   */
+  linked?: Set<string>;
 }
 
 /** What a stat says of an entry's owner and group (numbers; a BigIntStats' too). */
@@ -105,13 +110,15 @@ async function snapshotHeld(
 
   const blobs = new Map<string, Buffer>();
   const stamps = new Map<string, FileStamp>();
+  const linked = new Set<string>();
   await forEachLimited(toRead, limits.concurrency, async (file) => {
-    const { record, bytes, stamp } = await readRegularFile(held, file, limits.maxFileBytes);
+    const { record, bytes, stamp, names } = await readRegularFile(held, file, limits.maxFileBytes);
     records.set(file.path, record);
     if (bytes && record.kind === "blob") blobs.set(record.blob, bytes);
     if (stamp) stamps.set(file.path, stamp);
+    if (record.kind === "blob" && names !== undefined && names > 1) linked.add(file.path);
   });
-  return { files: [...records.values()], blobs, stamps };
+  return { files: [...records.values()], blobs, stamps, linked };
 }
 
 type LookedUp =
@@ -257,7 +264,8 @@ async function walkDirectory(
   for (const file of reads) queueRead(file);
 }
 
-type FileRead = { record: FileSnapshot; bytes?: Buffer; stamp?: FileStamp | undefined };
+/** `names`: the link count fstat gave the file read. */
+type FileRead = { record: FileSnapshot; bytes?: Buffer; stamp?: FileStamp | undefined; names?: number };
 
 const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 /** Files up to this size are read with synchronous calls where folders are held (readRegularFileNow). */
@@ -340,7 +348,7 @@ function skippedByStat(path: string, info: Stats, maxFileBytes: number): FileRea
 function keptFile(path: string, info: Stats, bytes: Buffer, lookedAt: number): FileRead {
   const blob = createHash("sha256").update(bytes).digest("hex");
   const record: FileSnapshot = { path, kind: "blob", blob, bytes: bytes.length, mode: info.mode & 0o7777 };
-  return { record: { ...record, ...ownerOf(info) }, bytes, stamp: stampOf(info, blob, lookedAt) };
+  return { record: { ...record, ...ownerOf(info) }, bytes, stamp: stampOf(info, blob, lookedAt), names: info.nlink };
 }
 
 /**

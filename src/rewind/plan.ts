@@ -235,7 +235,7 @@ export async function planFileChanges(
   const keptBlobs = new Map([...current.blobs].filter(([hash]) => keptHashes.has(hash)));
   noteUnrecoverable(changes, kept);
   changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  return { changes, blobs, current: { files: kept, blobs: keptBlobs, stamps: current.stamps ?? new Map() } };
+  return { changes, blobs, current: { ...current, files: kept, blobs: keptBlobs } }; // its stamps and link counts
 }
 
 /**
@@ -320,7 +320,12 @@ async function currentState(
     deep.push(path);
   }
   const snapshot = await snapshotPaths(realWorkspace, realWorkspace, deep, limits);
-  return { files: [...shallow, ...snapshot.files], blobs: snapshot.blobs, stamps: snapshot.stamps ?? new Map() };
+  return {
+    files: [...shallow, ...snapshot.files],
+    blobs: snapshot.blobs,
+    stamps: snapshot.stamps ?? new Map(),
+    linked: snapshot.linked ?? new Set(),
+  };
 }
 
 function sameState(a: FileSnapshot, b: FileSnapshot): boolean {

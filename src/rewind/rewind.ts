@@ -283,7 +283,7 @@ async function planRewindFiles(
   Object.assign(report, summarizePlan(plan));
   const ignoredChanges = ignoredChangesIn(after.flatMap(checkpointPayloadOf));
   if (ignoredChanges !== undefined) report.ignoredChanges = ignoredChanges;
-  const split = await hardLinksSplit(realWorkspace, plan.changes);
+  const split = await hardLinksSplit(realWorkspace, plan.changes, plan.current);
   if (split.length > 0) report.hardLinksSplit = split;
   return { plan, realWorkspace };
 }

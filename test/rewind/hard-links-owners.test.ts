@@ -91,3 +91,18 @@ it("a rewind that splits a hard-link group says so in the dry run and the report
   expect(await readFile(join(workspace, "d/hard-2"), "utf8")).toBe("linked\n");
   expect((await lstat(join(workspace, "hard-1"))).nlink).toBe(1); // split, as the report said
 });
+
+it("a hard-linked file too large for the undo snapshot, restored anyway, is named as split too", async () => {
+  // The plan reads the files it replaces and takes their link count from that read; one it does not read (here,
+  // over maxFileBytes) is looked at on its own.
+  await checkpoints.aroundCommand(id, { tool: "bash" }, sh("echo more >> hard-1 && echo other > mine.txt"));
+  await writeFile(join(workspace, "d/hard-2"), "x".repeat(4096)); // the same inode: hard-1 grows too
+  const options = { toSequence: 1, maxFileBytes: 1024, allowUnrecoverable: true, onConflict: "overwrite" as const };
+  const dry = await rewind(store, id, { ...options, dryRun: true });
+  expect(dry.unrecoverable?.sort()).toEqual(["d/hard-2", "hard-1"]);
+  expect(dry.hardLinksSplit).toEqual(["d/hard-2", "hard-1"]);
+  const report = await rewind(store, id, options);
+  expect(report.hardLinksSplit).toEqual(["d/hard-2", "hard-1"]);
+  expect(await readFile(join(workspace, "hard-1"), "utf8")).toBe("linked\n");
+  expect((await lstat(join(workspace, "hard-1"))).nlink).toBe(1);
+});
