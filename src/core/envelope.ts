@@ -145,7 +145,8 @@ export function parseEventLine(text: string, mark?: LineMark): StoredEvent | str
   if (
     !Array.isArray(batch) ||
     batch.length !== 2 ||
-    !batch.every((n) => Number.isSafeInteger(n)) ||
+    !Number.isSafeInteger(batch[0]) ||
+    !Number.isSafeInteger(batch[1]) ||
     !(batch[0] <= e.sequence && e.sequence <= batch[1])
   )
     return '"batch" is not [first, last] around the line\'s sequence';

@@ -1,7 +1,7 @@
 // Reading a session's log, forwards a chunk at a time or its last event backwards, without the lock: what a
 // reader sees of batches still being written and of cuts made meanwhile (docs/ARCHITECTURE.md, "On disk").
 import type { FileHandle } from "node:fs/promises";
-import { parseEventLine, type LineMark } from "../../core/envelope.js";
+import { parseEventLine, type LineBatch, type LineMark } from "../../core/envelope.js";
 import { LogCorruptError, isAgentTapeError } from "../../core/errors.js";
 import type { StoredEvent } from "../../core/events.js";
 import { signalOf } from "../../core/defined-fields.js";
@@ -89,7 +89,8 @@ class LogRead {
       }
       // A batch that starts past the range has nothing wanted, finished or not: no need to hold it.
       if (this.wholeBatches.idle && event.sequence > this.to) return "done";
-      if ((await this.hold(event, line, batch)) === "done") return "done";
+      const held = this.hold(event, line, batch);
+      if ((typeof held === "string" ? held : await held) === "done") return "done";
     }
     return "more";
   }
@@ -106,14 +107,29 @@ class LogRead {
     return undefined;
   }
 
-  /** An event of a batch: held until the batch's end is seen, or streamed once the batch outgrows the hold. */
-  private async hold(event: StoredEvent, line: Line, batch: StoredEvent[]): Promise<"more" | "done"> {
+  /**
+   * An event of a batch: held until the batch's end is seen, or streamed once the batch outgrows the hold. Settled
+   * at once unless it must look past the batch. An await per event of a streamed batch made garbage enough for
+   * the collector to run several times within one chunk, and each run moved the chunk's events read so far (held
+   * until the chunk is handed out) to the old generation (docs/ARCHITECTURE.md, "On disk", readers and batches).
+   */
+  private hold(event: StoredEvent, line: Line, batch: StoredEvent[]): "more" | "done" | Promise<"more" | "done"> {
     this.wholeBatches.take(event, this.mark.batch, line.text.length, this.released);
     if (!this.handOut(batch)) return "done";
     const outgrown = this.wholeBatches.outgrown();
     if (outgrown === undefined || this.log === undefined || this.lookedAt === this.chunks) return "more";
+    return this.lookPast(outgrown, event, line, batch);
+  }
+
+  /** Looks past a batch that outgrew the hold: streamed from here when its end is in the log. */
+  private async lookPast(
+    outgrown: LineBatch,
+    event: StoredEvent,
+    line: Line,
+    batch: StoredEvent[],
+  ): Promise<"more" | "done"> {
     this.lookedAt = this.chunks;
-    const past = await lookPastBatch(this.file, this.log, line.end, outgrown, event.sequence, this.options.signal);
+    const past = await lookPastBatch(this.file, this.log!, line.end, outgrown, event.sequence, this.options.signal);
     if (past === "released") {
       this.wholeBatches.stream(this.released);
       return this.handOut(batch) ? "more" : "done";
