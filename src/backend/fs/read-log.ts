@@ -118,18 +118,19 @@ class LogRead {
     if (!this.handOut(batch)) return "done";
     const outgrown = this.wholeBatches.outgrown();
     if (outgrown === undefined || this.log === undefined || this.lookedAt === this.chunks) return "more";
-    return this.lookPast(outgrown, event, line, batch);
+    return this.lookPast(this.log, outgrown, event, line, batch);
   }
 
   /** Looks past a batch that outgrew the hold: streamed from here when its end is in the log. */
   private async lookPast(
+    log: OpenLog,
     outgrown: LineBatch,
     event: StoredEvent,
     line: Line,
     batch: StoredEvent[],
   ): Promise<"more" | "done"> {
     this.lookedAt = this.chunks;
-    const past = await lookPastBatch(this.file, this.log!, line.end, outgrown, event.sequence, this.options.signal);
+    const past = await lookPastBatch(this.file, log, line.end, outgrown, event.sequence, this.options.signal);
     if (past === "released") {
       this.wholeBatches.stream(this.released);
       return this.handOut(batch) ? "more" : "done";
