@@ -62,7 +62,7 @@ export async function confine(
   if (lexical === undefined) return { inside: false, path: toPortable(path) };
   const portable = toPortable(lexical);
   if (!(await parentsStayInside(realWorkspace, lexical, looks))) return { inside: false, path: portable };
-  return { inside: true, path: portable, absolute: lexical === "" ? realWorkspace : join(realWorkspace, lexical) };
+  return { inside: true, path: portable, absolute: inWorkspace(realWorkspace, lexical) };
 }
 
 /**
@@ -77,11 +77,43 @@ export function placeLexically(realWorkspace: string, path: string, givenWorkspa
   return {
     inside: true,
     path: toPortable(lexical),
-    absolute: lexical === "" ? realWorkspace : join(realWorkspace, lexical),
+    absolute: inWorkspace(realWorkspace, lexical),
   };
 }
 
+/**
+ * The absolute path of `rel` in the workspace. `rel` must be normalised and relative, as {@link lexicalRelative}
+ * gives it: then joining is putting a separator between, and `path.join`'s normalising (several strings a call)
+ * was a tenth of what a 1,000-file rewind allocated (docs/ARCHITECTURE.md, "Batched file work").
+ */
+export function inWorkspace(realWorkspace: string, rel: string): string {
+  if (rel === "") return realWorkspace;
+  if (sep !== "/") return join(realWorkspace, rel);
+  return realWorkspace.endsWith(sep) ? realWorkspace + rel : realWorkspace + sep + rel;
+}
+
+/**
+ * True when `path` is already what {@link lexicalRelative} would make of it: relative, its names separated by
+ * one `/` each, none of them empty, `.` or `..`, no NUL. The common case (a tool's path, a recorded path), which
+ * then needs no resolving. POSIX only: on Windows `\` and drive letters make paths that look plain anything but.
+ */
+export function isPlainRelative(path: string): boolean {
+  if (sep !== "/" || path === "" || path.includes("\0")) return false;
+  let start = 0;
+  for (;;) {
+    const slash = path.indexOf("/", start);
+    const end = slash === -1 ? path.length : slash;
+    const length = end - start;
+    if (length === 0) return false;
+    if (path.charCodeAt(start) === 46 /* . */ && (length === 1 || (length === 2 && path.charCodeAt(start + 1) === 46)))
+      return false;
+    if (slash === -1) return true;
+    start = slash + 1;
+  }
+}
+
 function lexicalRelative(realWorkspace: string, givenWorkspace: string, path: string): string | undefined {
+  if (isPlainRelative(path)) return path;
   if (path.includes("\0")) return undefined;
   const bases =
     isAbsolute(path) && givenWorkspace !== realWorkspace ? [realWorkspace, resolve(givenWorkspace)] : [realWorkspace];
@@ -109,14 +141,15 @@ export function lookOnce(looks: ParentLooks, absolute: string): Promise<ParentLo
 
 async function parentsStayInside(realWorkspace: string, rel: string, looks?: ParentLooks): Promise<boolean> {
   if (rel === "") return true;
-  const parents = rel.split(sep).slice(0, -1);
   // The common case is a chain of plain folders: stat them all at once (one round trip through
   // the thread pool instead of one per folder), and walk one by one only when a link shows up.
-  const prefixes = parents.map((_, i) => join(realWorkspace, ...parents.slice(0, i + 1)));
+  const prefixes: string[] = [];
+  for (let slash = rel.indexOf(sep); slash > 0; slash = rel.indexOf(sep, slash + 1))
+    prefixes.push(inWorkspace(realWorkspace, rel.slice(0, slash)));
   const found = await Promise.all(prefixes.map((p) => (looks ? lookOnce(looks, p) : look(p))));
   for (const entry of found) {
     if ("code" in entry) return isNothingThere(entry.code);
-    if (entry.info.isSymbolicLink()) return walkParents(realWorkspace, parents);
+    if (entry.info.isSymbolicLink()) return walkParents(realWorkspace, rel.split(sep).slice(0, -1));
     // A file used as a folder: the path cannot exist, and reading it fails honestly.
     if (!entry.info.isDirectory()) return true;
   }

@@ -3,7 +3,7 @@
 import { basename, dirname, isAbsolute, join, relative } from "node:path";
 import { lstat, realpath } from "../core/named-fs.js";
 import type { FileChange } from "../core/events.js";
-import { confine, lookOnce, placeLexically, type ParentLooks } from "../checkpoint/confine.js";
+import { confine, inWorkspace, lookOnce, placeLexically, type ParentLooks } from "../checkpoint/confine.js";
 import type { WantedState } from "./wanted-state.js";
 
 /** What every question of this file is asked against: the workspace, the states the rewind wants, the looks so far. */
@@ -47,7 +47,7 @@ async function belowLinkMadeFolder(places: Places, path: string): Promise<boolea
  */
 async function isSecondName({ realWorkspace, wanted, looks }: Places, path: string): Promise<boolean> {
   for (const folder of foldersAbove(path)) {
-    const found = await lookOnce(looks, join(realWorkspace, folder));
+    const found = await lookOnce(looks, inWorkspace(realWorkspace, folder));
     if ("info" in found && found.info.isSymbolicLink()) return wanted.get(folder)?.kind !== "directory";
   }
   return false;

@@ -1,5 +1,6 @@
-import { join } from "node:path";
+import { join, sep } from "node:path";
 import { assertSessionId } from "../../core/ids.js";
+import { isBlobHash } from "../names.js";
 
 /**
  * Where each part of a session lives under the store root. One place, so nothing guesses; and the one place a
@@ -21,9 +22,17 @@ export class SessionLayout {
      */
     readonly packBatchesUnder = 0,
   ) {}
+  // The last session's folder, so a path in it is made by putting names together: `join` normalises every time,
+  // and a 1,000-file rewind asks for some 3,000 blob paths (docs/ARCHITECTURE.md, "Batched file work").
+  private lastId: string | undefined;
+  private lastDir = "";
   dir(id: string): string {
+    if (id === this.lastId) return this.lastDir;
     assertSessionId(id);
-    return join(this.root, id);
+    const dir = join(this.root, id);
+    this.lastId = id;
+    this.lastDir = dir;
+    return dir;
   }
   log(id: string): string {
     return join(this.dir(id), "events.jsonl");
@@ -40,7 +49,10 @@ export class SessionLayout {
   }
   /** Sharded by the hash's first byte so no folder grows past 1/256 of the blobs. */
   blob(id: string, hash: string): string {
-    return join(this.dir(id), "blobs", hash.slice(0, 2), hash);
+    const dir = this.dir(id);
+    // A blob's name is 64 hex digits, nothing to normalise; anything else is joined (and found missing).
+    if (isBlobHash(hash)) return `${dir}${sep}blobs${sep}${hash.slice(0, 2)}${sep}${hash}`;
+    return join(dir, "blobs", hash.slice(0, 2), hash);
   }
   /** The pack: small blobs appended together into numbered segments (blob-pack.ts). */
   packs(id: string): string {
