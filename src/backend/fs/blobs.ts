@@ -1,5 +1,5 @@
 import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
-import { open, readdir, rename, rm, lstat, mkdir, type FileHandle } from "node:fs/promises";
+import { open, readdir, rename, rm, lstat, mkdir, unlink, type FileHandle } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { createInflateRaw } from "node:zlib";
 import { dirname, join } from "node:path";
@@ -196,15 +196,12 @@ function blobExistsLoose(layout: SessionLayout, id: string, hash: string): boole
   return lstatSync(layout.blob(id, hash), { throwIfNoEntry: false }) !== undefined;
 }
 
+/**
+ * The blob is there, packed or a file. One synchronous lstat rather than a hop through the thread pool: a rewind
+ * asks it of each blob it may have orphaned (docs/ARCHITECTURE.md, "Batched file work").
+ */
 export async function blobExists(layout: SessionLayout, id: string, hash: string): Promise<boolean> {
-  if (isPacked(layout, id, hash)) return true;
-  try {
-    await lstat(layout.blob(id, hash));
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
-    throw error;
-  }
+  return isPacked(layout, id, hash) || blobExistsLoose(layout, id, hash);
 }
 
 /**
@@ -399,10 +396,22 @@ async function retryAfterMkdir<T>(dir: string, attempt: () => Promise<T>, onMade
   }
 }
 
+/**
+ * Deletes a blob, packed or a file. The file's two folder looks are synchronous and its unlink one hop through the
+ * thread pool (an unlink can wait on the disk's journal, which the event loop should not): `rm` took some five hops
+ * a blob, as it looks before it unlinks, and a rewind that keeps no undo, the next rewind, and `gc` delete a blob
+ * for each file they free (docs/ARCHITECTURE.md, "Batched file work").
+ */
 export async function deleteBlobFile(layout: SessionLayout, id: string, hash: string): Promise<void> {
   await deletePacked(layout, id, hash);
-  await checkBlobFolders(layout, id, hash);
-  await rm(layout.blob(id, hash), { force: true });
+  const file = layout.blob(id, hash);
+  checkStoreFolderSync(id, layout.blobs(id));
+  checkStoreFolderSync(id, dirname(file));
+  try {
+    await unlink(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
 }
 
 /** Removes what blob writes killed mid-way left in `blobs/.incoming/` (never a finished blob). */
