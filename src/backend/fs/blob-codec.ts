@@ -51,16 +51,41 @@ function storedForm(bytes: Uint8Array, body: Uint8Array | undefined): Uint8Array
   return bytes;
 }
 
-// The helper thread: deflates each blob of a job at LEVEL (null for those under MIN_COMPRESS_BYTES).
-const deflater = new HelperThread<Uint8Array[], (Uint8Array | null)[]>(`
+// The helper thread: deflates each blob of a job at LEVEL (length -1 for those under MIN_COMPRESS_BYTES). The blobs
+// come as one buffer and go back as one, both moved rather than copied: a structured clone of each Buffer copied
+// the whole memory it is a view of (a read's chunk, zlib's output chunk), and taking 1,000 answers back held the
+// event loop 30-45 ms (docs/ARCHITECTURE.md, "Batched file work").
+const deflater = new HelperThread<Joined, Joined>(`
 const { parentPort } = require("node:worker_threads");
 const { deflateRawSync } = require("node:zlib");
 parentPort.on("message", ({ id, job }) => {
-  const deflated = (bytes) => deflateRawSync(bytes, { level: ${LEVEL} });
-  const answer = job.map((bytes) => (bytes.length >= ${MIN_COMPRESS_BYTES} ? deflated(bytes) : null));
-  parentPort.postMessage({ id, answer }); // copied, not transferred: a small Buffer may share its memory
+  const outs = [];
+  let at = 0;
+  let total = 0;
+  for (const length of job.lengths) {
+    const bytes = Buffer.from(job.bytes.buffer, job.bytes.byteOffset + at, length);
+    at += length;
+    const out = length >= ${MIN_COMPRESS_BYTES} ? deflateRawSync(bytes, { level: ${LEVEL} }) : null;
+    outs.push(out);
+    if (out) total += out.length;
+  }
+  const bytes = new Uint8Array(total);
+  let into = 0;
+  const lengths = outs.map((out) => {
+    if (!out) return -1;
+    bytes.set(out, into);
+    into += out.length;
+    return out.length;
+  });
+  parentPort.postMessage({ id, answer: { bytes, lengths } }, [bytes.buffer]);
 });
 `);
+
+/** Many byte strings as one buffer and their lengths (-1: none), for one move to or from the helper thread. */
+interface Joined {
+  bytes: Uint8Array;
+  lengths: number[];
+}
 
 /**
  * {@link encodeBlobSync} of many small blobs, their deflating done on a helper thread (one message each way for
@@ -68,9 +93,22 @@ parentPort.on("message", ({ id, job }) => {
  * deflating (docs/ARCHITECTURE.md, "Workspace index"). Here when the thread is not there.
  */
 export async function encodeBlobsOffThread(blobs: readonly Uint8Array[]): Promise<Uint8Array[]> {
-  const bodies = await deflater.ask([...blobs]);
-  if (bodies === undefined || bodies.length !== blobs.length) return blobs.map(encodeBlobSync);
-  return blobs.map((bytes, i) => storedForm(bytes, bodies[i] ?? undefined));
+  const joined = new Uint8Array(blobs.reduce((sum, bytes) => sum + bytes.length, 0));
+  let into = 0;
+  for (const bytes of blobs) {
+    joined.set(bytes, into);
+    into += bytes.length;
+  }
+  const answer = await deflater.ask({ bytes: joined, lengths: blobs.map((bytes) => bytes.length) }, [joined.buffer]);
+  if (answer === undefined || answer.lengths.length !== blobs.length) return blobs.map(encodeBlobSync);
+  const out = Buffer.from(answer.bytes.buffer, answer.bytes.byteOffset, answer.bytes.length);
+  let at = 0;
+  return blobs.map((bytes, i) => {
+    const length = answer.lengths[i]!;
+    if (length < 0) return storedForm(bytes, undefined);
+    at += length;
+    return storedForm(bytes, out.subarray(at - length, at));
+  });
 }
 
 /**
