@@ -253,8 +253,9 @@ async function appendEntries(layout: SessionLayout, id: string, entries: readonl
   for (const framed of entries) {
     encodeEntryInto(entry, into, framed.kind, framed.hash, framed.body);
     into += sizeOf(framed);
-    // Two hashes an entry: 1,000 of them held the event loop about 10 ms. What follows, from choosing the segment
-    // to recording the entries, stays one synchronous step, so no other append of this process comes between.
+    // Two hashes an entry, and a rewind appends 1,000 of its undo blobs at once (docs/ARCHITECTURE.md, "Batched
+    // file work"). What follows, from choosing the segment to recording the entries, stays one synchronous step,
+    // so no other append of this process comes between.
     await yieldIfLong();
   }
   const index = packIndex(layout, id);
