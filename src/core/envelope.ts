@@ -119,7 +119,11 @@ export function lineBytesAtMost(event: StoredEvent): number {
  * when appended, and re-validating every event would make a replay several times slower).
  * Returns a reason string when the line is not an event.
  */
-export function parseEventLine(text: string, mark?: LineMark): StoredEvent | string {
+export function parseEventLine(
+  text: string,
+  mark?: LineMark,
+  payload: "expanded" | "as-written" = "expanded",
+): StoredEvent | string {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -136,7 +140,9 @@ export function parseEventLine(text: string, mark?: LineMark): StoredEvent | str
   if (typeof e.type !== "string") return 'missing string "type"';
   if (typeof e.createdAt !== "string") return 'missing string "createdAt"';
   if (!("payload" in e)) return 'missing "payload"';
-  if (e.type === REWIND_TYPE) e.payload = expandRewindPayload(e.payload);
+  // "as-written": for a caller that looks at the envelope only (a sequence, a batch mark), a rewind marker's rows
+  // are not expanded: for a 1,000-file marker that held the event loop at each lock taken after it.
+  if (e.type === REWIND_TYPE && payload === "expanded") e.payload = expandRewindPayload(e.payload);
   if (!("batch" in e)) {
     if (mark) mark.batch = undefined;
     return e as unknown as StoredEvent;

@@ -329,7 +329,16 @@ async function appendArchived(
     yield* intent.append;
   }
   if (locked.appendStream) {
-    await locked.appendStream(batch(), { first: reappend.first, last: intent.markerSequence }, { sync: true });
+    // The undo's marker line made beforehand in time slices, as a rewind's is (appendWithMarker): serialised
+    // inside the stream, a 1,000-file marker held the event loop 30-45 ms (docs/ARCHITECTURE.md, "Batched file
+    // work").
+    const marker = intent.append.at(-1);
+    if (marker) await prepareMarkerJson(marker);
+    try {
+      await locked.appendStream(batch(), { first: reappend.first, last: intent.markerSequence }, { sync: true });
+    } finally {
+      if (marker) forgetMarkerJson(marker);
+    }
     return;
   }
   const events: StoredEvent[] = [];

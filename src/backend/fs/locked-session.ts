@@ -84,14 +84,14 @@ export class FsLockedSession implements LockedSession {
       }
       let last = 0;
       if (tail.last) {
-        const parsed = parseEventLine(tail.last.text);
+        const parsed = parseEventLine(tail.last.text, undefined, "as-written");
         if (typeof parsed === "string") {
           throw new LogCorruptError(file, await lineNumberAt(file, tail.last.start), parsed);
         }
         // The line before must come before it: a last line that goes backwards or repeats (a damaged
         // or doubled write) would have the next append reuse numbers already in the log.
         const before = tail.last.start > 0 ? (await readTail(fh, tail.last.start)).last : undefined;
-        const previous = before ? parseEventLine(before.text) : undefined;
+        const previous = before ? parseEventLine(before.text, undefined, "as-written") : undefined;
         if (previous !== undefined && typeof previous !== "string" && previous.sequence >= parsed.sequence) {
           const reason = `sequence ${parsed.sequence} does not follow ${previous.sequence}`;
           throw new LogCorruptError(file, await lineNumberAt(file, tail.last.start), reason);

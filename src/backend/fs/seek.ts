@@ -68,7 +68,7 @@ export async function keptEndFor(fh: FileHandle, size: number, sequence: number)
   for (;;) {
     const previous = await newlineBefore(lineEnd - 1);
     if (previous === undefined) return undefined;
-    const event = parseEventLine(text(previous + 1, lineEnd - 1));
+    const event = parseEventLine(text(previous + 1, lineEnd - 1), undefined, "as-written");
     if (typeof event === "string") return undefined;
     if (event.sequence <= sequence) return { offset: lineEnd, sequence: event.sequence };
     if (previous === -1) return { offset: 0, sequence: 0 };
@@ -86,7 +86,7 @@ export async function keptEndForwards(file: string, sequence: number): Promise<K
   const kept = { offset: 0, sequence: 0 };
   for await (const lines of readLines(file)) {
     for (const line of lines) {
-      const parsed = parseEventLine(line.text);
+      const parsed = parseEventLine(line.text, undefined, "as-written");
       if (typeof parsed === "string") throw new LogCorruptError(file, line.number, parsed);
       if (parsed.sequence > sequence) return kept;
       kept.offset = line.end;

@@ -16,7 +16,7 @@ import { keptEndFor, keptEndForwards } from "./seek.js";
  */
 export async function unfinishedBatchStart(file: string, fh: FileHandle, tail: Tail): Promise<number | undefined> {
   if (!tail.last) return undefined;
-  const event = parseEventLine(tail.last.text);
+  const event = parseEventLine(tail.last.text, undefined, "as-written");
   if (typeof event === "string") return undefined;
   const batch = lineBatch(event);
   if (!batch || event.sequence >= batch.last) return undefined;
@@ -30,7 +30,7 @@ export async function unfinishedBatchStart(file: string, fh: FileHandle, tail: T
   for await (const lines of readLines(file, { handle: fh, startAt: async () => start.offset })) {
     for (const line of lines) {
       if (line.end > tail.completeEnd) return start.offset;
-      const e = parseEventLine(line.text, lineMark);
+      const e = parseEventLine(line.text, lineMark, "as-written");
       const mark = typeof e === "string" ? undefined : lineMark.batch;
       const first = previous < batch.first;
       if (
