@@ -64,6 +64,12 @@ export interface WorkspaceIndex {
   bytes?: number;
   /** The ignored entries the last walk met (walk.ts, `Walked.ignored`): in memory only, like `folders`. */
   ignored?: Map<string, IndexEntry>;
+  /**
+   * What its records take (index-record.ts): the generation of the base on record, the base's stored bytes and
+   * those of the deltas since, each rounded up to a disk block. In memory only, like `folders`: known once this
+   * process loaded or wrote a base.
+   */
+  recorded?: { baseGeneration: number; baseBytes: number; deltaBytes: number };
 }
 
 /** True when the stat says nothing changed (content is then trusted, unless the entry is racy). */
@@ -86,6 +92,22 @@ export function sameContent(a: IndexEntry, b: IndexEntry): boolean {
   if (a.kind === "symlink") return a.target === b.target;
   if (a.kind === "other") return sameStat(a, b);
   return true;
+}
+
+/**
+ * True when the index's record would hold the same row for both: stat, content, owner and flags alike. A racy
+ * entry read again and found so needs no row in the next delta (docs/ARCHITECTURE.md, "Workspace index").
+ */
+export function sameRecorded(a: IndexEntry, b: IndexEntry): boolean {
+  return (
+    sameStat(a, b) &&
+    a.hash === b.hash &&
+    a.target === b.target &&
+    a.skipped === b.skipped &&
+    (a.racy === true) === (b.racy === true) &&
+    a.uid === b.uid &&
+    a.gid === b.gid
+  );
 }
 
 /** An owner known on both sides must be the same (`chown` is a change); one not recorded yet is not compared. */

@@ -1,14 +1,18 @@
 import type { LockedSession, StorageBackend } from "../../backend/types.js";
 import { registerReferenceRoot } from "../../blobs/reference-roots.js";
 import type { IndexEntry, WorkspaceIndex } from "./index-entry.js";
-import { isPacked, packRecord, unpackRecord } from "./packed-record.js";
+import { isPacked, packRecord, unpackRecord, type PackedRecord } from "./packed-record.js";
 
 // The index is kept as side records of the session: one base holding every entry, then one small
 // delta per scan that changed something, so a command that changes one file writes one small
-// record instead of the whole index. Deltas are folded into a new base every COMPACT_AFTER.
+// record instead of the whole index. Deltas are folded into a new base after COMPACT_AFTER of them, or once
+// they take more than COMPACT_SHARE of what the base takes (docs/ARCHITECTURE.md, "Workspace index").
 export const INDEX_BASE_RECORD = "workspace-index";
 const DELTA_PREFIX = "workspace-index.";
 const COMPACT_AFTER = 64;
+const COMPACT_SHARE = 0.25;
+/** A record's size is counted in blocks of this: a file of 4.2 KB takes 8 KiB of a disk. */
+const BLOCK_BYTES = 4096;
 const FORMAT = 1;
 
 /** [path, kind, size, mtimeNs, ctimeNs, ino, mode, hash or link target or null, flags, uid, gid] (the last two
@@ -104,13 +108,15 @@ export async function storedGeneration(backend: StorageBackend, sessionId: strin
 
 /** The index as recorded (base plus its deltas), or undefined when the session has none yet. */
 export async function loadIndex(backend: StorageBackend, sessionId: string): Promise<WorkspaceIndex | undefined> {
-  const base = (await unpackRecord(await backend.readRecord(sessionId, INDEX_BASE_RECORD))) as BaseRecord | undefined;
+  const storedBase = await backend.readRecord(sessionId, INDEX_BASE_RECORD);
+  const base = (await unpackRecord(storedBase)) as BaseRecord | undefined;
   if (!base || base.v !== FORMAT || !Array.isArray(base.entries)) return undefined;
   const index: WorkspaceIndex = {
     workspace: base.workspace,
     generation: base.generation,
     entries: new Map(base.entries.map(fromRow)),
   };
+  const recorded = { baseGeneration: base.generation, baseBytes: storedBytes(storedBase), deltaBytes: 0 };
   const deltas = (await backend.listRecords(sessionId)).filter(isDeltaName).sort();
   for (const name of deltas) {
     const stored = await backend.readRecord(sessionId, name);
@@ -121,7 +127,9 @@ export async function loadIndex(backend: StorageBackend, sessionId: string): Pro
     for (const path of delta.removed) index.entries.delete(path);
     for (const row of delta.set) index.entries.set(...fromRow(row));
     index.generation = delta.generation;
+    recorded.deltaBytes += storedBytes(stored);
   }
+  index.recorded = recorded;
   return index;
 }
 
@@ -144,8 +152,24 @@ export async function indexRecords(
   changes: { set: readonly string[]; removed: readonly string[]; whole: boolean },
 ): Promise<IndexRecords> {
   index.generation++;
-  const deltasSinceBase = index.generation % COMPACT_AFTER;
-  if (changes.whole || deltasSinceBase === 0) {
+  let delta: DeltaRecord | PackedRecord | undefined;
+  if (!changes.whole && !compactionDue(index)) {
+    const record: DeltaRecord = {
+      v: FORMAT,
+      generation: index.generation,
+      set: changes.set.map((path) => toRow(path, index.entries.get(path)!)),
+      removed: [...changes.removed],
+    };
+    delta = await packRecord(record, record.generation);
+    const recorded = index.recorded;
+    if (recorded !== undefined) {
+      const deltaBytes = recorded.deltaBytes + storedBytes(delta);
+      // Deltas that would take more than a share of the base's room are folded into a new base instead.
+      if (deltaBytes > recorded.baseBytes * COMPACT_SHARE) delta = undefined;
+      else index.recorded = { ...recorded, deltaBytes };
+    }
+  }
+  if (delta === undefined) {
     const base: BaseRecord = {
       v: FORMAT,
       workspace: index.workspace,
@@ -158,24 +182,32 @@ export async function indexRecords(
     const remove: string[] = [];
     for (let g = index.generation - 1; g > 0 && g > index.generation - 1 - COMPACT_AFTER; g--)
       remove.push(deltaName(g));
+    const packed = await packRecord(base, base.generation);
+    index.recorded = { baseGeneration: base.generation, baseBytes: storedBytes(packed), deltaBytes: 0 };
     return {
       write: [
-        { name: INDEX_BASE_RECORD, value: await packRecord(base, base.generation) },
+        { name: INDEX_BASE_RECORD, value: packed },
         { name: deltaName(index.generation), value: marker },
       ],
       remove,
     };
   }
-  const delta: DeltaRecord = {
-    v: FORMAT,
-    generation: index.generation,
-    set: changes.set.map((path) => toRow(path, index.entries.get(path)!)),
-    removed: [...changes.removed],
-  };
-  return {
-    write: [{ name: deltaName(index.generation), value: await packRecord(delta, delta.generation) }],
-    remove: [],
-  };
+  return { write: [{ name: deltaName(index.generation), value: delta }], remove: [] };
+}
+
+/**
+ * Whether the index's next record must be a base: COMPACT_AFTER generations since the last one, counted from
+ * the base on record when this process knows it, else by the generation alone (every COMPACT_AFTER-th). Deltas
+ * older than a base are removed up to COMPACT_AFTER back, so none is ever left behind.
+ */
+function compactionDue(index: WorkspaceIndex): boolean {
+  if (index.recorded === undefined) return index.generation % COMPACT_AFTER === 0;
+  return index.generation - index.recorded.baseGeneration >= COMPACT_AFTER;
+}
+
+/** What a stored record takes: its JSON, in whole blocks. */
+function storedBytes(stored: unknown): number {
+  return Math.ceil(JSON.stringify(stored).length / BLOCK_BYTES) * BLOCK_BYTES;
 }
 
 /** Writes what {@link indexRecords} made, in order: the base before its marker, then the obsolete deltas go. */

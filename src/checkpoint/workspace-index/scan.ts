@@ -14,7 +14,7 @@ import {
   type WalkLimits,
   type Walked,
 } from "./walk.js";
-import { sameContent, type IndexEntry, type WorkspaceIndex } from "./index-entry.js";
+import { sameContent, sameRecorded, type IndexEntry, type WorkspaceIndex } from "./index-entry.js";
 import type { IgnoreRules } from "./ignore-rules.js";
 
 export interface ScanOptions extends WalkLimits {
@@ -214,6 +214,7 @@ function changesFound(
     const entry = entries.get(path);
     if (entry === undefined) continue; // vanished while being read: removed below, if it was there
     const was = before(path);
+    if (was !== undefined && sameRecorded(was, entry)) continue; // a racy entry read again, found the same
     set.push(path);
     if (!was || !sameContent(was, entry)) changed.push(path);
   }

@@ -14,7 +14,8 @@ let workspace: string;
 let root: string;
 let sessionId: string;
 
-const FILES = 80; // about 150 bytes of index a file: well past the 4 KB from which a record is deflated
+const FILES = 2000; // about 150 bytes of index a file: well past the 4 KB from which a record is deflated
+const CHANGED = 40; // a delta of 40 rows: deflated too, and under a quarter of the base (else a base is written)
 
 beforeEach(async () => {
   base = await realpath(await tempDir("agent-tape-index-records-"));
@@ -45,6 +46,12 @@ async function newestDelta(): Promise<string> {
 /** Runs `change` as a shell command would, in a store new to the session (another process's, as far as it knows). */
 async function command(checkpoints: CheckpointStore, change: () => Promise<unknown>): Promise<void> {
   await checkpoints.aroundCommand(sessionId, { tool: "bash" }, change);
+}
+
+/** CHANGED files rewritten: a delta past the 4 KB from which it is deflated. */
+async function changeSome(): Promise<void> {
+  for (let d = 0; d < 4; d++)
+    for (let f = 0; f < CHANGED / 4; f++) await writeFile(join(workspace, `src/m${d}/f${f}.ts`), `changed ${d} ${f}\n`);
 }
 
 /** A store new to the session and the reports of its scans. */
@@ -80,9 +87,7 @@ describe("the workspace index's records", () => {
 
   it("a large delta is deflated too, and read back with its base", async () => {
     const first = freshStore();
-    await command(first.checkpoints, async () => {
-      for (let f = 0; f < FILES / 4; f++) await writeFile(join(workspace, `src/m2/f${f}.ts`), `changed ${f}\n`);
-    });
+    await command(first.checkpoints, changeSome);
     expect(await readRecord(await newestDelta())).toMatchObject({ v: 2 });
 
     const { checkpoints, scans } = freshStore();
@@ -103,9 +108,7 @@ describe("the workspace index's records", () => {
       let name = "workspace-index";
       if (damage === "delta") {
         const first = freshStore();
-        await command(first.checkpoints, async () => {
-          for (let f = 0; f < FILES / 4; f++) await writeFile(join(workspace, `src/m3/f${f}.ts`), `changed ${f}\n`);
-        });
+        await command(first.checkpoints, changeSome);
         name = await newestDelta();
       }
       const stored = await readRecord(name);
@@ -119,4 +122,39 @@ describe("the workspace index's records", () => {
       expect(scans[1]!.changed).toBe(1);
       expect(await last()).toEqual(["src/m1/f3.ts blob"]);
     });
+});
+
+// Each delta is a file of its own, taking whole blocks: in the bench's 5k-file session 37 deltas of 4-5 KB took
+// 300 KiB beside a base of 352 KiB. They are folded into a new base once they take a quarter of its room.
+describe("the deltas since the base", () => {
+  const blocks = (text: string) => Math.ceil(text.length / 4096) * 4096;
+  async function roomTaken(): Promise<{ base: number; deltas: number; baseGeneration: number }> {
+    const base = await readFile(recordFile("workspace-index"), "utf8");
+    const baseGeneration = (JSON.parse(base) as { generation: number }).generation;
+    let deltas = 0;
+    for (const name of await readdir(join(root, sessionId, "records"))) {
+      const generation = /^workspace-index\.(\d{9})\.json$/.exec(name)?.[1];
+      if (generation !== undefined && Number(generation) > baseGeneration)
+        deltas += blocks(await readFile(join(root, sessionId, "records", name), "utf8"));
+    }
+    return { base: blocks(base), deltas, baseGeneration };
+  }
+
+  it("take at most a quarter of the base's room, whichever store wrote them; the index reads back whole", async () => {
+    const stores = [freshStore(), freshStore()];
+    const bases = new Set<number>();
+    for (let round = 0; round < 12; round++) {
+      const { checkpoints, last } = stores[round % 2]!;
+      const file = `src/m${round % 4}/f${100 + round}.ts`;
+      await command(checkpoints, () => writeFile(join(workspace, file), `round ${round}\n`));
+      expect(await last()).toEqual([`${file} blob`]);
+      const room = await roomTaken();
+      expect(room.deltas).toBeLessThanOrEqual(room.base / 4);
+      bases.add(room.baseGeneration);
+    }
+    expect(bases.size).toBeGreaterThan(1); // folded well before the 64th generation
+    const { checkpoints, scans } = freshStore();
+    await command(checkpoints, () => writeFile(join(workspace, "src/m0/f0.ts"), "last\n"));
+    expect(scans.map((s) => s.changed)).toEqual([0, 1]);
+  });
 });
