@@ -1,5 +1,5 @@
 import type { Stats } from "node:fs";
-import { lstat, realpath } from "../core/named-fs.js";
+import { lstat, lstatSync, realpath } from "../core/named-fs.js";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { InvalidArgumentError } from "../core/errors.js";
 
@@ -125,11 +125,17 @@ function lexicalRelative(realWorkspace: string, givenWorkspace: string, path: st
   return undefined;
 }
 
+/**
+ * One parent's lstat, synchronous: the call takes a few µs, a hop through the thread pool and back many times
+ * that, and a 100-file rewind's plan spent half its 60 ms waiting on those hops (docs/ARCHITECTURE.md, "Batched
+ * file work"). A promise still, so the looks an operation shares stay one map whatever made them.
+ */
 function look(absolute: string): Promise<ParentLook> {
-  return lstat(absolute).then(
-    (info) => ({ info }),
-    (error: NodeJS.ErrnoException) => ({ code: error.code }),
-  );
+  try {
+    return Promise.resolve({ info: lstatSync(absolute) });
+  } catch (error) {
+    return Promise.resolve({ code: (error as NodeJS.ErrnoException).code });
+  }
 }
 
 /** What lstat says of `absolute` (its stats, or the error's code), looked at once per `looks`. */
@@ -141,8 +147,8 @@ export function lookOnce(looks: ParentLooks, absolute: string): Promise<ParentLo
 
 async function parentsStayInside(realWorkspace: string, rel: string, looks?: ParentLooks): Promise<boolean> {
   if (rel === "") return true;
-  // The common case is a chain of plain folders: stat them all at once (one round trip through
-  // the thread pool instead of one per folder), and walk one by one only when a link shows up.
+  // The common case is a chain of plain folders: stat them all (each looked at once per operation), and walk
+  // one by one, resolving links, only when a link shows up.
   const prefixes: string[] = [];
   for (let slash = rel.indexOf(sep); slash > 0; slash = rel.indexOf(sep, slash + 1))
     prefixes.push(inWorkspace(realWorkspace, rel.slice(0, slash)));
