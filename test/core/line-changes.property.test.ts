@@ -6,6 +6,7 @@ import { structuredPatch } from "diff";
 import { describe, expect, it } from "vitest";
 import { countLineChanges } from "../../src/core/line-changes.js";
 import { diffFile } from "../../src/core/file-diff.js";
+import { rounds } from "../helpers/rounds.js";
 
 /** What diffFile counted before: the `+` and `-` lines of jsdiff's patch, or undefined when it gave up. */
 function jsdiffCounts(oldText: string, newText: string, maxEditLength: number) {
@@ -48,7 +49,7 @@ describe("line changes counted without a patch", () => {
       fc.property(fc.oneof(fc.tuple(text, text), edited), fc.nat(70), ([before, after], bound) => {
         expect(countLineChanges(before, after, bound)).toEqual(jsdiffCounts(before, after, bound));
       }),
-      { numRuns: 3000 },
+      { numRuns: rounds(3000, 30_000) },
     );
   });
 
