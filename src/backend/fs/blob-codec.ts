@@ -23,13 +23,25 @@ const MIN_SAVING = 0.1;
 /** Above this, (de)compression runs on the thread pool rather than blocking the event loop. */
 const SYNC_LIMIT = 256 * 1024;
 
+/**
+ * zlib's options for deflating `length` bytes: LEVEL, with a window no larger than the bytes (any decoder's
+ * 32 KiB window reads it) and, under 4 KiB, a smaller hash table. At its defaults zlib takes 256 KiB of memory per
+ * call; allocated and freed for each small blob, it page-faulted in: deflating a 1,000-file rewind's undo blobs
+ * took 60-120 ms in a process that had worked a while, 16 ms this way, the output the same size within 0.05 %
+ * (docs/ARCHITECTURE.md, "Blobs").
+ */
+export function deflateOptions(length: number): { level: number; windowBits: number; memLevel: number } {
+  const windowBits = Math.max(9, Math.min(15, Math.ceil(Math.log2(Math.max(length, 1)))));
+  return { level: LEVEL, windowBits, memLevel: windowBits <= 12 ? 7 : 8 };
+}
+
 const deflateAsync = promisify(deflateRaw);
 const inflateAsync = promisify(inflateRaw);
 
 /** The bytes to write for a blob: compressed when that saves at least MIN_SAVING, else as they are. */
 export async function encodeBlob(bytes: Uint8Array): Promise<Uint8Array> {
   if (bytes.length <= SYNC_LIMIT) return encodeBlobSync(bytes);
-  const body = await deflateAsync(bytes, { level: LEVEL });
+  const body = await deflateAsync(bytes, deflateOptions(bytes.length));
   if (HEADER_BYTES + body.length <= bytes.length * (1 - MIN_SAVING))
     return Buffer.concat([header(DEFLATE_RAW, bytes.length), body]);
   // Raw bytes that look like a marker get one, so they are never mistaken for a compressed blob.
@@ -40,7 +52,10 @@ export async function encodeBlob(bytes: Uint8Array): Promise<Uint8Array> {
 /** {@link encodeBlob} of a blob of at most SYNC_LIMIT bytes, for the synchronous write of small blobs. */
 export function encodeBlobSync(bytes: Uint8Array): Uint8Array {
   if (bytes.length > SYNC_LIMIT) throw new RangeError(`encodeBlobSync takes at most ${SYNC_LIMIT} bytes`);
-  return storedForm(bytes, bytes.length >= MIN_COMPRESS_BYTES ? deflateRawSync(bytes, { level: LEVEL }) : undefined);
+  return storedForm(
+    bytes,
+    bytes.length >= MIN_COMPRESS_BYTES ? deflateRawSync(bytes, deflateOptions(bytes.length)) : undefined,
+  );
 }
 
 /** What is stored for `bytes` given their deflate-raw `body` (undefined: too small to try). */
@@ -58,6 +73,11 @@ function storedForm(bytes: Uint8Array, body: Uint8Array | undefined): Uint8Array
 const deflater = new HelperThread<Joined, Joined>(`
 const { parentPort } = require("node:worker_threads");
 const { deflateRawSync } = require("node:zlib");
+// deflateOptions, as text (test/backend/fs-blob-codec-thread.property.test.ts holds the two to the same bytes).
+const deflateOptions = (length) => {
+  const windowBits = Math.max(9, Math.min(15, Math.ceil(Math.log2(Math.max(length, 1)))));
+  return { level: ${LEVEL}, windowBits, memLevel: windowBits <= 12 ? 7 : 8 };
+};
 parentPort.on("message", ({ id, job }) => {
   const outs = [];
   let at = 0;
@@ -65,7 +85,7 @@ parentPort.on("message", ({ id, job }) => {
   for (const length of job.lengths) {
     const bytes = Buffer.from(job.bytes.buffer, job.bytes.byteOffset + at, length);
     at += length;
-    const out = length >= ${MIN_COMPRESS_BYTES} ? deflateRawSync(bytes, { level: ${LEVEL} }) : null;
+    const out = length >= ${MIN_COMPRESS_BYTES} ? deflateRawSync(bytes, deflateOptions(length)) : null;
     outs.push(out);
     if (out) total += out.length;
   }
