@@ -147,7 +147,9 @@ export async function decodeBlob(stored: Buffer, maxBytes = Number.POSITIVE_INFI
     if (method === DEFLATE_RAW && length <= maxBytes) {
       // maxOutputLength: a planted "blob" cannot inflate past the length it claims, and (above) a claim past what
       // the snapshot recorded is not inflated at all (a zip bomb: docs/ARCHITECTURE.md, "Blobs").
-      const options = { maxOutputLength: Math.max(1, length) };
+      // chunkSize: one output buffer of the claimed length (and a little, to see the stream end), not zlib's 16 KiB
+      // chunks: 1,000 small blobs inflated in 6-11 ms, not 11-45 (docs/ARCHITECTURE.md, "Blobs", zlib's memory).
+      const options = { maxOutputLength: Math.max(1, length), chunkSize: Math.max(64, length + 64) };
       const out = length > SYNC_LIMIT ? await inflateAsync(body, options) : inflateRawSync(body, options);
       if (out.length === length) return out;
     }
