@@ -1,8 +1,9 @@
-import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fsync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
 import { open, readdir, rename, rm, lstat, mkdir, unlink, type FileHandle } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { createInflateRaw } from "node:zlib";
 import { dirname, join } from "node:path";
+import { promisify } from "node:util";
 import { createHash, randomBytes } from "node:crypto";
 import { fsyncDir } from "../../core/atomic-file.js";
 import { mapLimited } from "../../core/bounded-concurrency.js";
@@ -227,7 +228,7 @@ export async function writeBlobFile(
     stored = layout.compressBlobs ? encodeBlobSync(bytes) : bytes;
     if (stored.length < layout.packBlobsUnder) return writePacked(layout, id, hash, stored, durable);
   }
-  if (!durable && bytes.length <= SYNC_WRITE_MAX) return writeSmallBlobFileNow(layout, id, hash, bytes, stored);
+  if (bytes.length <= SYNC_WRITE_MAX) return writeSmallBlobFile(layout, id, hash, bytes, durable, stored);
   const file = layout.blob(id, hash);
   const incoming = layout.incomingBlobs(id);
   // The look for the blob and the checks of its folders are independent: one round trip through the
@@ -333,29 +334,32 @@ function looseShards(layout: SessionLayout, id: string): Set<string> {
   return new Set(readdirSync(layout.blobs(id)).filter((name) => name.length === 2));
 }
 
-// A small blob written without fsync is written with synchronous calls: its eight system calls
-// (the look, three folder checks, open, write, close, rename) take less time than the thread-pool
-// round trips of their async forms, which were most of a cold workspace scan (docs/ARCHITECTURE.md,
-// "Workspace index").
+// A small blob is written with synchronous calls but for its fsyncs: its eight other system calls (the look,
+// three folder checks, open, write, close, rename) take less time than the thread-pool round trips of their async
+// forms, which were most of a cold workspace scan (docs/ARCHITECTURE.md, "Workspace index"), and 4 of a capture's
+// 15 hops. The fsyncs wait on the disk, so they go through the pool.
 const SYNC_WRITE_MAX = 256 * 1024;
 
-/** {@link writeBlobFile} of a small blob, not `durable`, with synchronous calls (same steps, same checks). */
-function writeSmallBlobFileNow(
+const fsyncFd = promisify(fsync);
+
+/** {@link writeBlobFile} of a small blob (same steps, same checks), `durable` or not. */
+async function writeSmallBlobFile(
   layout: SessionLayout,
   id: string,
   hash: string,
   bytes: Uint8Array,
+  durable: boolean,
   encoded?: Uint8Array,
-): boolean {
+): Promise<boolean> {
   const file = layout.blob(id, hash);
   const incoming = layout.incomingBlobs(id);
-  if (lstatSync(file, { throwIfNoEntry: false }) !== undefined) return false;
+  if (lstatSync(file, { throwIfNoEntry: false }) !== undefined || isPacked(layout, id, hash)) return false;
   checkStoreFolderSync(id, layout.blobs(id));
-  const shardThere = checkStoreFolderSync(id, dirname(file));
+  let newShard = !checkStoreFolderSync(id, dirname(file));
   checkStoreFolderSync(id, incoming);
   const temp = join(incoming, `${hash}-${randomBytes(4).toString("hex")}`);
   const stored = encoded ?? (layout.compressBlobs ? encodeBlobSync(bytes) : bytes);
-  if (!shardThere) mkdirSync(dirname(file), { recursive: true });
+  if (newShard) mkdirSync(dirname(file), { recursive: true });
   let fd: number;
   try {
     fd = openSync(temp, "wx", 0o444);
@@ -368,6 +372,7 @@ function writeSmallBlobFileNow(
     try {
       for (let written = 0; written < stored.length; )
         written += writeSync(fd, stored, written, stored.length - written);
+      if (durable) await fsyncFd(fd);
     } finally {
       closeSync(fd);
     }
@@ -376,12 +381,15 @@ function writeSmallBlobFileNow(
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       mkdirSync(dirname(file), { recursive: true });
+      newShard = true;
       renameSync(temp, file);
     }
   } catch (error) {
     rmSync(temp, { force: true });
     throw error;
   }
+  // The blob's name in its shard and a new shard's name in blobs/: independent, so waited for together.
+  if (durable) await Promise.all([fsyncDir(dirname(file)), newShard ? fsyncDir(layout.blobs(id)) : undefined]);
   return true;
 }
 
