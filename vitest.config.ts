@@ -41,7 +41,13 @@ const childBundles = "test/setup/child-bundles.ts";
 const postgresSetup = ["test/setup/pg-one-query-at-a-time.ts"];
 const claudeInstalled = existsSync(".tools/claude-agent-sdk/node_modules/@anthropic-ai/claude-agent-sdk/sdk.mjs");
 
-const excluded = configDefaults.exclude;
+// Long runs whose size is what they prove (a reader's peak memory over 300,000 events, a fork of 200,000 in a small
+// heap): run by the soak run (`npm run test:soak`, and CI's AGENT_TAPE_SOAK=1 npm test), which defines their
+// project; out of `npm test`, which must stay under four minutes on two cores (docs/testing.md, "Tiers").
+const soakTests = "test/**/*.soak.test.ts";
+const soaking = process.env.AGENT_TAPE_SOAK === "1";
+
+const excluded = [...configDefaults.exclude, soakTests];
 
 export default defineConfig({
   resolve: {
@@ -96,18 +102,8 @@ export default defineConfig({
           exclude: [...excluded, postgresProcessTests, postgresSuites],
           globalSetup: postgresServer,
           setupFiles: postgresSetup,
-          // No import-time state, as in "unit": src/ imported once per worker. Not the suites files below.
+          // No import-time state, as in "unit": src/ imported once per worker. Not the suites files (soak, below).
           isolate: false,
-        },
-      },
-      {
-        extends: true,
-        test: {
-          name: "postgres-suites",
-          include: [postgresSuites],
-          exclude: excluded,
-          globalSetup: postgresServer,
-          setupFiles: postgresSetup,
         },
       },
       {
@@ -136,6 +132,33 @@ export default defineConfig({
           globalSetup: ["test/setup/chromium.ts", childBundles],
         },
       },
+      // The second run of the folders' suites, with every store on PostgreSQL: in the soak run, not in `npm test`,
+      // which runs them on the fs backend and PostgreSQL's own tests (docs/testing.md, "Tiers"). The server's work
+      // for a schema per store made them a tenth of the suite's time.
+      ...(soaking
+        ? [
+            {
+              extends: true as const,
+              test: {
+                name: "postgres-suites",
+                include: [postgresSuites],
+                exclude: excluded,
+                globalSetup: postgresServer,
+                setupFiles: postgresSetup,
+              },
+            },
+            {
+              extends: true as const,
+              test: {
+                name: "soak",
+                include: [soakTests],
+                exclude: configDefaults.exclude,
+                globalSetup: [...postgresServer, childBundles],
+                setupFiles: postgresSetup,
+              },
+            },
+          ]
+        : []),
       ...(onNode22
         ? [
             {

@@ -15,3 +15,8 @@ function testFiles(folder) {
 export function loopFiles() {
   return testFiles("test").filter((path) => readFileSync(path, "utf8").includes("helpers/rounds.js"));
 }
+
+/** The files only the soak run runs: vitest.config.ts defines their projects only when AGENT_TAPE_SOAK=1. */
+export function soakFiles() {
+  return testFiles("test").filter((path) => /\.soak\.test\.ts$|\/postgres-[^/]*-suites\.test\.ts$/.test(path));
+}

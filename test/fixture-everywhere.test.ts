@@ -17,7 +17,7 @@ const EXCEPTIONS: Record<string, string> = {
   "docs/guide-blocks.slow.test.ts":
     "one folder for the whole file, made in beforeAll: the guide's blocks run in order on it",
   "docs/readme-blocks.slow.test.ts": "one folder for the whole file, made in beforeAll: the README's blocks run on it",
-  "backend/fs-big-batch-memory.process.test.ts":
+  "backend/fs-big-batch-memory.soak.test.ts":
     "one 300,000-event baseline log for the whole file, made in beforeAll: both memory tests read it",
   "docs/postgres-readme-block.test.ts": "one folder for the whole file, made in beforeAll, where its block runs",
   "setup/postgres-server.ts": "vitest globalSetup: the server's data folder lives for the whole run, outside any test",

@@ -8,7 +8,7 @@ import { CheckpointStore, gc, rewind, undoRewind, verify } from "../../src/index
 import { closeAfter, openStore, tempDir } from "./fixture.js";
 
 // Capture, rewind, undo, recovery, gc/verify and an adapter, defined once and run over each backend: the fs
-// backend (test/session/store-suites-fs.test.ts) and PostgreSQL (test/session/postgres-store-suites.test.ts).
+// backend (test/session/store-suites-fs.test.ts) and PostgreSQL (test/session/postgres-store-suite.test.ts).
 // Each test gets a fresh backend from `open`; the workspace is always this machine's disk.
 
 export interface BackendUnderTest {

@@ -11,10 +11,10 @@ import { openStore, tempDir } from "../helpers/fixture.js";
 // reader at once and after the next writer has taken the lock (docs/ARCHITECTURE.md, "On disk").
 const children = childrenKilledAfterEach();
 
-// Rounds per durability mode: 4 in `npm test`, 8 when soaking (test/helpers/rounds.ts). Whether a kill lands
+// Rounds per durability mode: 2 in `npm test`, 8 when soaking (test/helpers/rounds.ts). Whether a kill lands
 // inside a write is chance (a fast disk writes a batch between two looks at the log's size), so a mode whose
 // kills mostly missed the writes runs more rounds, up to MAX_ROUNDS, until half of ROUNDS_PER_MODE landed inside.
-const ROUNDS_PER_MODE = rounds(4, 8);
+const ROUNDS_PER_MODE = rounds(2, 8);
 const MAX_ROUNDS = 3 * ROUNDS_PER_MODE;
 // Events per batch. 40,000 (~30 MB) is the size the crash was first seen with, run when soaking; 10,000 (~7 MB)
 // still outgrows what a reader holds back (HOLD_EVENTS, 4096: src/backend/fs/whole-batches.ts), so a reader

@@ -2,14 +2,14 @@
 // used to hold all of it until its last line was read. These measure a reader in a process of its own (peak
 // RSS, test/children/read-peak.ts) over a batch far bigger than the hold, against the same reader over as many
 // events without a batch mark; then over an unfinished batch left by a writer killed with SIGKILL mid-write,
-// which must stay invisible and be cut by the next lock holder; then readers racing rewinds and undos of a
-// cut bigger than the hold (docs/ARCHITECTURE.md, "On disk", batches).
+// which must stay invisible and be cut by the next lock holder (docs/ARCHITECTURE.md, "On disk", batches).
+// The size is what they prove, and it takes a third of a minute: soak only (docs/testing.md, "Tiers"). The same
+// batches' readers racing rewinds are in fs-big-batch-race.process.test.ts, and the next holder cutting an
+// unfinished batch in test/session/append-many-crash.process.test.ts, both in `npm test`.
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HOLD_EVENTS } from "../../src/backend/fs/whole-batches.js";
-import { isAgentTapeError } from "../../src/index.js";
 import { appendBatch, appendSingles, endOfLine, newSession } from "../helpers/big-batch.js";
 import { Child, childrenKilledAfterEach, runChild } from "../helpers/children.js";
 import { rounds } from "../helpers/rounds.js";
@@ -23,10 +23,9 @@ const EVENTS = 300_000;
 const BEFORE = 10;
 /** A reader over a big batch may peak this much above the same reader over as many unmarked events. */
 const RATIO = 1.5;
-// Rounds: 1 kill and 8 rewind + undo races in `npm test`, 3 and 25 when soaking (test/helpers/rounds.ts). One kill
-// fails on a next holder that leaves the unfinished batch (docs/testing.md, "Rounds").
+// Rounds: 3 kills in the soak run, the only one that runs this file (AGENT_TAPE_ROUNDS sets it, as everywhere:
+// test/helpers/rounds.ts). One kill fails on a next holder that leaves the unfinished batch (docs/testing.md).
 const KILL_ROUNDS = rounds(1, 3);
-const RACE_ROUNDS = rounds(8, 25);
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface ReadPeak {
@@ -120,56 +119,5 @@ describe(`a writer killed with SIGKILL inside a batch far bigger than the hold (
       await store.close();
       expect((await stat(log)).size).toBeLessThan(kept + 1024); // the batch is gone
     }
-  });
-});
-
-describe(`readers racing rewinds and undos of a cut bigger than the hold (${RACE_ROUNDS} rewind + undo rounds)`, () => {
-  it("every read is a tape the session had, or TAPE_REWOUND: never part of a batch", { timeout: 300_000 }, async () => {
-    const root = resolve(await tempDir("agent-tape-big-batch-race-"));
-    const cut = HOLD_EVENTS + 2000; // each undo puts the cut back as one batch, past the hold
-    const store = openStore({ root });
-    const { id } = await store.create();
-    const total = cut + 200;
-    for (let from = 0; from < total; from += 1000)
-      await store.appendMany(
-        id,
-        Array.from({ length: Math.min(1000, total - from) }, (_, i) => ({
-          type: "message" as const,
-          payload: { role: "user" as const, content: `event ${from + i} `.padEnd(200, "z") },
-        })),
-      );
-    const cutter = new Child("rewind-undo-loop.ts", [root, id, String(cut)]);
-    children.push(cutter);
-    await cutter.waitForLine((line) => line.startsWith("state"));
-    const reads: number[][] = [];
-    let rewound = 0;
-    const failures: string[] = [];
-    const rounds = () => cutter.lines.filter((line) => line.startsWith("state")).length / 2;
-    while (rounds() < RACE_ROUNDS && cutter.process.exitCode === null) {
-      try {
-        const sequences: number[] = [];
-        for await (const event of store.read(id)) sequences.push(event.sequence);
-        reads.push(sequences);
-      } catch (error) {
-        if (isAgentTapeError(error) && error.code === "TAPE_REWOUND") rewound++;
-        else failures.push(String(error));
-      }
-    }
-    cutter.endInput();
-    const run = await cutter.done();
-    await store.close();
-    expect(run.stderr).toBe("");
-    expect(failures).toEqual([]);
-    // The tapes the session had end at its first length, at a rewind's target (the log cut, its marker not yet
-    // written), or at a rewind's or an undo's marker. A read ending anywhere else saw part of a batch.
-    const had = new Set([total]);
-    for (const line of run.stdout.split("\n")) {
-      const [word, value] = line.split(" ");
-      if (word === "target" || word === "state") had.add(Number(value));
-    }
-    const partial = reads.filter((sequences) => !had.has(sequences.at(-1)!));
-    expect(partial.map((sequences) => sequences.at(-1))).toEqual([]);
-    expect(reads.length).toBeGreaterThan(RACE_ROUNDS);
-    console.log(`${reads.length} reads, ${rewound} TAPE_REWOUND, over ${rounds()} rewind + undo rounds`);
   });
 });
