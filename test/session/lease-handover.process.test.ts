@@ -18,10 +18,11 @@ function countingLocks(root: string): { backend: StorageBackend; takes: () => nu
   return { backend, takes: () => takes };
 }
 
-async function appendFor(store: SessionStore, id: string, ms: number): Promise<number> {
+/** Appends nonstop for `ms`, or until `enough` says so. */
+async function appendFor(store: SessionStore, id: string, ms: number, enough = () => false): Promise<number> {
   const until = Date.now() + ms;
   let appended = 0;
-  while (Date.now() < until) {
+  while (Date.now() < until && !enough()) {
     await store.append(id, { type: "message", payload: { role: "assistant", content: `step ${appended}` } });
     appended++;
   }
@@ -53,11 +54,15 @@ describe("the lease hands the lock over only when someone waits", () => {
       const { id } = await store.create();
       for (let round = 0; round < 3; round++) {
         const before = takes();
-        const busy = appendFor(store, id, 3000);
+        // Nonstop from before the child starts until it has ended (3 s at most: past its own 2.5 s wait).
+        let childEnded = false;
+        const busy = appendFor(store, id, 3000, () => childEnded);
         // The child waits up to 2.5 s: it gets the lock at the next hand-over, within about 200 ms.
         const child = new Child("append-once.ts", [root, id, "2500", `from the child, round ${round}`]);
         children.push(child);
-        const result = JSON.parse((await child.done()).stdout) as { ok: boolean; code?: string };
+        const run = await child.done();
+        childEnded = true;
+        const result = JSON.parse(run.stdout) as { ok: boolean; code?: string };
         await busy;
         expect(result).toEqual(expect.objectContaining({ ok: true }));
         expect(takes()).toBeGreaterThan(before);
