@@ -9,6 +9,7 @@ import { isAgentTapeError } from "../../src/index.js";
 import { Child, childrenKilledAfterEach } from "../helpers/children.js";
 import { rounds } from "../helpers/rounds.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
+import { appendMessages } from "../helpers/long-tape.js";
 
 const children = childrenKilledAfterEach();
 
@@ -22,14 +23,7 @@ describe(`readers racing rewinds and undos of a cut bigger than the hold (${RACE
     const store = openStore({ root });
     const { id } = await store.create();
     const total = cut + 200;
-    for (let from = 0; from < total; from += 1000)
-      await store.appendMany(
-        id,
-        Array.from({ length: Math.min(1000, total - from) }, (_, i) => ({
-          type: "message" as const,
-          payload: { role: "user" as const, content: `event ${from + i} `.padEnd(200, "z") },
-        })),
-      );
+    await appendMessages(store, id, total, { bytes: 200, batch: 1000 });
     const cutter = new Child("rewind-undo-loop.ts", [root, id, String(cut)]);
     children.push(cutter);
     await cutter.waitForLine((line) => line.startsWith("state"));

@@ -11,6 +11,7 @@ import { LastWritten, lastWrittenStates } from "../../src/rewind/conflicts.js";
 import { bytesRead } from "../helpers/bytes-read.js";
 import { put } from "../helpers/rewind-workspace.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
+import { appendMessages } from "../helpers/long-tape.js";
 
 describe("a files rewind's conflict check reads what it cuts", () => {
   it("a long tape, the last edit rewound: a few KB read, and a hand edit is still refused", async () => {
@@ -24,14 +25,7 @@ describe("a files rewind's conflict check reads what it cuts", () => {
     await checkpoints.around(id, { tool: "edit", paths: ["notes.md"] }, () =>
       writeFile(join(workspace, "notes.md"), "v1\n"),
     );
-    for (let start = 0; start < 20_000; start += 2000)
-      await store.appendMany(
-        id,
-        Array.from({ length: 2000 }, (_, k) => ({
-          type: "message" as const,
-          payload: { role: "user" as const, content: `turn ${start + k} `.padEnd(400, "z") },
-        })),
-      );
+    await appendMessages(store, id, 20_000, { bytes: 400, batch: 2000 });
     const target = (await store.append(id, { type: "message", payload: { role: "user", content: "the target" } }))
       .sequence;
     await checkpoints.around(id, { tool: "edit", paths: ["notes.md"] }, () =>

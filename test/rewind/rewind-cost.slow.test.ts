@@ -1,26 +1,18 @@
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CheckpointStore, type SessionStore, rewind } from "../../src/index.js";
+import { CheckpointStore, rewind } from "../../src/index.js";
 import { bytesRead } from "../helpers/bytes-read.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
+import { appendMessages } from "../helpers/long-tape.js";
 import { rounds } from "../helpers/rounds.js";
 
 // How long the tape is: 8,000 events of ~400 bytes (3.2 MB) in npm test, 40,000 (16 MB) when soaking. The bound is a
 // tenth of the log, and a rewind that reads the whole log reads at least all of it, at either length.
 const EVENTS = rounds(8_000, 40_000);
 
-/** `count` messages of ~400 bytes each, in batches of 2000: a long tape, quickly. */
-async function appendMessages(store: SessionStore, id: string, count: number): Promise<void> {
-  for (let start = 0; start < count; start += 2000)
-    await store.appendMany(
-      id,
-      Array.from({ length: Math.min(2000, count - start) }, (_, k) => ({
-        type: "message" as const,
-        payload: { role: "user" as const, content: `event ${start + k} `.padEnd(400, "z") },
-      })),
-    );
-}
+/** ~400-byte messages, 2000 to an append: a long tape, quickly. */
+const LONG = { bytes: 400, batch: 2000 };
 
 describe("a rewind's reading follows what it cuts", () => {
   it(`cutting the last 10 of ${EVENTS} events (conversation) reads a few KB of the log, not all of it`, async () => {
@@ -28,7 +20,7 @@ describe("a rewind's reading follows what it cuts", () => {
     const store = openStore({ root, durability: "none" });
     try {
       const { id } = await store.create();
-      await appendMessages(store, id, EVENTS - 10);
+      await appendMessages(store, id, EVENTS - 10, LONG);
       // The last 10 on their own, as an agent appends them: a cut inside one appendMany still copies the log.
       for (let k = 0; k < 10; k++)
         await store.append(id, { type: "message", payload: { role: "user", content: `last ${k} `.padEnd(400, "z") } });
@@ -51,7 +43,7 @@ describe("a rewind's reading follows what it cuts", () => {
     const store = openStore({ root, durability: "none" });
     try {
       const { id } = await store.create();
-      await appendMessages(store, id, EVENTS);
+      await appendMessages(store, id, EVENTS, LONG);
       const before = (await store.get(id))!.lastSequence;
       await store.append(id, { type: "tool_call", payload: { callId: "c9", name: "edit", input: {} } });
       for (let k = 0; k < 9; k++)
@@ -78,7 +70,7 @@ describe("a rewind's reading follows what it cuts", () => {
     const store = openStore({ root: join(root, "store"), durability: "none" });
     try {
       const { id } = await store.create({ workspace });
-      await appendMessages(store, id, EVENTS);
+      await appendMessages(store, id, EVENTS, LONG);
       const checkpoints = new CheckpointStore(store);
       await checkpoints.aroundCommand(id, { tool: "bash" }, () => undefined); // the index: every file stored
       const target = (await store.get(id))!.lastSequence;
