@@ -49,7 +49,10 @@ describe("fs backend: the blob pack", () => {
     }
     await checkpoints.capture(id, { tool: "edit", paths });
     expect(await readdir(join(root, id, "blobs"))).toEqual(["pack"]);
-    expect(await readdir(join(root, id, "blobs", "pack"))).toEqual(["00000001.pack"]);
+    // One segment, and the dictionary its entries were deflated against (drawn from them: pack-dictionary.ts).
+    const inPack = await readdir(join(root, id, "blobs", "pack"));
+    expect(inPack.filter((name) => name.endsWith(".pack"))).toEqual(["00000001.pack"]);
+    expect(inPack.filter((name) => name.startsWith("dictionary-"))).toHaveLength(1);
     const info = await stat(segmentOf(root, id));
     // Each file as its own blob took a 4 KiB block: 1.6 MB; packed, about its ~700 stored bytes each.
     expect(info.blocks * 512).toBeLessThan(400 * 1024);

@@ -15,6 +15,18 @@ export const HEADER_BYTES = MAGIC.length + 1 + 6;
 const STORED = 0;
 /** deflate-raw at level 6: chosen by measurement on source code (docs/ARCHITECTURE.md, "Blobs"). */
 export const DEFLATE_RAW = 1;
+/**
+ * deflate-raw against a preset dictionary: the header goes on with the dictionary's id (4 bytes), then the body.
+ * Only a pack's entries are written this way, with the pack's dictionary (pack-dictionary.ts).
+ */
+export const DEFLATE_RAW_DICTIONARY = 2;
+const DICTIONARY_ID_BYTES = 4;
+
+/** Bytes a blob may be deflated against, and the id its header names them by (the first 4 bytes of their sha256). */
+export interface BlobDictionary {
+  id: number;
+  bytes: Buffer;
+}
 const LEVEL = 6;
 /** Below this a blob is stored raw: the header and deflate's framing eat most of what it would save. */
 const MIN_COMPRESS_BYTES = 128;
@@ -35,6 +47,14 @@ export function deflateOptions(length: number): { level: number; windowBits: num
   return { level: LEVEL, windowBits, memLevel: windowBits <= 12 ? 7 : 8 };
 }
 
+/**
+ * zlib's options for deflating against `dictionary`: the whole 32 KiB window, so that all of a dictionary of up to
+ * 16 KiB can be reached from the blob's first byte, and the smaller hash table for a small blob.
+ */
+function dictionaryOptions(length: number, dictionary: Buffer) {
+  return { level: LEVEL, windowBits: 15, memLevel: length < 4096 ? 7 : 8, dictionary };
+}
+
 const deflateAsync = promisify(deflateRaw);
 const inflateAsync = promisify(inflateRaw);
 
@@ -49,17 +69,30 @@ export async function encodeBlob(bytes: Uint8Array): Promise<Uint8Array> {
   return bytes;
 }
 
-/** {@link encodeBlob} of a blob of at most SYNC_LIMIT bytes, for the synchronous write of small blobs. */
-export function encodeBlobSync(bytes: Uint8Array): Uint8Array {
+/**
+ * {@link encodeBlob} of a blob of at most SYNC_LIMIT bytes, for the synchronous write of small blobs; against
+ * `dictionary` when given (a pack's entry: decoded only with the same dictionary).
+ */
+export function encodeBlobSync(bytes: Uint8Array, dictionary?: BlobDictionary): Uint8Array {
   if (bytes.length > SYNC_LIMIT) throw new RangeError(`encodeBlobSync takes at most ${SYNC_LIMIT} bytes`);
-  return storedForm(
-    bytes,
-    bytes.length >= MIN_COMPRESS_BYTES ? deflateRawSync(bytes, deflateOptions(bytes.length)) : undefined,
-  );
+  if (bytes.length < MIN_COMPRESS_BYTES) return storedForm(bytes, undefined);
+  if (dictionary === undefined) return storedForm(bytes, deflateRawSync(bytes, deflateOptions(bytes.length)));
+  return storedForm(bytes, deflateRawSync(bytes, dictionaryOptions(bytes.length, dictionary.bytes)), dictionary.id);
 }
 
-/** What is stored for `bytes` given their deflate-raw `body` (undefined: too small to try). */
-function storedForm(bytes: Uint8Array, body: Uint8Array | undefined): Uint8Array {
+/** What is stored for `bytes` given their deflate-raw `body` (undefined: too small to try), made against a dictionary. */
+function storedForm(bytes: Uint8Array, body: Uint8Array | undefined, dictionaryId?: number): Uint8Array {
+  if (body !== undefined && dictionaryId !== undefined) {
+    const head = HEADER_BYTES + DICTIONARY_ID_BYTES;
+    if (head + body.length <= bytes.length * (1 - MIN_SAVING)) {
+      const out = Buffer.allocUnsafe(head + body.length);
+      header(DEFLATE_RAW_DICTIONARY, bytes.length).copy(out);
+      out.writeUInt32BE(dictionaryId, HEADER_BYTES);
+      out.set(body, head);
+      return out;
+    }
+    body = undefined; // not worth it: raw, as below
+  }
   if (body !== undefined && HEADER_BYTES + body.length <= bytes.length * (1 - MIN_SAVING))
     return Buffer.concat([header(DEFLATE_RAW, bytes.length), body]);
   if (startsWithMagic(bytes)) return Buffer.concat([header(STORED, bytes.length), bytes]);
@@ -73,19 +106,24 @@ function storedForm(bytes: Uint8Array, body: Uint8Array | undefined): Uint8Array
 const deflater = new HelperThread<Joined, Joined>(`
 const { parentPort } = require("node:worker_threads");
 const { deflateRawSync } = require("node:zlib");
-// deflateOptions, as text (test/backend/fs-blob-codec-thread.property.test.ts holds the two to the same bytes).
+// deflateOptions and dictionaryOptions, as text (test/backend/fs-blob-codec-thread.property.test.ts holds the two
+// to the same bytes).
 const deflateOptions = (length) => {
   const windowBits = Math.max(9, Math.min(15, Math.ceil(Math.log2(Math.max(length, 1)))));
   return { level: ${LEVEL}, windowBits, memLevel: windowBits <= 12 ? 7 : 8 };
 };
+const dictionaryOptions = (length, dictionary) =>
+  ({ level: ${LEVEL}, windowBits: 15, memLevel: length < 4096 ? 7 : 8, dictionary });
 parentPort.on("message", ({ id, job }) => {
   const outs = [];
   let at = 0;
   let total = 0;
+  const dictionary = job.dictionary ? Buffer.from(job.dictionary) : null;
   for (const length of job.lengths) {
     const bytes = Buffer.from(job.bytes.buffer, job.bytes.byteOffset + at, length);
     at += length;
-    const out = length >= ${MIN_COMPRESS_BYTES} ? deflateRawSync(bytes, deflateOptions(length)) : null;
+    const options = dictionary ? dictionaryOptions(length, dictionary) : deflateOptions(length);
+    const out = length >= ${MIN_COMPRESS_BYTES} ? deflateRawSync(bytes, options) : null;
     outs.push(out);
     if (out) total += out.length;
   }
@@ -105,6 +143,8 @@ parentPort.on("message", ({ id, job }) => {
 interface Joined {
   bytes: Uint8Array;
   lengths: number[];
+  /** What to deflate them against (sent as a copy: the caller keeps it). */
+  dictionary?: Uint8Array;
 }
 
 /**
@@ -112,22 +152,28 @@ interface Joined {
  * them all) while this thread goes on reading the next files: a cold scan of 50k files spent a sixth of its time
  * deflating (docs/ARCHITECTURE.md, "Workspace index"). Here when the thread is not there.
  */
-export async function encodeBlobsOffThread(blobs: readonly Uint8Array[]): Promise<Uint8Array[]> {
+export async function encodeBlobsOffThread(
+  blobs: readonly Uint8Array[],
+  dictionary?: BlobDictionary,
+): Promise<Uint8Array[]> {
   const joined = new Uint8Array(blobs.reduce((sum, bytes) => sum + bytes.length, 0));
   let into = 0;
   for (const bytes of blobs) {
     joined.set(bytes, into);
     into += bytes.length;
   }
-  const answer = await deflater.ask({ bytes: joined, lengths: blobs.map((bytes) => bytes.length) }, [joined.buffer]);
-  if (answer === undefined || answer.lengths.length !== blobs.length) return blobs.map(encodeBlobSync);
+  const job: Joined = { bytes: joined, lengths: blobs.map((bytes) => bytes.length) };
+  if (dictionary) job.dictionary = dictionary.bytes;
+  const answer = await deflater.ask(job, [joined.buffer]);
+  if (answer === undefined || answer.lengths.length !== blobs.length)
+    return blobs.map((bytes) => encodeBlobSync(bytes, dictionary));
   const out = Buffer.from(answer.bytes.buffer, answer.bytes.byteOffset, answer.bytes.length);
   let at = 0;
   return blobs.map((bytes, i) => {
     const length = answer.lengths[i]!;
     if (length < 0) return storedForm(bytes, undefined);
     at += length;
-    return storedForm(bytes, out.subarray(at - length, at));
+    return storedForm(bytes, out.subarray(at - length, at), dictionary?.id);
   });
 }
 
@@ -136,14 +182,31 @@ export async function encodeBlobsOffThread(blobs: readonly Uint8Array[]): Promis
  * {@link readBlobFile}). Unverified: the caller re-hashes. With `maxBytes`, a blob claiming more is not
  * inflated at all: its raw prefix comes back, longer than recorded, and the caller refuses it.
  */
-export async function decodeBlob(stored: Buffer, maxBytes = Number.POSITIVE_INFINITY): Promise<Buffer> {
+export async function decodeBlob(
+  stored: Buffer,
+  maxBytes = Number.POSITIVE_INFINITY,
+  dictionaryOf: (id: number) => Buffer | undefined = () => undefined,
+): Promise<Buffer> {
   const raw = () => (stored.length > maxBytes ? stored.subarray(0, maxBytes + 1) : stored);
   if (stored.length < HEADER_BYTES || !startsWithMagic(stored)) return raw();
   const method = stored[MAGIC.length];
   const length = stored.readUIntBE(MAGIC.length + 1, 6);
   const body = stored.subarray(HEADER_BYTES);
+  // Looked up outside the try below: a dictionary that is a link is STORE_TAMPERED, not a blob read raw.
+  const dictionary =
+    method === DEFLATE_RAW_DICTIONARY && body.length >= DICTIONARY_ID_BYTES
+      ? dictionaryOf(body.readUInt32BE(0))
+      : undefined;
   try {
     if (method === STORED && body.length === length) return length > maxBytes ? body.subarray(0, maxBytes + 1) : body;
+    if (method === DEFLATE_RAW_DICTIONARY && length <= maxBytes && length <= SYNC_LIMIT) {
+      // Its dictionary missing or not the one it was made with: the raw bytes go back and the hash check refuses them.
+      if (dictionary !== undefined) {
+        const options = { maxOutputLength: Math.max(1, length), chunkSize: Math.max(64, length + 64), dictionary };
+        const out = inflateRawSync(body.subarray(DICTIONARY_ID_BYTES), options);
+        if (out.length === length) return out;
+      }
+    }
     if (method === DEFLATE_RAW && length <= maxBytes) {
       // maxOutputLength: a planted "blob" cannot inflate past the length it claims, and (above) a claim past what
       // the snapshot recorded is not inflated at all (a zip bomb: docs/ARCHITECTURE.md, "Blobs").

@@ -59,6 +59,8 @@ interface Located {
 }
 interface PackIndex {
   segments: Segment[];
+  /** The sha256 names of the pack's dictionaries (pack-dictionary.ts), sorted, as the folder last listed them. */
+  dictionaries: string[];
   live: Map<string, Located>;
   /** Bytes of the live entries, headers included. */
   liveBytes: number;
@@ -66,12 +68,17 @@ interface PackIndex {
 
 const indexes = new Map<string, PackIndex>();
 
+const DICTIONARY = /^dictionary-([0-9a-f]{64})$/;
+
 function segmentPath(layout: SessionLayout, id: string, seq: number): string {
   return join(layout.packs(id), `${String(seq).padStart(8, "0")}.pack`);
 }
 
-/** Opens a segment never through a link, and only a regular file (docs/ARCHITECTURE.md, "Confinement"). */
-function openSegment(id: string, path: string, flags: number): number {
+/**
+ * Opens a file of the pack (a segment, a dictionary) never through a link, and only a regular file
+ * (docs/ARCHITECTURE.md, "Confinement").
+ */
+function openPackFile(id: string, path: string, flags: number): number {
   let fd: number;
   try {
     fd = openSync(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o644);
@@ -113,7 +120,7 @@ function apply(index: PackIndex, seq: number, entries: readonly PackEntry[]): vo
 
 /** Reads what `segment` gained since last looked at; false when it is not the file it was (start again). */
 function catchUp(layout: SessionLayout, id: string, index: PackIndex, segment: Segment): boolean {
-  const fd = openSegment(id, segmentPath(layout, id, segment.seq), constants.O_RDONLY);
+  const fd = openPackFile(id, segmentPath(layout, id, segment.seq), constants.O_RDONLY);
   try {
     const info = fstatSync(fd);
     if (segment.ino !== 0 && (info.ino !== segment.ino || info.size < segment.end)) return false;
@@ -147,7 +154,7 @@ export function packIndex(layout: SessionLayout, id: string): PackIndex {
 
 function lookAgain(layout: SessionLayout, id: string, dir: string): PackIndex {
   checkStoreFolderSync(id, layout.blobs(id));
-  const seqs = checkStoreFolderSync(id, dir) ? listSegments(dir) : [];
+  const { seqs, dictionaries } = checkStoreFolderSync(id, dir) ? listPack(dir) : { seqs: [], dictionaries: [] };
   let index = indexes.get(dir);
   const same = index && index.segments.length === seqs.length && index.segments.every((s, i) => s.seq === seqs[i]);
   if (!index || !same) index = fresh(seqs);
@@ -157,22 +164,36 @@ function lookAgain(layout: SessionLayout, id: string, dir: string): PackIndex {
     for (const again of index.segments) catchUp(layout, id, index, again);
     break;
   }
+  index.dictionaries = dictionaries;
   indexes.set(dir, index);
   return index;
 }
 
 function fresh(seqs: readonly number[]): PackIndex {
   const segments = seqs.map((seq) => ({ seq, ino: 0, end: 0, size: 0, after: "nothing" as const }));
-  return { segments, live: new Map(), liveBytes: 0 };
+  return { segments, dictionaries: [], live: new Map(), liveBytes: 0 };
 }
 
-function listSegments(dir: string): number[] {
+/** The pack folder's segments (their numbers, in order) and dictionaries (their hashes, sorted). */
+function listPack(dir: string): { seqs: number[]; dictionaries: string[] } {
   const seqs: number[] = [];
+  const dictionaries: string[] = [];
   for (const name of readdirSync(dir)) {
     const match = SEGMENT.exec(name);
     if (match) seqs.push(Number(match[1]));
+    const dictionary = DICTIONARY.exec(name);
+    if (dictionary) dictionaries.push(dictionary[1]!);
   }
-  return seqs.sort((a, b) => a - b);
+  return { seqs: seqs.sort((a, b) => a - b), dictionaries: dictionaries.sort() };
+}
+
+/**
+ * The hashes of the pack's dictionaries: as this process last listed the folder, or listed now when `look` (or
+ * never listed before).
+ */
+export function packDictionaries(layout: SessionLayout, id: string, look: boolean): readonly string[] {
+  const known = look ? undefined : indexes.get(layout.packs(id));
+  return (known ?? packIndex(layout, id)).dictionaries;
 }
 
 /**
@@ -199,7 +220,7 @@ function readEntry(layout: SessionLayout, id: string, where: Located): Buffer | 
   checkStoreFolderSync(id, layout.blobs(id)); // never through a link, also where this process knows the place
   if (!checkStoreFolderSync(id, layout.packs(id))) return undefined;
   try {
-    fd = openSegment(id, segmentPath(layout, id, where.seq), constants.O_RDONLY);
+    fd = openPackFile(id, segmentPath(layout, id, where.seq), constants.O_RDONLY);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
@@ -268,11 +289,11 @@ async function appendEntries(layout: SessionLayout, id: string, entries: readonl
     const seq = (segment?.seq ?? 0) + 1;
     madeDir = !checkStoreFolderSync(id, dir);
     if (madeDir) mkdirSync(dir, { recursive: true });
-    fd = openSegment(id, segmentPath(layout, id, seq), constants.O_RDWR | constants.O_CREAT | constants.O_EXCL);
+    fd = openPackFile(id, segmentPath(layout, id, seq), constants.O_RDWR | constants.O_CREAT | constants.O_EXCL);
     segment = { seq, ino: fstatSync(fd).ino, end: 0, size: 0, after: "nothing" };
     index.segments.push(segment);
     made = true;
-  } else fd = openSegment(id, segmentPath(layout, id, segment.seq), constants.O_RDWR);
+  } else fd = openPackFile(id, segmentPath(layout, id, segment.seq), constants.O_RDWR);
   try {
     if (segment.after === "torn") ftruncateSync(fd, segment.end);
     for (let written = 0; written < entry.length; )
@@ -353,7 +374,7 @@ export async function syncPacked(layout: SessionLayout, id: string, hashes: read
   if (seqs.size === 0) return;
   await Promise.all([
     ...[...seqs].map(async (seq) => {
-      const fd = openSegment(id, segmentPath(layout, id, seq), constants.O_RDONLY);
+      const fd = openPackFile(id, segmentPath(layout, id, seq), constants.O_RDONLY);
       try {
         await fdatasyncAsync(fd);
       } finally {
@@ -403,7 +424,7 @@ export function compactPack(layout: SessionLayout, id: string): void {
   const temp = join(incoming, `pack-${seq}-${randomBytes(4).toString("hex")}`);
   const parts: Buffer[] = [];
   for (const segment of index.segments) {
-    const fd = openSegment(id, segmentPath(layout, id, segment.seq), constants.O_RDONLY);
+    const fd = openPackFile(id, segmentPath(layout, id, segment.seq), constants.O_RDONLY);
     try {
       for (const where of index.live.values())
         if (where.seq === segment.seq) parts.push(readAt(fd, where.offset, ENTRY_HEADER_BYTES + where.length));
@@ -453,7 +474,7 @@ export function copyPackedInto(
       if (!where || copied.has(hash)) continue;
       let fd = fds.get(where.seq);
       if (fd === undefined) {
-        fd = openSegment(fromId, segmentPath(layout, fromId, where.seq), constants.O_RDONLY);
+        fd = openPackFile(fromId, segmentPath(layout, fromId, where.seq), constants.O_RDONLY);
         fds.set(where.seq, fd);
       }
       parts.push(readAt(fd, where.offset, ENTRY_HEADER_BYTES + where.length));

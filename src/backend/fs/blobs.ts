@@ -37,6 +37,7 @@ import {
   writePacked,
   writePackedMany,
 } from "./blob-pack.js";
+import { dictionaryForBatch, dictionaryReader, packDictionary } from "./pack-dictionary.js";
 
 /** blobs/ and the blob's shard must be real folders of the store, not links out of it (both looked at at once). */
 async function checkBlobFolders(layout: SessionLayout, id: string, hash: string): Promise<void> {
@@ -53,7 +54,7 @@ export async function readBlobFile(
   const file = layout.blob(id, hash); // checks the id first, as every path of the session does
   if (!isBlobHash(hash)) return undefined;
   const packed = readPacked(layout, id, hash, false);
-  if (packed) return decodeBlob(packed, maxBytes);
+  if (packed) return decodeBlob(packed, maxBytes, dictionaryReader(layout, id));
   try {
     // A blob of maxBytes is at most that plus a header as stored (compressed only when it saved a tenth):
     // reading one more byte than that is enough to see a longer one, and all a planted giant costs.
@@ -67,7 +68,7 @@ export async function readBlobFile(
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
   const later = readPacked(layout, id, hash, true); // not loose: packed, maybe since this process last looked
-  return later ? decodeBlob(later, maxBytes) : undefined;
+  return later ? decodeBlob(later, maxBytes, dictionaryReader(layout, id)) : undefined;
 }
 
 /** Stored bytes up to which a blob file is read with synchronous calls (readStoreFileNow). */
@@ -95,7 +96,11 @@ export async function digestBlobFile(
     (blobExistsLoose(layout, id, hash) ? undefined : readPacked(layout, id, hash, true));
   if (packed) {
     // A packed blob is under a few KiB as stored: decoded whole, cut past maxBytes as decodeBlob cuts it.
-    const bytes = await decodeBlob(packed, Number.isFinite(maxBytes) ? maxBytes : undefined);
+    const bytes = await decodeBlob(
+      packed,
+      Number.isFinite(maxBytes) ? maxBytes : undefined,
+      dictionaryReader(layout, id),
+    );
     return { sha256: createHash("sha256").update(bytes).digest("hex"), bytes: bytes.length };
   }
   let handle;
@@ -225,8 +230,10 @@ export async function writeBlobFile(
   if (layout.packBlobsUnder > 0 && bytes.length <= SYNC_WRITE_MAX) {
     // Small once stored: into the pack (blob-pack.ts), unless the pack or a loose file (an older store) has it.
     if (isPacked(layout, id, hash) || blobExistsLoose(layout, id, hash)) return false;
-    stored = layout.compressBlobs ? encodeBlobSync(bytes) : bytes;
-    if (stored.length < layout.packBlobsUnder) return writePacked(layout, id, hash, stored, durable);
+    const dictionary = layout.compressBlobs ? packDictionary(layout, id) : undefined;
+    const packable = layout.compressBlobs ? encodeBlobSync(bytes, dictionary) : bytes;
+    if (packable.length < layout.packBlobsUnder) return writePacked(layout, id, hash, packable, durable);
+    if (dictionary === undefined) stored = packable; // a loose file is read without the pack's dictionary
   }
   if (bytes.length <= SYNC_WRITE_MAX) return writeSmallBlobFile(layout, id, hash, bytes, durable, stored);
   const file = layout.blob(id, hash);
@@ -308,11 +315,13 @@ export async function writeBlobFiles(
         await yieldIfLong();
       } else if (await writeBlobFile(layout, id, hash, bytes, durable)) written.push(hash);
     }
+    const raw = small.map(([, bytes]) => bytes);
+    const dictionary = layout.compressBlobs && raw.length > 0 ? await dictionaryForBatch(layout, id, raw) : undefined;
     const stored = !layout.compressBlobs
-      ? small.map(([, bytes]) => bytes)
-      : small.length >= OFF_THREAD_FROM
-        ? await encodeBlobsOffThread(small.map(([, bytes]) => bytes))
-        : small.map(([, bytes]) => encodeBlobSync(bytes));
+      ? raw
+      : raw.length >= OFF_THREAD_FROM
+        ? await encodeBlobsOffThread(raw, dictionary)
+        : raw.map((bytes) => encodeBlobSync(bytes, dictionary));
     for (const [i, [hash, bytes]] of small.entries()) {
       if (stored[i]!.length < packUnder) toPack.push([hash, stored[i]!]);
       else if (await writeBlobFile(layout, id, hash, bytes, durable)) written.push(hash);

@@ -9,6 +9,7 @@ import { SessionExistsError } from "../../core/errors.js";
 import { isBlobHash } from "../names.js";
 import type { CreateSessionOptions, NewSessionEvents, SessionRecord } from "../types.js";
 import { copyPackedInto } from "./blob-pack.js";
+import { copyDictionariesInto } from "./pack-dictionary.js";
 import type { SessionLayout } from "./layout.js";
 
 /** Blob links (or copies) in flight at once during a fork. */
@@ -65,6 +66,7 @@ async function linkBlobs(
   layout.dir(fromId); // the id is checked where it becomes a place, before anything is linked
   const all = [...hashes].filter(isBlobHash);
   const packed = copyPackedInto(layout, fromId, join(stagingDir, "blobs"), all);
+  if (packed.size > 0) copyDictionariesInto(layout, fromId, join(stagingDir, "blobs")); // what its entries may name
   const wanted = all.filter((hash) => !packed.has(hash));
   const shards = [...new Set(wanted.map((hash) => hash.slice(0, 2)))];
   await forEachLimited(shards, LINK_CONCURRENCY, (shard) =>
