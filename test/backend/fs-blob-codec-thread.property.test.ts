@@ -22,7 +22,16 @@ const blobBytes = fc.oneof(
     .map((words) => new TextEncoder().encode(words.join(" "))),
   fc.uint8Array({ maxLength: 200 }).map((rest) => Uint8Array.from([...MARKER, ...rest])),
   fc.uint8Array({ maxLength: 8 }).map((rest) => Uint8Array.from([...MARKER, 1, ...rest])),
+  // Raw bytes that look like an entry deflated against a dictionary (method 2, an id, a body).
+  fc
+    .uint8Array({ maxLength: 40 })
+    .map((rest) => Uint8Array.from([...MARKER, 2, 0, 0, 0, 0, 0, 9, 1, 2, 3, 4, ...rest])),
 );
+
+/** A pack's dictionary: any bytes up to 16 KiB, named by an id as pack-dictionary.ts names one. */
+const dictionaryOf = fc
+  .tuple(fc.array(blobBytes, { minLength: 1, maxLength: 12 }), fc.integer({ min: 0, max: 0xffffffff }))
+  .map(([parts, id]) => ({ id, bytes: Buffer.concat(parts.map((part) => Buffer.from(part))).subarray(0, 16 * 1024) }));
 
 describe("deflating a batch of blobs on the helper thread", () => {
   it("stores each blob byte for byte as encodeBlobSync does, and each decodes back", async () => {
@@ -35,6 +44,37 @@ describe("deflating a batch of blobs on the helper thread", () => {
         for (const [i, stored] of offThread.entries())
           expect(await decodeBlob(Buffer.from(stored))).toEqual(Buffer.from(blobs[i]!));
       }),
+      { numRuns: rounds(40, 300) },
+    );
+  });
+
+  it("against a dictionary: the same bytes as on this thread; decoded only with that dictionary", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(blobBytes, { minLength: 1, maxLength: 40 }),
+        dictionaryOf,
+        dictionaryOf,
+        async (blobs, dictionary, other) => {
+          const offThread = await encodeBlobsOffThread(blobs, dictionary);
+          expect(offThread.map((stored) => Buffer.from(stored))).toEqual(
+            blobs.map((bytes) => Buffer.from(encodeBlobSync(bytes, dictionary))),
+          );
+          const withIt = (id: number) => (id === dictionary.id ? dictionary.bytes : undefined);
+          const withOther = () => other.bytes;
+          for (const [i, stored] of offThread.entries()) {
+            const blob = Buffer.from(blobs[i]!);
+            expect(await decodeBlob(Buffer.from(stored), undefined, withIt)).toEqual(blob);
+            // Without it, or with another: never an error; what comes back is the blob only where the dictionary
+            // was not used (or gave the same), else bytes the caller's hash check refuses.
+            const without = await decodeBlob(Buffer.from(stored), undefined, () => undefined);
+            const wrong = await decodeBlob(Buffer.from(stored), undefined, withOther);
+            const againstIt = MARKER.every((byte, at) => stored[at] === byte) && stored[4] === 2;
+            if (!againstIt) expect(without).toEqual(blob);
+            else expect(without.equals(blob)).toBe(false);
+            expect(wrong.length).toBeLessThanOrEqual(Math.max(blob.length, stored.length));
+          }
+        },
+      ),
       { numRuns: rounds(40, 300) },
     );
   });

@@ -65,6 +65,10 @@ describe("fs backend: the pack's dictionary", () => {
     let packed = 0;
     for (const name of segments) packed += (await stat(join(packDir(root, id), name))).size;
     expect(count).toBeGreaterThan(150);
+    // The dictionary is not a blob: usage counts the blobs, listBlobs names them.
+    const blobs = await backend.listBlobs(id);
+    expect(blobs.length).toBe(new Set(files.map((bytes) => sha256(bytes))).size);
+    expect((await backend.usage!(id)).blobCount).toBe(blobs.length);
     expect(packed).toBeLessThan(alone * 0.9); // 0.86 on this repository's src/ when written
     for (const bytes of files) {
       const read = await backend.readBlob(id, sha256(bytes));

@@ -248,9 +248,10 @@ export function listPacked(layout: SessionLayout, id: string): string[] {
   return [...packIndex(layout, id).live.keys()];
 }
 
-/** How many segment files the pack has (they are not blobs, though they sit among them). */
-export function packSegmentCount(layout: SessionLayout, id: string): number {
-  return packIndex(layout, id).segments.length;
+/** How many files the pack has, segments and dictionaries (they are not blobs, though they sit among them). */
+export function packFileCount(layout: SessionLayout, id: string): number {
+  const index = packIndex(layout, id);
+  return index.segments.length + index.dictionaries.length;
 }
 
 /** An entry to append: its kind, its name and its body (none for a deletion). */

@@ -19,7 +19,7 @@ import type {
 import { withTypedStorageErrors } from "../typed-storage-errors.js";
 import { isRecordName } from "../names.js";
 import { digestBlobFile, listBlobFiles, readBlobFile, storedBlobFileBytes } from "./blobs.js";
-import { listPacked, packSegmentCount } from "./blob-pack.js";
+import { listPacked, packFileCount } from "./blob-pack.js";
 import { createSessionFolder } from "./create-session.js";
 import { folderUsage } from "./folder-usage.js";
 import { SessionLayout } from "./layout.js";
@@ -246,7 +246,7 @@ class FsBackend implements StorageBackend {
     return {
       log: logBytes,
       blobs: blobs.bytes,
-      blobCount: blobs.files - packSegmentCount(this.layout, id) + listPacked(this.layout, id).length,
+      blobCount: blobs.files - packFileCount(this.layout, id) + listPacked(this.layout, id).length,
       records: records.bytes,
       other: total.bytes - logBytes - blobs.bytes - records.bytes,
       total: total.bytes,

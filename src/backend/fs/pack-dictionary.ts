@@ -3,7 +3,7 @@
 // workspace scan, mostly), kept as blobs/pack/dictionary-<sha256 of its bytes>, never changed or deleted while the
 // session lives: an entry deflated against it names it in its header, and is read only with it.
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, fsync, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, writeSync } from "node:fs";
+import { closeSync, fsync, fsyncSync, lstatSync, mkdirSync, openSync, renameSync, rmdirSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { StoreTamperedError } from "../../core/errors.js";
@@ -119,7 +119,8 @@ async function writeDictionary(layout: SessionLayout, id: string, hash: string, 
   checkStoreFolderSync(id, layout.blobs(id));
   const newDir = !checkStoreFolderSync(id, dir);
   if (newDir) mkdirSync(dir, { recursive: true });
-  if (!checkStoreFolderSync(id, incoming)) mkdirSync(incoming, { recursive: true });
+  const newIncoming = !checkStoreFolderSync(id, incoming);
+  if (newIncoming) mkdirSync(incoming, { recursive: true });
   const temp = join(incoming, `dictionary-${randomBytes(4).toString("hex")}`);
   const fd = openSync(temp, "wx", 0o444);
   try {
@@ -129,7 +130,16 @@ async function writeDictionary(layout: SessionLayout, id: string, hash: string, 
     closeSync(fd);
   }
   renameSync(temp, join(dir, fileName(hash)));
+  if (newIncoming) rmdirQuietly(incoming); // made for this alone: an empty folder is a block of disk
   await Promise.all([fsyncDir(dir), newDir ? fsyncDir(layout.blobs(id)) : undefined]);
+}
+
+function rmdirQuietly(path: string): void {
+  try {
+    rmdirSync(path);
+  } catch {
+    // another writer's temp in it meanwhile: left for discardIncomingBlobs
+  }
 }
 
 /**
