@@ -80,7 +80,8 @@ export function encodeBlobSync(bytes: Uint8Array, dictionary?: BlobDictionary): 
   return storedForm(bytes, deflateRawSync(bytes, dictionaryOptions(bytes.length, dictionary.bytes)), dictionary.id);
 }
 
-/** What is stored for `bytes` given their deflate-raw `body` (undefined: too small to try), made against a dictionary. */
+/** What is stored for `bytes` given their deflate-raw `body` (undefined: too small to try), made against a dictionary
+ * when `dictionaryId` is given. */
 function storedForm(bytes: Uint8Array, body: Uint8Array | undefined, dictionaryId?: number): Uint8Array {
   if (body !== undefined && dictionaryId !== undefined) {
     const head = HEADER_BYTES + DICTIONARY_ID_BYTES;
