@@ -2,6 +2,7 @@ import type { LockedSession, StorageBackend } from "../../backend/types.js";
 import { registerReferenceRoot } from "../../blobs/reference-roots.js";
 import type { IndexEntry, WorkspaceIndex } from "./index-entry.js";
 import { isPacked, packRecord, unpackRecord, type PackedRecord } from "./packed-record.js";
+import { columnsOf, rowsOf, type Columns, type Row } from "./index-columns.js";
 
 // The index is kept as side records of the session: one base holding every entry, then one small
 // delta per scan that changed something, so a command that changes one file writes one small
@@ -13,23 +14,11 @@ const COMPACT_AFTER = 64;
 const COMPACT_SHARE = 0.25;
 /** A record's size is counted in blocks of this: a file of 4.2 KB takes 8 KiB of a disk. */
 const BLOCK_BYTES = 4096;
+/** Of a delta, and of a base written before columns (its `entries` as rows). */
 const FORMAT = 1;
+/** Of a base by columns (index-columns.ts). */
+const COLUMNS_FORMAT = 2;
 
-/** [path, kind, size, mtimeNs, ctimeNs, ino, mode, hash or link target or null, flags, uid, gid] (the last two
- * absent in records written before owners were kept) */
-type Row = [
-  string,
-  "f" | "d" | "l" | "o",
-  number,
-  string,
-  string,
-  string,
-  number,
-  string | null,
-  number,
-  number?,
-  number?,
-];
 const RACY = 1;
 const TOO_LARGE = 2;
 const UNREADABLE = 4;
@@ -38,7 +27,10 @@ interface BaseRecord {
   v: number;
   workspace: string;
   generation: number;
-  entries: Row[];
+  /** v 1 */
+  entries?: Row[];
+  /** v 2 */
+  columns?: Columns;
 }
 interface DeltaRecord {
   v: number;
@@ -110,11 +102,12 @@ export async function storedGeneration(backend: StorageBackend, sessionId: strin
 export async function loadIndex(backend: StorageBackend, sessionId: string): Promise<WorkspaceIndex | undefined> {
   const storedBase = await backend.readRecord(sessionId, INDEX_BASE_RECORD);
   const base = (await unpackRecord(storedBase)) as BaseRecord | undefined;
-  if (!base || base.v !== FORMAT || !Array.isArray(base.entries)) return undefined;
+  const rows = base?.v === COLUMNS_FORMAT ? rowsOf(base.columns) : base?.v === FORMAT ? base.entries : undefined;
+  if (!base || !Array.isArray(rows)) return undefined;
   const index: WorkspaceIndex = {
     workspace: base.workspace,
     generation: base.generation,
-    entries: new Map(base.entries.map(fromRow)),
+    entries: new Map(rows.map(fromRow)),
   };
   const recorded = { baseGeneration: base.generation, baseBytes: storedBytes(storedBase), deltaBytes: 0 };
   const deltas = (await backend.listRecords(sessionId)).filter(isDeltaName).sort();
@@ -171,10 +164,10 @@ export async function indexRecords(
   }
   if (delta === undefined) {
     const base: BaseRecord = {
-      v: FORMAT,
+      v: COLUMNS_FORMAT,
       workspace: index.workspace,
       generation: index.generation,
-      entries: [...index.entries].map(([path, entry]) => toRow(path, entry)),
+      columns: columnsOf([...index.entries].map(([path, entry]) => toRow(path, entry))),
     };
     // An empty delta of the base's own generation: `storedGeneration` then never reads the base.
     const marker: DeltaRecord = { v: FORMAT, generation: index.generation, set: [], removed: [] };

@@ -1,8 +1,9 @@
 import { mkdir, readdir, readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { inflateRawSync } from "node:zlib";
+import { deflateRawSync, inflateRawSync } from "node:zlib";
 import { beforeEach, describe, expect, it } from "vitest";
 import { CheckpointStore, type CheckpointPayload, type ScanReport } from "../../../src/index.js";
+import { rowsOf } from "../../../src/checkpoint/workspace-index/index-columns.js";
 import { openStore, tempDir } from "../../helpers/fixture.js";
 
 // The workspace index's records: deflated once their JSON passes 4 KB
@@ -24,7 +25,7 @@ beforeEach(async () => {
   for (let d = 0; d < 4; d++) {
     await mkdir(join(workspace, `src/m${d}`), { recursive: true });
     for (let f = 0; f < FILES / 4; f++)
-      await writeFile(join(workspace, `src/m${d}/f${f}.ts`), `export const v = ${f};\n`);
+      await writeFile(join(workspace, `src/m${d}/f${f}.ts`), `export const v = ${d * 1000 + f};\n`); // each its own blob
   }
   const store = openStore({ root });
   sessionId = (await store.create({ workspace })).id;
@@ -72,8 +73,8 @@ describe("the workspace index's records", () => {
     const stored = await readRecord("workspace-index");
     expect(stored).toMatchObject({ v: 2, generation: expect.any(Number) });
     const inflated = inflateRawSync(Buffer.from(stored.deflated, "base64")).toString("utf8");
-    expect(JSON.parse(inflated)).toMatchObject({ v: 1, workspace });
-    expect(JSON.parse(inflated).entries.length).toBeGreaterThan(FILES);
+    expect(JSON.parse(inflated)).toMatchObject({ v: 2, workspace });
+    expect(JSON.parse(inflated).columns.rest.length).toBeGreaterThan(FILES);
     expect(JSON.stringify(stored).length).toBeLessThan(inflated.length / 2);
 
     const { checkpoints, scans, last } = freshStore();
@@ -93,6 +94,31 @@ describe("the workspace index's records", () => {
     const { checkpoints, scans } = freshStore();
     await command(checkpoints, () => writeFile(join(workspace, "src/m2/f0.ts"), "again\n"));
     expect(scans.map((s) => s.changed)).toEqual([0, 1]);
+  });
+
+  it("the base is stored by columns, in under 85 % of the room its rows took", async () => {
+    const stored = await readRecord("workspace-index");
+    const { columns, ...rest } = JSON.parse(inflateRawSync(Buffer.from(stored.deflated, "base64")).toString("utf8"));
+    const rows = rowsOf(columns)!;
+    expect(rows.length).toBeGreaterThan(FILES);
+    expect(rows.map((row) => row[0])).toContain("src/m1/f3.ts");
+    // The same entries as rows (the form before columns), deflated as the record deflates them.
+    const asRows = deflateRawSync(JSON.stringify({ ...rest, v: 1, entries: rows }), { level: 1 }).toString("base64");
+    expect(stored.deflated.length).toBeLessThan(asRows.length * 0.85);
+  });
+
+  it("a base written as rows (before columns) is read as before", async () => {
+    const stored = await readRecord("workspace-index");
+    const { columns, ...rest } = JSON.parse(inflateRawSync(Buffer.from(stored.deflated, "base64")).toString("utf8"));
+    const deflated = deflateRawSync(JSON.stringify({ ...rest, v: 1, entries: rowsOf(columns) }));
+    await writeFile(
+      recordFile("workspace-index"),
+      JSON.stringify({ ...stored, deflated: deflated.toString("base64") }),
+    );
+    const { checkpoints, scans, last } = freshStore();
+    await command(checkpoints, () => writeFile(join(workspace, "src/m1/f3.ts"), "edited\n"));
+    expect(scans.map((s) => s.changed)).toEqual([0, 1]);
+    expect(await last()).toEqual(["src/m1/f3.ts blob"]);
   });
 
   it("one written before deflating (plain JSON) is read as before", async () => {
