@@ -25,7 +25,7 @@ beforeEach(async () => {
   for (let d = 0; d < 4; d++) {
     await mkdir(join(workspace, `src/m${d}`), { recursive: true });
     for (let f = 0; f < FILES / 4; f++)
-      await writeFile(join(workspace, `src/m${d}/f${f}.ts`), `export const v = ${d * 1000 + f};\n`); // each its own blob
+      await writeFile(join(workspace, `src/m${d}/f${f}.ts`), `export const v = ${d * 1000 + f};\n`); // own blobs
   }
   const store = openStore({ root });
   sessionId = (await store.create({ workspace })).id;
