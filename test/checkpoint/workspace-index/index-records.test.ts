@@ -1,7 +1,8 @@
-import { mkdir, readdir, readFile, realpath, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { deflateRawSync, inflateRawSync } from "node:zlib";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { CheckpointStore, type CheckpointPayload, type ScanReport } from "../../../src/index.js";
 import { rowsOf } from "../../../src/checkpoint/workspace-index/index-columns.js";
 import { openStore, tempDir } from "../../helpers/fixture.js";
@@ -18,15 +19,35 @@ let sessionId: string;
 const FILES = 1200; // about 150 bytes of index a file: well past the 4 KB from which a record is deflated
 const CHANGED = 40; // a delta of 40 rows: deflated too, and under a quarter of the base (else a base is written)
 
+// The workspaces are made before any test, one a test, then left past the racy window (2 s: a stat that new is not
+// trusted, so the entry is read again and its row changes once it is old enough). Made in each test, a slow run
+// (the disk, Node 22) saw batches of its 1,200 files age out scan by scan: deltas of 100 rows for 40 changed, past a
+// quarter of the base, and a base written where the test looks for a delta.
+const TESTS = 8;
+const made: string[] = [];
+let shared: string;
+beforeAll(async () => {
+  shared = await realpath(await mkdtemp(join(tmpdir(), "agent-tape-index-records-")));
+  for (let t = 0; t < TESTS; t++) {
+    const dir = join(shared, `ws-${t}`);
+    for (let d = 0; d < 4; d++) {
+      await mkdir(join(dir, `src/m${d}`), { recursive: true });
+      for (let f = 0; f < FILES / 4; f++)
+        await writeFile(join(dir, `src/m${d}/f${f}.ts`), `export const v = ${d * 1000 + f};\n`); // own blobs
+    }
+    made.push(dir);
+  }
+  await new Promise((resolve) => setTimeout(resolve, 2100));
+}, 120_000);
+afterAll(() => rm(shared, { recursive: true, force: true }));
+
 beforeEach(async () => {
   base = await realpath(await tempDir("agent-tape-index-records-"));
+  const next = made.shift();
+  if (next === undefined) throw new Error("more tests than workspaces made: raise TESTS");
   workspace = join(base, "ws");
+  await rename(next, workspace); // the files' own stats stay as they were
   root = join(base, "sessions");
-  for (let d = 0; d < 4; d++) {
-    await mkdir(join(workspace, `src/m${d}`), { recursive: true });
-    for (let f = 0; f < FILES / 4; f++)
-      await writeFile(join(workspace, `src/m${d}/f${f}.ts`), `export const v = ${d * 1000 + f};\n`); // own blobs
-  }
   const store = openStore({ root });
   sessionId = (await store.create({ workspace })).id;
   await command(new CheckpointStore(store), () => writeFile(join(workspace, "src/m0/f0.ts"), "first\n"));
