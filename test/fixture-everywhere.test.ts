@@ -20,6 +20,8 @@ const EXCEPTIONS: Record<string, string> = {
   "backend/fs-big-batch-memory.soak.test.ts":
     "one 300,000-event baseline log for the whole file, made in beforeAll: both memory tests read it",
   "docs/postgres-readme-block.test.ts": "one folder for the whole file, made in beforeAll, where its block runs",
+  "checkpoint/workspace-index/index-records.test.ts":
+    "its workspaces made once in beforeAll and left past the racy window, one renamed into each test's own folder",
   "setup/postgres-server.ts": "vitest globalSetup: the server's data folder lives for the whole run, outside any test",
 };
 /** Folders of child scripts: run by a test as other processes, not vitest files; the test owns their root. */
