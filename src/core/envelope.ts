@@ -1,6 +1,6 @@
 import stableStringify from "fast-json-stable-stringify";
 import type { StoredEvent } from "./events.js";
-import { compactRewindPayload, compactRewindPayloadSliced, expandRewindPayload } from "./rewind-record.js";
+import { compactPayload, compactPayloadSliced, expandPayload, writtenAsRows } from "./file-rows.js";
 import { stableJsonSliced } from "./stable-json-sliced.js";
 
 /**
@@ -24,6 +24,14 @@ export function rememberPayloadJson(event: StoredEvent, json: string): void {
 }
 
 /**
+ * Remembers the text of a payload the store built and will not change: `json`, its sorted-key JSON, or for a type
+ * written as rows (file-rows.ts), that form's.
+ */
+export function rememberBuiltPayload(event: StoredEvent, json: string): void {
+  payloadJson.set(event, writtenAsRows(event.type) ? lineFormText(event) : json);
+}
+
+/**
  * Makes a rewind marker's payload text now, in time slices, for the write that follows at once; call
  * {@link forgetMarkerJson} after that write, since the marker's payload may change later (its undo fills it in).
  * Written in one go inside the write, a 1,000-file marker held the event loop for 13-29 ms (docs/ARCHITECTURE.md,
@@ -31,7 +39,7 @@ export function rememberPayloadJson(event: StoredEvent, json: string): void {
  */
 export async function prepareMarkerJson(event: StoredEvent): Promise<void> {
   if (event.type !== REWIND_TYPE || typeof event.payload !== "object" || event.payload === null) return;
-  markerJson.set(event, (await stableJsonSliced(await compactRewindPayloadSliced(event.payload))) ?? "null");
+  markerJson.set(event, (await stableJsonSliced(await compactPayloadSliced(event.type, event.payload))) ?? "null");
 }
 
 /** Drops the text {@link prepareMarkerJson} made: it is made again from the payload if written again. */
@@ -40,7 +48,7 @@ export function forgetMarkerJson(event: StoredEvent): void {
 }
 
 // Marker texts made ahead of their write (prepareMarkerJson). Apart from payloadJson: a rewind marker's line is
-// always its compact form, whatever JSON was remembered when the event was built. One map per process, as above.
+// always its line form (rows), whatever JSON was remembered when the event was built. One map per process, as above.
 const MARKER_JSON = Symbol.for("agent-tape.marker-json");
 const markerJson: WeakMap<StoredEvent, string> = ((globalThis as { [MARKER_JSON]?: WeakMap<StoredEvent, string> })[
   MARKER_JSON
@@ -89,11 +97,20 @@ function envelopeText(event: StoredEvent, batch?: LineBatch): string {
   );
 }
 
-/** Rewind markers in their line form (rewind-record.ts); a payload read as text (null) as that text. */
+/**
+ * Rewind markers in their line form (file-rows.ts), made when written; a payload read as text (null) as that text;
+ * checkpoints and file states as remembered when built, else in their line form too.
+ */
 function payloadText(event: StoredEvent): string {
   if (event.type === REWIND_TYPE && typeof event.payload === "object" && event.payload !== null)
-    return markerJson.get(event) ?? stableStringify(compactRewindPayload(event.payload));
-  return payloadJson.get(event) ?? stableStringify(event.payload) ?? "null";
+    return markerJson.get(event) ?? lineFormText(event);
+  const remembered = payloadJson.get(event);
+  if (remembered !== undefined) return remembered;
+  return writtenAsRows(event.type) ? lineFormText(event) : (stableStringify(event.payload) ?? "null");
+}
+
+function lineFormText(event: StoredEvent): string {
+  return stableStringify(compactPayload(event.type, event.payload)) ?? "null";
 }
 
 const REWIND_TYPE = "session_rewind";
@@ -140,9 +157,9 @@ export function parseEventLine(
   if (typeof e.type !== "string") return 'missing string "type"';
   if (typeof e.createdAt !== "string") return 'missing string "createdAt"';
   if (!("payload" in e)) return 'missing "payload"';
-  // "as-written": for a caller that looks at the envelope only (a sequence, a batch mark), a rewind marker's rows
-  // are not expanded: for a 1,000-file marker that held the event loop at each lock taken after it.
-  if (e.type === REWIND_TYPE && payload === "expanded") e.payload = expandRewindPayload(e.payload);
+  // "as-written": for a caller that looks at the envelope only (a sequence, a batch mark), a payload's rows are
+  // not expanded: for a 1,000-file marker that held the event loop at each lock taken after it.
+  if (payload === "expanded" && writtenAsRows(e.type)) e.payload = expandPayload(e.type, e.payload);
   if (!("batch" in e)) {
     if (mark) mark.batch = undefined;
     return e as unknown as StoredEvent;

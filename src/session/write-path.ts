@@ -6,7 +6,7 @@ import type { z } from "zod";
 import type { Durability, LockedSession, SignalOption } from "../backend/types.js";
 import { EventTooLargeError, InvalidArgumentError, InvalidEventError, SequenceConflictError } from "../core/errors.js";
 import { FORMAT_VERSION, type StoredEvent } from "../core/events.js";
-import { lineBytesAtMost, rememberPayloadJson } from "../core/envelope.js";
+import { lineBytesAtMost, rememberBuiltPayload } from "../core/envelope.js";
 import { newId } from "../core/ids.js";
 import { stableJsonSliced } from "../core/stable-json-sliced.js";
 import { payloadAsStored } from "../core/payload-json.js";
@@ -168,7 +168,7 @@ export class WritePath {
     const where = index === undefined ? "" : ` (event ${index})`;
     const stored = payloadAsStored(this.validPayload(input, where), where);
     const event = envelopeOf(sessionId, input.type, stored.value);
-    if (final) rememberPayloadJson(event, stored.json);
+    if (final) rememberBuiltPayload(event, stored.json);
     return event;
   }
 

@@ -1,7 +1,7 @@
 import stableStringify from "fast-json-stable-stringify";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { compactRewindPayload } from "../../src/core/rewind-record.js";
+import { compactPayload } from "../../src/core/file-rows.js";
 import { stableJsonSliced } from "../../src/core/stable-json-sliced.js";
 import { newSlice } from "../../src/core/time-slices.js";
 import { largeMarker } from "../helpers/large-marker.js";
@@ -44,7 +44,7 @@ describe("stableJsonSliced", () => {
 
   it("gives the compact marker line's text for a marker over 20,000 paths, letting the event loop turn", async () => {
     const payload = largeMarker(20_000);
-    const compact = compactRewindPayload(payload);
+    const compact = compactPayload("session_rewind", payload);
     newSlice();
     let turns = 0;
     const counting = setInterval(() => turns++, 0);

@@ -4,7 +4,16 @@
 import { readdir, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CheckpointStore, type SessionStore, gc, rewind, undoRewind, verify } from "../../src/index.js";
+import {
+  CheckpointStore,
+  type SessionStore,
+  type StoredEvent,
+  gc,
+  rewind,
+  undoRewind,
+  verify,
+} from "../../src/index.js";
+import { parseEventLine } from "../../src/core/envelope.js";
 import { codeOf, filesBelow } from "../helpers/outcomes.js";
 import { put } from "../helpers/rewind-workspace.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
@@ -34,7 +43,9 @@ async function editPayload(root: string, id: string, type: string, edit: (payloa
   const file = join(root, id, "events.jsonl");
   const lines = (await storedLogBytes(root, id)).toString("utf8").split("\n");
   const at = lines.findIndex((line) => line !== "" && JSON.parse(line).type === type);
-  const event = JSON.parse(lines[at]!);
+  // Edited in the form of the schema, as read back (a checkpoint's or a marker's line holds rows: file-rows.ts),
+  // and written in that form, which reads as it is.
+  const event = parseEventLine(lines[at]!) as StoredEvent<string, any>;
   edit(event.payload);
   lines[at] = JSON.stringify(event);
   const other = byHand();

@@ -339,9 +339,9 @@ describe("forkIntoWorkspace never goes outside the two folders", () => {
     const s = await setup();
     await writeFile(join(s.workspace, "a.txt"), "a\n");
     await s.checkpoints.capture(s.id, { tool: "write", paths: ["a.txt"] });
-    // A hand-edited tape naming ../ paths.
+    // A hand-edited tape naming ../ paths (in its table of paths: docs/format.md, "Payloads as rows").
     await editLogLines(join(s.base, "sessions"), s.id, (line) =>
-      line.replace('"path":"a.txt"', '"path":"../outside.txt"'),
+      line.replace('"paths":["a.txt"]', '"paths":["../outside.txt"]'),
     );
     await writeFile(join(s.base, "outside.txt"), "outside\n");
     const reopened = openStore({ root: join(s.base, "sessions") });

@@ -1,7 +1,13 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { rewind, undoRewind, type RewindPayload } from "../../src/index.js";
+import {
+  rewind,
+  undoRewind,
+  type CheckpointPayload,
+  type FileStatesPayload,
+  type RewindPayload,
+} from "../../src/index.js";
 import { put } from "../helpers/rewind-workspace.js";
 import { workspaceWithStore } from "../helpers/fixture.js";
 
@@ -17,8 +23,35 @@ async function logLines(root: string, id: string): Promise<{ type: string; text:
     .map((line) => ({ type: (JSON.parse(line) as { type: string }).type, text: line }));
 }
 
-describe("a rewind's and an undo's marker hold each path once, its hashes compact (docs/format.md)", () => {
-  it("costs at most 200 bytes per path in the log, for a rewind and for its undo", async () => {
+describe("payloads that list files hold each path once, by what it adds, hashes compact (docs/format.md)", () => {
+  it("a checkpoint's line costs at most 100 bytes a path, and the tool's file states at most 90", async () => {
+    const { workspace, root, store, checkpoints } = await workspaceWithStore();
+    const files = 300;
+    const paths = Array.from({ length: files }, (_, i) => pathOf(i));
+    for (const [i, path] of paths.entries()) await put(workspace, path, `export const v${i} = 1;\n`);
+    const { id } = await store.create({ workspace });
+    await checkpoints.around(id, { tool: "edit", paths }, async () => {
+      for (const [i, path] of paths.entries()) await writeFile(join(workspace, path), `export const v${i} = 2;\n`);
+    });
+    const lines = await logLines(root, id);
+    const [checkpoint] = lines.filter((line) => line.type === "session_checkpoint");
+    const [states] = lines.filter((line) => line.type === "session_file_states");
+    // 90 and 83 measured; 163 and 138 bytes a path before: every key spelled out, the path in full, the hash in hex
+    expect(Buffer.byteLength(checkpoint!.text) / files).toBeLessThanOrEqual(100);
+    expect(Buffer.byteLength(states!.text) / files).toBeLessThanOrEqual(90);
+    const read = await store.readAll(id);
+    const snapshot = read.find((e) => e.type === "session_checkpoint")!.payload as CheckpointPayload;
+    expect(snapshot.files).toHaveLength(files);
+    expect(snapshot.files.find((f) => f.path === pathOf(7))).toMatchObject({
+      kind: "blob",
+      bytes: Buffer.byteLength("export const v7 = 1;\n"),
+      mode: 0o644,
+    });
+    const after = read.find((e) => e.type === "session_file_states")!.payload as FileStatesPayload;
+    expect(after.files.map((f) => f.path).sort()).toEqual([...paths].sort());
+  });
+
+  it("a marker costs at most 180 bytes per path in the log, for a rewind and for its undo", async () => {
     const { workspace, root, store, checkpoints } = await workspaceWithStore();
     const files = 300;
     const paths = Array.from({ length: files }, (_, i) => pathOf(i));
@@ -36,8 +69,8 @@ describe("a rewind's and an undo's marker hold each path once, its hashes compac
     const markers = (await logLines(root, id)).filter((line) => line.type === "session_rewind");
     expect(markers).toHaveLength(2);
     const perPath = markers.map((line) => Buffer.byteLength(line.text) / files);
-    // 360-400 bytes a path before: the path three times, two hashes in hex, every key spelled out.
-    for (const bytes of perPath) expect(bytes).toBeLessThanOrEqual(200);
+    // 175 measured; 360-400 bytes a path before rows, 190 with a table of whole paths.
+    for (const bytes of perPath) expect(bytes).toBeLessThanOrEqual(180);
 
     // Read back through the store, the markers are what they always were: every path's record in full.
     const read = await store.readAll(id);
