@@ -224,6 +224,42 @@ export async function decodeBlob(
   return raw();
 }
 
+/** {@link StoredParts.how} of stored bytes without a header: the blob's raw bytes. */
+export const AS_THEY_ARE = 0xff;
+
+/** A blob's stored bytes taken apart, for a pack run's member, which keeps the header's values in its row. */
+export interface StoredParts {
+  /** The header's method, or AS_THEY_ARE for bytes that have none (a raw blob). */
+  how: number;
+  /** The original length the header claims (the bytes' own length when they have none). */
+  length: number;
+  /** The id of the dictionary a DEFLATE_RAW_DICTIONARY body needs; 0 for any other. */
+  dictionary: number;
+  body: Uint8Array;
+}
+
+/** `stored` taken apart; {@link storedBytes} puts it back together byte for byte, whatever the bytes are. */
+export function storedParts(stored: Uint8Array): StoredParts {
+  const head = blobHeader(stored);
+  if (head !== undefined && (head.method === STORED || head.method === DEFLATE_RAW))
+    return { how: head.method, length: head.length, dictionary: 0, body: stored.subarray(HEADER_BYTES) };
+  if (head !== undefined && head.method === DEFLATE_RAW_DICTIONARY && stored.length >= HEADER_BYTES + 4) {
+    const dictionary = Buffer.from(stored.buffer, stored.byteOffset, stored.length).readUInt32BE(HEADER_BYTES);
+    return { how: head.method, length: head.length, dictionary, body: stored.subarray(HEADER_BYTES + 4) };
+  }
+  return { how: AS_THEY_ARE, length: stored.length, dictionary: 0, body: stored };
+}
+
+/** The stored bytes {@link storedParts} took apart. */
+export function storedBytes({ how, length, dictionary, body }: StoredParts): Buffer {
+  if (how === AS_THEY_ARE) return Buffer.from(body.buffer, body.byteOffset, body.length);
+  const head = header(how, length);
+  if (how !== DEFLATE_RAW_DICTIONARY) return Buffer.concat([head, body]);
+  const id = Buffer.alloc(DICTIONARY_ID_BYTES);
+  id.writeUInt32BE(dictionary);
+  return Buffer.concat([head, id, body]);
+}
+
 /** The method and claimed length of a blob file's header, or undefined when it has none (a raw blob). */
 export function blobHeader(head: Uint8Array): { method: number; length: number } | undefined {
   if (head.length < HEADER_BYTES || !startsWithMagic(head)) return undefined;

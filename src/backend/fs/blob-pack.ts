@@ -20,16 +20,16 @@ import { promisify } from "node:util";
 import { StoreTamperedError } from "../../core/errors.js";
 import { fsyncDir } from "../../core/atomic-file.js";
 import type { SessionLayout } from "./layout.js";
-import { yieldIfLong } from "../../core/time-slices.js";
 import { checkStoreFolderSync } from "./store-files.js";
 import {
   BLOB,
   DELETION,
-  ENTRY_HEADER_BYTES,
-  encodeEntryInto,
-  isBlobEntryOf,
+  encodeEntries,
+  encodeEntriesSync,
+  type Framed,
   type PackEntry,
   scanSegment,
+  storedOf,
 } from "./pack-format.js";
 
 // Small blobs of a session live together in its pack: numbered segment files under blobs/pack/, each a run of
@@ -51,11 +51,9 @@ interface Segment {
   size: number;
   after: "nothing" | "torn" | "damaged";
 }
-interface Located {
+/** Where a live blob is: its segment, and its entry's place and shape there (pack-format.ts). */
+interface Located extends Omit<PackEntry, "kind" | "hash"> {
   seq: number;
-  offset: number;
-  length: number;
-  damaged: boolean;
 }
 interface PackIndex {
   segments: Segment[];
@@ -107,13 +105,13 @@ function readAt(fd: number, offset: number, length: number): Buffer {
 }
 
 function apply(index: PackIndex, seq: number, entries: readonly PackEntry[]): void {
-  for (const entry of entries) {
-    const before = index.live.get(entry.hash);
-    if (before) index.liveBytes -= ENTRY_HEADER_BYTES + before.length;
-    if (entry.kind === DELETION) index.live.delete(entry.hash);
+  for (const { kind, hash, ...where } of entries) {
+    const before = index.live.get(hash);
+    if (before) index.liveBytes -= before.size;
+    if (kind === DELETION) index.live.delete(hash);
     else {
-      index.live.set(entry.hash, { seq, offset: entry.offset, length: entry.length, damaged: entry.damaged });
-      index.liveBytes += ENTRY_HEADER_BYTES + entry.length;
+      index.live.set(hash, { seq, ...where });
+      index.liveBytes += where.size;
     }
   }
 }
@@ -208,7 +206,8 @@ export function readPacked(layout: SessionLayout, id: string, hash: string, look
     const where = index.live.get(hash);
     if (!where) return undefined;
     const entry = readEntry(layout, id, where);
-    if (entry && isBlobEntryOf(entry, hash)) return entry.subarray(ENTRY_HEADER_BYTES);
+    const stored = entry && storedOf(entry, hash, where);
+    if (stored) return stored;
     indexes.delete(layout.packs(id));
     index = packIndex(layout, id);
   }
@@ -226,8 +225,8 @@ function readEntry(layout: SessionLayout, id: string, where: Located): Buffer | 
     throw error;
   }
   try {
-    const entry = readAt(fd, where.offset, ENTRY_HEADER_BYTES + where.length);
-    return entry.length === ENTRY_HEADER_BYTES + where.length ? entry : undefined;
+    const entry = readAt(fd, where.offset, where.head + where.length);
+    return entry.length === where.head + where.length ? entry : undefined;
   } finally {
     closeSync(fd);
   }
@@ -235,8 +234,7 @@ function readEntry(layout: SessionLayout, id: string, where: Located): Buffer | 
 
 /** Bytes a packed blob takes in its segment (header included), or undefined when the pack does not hold it. */
 export function packedBytes(layout: SessionLayout, id: string, hash: string): number | undefined {
-  const where = packIndex(layout, id).live.get(hash);
-  return where ? ENTRY_HEADER_BYTES + where.length : undefined;
+  return packIndex(layout, id).live.get(hash)?.size;
 }
 
 export function isPacked(layout: SessionLayout, id: string, hash: string): boolean {
@@ -254,13 +252,6 @@ export function packFileCount(layout: SessionLayout, id: string): number {
   return index.segments.length + index.dictionaries.length;
 }
 
-/** An entry to append: its kind, its name and its body (none for a deletion). */
-interface Framed {
-  kind: PackEntry["kind"];
-  hash: string;
-  body?: Uint8Array;
-}
-
 /**
  * Appends entries to the newest segment in one write, under the session lock: a torn tail a crash left is cut
  * first; a segment damaged in its middle is left as it is and a new one started. Synchronous up to the write, so
@@ -268,18 +259,10 @@ interface Framed {
  * the segment is new), as a loose blob's write waits for its fsync. What it wrote is known, so it is not read
  * back: scanning it again checked every entry twice more (a third of a cold scan's pack time).
  */
-async function appendEntries(layout: SessionLayout, id: string, entries: readonly Framed[], durable: boolean) {
-  const sizeOf = (framed: Framed) => ENTRY_HEADER_BYTES + (framed.body?.length ?? 0);
-  const entry = Buffer.allocUnsafe(entries.reduce((sum, framed) => sum + sizeOf(framed), 0));
-  let into = 0;
-  for (const framed of entries) {
-    encodeEntryInto(entry, into, framed.kind, framed.hash, framed.body);
-    into += sizeOf(framed);
-    // Two hashes an entry, and a rewind appends 1,000 of its undo blobs at once (docs/ARCHITECTURE.md, "Batched
-    // file work"). What follows, from choosing the segment to recording the entries, stays one synchronous step,
-    // so no other append of this process comes between.
-    await yieldIfLong();
-  }
+async function appendEntries(layout: SessionLayout, id: string, framed: readonly Framed[], durable: boolean) {
+  // What follows the encoding, from choosing the segment to recording the entries, stays one synchronous step, so
+  // no other append of this process comes between.
+  const { bytes: entry, entries } = await encodeEntries(framed);
   const index = packIndex(layout, id);
   const dir = layout.packs(id);
   let segment = index.segments.at(-1);
@@ -299,14 +282,14 @@ async function appendEntries(layout: SessionLayout, id: string, entries: readonl
     if (segment.after === "torn") ftruncateSync(fd, segment.end);
     for (let written = 0; written < entry.length; )
       written += writeSync(fd, entry, written, entry.length - written, segment.end + written);
-    let offset = segment.end;
-    const appended = entries.map((framed) => {
-      const at = { kind: framed.kind, hash: framed.hash, offset, length: framed.body?.length ?? 0, damaged: false };
-      offset += sizeOf(framed);
-      return at;
-    });
-    apply(index, segment.seq, appended);
-    Object.assign(segment, { end: offset, size: offset, after: "nothing" });
+    const base = segment.end;
+    apply(
+      index,
+      segment.seq,
+      entries.map((appended) => ({ ...appended, offset: base + appended.offset })),
+    );
+    const end = base + entry.length;
+    Object.assign(segment, { end, size: end, after: "nothing" });
     if (durable) await fdatasyncAsync(fd);
   } finally {
     closeSync(fd);
@@ -423,19 +406,18 @@ export function compactPack(layout: SessionLayout, id: string): void {
   // What an earlier compaction killed mid-way left: under the lock, nobody's.
   for (const name of readdirSync(incoming)) if (name.startsWith("pack-")) rmSync(join(incoming, name), { force: true });
   const temp = join(incoming, `pack-${seq}-${randomBytes(4).toString("hex")}`);
-  const parts: Buffer[] = [];
+  const live: Framed[] = [];
   for (const segment of index.segments) {
     const fd = openPackFile(id, segmentPath(layout, id, segment.seq), constants.O_RDONLY);
     try {
-      for (const where of index.live.values())
-        if (where.seq === segment.seq) parts.push(readAt(fd, where.offset, ENTRY_HEADER_BYTES + where.length));
+      for (const [hash, where] of index.live) if (where.seq === segment.seq) live.push(framedAt(id, fd, hash, where));
     } finally {
       closeSync(fd);
     }
   }
   const fd = openSync(temp, "wx", 0o644);
   try {
-    const bytes = Buffer.concat(parts);
+    const { bytes } = encodeEntriesSync(live);
     for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written);
     fsyncSync(fd);
   } catch (error) {
@@ -456,6 +438,18 @@ export function compactPack(layout: SessionLayout, id: string): void {
 }
 
 /**
+ * A live blob of the pack as an entry to write again (a compaction's, a fork's copy), read from the segment `fd`
+ * holds. Under the session lock the index was just brought up to date from the files, so a place that no longer
+ * holds its blob is a file changed under the lock: STORE_TAMPERED, before anything is written.
+ */
+function framedAt(id: string, fd: number, hash: string, where: Located): Framed {
+  const stored = storedOf(readAt(fd, where.offset, where.head + where.length), hash, where);
+  if (stored === undefined)
+    throw new StoreTamperedError(id, `the pack's segment ${where.seq} no longer holds ${hash} where it did`);
+  return { kind: BLOB, hash, body: stored, damaged: where.damaged };
+}
+
+/**
  * Copies the packed ones of `hashes` from a session's pack into a new pack under `blobsDir` (a fork's staging
  * folder), fsynced; returns the hashes it copied. A pack is never hard-linked: the two would share its appends.
  */
@@ -467,7 +461,7 @@ export function copyPackedInto(
 ): Set<string> {
   const index = packIndex(layout, fromId);
   const copied = new Set<string>();
-  const parts: Buffer[] = [];
+  const parts: Framed[] = [];
   const fds = new Map<number, number>();
   try {
     for (const hash of hashes) {
@@ -478,7 +472,7 @@ export function copyPackedInto(
         fd = openPackFile(fromId, segmentPath(layout, fromId, where.seq), constants.O_RDONLY);
         fds.set(where.seq, fd);
       }
-      parts.push(readAt(fd, where.offset, ENTRY_HEADER_BYTES + where.length));
+      parts.push(framedAt(fromId, fd, hash, where));
       copied.add(hash);
     }
   } finally {
@@ -488,7 +482,7 @@ export function copyPackedInto(
   mkdirSync(join(blobsDir, "pack"), { recursive: true });
   const fd = openSync(join(blobsDir, "pack", "00000001.pack"), "wx", 0o644);
   try {
-    const bytes = Buffer.concat(parts);
+    const { bytes } = encodeEntriesSync(parts);
     for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written);
     fsyncSync(fd);
   } finally {
