@@ -23,16 +23,25 @@ async function logLines(root: string, id: string): Promise<{ type: string; text:
     .map((line) => ({ type: (JSON.parse(line) as { type: string }).type, text: line }));
 }
 
+const FILES = 300;
+
+/** A session whose one tool call edited FILES files, after a message (`target`, a rewind goes back to it). */
+async function editedSession() {
+  const { workspace, root, store, checkpoints } = await workspaceWithStore();
+  const paths = Array.from({ length: FILES }, (_, i) => pathOf(i));
+  for (const [i, path] of paths.entries()) await put(workspace, path, `export const v${i} = 1;\n`);
+  const { id } = await store.create({ workspace });
+  const target = (await store.append(id, { type: "message", payload: { role: "user", content: "go" } })).sequence;
+  await checkpoints.around(id, { tool: "edit", paths }, async () => {
+    for (const [i, path] of paths.entries()) await writeFile(join(workspace, path), `export const v${i} = 2;\n`);
+  });
+  return { root, store, id, paths, target };
+}
+
 describe("payloads that list files hold each path once, by what it adds, hashes compact (docs/format.md)", () => {
   it("a checkpoint's line costs at most 100 bytes a path, and the tool's file states at most 90", async () => {
-    const { workspace, root, store, checkpoints } = await workspaceWithStore();
-    const files = 300;
-    const paths = Array.from({ length: files }, (_, i) => pathOf(i));
-    for (const [i, path] of paths.entries()) await put(workspace, path, `export const v${i} = 1;\n`);
-    const { id } = await store.create({ workspace });
-    await checkpoints.around(id, { tool: "edit", paths }, async () => {
-      for (const [i, path] of paths.entries()) await writeFile(join(workspace, path), `export const v${i} = 2;\n`);
-    });
+    const { root, store, id, paths } = await editedSession();
+    const files = FILES;
     const lines = await logLines(root, id);
     const [checkpoint] = lines.filter((line) => line.type === "session_checkpoint");
     const [states] = lines.filter((line) => line.type === "session_file_states");
@@ -52,15 +61,8 @@ describe("payloads that list files hold each path once, by what it adds, hashes 
   });
 
   it("a marker costs at most 180 bytes per path in the log, for a rewind and for its undo", async () => {
-    const { workspace, root, store, checkpoints } = await workspaceWithStore();
-    const files = 300;
-    const paths = Array.from({ length: files }, (_, i) => pathOf(i));
-    for (const [i, path] of paths.entries()) await put(workspace, path, `export const v${i} = 1;\n`);
-    const { id } = await store.create({ workspace });
-    const target = (await store.append(id, { type: "message", payload: { role: "user", content: "go" } })).sequence;
-    await checkpoints.around(id, { tool: "edit", paths }, async () => {
-      for (const [i, path] of paths.entries()) await writeFile(join(workspace, path), `export const v${i} = 2;\n`);
-    });
+    const { root, store, id, paths, target } = await editedSession();
+    const files = FILES;
 
     const report = await rewind(store, id, { toSequence: target, mode: "files" });
     expect(report.filesRestored).toBe(files);
