@@ -1,7 +1,8 @@
 // Child process for the pack crash test (src/backend/fs/blob-pack.ts): under the session lock, writes small blobs
 // into the pack (one at a time, and 25 at once as a run), then deletes a few and compacts it, forever, until
-// SIGKILLed, so a kill lands in appends and, above all, in compactions (each one rewrites the whole pack: tens of ms). Prints "wrote <hash>" once a write
-// resolved, "deleting <hash>" before each deletion, "compacting" before each compaction, "compacted" after.
+// SIGKILLed, so a kill lands in appends and, above all, in compactions (each one rewrites the whole pack: tens of
+// ms). Prints "wrote <hash>" once a write resolved, "deleting <hash>" before each deletion, "compacting" before
+// each compaction, "compacted" after.
 // argv: root sessionId blobCount
 import { createHash, randomBytes, randomInt } from "node:crypto";
 import { fsBackend } from "../../src/backend/index.js";
@@ -20,8 +21,9 @@ for (let i = 0; i < Number(count ?? 2000); i += 25) {
     const bytes = randomBytes(randomInt(1500, 3500)); // incompressible: stored as they are, under 4 KiB
     return [createHash("sha256").update(bytes).digest("hex"), bytes] as const;
   });
+  // Not durable: a kill, not a power loss, is what this test is for (the page cache stays).
   if ((i / 25) % 2 === 1) await locked.writeScanBlobs!(group);
-  else for (const [hash, bytes] of group) await locked.writeBlob(hash, bytes, { durable: false }); // a kill, not a power loss
+  else for (const [hash, bytes] of group) await locked.writeBlob(hash, bytes, { durable: false });
   for (const [hash] of group) {
     process.stdout.write(`wrote ${hash}\n`);
     written.push(hash);

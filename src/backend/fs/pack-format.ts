@@ -107,10 +107,42 @@ type Encoded = { bytes: Buffer; entries: PackEntry[] };
  * a later write of the same blob replaces it, as before.
  */
 function* encoding(framed: readonly Framed[]): Generator<void, Encoded> {
+  const { alone, runs } = grouped(framed);
+  let total = 0;
+  for (const entry of alone) total += ENTRY_HEADER_BYTES + (entry.body?.length ?? 0);
+  for (const members of runs.values()) {
+    total += RUN_HEADER_BYTES;
+    for (const { parts } of members) total += ROW_BYTES + parts.body.length;
+  }
+  const bytes = Buffer.allocUnsafe(total);
+  const entries: PackEntry[] = [];
+  let at = 0;
+  for (const entry of alone) {
+    const body = entry.body ?? EMPTY;
+    encodeEntryInto(bytes, at, entry.kind, entry.hash, body);
+    const damaged = entry.damaged === true;
+    if (damaged) bytes.writeUInt32BE(bytes.readUInt32BE(at + 48) ^ 0xffffffff, at + 48);
+    const size = ENTRY_HEADER_BYTES + body.length;
+    const { kind, hash } = entry;
+    entries.push({ kind, hash, offset: at, length: body.length, damaged, head: ENTRY_HEADER_BYTES, size });
+    at += size;
+    yield;
+  }
+  for (const [dictionary, members] of runs) at = yield* encodeRun(bytes, at, dictionary, members, entries);
+  return { bytes, entries };
+}
+
+type Member = { hash: string; parts: StoredParts };
+
+/**
+ * Which blobs go as runs, by the dictionary a run's header names (those deflated against one, and the others with
+ * the first of them), and which as entries of their own (deletions, damaged blobs, bodies past a member's 64 KiB,
+ * and a run's only member: an entry of its own is smaller).
+ */
+function grouped(framed: readonly Framed[]): { alone: Framed[]; runs: Map<number, Member[]> } {
   const alone: Framed[] = [];
-  // By the dictionary a run's header names: those deflated against one, and the others with the first of them.
-  const runs = new Map<number, { hash: string; parts: StoredParts }[]>();
-  const others: { hash: string; parts: StoredParts }[] = [];
+  const runs = new Map<number, Member[]>();
+  const others: Member[] = [];
   for (const entry of framed) {
     const parts = entry.kind === BLOB && entry.body && !entry.damaged ? storedParts(entry.body) : undefined;
     if (parts === undefined || parts.body.length > MAX_MEMBER_BODY || parts.length > 0xffffffff) alone.push(entry);
@@ -131,64 +163,46 @@ function* encoding(framed: readonly Framed[]): Generator<void, Encoded> {
       alone.push({ kind: BLOB, hash: members[0]!.hash, body: storedBytes(members[0]!.parts) });
       runs.delete(key);
     }
-  let total = 0;
-  for (const entry of alone) total += ENTRY_HEADER_BYTES + (entry.body?.length ?? 0);
-  for (const members of runs.values()) {
-    total += RUN_HEADER_BYTES;
-    for (const { parts } of members) total += ROW_BYTES + parts.body.length;
-  }
-  const bytes = Buffer.allocUnsafe(total);
-  const entries: PackEntry[] = [];
-  let at = 0;
-  for (const entry of alone) {
-    const body = entry.body ?? EMPTY;
-    encodeEntryInto(bytes, at, entry.kind, entry.hash, body);
-    const damaged = entry.damaged === true;
-    if (damaged) bytes.writeUInt32BE(bytes.readUInt32BE(at + 48) ^ 0xffffffff, at + 48);
-    const size = ENTRY_HEADER_BYTES + body.length;
+  return { alone, runs };
+}
+
+/** Writes a run of `members` into `bytes` at `at`, its entries into `entries`; returns where it ends. */
+function* encodeRun(
+  bytes: Buffer,
+  at: number,
+  dictionary: number,
+  members: readonly Member[],
+  entries: PackEntry[],
+): Generator<void, number> {
+  const start = at;
+  const rows = createHash("sha256");
+  at += RUN_HEADER_BYTES;
+  for (const [i, { hash, parts }] of members.entries()) {
+    const { how, length, body } = parts;
+    bytes.write(hash, at, 32, "hex");
+    bytes[at + 32] = how;
+    bytes.writeUInt32BE(length, at + 33);
+    bytes.writeUInt16BE(body.length, at + 37);
+    checkOf(body).copy(bytes, at + 39);
+    bytes.set(body, at + ROW_BYTES);
+    rows.update(bytes.subarray(at, at + ROW_BYTES));
+    const size = ROW_BYTES + body.length + (i === 0 ? RUN_HEADER_BYTES : 0);
     entries.push({
-      kind: entry.kind,
-      hash: entry.hash,
-      offset: at,
-      length: body.length,
-      damaged,
-      head: ENTRY_HEADER_BYTES,
-      size,
+      ...{ kind: BLOB, hash, offset: at, length: body.length, damaged: false, head: ROW_BYTES, size },
+      parts: { how, length, dictionary: how === DEFLATE_RAW_DICTIONARY ? dictionary : 0 },
     });
-    at += size;
+    at += ROW_BYTES + body.length;
     yield;
   }
-  for (const [dictionary, members] of runs) {
-    const start = at;
-    const rows = createHash("sha256");
-    at += RUN_HEADER_BYTES;
-    for (const [i, { hash, parts }] of members.entries()) {
-      const { how, length, body } = parts;
-      bytes.write(hash, at, 32, "hex");
-      bytes[at + 32] = how;
-      bytes.writeUInt32BE(length, at + 33);
-      bytes.writeUInt16BE(body.length, at + 37);
-      checkOf(body).copy(bytes, at + 39);
-      bytes.set(body, at + ROW_BYTES);
-      rows.update(bytes.subarray(at, at + ROW_BYTES));
-      const size = ROW_BYTES + body.length + (i === 0 ? RUN_HEADER_BYTES : 0);
-      entries.push({
-        ...{ kind: BLOB, hash, offset: at, length: body.length, damaged: false, head: ROW_BYTES, size },
-        parts: { how, length, dictionary: how === DEFLATE_RAW_DICTIONARY ? dictionary : 0 },
-      });
-      at += ROW_BYTES + body.length;
-      yield;
-    }
-    MAGIC.copy(bytes, start);
-    bytes[start + 4] = RUN;
-    bytes.fill(0, start + 5, start + 8);
-    bytes.writeUInt32BE(at - start - RUN_HEADER_BYTES, start + 8);
-    bytes.writeUInt32BE(members.length, start + 12);
-    bytes.writeUInt32BE(dictionary, start + 16);
-    checkOf(bytes.subarray(start, start + 20)).copy(bytes, start + 20);
-    rows.digest().copy(bytes, start + 24, 0, 4);
-  }
-  return { bytes, entries };
+  MAGIC.copy(bytes, start);
+  bytes[start + 4] = RUN;
+  bytes.fill(0, start + 5, start + 8);
+  bytes.writeUInt32BE(at - start - RUN_HEADER_BYTES, start + 8);
+  bytes.writeUInt32BE(members.length, start + 12);
+  bytes.writeUInt32BE(dictionary, start + 16);
+  checkOf(bytes.subarray(start, start + 20)).copy(bytes, start + 20);
+  rows.digest().copy(bytes, start + 24, 0, 4);
+  return at;
 }
 
 /** The bytes of one blob or deletion entry of its own (tests build torn and damaged tails with it). */
