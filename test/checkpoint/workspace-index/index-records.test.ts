@@ -96,7 +96,9 @@ describe("the workspace index's records", () => {
     const inflated = inflateRawSync(Buffer.from(stored.deflated, "base64")).toString("utf8");
     expect(JSON.parse(inflated)).toMatchObject({ v: 2, workspace });
     expect(JSON.parse(inflated).columns.rest.length).toBeGreaterThan(FILES);
-    expect(JSON.stringify(stored).length).toBeLessThan(inflated.length / 2);
+    // Stored in base64, deflated: 0.485-0.487 of the JSON here, 0.50 once in CI (the times and inode numbers are
+    // the least compressible part since the base is by columns); written plain it would be all of it.
+    expect(JSON.stringify(stored).length).toBeLessThan(inflated.length * 0.6);
 
     const { checkpoints, scans, last } = freshStore();
     await command(checkpoints, () => writeFile(join(workspace, "src/m1/f3.ts"), "edited\n"));
