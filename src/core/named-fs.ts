@@ -133,3 +133,4 @@ export function readdirSync(path: string): string[] {
 export const statSync = (path: string) => at(path, (os) => fs.statSync(os));
 export const renameSync = (from: string, to: string) => at(from, (a) => at(to, (b) => fs.renameSync(a, b)));
 export const unlinkSync = (path: string) => at(path, (os) => fs.unlinkSync(os));
+export const rmdirSync = (path: string) => at(path, (os) => fs.rmdirSync(os));

@@ -8,7 +8,7 @@ import { confine, placeLexically, type ParentLooks } from "../checkpoint/confine
 import { HeldWorkspace, OUTSIDE } from "../checkpoint/held-workspace.js";
 import { removeEntry } from "../checkpoint/remove-entry.js";
 import { isStrictlyBelowAny } from "./plan.js";
-import { lateChange, stillAsPlannedSync, type LateChange } from "./still-as-planned.js";
+import { lateChange, stillAsPlannedSliced, stillAsPlannedSync, type LateChange } from "./still-as-planned.js";
 import { deleteNow, restoreFileNow, type NowOutcome } from "./restore-now.js";
 import { fsyncFile, ignoreGone, restoreDirectory, restoreFile, restoreMode, restoreSymlink } from "./restore-async.js";
 import { yieldIfLong } from "../core/time-slices.js";
@@ -263,6 +263,7 @@ class ApplyRun {
    * kept for the undo is looked at again (a few times: a path that keeps changing is left).
    */
   private async unchanged(path: string, where: string, deep: boolean): Promise<boolean> {
+    if (this.planned !== undefined && deep && (await this.unchangedBelow(path, where))) return true;
     for (let look = 1; this.planned !== undefined; look++) {
       const change = await lateChange(where, path, this.planned, deep);
       if (change === undefined) return true;
@@ -274,6 +275,15 @@ class ApplyRun {
       this.planned = outcome;
     }
     return true;
+  }
+
+  /** The quick look first, with synchronous calls: false (or an error) leaves it to the look that says what changed. */
+  private async unchangedBelow(path: string, where: string): Promise<boolean> {
+    try {
+      return await stillAsPlannedSliced(where, path, this.planned!, this.options.stamps);
+    } catch {
+      return false;
+    }
   }
 
   private unchangedNow(path: string, where: string, deep: boolean): boolean {

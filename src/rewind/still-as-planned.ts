@@ -6,6 +6,7 @@ import { closeSync, constants, readFileSync, type Stats } from "node:fs";
 import { lstat, lstatSync, open, openSync, readdir, readdirSync, readlink, readlinkSync } from "../core/named-fs.js";
 import type { FileSnapshot, FileState } from "../core/events.js";
 import { stillStamped, type FileStamp } from "../checkpoint/file-stamps.js";
+import { yieldIfLong } from "../core/time-slices.js";
 
 /**
  * The states each path may be in just before a rewind (or an undo, or a roll-back) replaces or deletes it: as
@@ -158,6 +159,44 @@ export function stillAsPlannedSync(
   deep: boolean,
   stamps?: ReadonlyMap<string, FileStamp>,
 ): boolean {
+  const found = lookAtOnce(where, path, states, deep, stamps);
+  if (typeof found === "boolean") return found;
+  for (const name of readdirSync(where)) {
+    const below = path === "." ? name : `${path}/${name}`;
+    if (!states.has(below) || !stillAsPlannedSync(`${where}/${name}`, below, states, true, stamps)) return false;
+  }
+  return true;
+}
+
+/**
+ * {@link stillAsPlannedSync} of a folder about to be removed, everything below it looked at, the event loop given a
+ * turn between entries once a slice has run long: the asynchronous form made a round trip for each call, and read
+ * and hashed again every file the plan had just hashed (docs/ARCHITECTURE.md, "Batched file work").
+ */
+export async function stillAsPlannedSliced(
+  where: string,
+  path: string,
+  states: ReadonlyMap<string, readonly FileSnapshot[]>,
+  stamps?: ReadonlyMap<string, FileStamp>,
+): Promise<boolean> {
+  const found = lookAtOnce(where, path, states, true, stamps);
+  if (typeof found === "boolean") return found;
+  for (const name of readdirSync(where)) {
+    const below = path === "." ? name : `${path}/${name}`;
+    if (!states.has(below) || !(await stillAsPlannedSliced(`${where}/${name}`, below, states, stamps))) return false;
+    await yieldIfLong();
+  }
+  return true;
+}
+
+/** The entry itself compared: true or false, or "below" for a planned folder whose entries are still to look at. */
+function lookAtOnce(
+  where: string,
+  path: string,
+  states: ReadonlyMap<string, readonly FileSnapshot[]>,
+  deep: boolean,
+  stamps: ReadonlyMap<string, FileStamp> | undefined,
+): boolean | "below" {
   const wanted = states.get(path);
   if (wanted === undefined) return true;
   let info: Stats;
@@ -170,12 +209,7 @@ export function stillAsPlannedSync(
   }
   for (const record of wanted) {
     if (!entryIsSync(where, info, record, stamps?.get(path))) continue;
-    if (!deep || record.kind !== "directory") return true;
-    for (const name of readdirSync(where)) {
-      const below = path === "." ? name : `${path}/${name}`;
-      if (!states.has(below) || !stillAsPlannedSync(`${where}/${name}`, below, states, true, stamps)) return false;
-    }
-    return true;
+    return deep && record.kind === "directory" ? "below" : true;
   }
   return false;
 }

@@ -34,6 +34,11 @@ export const FS_CALLS = [
 export interface TracedRun {
   /** Each traced system call made between the markers, by name, in every thread and child process. */
   calls: Map<string, number>;
+  /**
+   * How many of them another thread made than the process's first (Node's main thread): libuv's thread pool,
+   * each call one round trip from the event loop, or a worker.
+   */
+  offMainThread: number;
   /** With `fdPaths`: strace's lines between the markers, each descriptor followed by its path (`-y`). */
   lines: string[];
   stdout: string;
@@ -74,9 +79,14 @@ export async function traceChild(
   const end = lines.findIndex((line) => line.includes("/agent-tape-trace-end"));
   if (start === -1 || end < start) throw new Error(`the child set no markers; stderr:\n${stderr}`);
   const calls = new Map<string, number>();
+  const mainThread = /^(\d+)\s/.exec(lines[0] ?? "")?.[1];
+  let offMainThread = 0;
   for (const line of lines.slice(start + 1, end)) {
-    const name = /^\d+\s+(\w+)\(/.exec(line)?.[1]; // a call's start; "<... resumed>" lines are its end
-    if (name && syscalls.includes(name)) calls.set(name, (calls.get(name) ?? 0) + 1);
+    const [, thread, name] = /^(\d+)\s+(\w+)\(/.exec(line) ?? []; // a call's start; "<... resumed>" lines are its end
+    if (!name || !syscalls.includes(name)) continue;
+    calls.set(name, (calls.get(name) ?? 0) + 1);
+    if (thread !== mainThread) offMainThread++;
   }
-  return { calls, lines: options.fdPaths ? lines.slice(start + 1, end) : [], stdout } satisfies TracedRun;
+  const between = options.fdPaths ? lines.slice(start + 1, end) : [];
+  return { calls, offMainThread, lines: between, stdout } satisfies TracedRun;
 }
