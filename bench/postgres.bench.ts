@@ -70,12 +70,32 @@ export const postgresSuite: Suite = {
       });
       const bare = await admin.connect();
       let bareSequence = 0;
-      const single = { fs: [] as number[], pg: [] as number[], bare: [] as number[] };
+      // The store's own statement into its own table with no library in between: a session of the store's, its lock
+      // epoch bumped by hand, and the fenced insert (foreign key, check, the same row) as a named statement on a
+      // connection of its own. What the server and its disk give the store's exact row (an info row below).
+      const shape = await admin.connect();
+      const fence = (
+        await shape.query<{ incarnation: string; lock_epoch: string }>(
+          `UPDATE "${schema}".sessions SET lock_epoch = lock_epoch + 1 WHERE id = $1 RETURNING incarnation, lock_epoch`,
+          [(await pgStore.create()).id],
+        )
+      ).rows[0]!;
+      const fenced =
+        `WITH f AS (SELECT 1 FROM "${schema}".sessions WHERE incarnation = $1 AND lock_epoch = $2) ` +
+        `INSERT INTO "${schema}".events (incarnation, sequence, line) SELECT $1, $3::bigint, $4::text FROM f`;
+      let shapeSequence = 0;
+      const single = { fs: [] as number[], pg: [] as number[], bare: [] as number[], shape: [] as number[] };
       const contenders = {
         fs: () => fsStore.append(fsId, messageEvent),
         pg: () => pgStore.append(pgId, messageEvent),
         bare: () =>
           bare.query(`INSERT INTO "${schema}".bare (a, b, line) VALUES (1, $1, $2)`, [++bareSequence, bareLine]),
+        shape: () =>
+          shape.query({
+            name: "bench_fenced_insert",
+            text: fenced,
+            values: [fence.incarnation, fence.lock_epoch, ++shapeSequence, bareLine],
+          }),
       };
       // Steady state, untimed: the first calls of each run are slower (the JIT compiling the client's code, the
       // server planning and caching the statements). 500 were not enough for the tail: after them the store's p99
@@ -95,8 +115,10 @@ export const postgresSuite: Suite = {
         fs: () => block("fs", contenders.fs),
         pg: () => block("pg", contenders.pg),
         bare: () => block("bare", contenders.bare),
+        shape: () => block("shape", contenders.shape),
       });
       bare.release();
+      shape.release();
       const p = (samples: number[], q: number) => [...samples].sort((a, b) => a - b)[Math.floor(q * samples.length)]!;
       const ms = (label: string, value: number, samples?: number[]): Figure => ({
         label,
@@ -120,6 +142,15 @@ export const postgresSuite: Suite = {
           ),
           target: undefined,
           notes: "info: the tail the server and its disk give any insert, against the store's",
+        },
+        {
+          ...row(
+            ms("pg store append p99", p(single.pg, 0.99)),
+            ms("the store's fenced INSERT of its row, sent bare, p99", p(single.shape, 0.99)),
+            1,
+          ),
+          target: undefined,
+          notes: "info: the store's statement, table and row with no library in between (foreign key, fence)",
         },
       );
       log(`  single appends done (${appends} each)`);

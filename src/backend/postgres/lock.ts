@@ -286,14 +286,21 @@ async function waitForLock(
   }
 }
 
-/** Whether someone else waits for the lock with these keys, as pg_locks shows it (any process, any machine). */
+const OTHERS_WAITING = `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+    AND classid = $1 AND objid = $2 AND objsubid = 2
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())) AS waiting`;
+
+/**
+ * Whether someone else waits for the lock with these keys, as pg_locks shows it (any process, any machine). A named
+ * statement: a busy holder asks once per lockMaxHoldMs while its own writes are in flight, and planned anew each
+ * time (the view, the subquery) it cost the server more to plan than to run (docs/postgres.md, "Benchmark").
+ */
 export async function othersWaitingFor(pool: Pool, keys: [number, number]): Promise<boolean> {
-  const found = await pool.query<{ waiting: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-              AND classid = $1 AND objid = $2 AND objsubid = 2
-              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())) AS waiting`,
-    keys,
-  );
+  const found = await pool.query<{ waiting: boolean }>({
+    name: statementName(OTHERS_WAITING),
+    text: OTHERS_WAITING,
+    values: keys,
+  });
   return found.rows[0]?.waiting === true;
 }
 
