@@ -126,6 +126,9 @@ interface Rewound {
   undo: number[];
   git: number[];
   gitBack: number[];
+  /** git restore there and back, each followed by a syncfs of the filesystem: as durable as ours. */
+  gitSync: number[];
+  gitSyncBack: number[];
 }
 
 /** Rewinds over the last commands (~800 paths) and back, against git restore there and back; checked exact. */
@@ -142,6 +145,7 @@ async function rewindRounds(
   let paths = 0;
   const undoMs: number[] = [];
   const gitBackMs: number[] = [];
+  const gitSyncBackMs: number[] = [];
   const restore = (commit: string) => git.run(["restore", `--source=${commit}`, "--staged", "--worktree", "."]);
   const exact = async (commit: string, what: string) => {
     const changed = await git.treeDiffers(commit);
@@ -174,10 +178,36 @@ async function rewindRounds(
         await exact(end, "git restore back");
         return ms;
       },
+      // The same, then one syncfs of the filesystem (what ours does for 16 files or more): the price of durability.
+      gitSync: async () => {
+        await settleDisk(dir);
+        const ms = await timeIt(async () => {
+          await restore(target.commit);
+          await settleDisk(dir);
+        });
+        await exact(target.commit, "git restore + sync");
+        await settleDisk(dir);
+        gitSyncBackMs.push(
+          await timeIt(async () => {
+            await restore(end);
+            await settleDisk(dir);
+          }),
+        );
+        await exact(end, "git restore back + sync");
+        return ms;
+      },
     },
     { warmUp: false },
   );
-  return { paths, ours: samples.ours, undo: undoMs, git: samples.git, gitBack: gitBackMs };
+  return {
+    paths,
+    ours: samples.ours,
+    undo: undoMs,
+    git: samples.git,
+    gitBack: gitBackMs,
+    gitSync: samples.gitSync,
+    gitSyncBack: gitSyncBackMs,
+  };
 }
 
 function rowsFor(
@@ -198,6 +228,8 @@ function rowsFor(
     undo: perOperation("paths/s, undoRewind", rewound.undo, rewound.paths),
     gitRewind: perOperation("paths/s, git restore --source --staged --worktree", rewound.git, rewound.paths),
     gitBack: perOperation("paths/s, git restore back", rewound.gitBack, rewound.paths),
+    gitSync: perOperation("paths/s, git restore, then syncfs", rewound.gitSync, rewound.paths),
+    gitSyncBack: perOperation("paths/s, git restore back, then syncfs", rewound.gitSyncBack, rewound.paths),
   };
   const mix = "sed -i over 200 files, mv of a folder, rm -rf, a 50-file generator, a build into an ignored folder";
   return [
@@ -234,6 +266,24 @@ function rowsFor(
       ratio: f.undo.value / f.gitBack.value,
       target: { op: ">=", value: REWIND_PARITY, on: "ratio" },
       notes: `${formatMs(f.undo, rewound.paths)} vs ${formatMs(f.gitBack, rewound.paths)}; both checked exact`,
+    },
+    {
+      suite: `session ${at}: rewind of ${rewound.paths} paths vs git restore + syncfs`,
+      ours: f.ours,
+      baseline: f.gitSync,
+      ratio: f.ours.value / f.gitSync.value,
+      target: undefined,
+      notes:
+        `info: ${formatMs(f.ours, rewound.paths)} vs ${formatMs(f.gitSync, rewound.paths)}: git's restore made ` +
+        "as durable as ours (one syncfs after it, as ours makes 16 files or more durable)",
+    },
+    {
+      suite: `session ${at}: undo of that rewind vs git restore back + syncfs`,
+      ours: f.undo,
+      baseline: f.gitSyncBack,
+      ratio: f.undo.value / f.gitSyncBack.value,
+      target: undefined,
+      notes: `info: ${formatMs(f.undo, rewound.paths)} vs ${formatMs(f.gitSyncBack, rewound.paths)}`,
     },
   ];
 }

@@ -20,6 +20,11 @@ export class HelperThread<Job, Answer> {
     return this.thread !== undefined;
   }
 
+  /** Starts the thread now, if it is not up, so that the first ask does not wait for it to boot. */
+  warm(): void {
+    this.start();
+  }
+
   ask(job: Job, transfer: readonly ArrayBuffer[] = []): Promise<Answer | undefined> {
     const thread = this.start();
     if (!thread) return Promise.resolve(undefined);

@@ -32,6 +32,15 @@ export async function syncFilesystem(folder: string): Promise<boolean> {
   return outcome === "synced";
 }
 
+/**
+ * Called as soon as a batch of `files` is known to come (a rewind's plan, an undo's): when its wait will be a
+ * syncfs started from the worker thread, starts that thread now. Booting it takes tens of milliseconds, which
+ * the first large rewind of a process waited for at its last step (docs/ARCHITECTURE.md, "Batched file work").
+ */
+export function readySyncFilesystem(files: number): void {
+  if (!unavailable && files >= SYNC_FILESYSTEM_FROM && process.memoryUsage.rss() >= WORKER_FROM_RSS) spawner.warm();
+}
+
 /** Resident memory from which `sync` is started from a worker thread (see {@link syncFilesystem}). */
 const WORKER_FROM_RSS = 128 * 1024 * 1024;
 

@@ -37,6 +37,7 @@ import { assertExpectedHead, assertExpectedHeadForm } from "./expected-head.js";
 import { assertTargetRead, checkTargetForm, resolveTarget } from "./target.js";
 import { lastWrittenStates, ON_CONFLICT, settleConflicts, statesWrittenBy, type OnConflict } from "./conflicts.js";
 import { signalOf } from "../core/defined-fields.js";
+import { readySyncFilesystem } from "../core/sync-filesystem.js";
 import type { RewindOptions, RewindReport, ReportedChange } from "./rewind-report.js";
 
 export type { RewindOptions, RewindReport, ReportedChange } from "./rewind-report.js";
@@ -157,6 +158,7 @@ async function rewindLocked(
   const files = touchesFiles
     ? await planRewindFiles(store, id, options, settings, givenWorkspace!, target, after, report, held)
     : undefined;
+  readySyncFilesystem(files?.plan.changes.length ?? 0);
   options.onProgress?.("planned");
   if (report.dryRun) return report;
   if (report.unrecoverable && keepUndo > 0 && options.allowUnrecoverable !== true)

@@ -27,6 +27,7 @@ import {
 import { diffPlannedChanges } from "./plan-diffs.js";
 import { lastWrittenStates, ON_CONFLICT, settleConflicts, statesWrittenBy, type OnConflict } from "./conflicts.js";
 import { signalOf } from "../core/defined-fields.js";
+import { readySyncFilesystem } from "../core/sync-filesystem.js";
 
 export interface UndoRewindOptions extends SignalOption {
   /** @default the workspace the rewind restored into */
@@ -124,6 +125,7 @@ async function undoLocked(
       throw new InvalidArgumentError(`Pass \`workspace\`: session "${id}" records none.`);
     files = await planUndoFiles(store, id, options, onConflict, rewound, givenWorkspace, report, held);
   }
+  readySyncFilesystem(files?.plan.changes.length ?? 0);
   options.onProgress?.("planned");
   if (report.dryRun) return report;
   return applyUndo(store, locked, id, options, rewound, events, files, report, held);
