@@ -1,16 +1,25 @@
 import { randomBytes } from "node:crypto";
+import { closeSync, constants, fchmodSync, fsync, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { promisify } from "node:util";
 // A workspace folder's name may hold bytes that are not UTF-8 (docs/ARCHITECTURE.md, "Names and depths").
-import { open as openNamed } from "./named-fs.js";
+import { openSync as openNamedSync } from "./named-fs.js";
 
-/** fsync a file or a folder, opened by name: its bytes, or a rename or create inside it, survive power loss. */
+const fsyncFd = promisify(fsync);
+
+/**
+ * fsync a file or a folder, opened by name: its bytes, or a rename or create inside it, survive power loss. The
+ * open and the close are synchronous (microseconds); only the fsync, which waits for the disk, goes to the thread
+ * pool: three round trips were one (docs/ARCHITECTURE.md, "Batched file work").
+ */
 export async function fsyncPath(path: string): Promise<void> {
-  const fh = await openNamed(path, "r");
+  // O_NONBLOCK: a FIFO put in a path's place would otherwise hold the open (and now the event loop) until a writer.
+  const fd = openNamedSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
-    await fh.sync();
+    await fsyncFd(fd);
   } finally {
-    await fh.close();
+    closeSync(fd);
   }
 }
 
@@ -44,6 +53,7 @@ export async function writeFileAtomic(
   options: AtomicWriteOptions = {},
 ): Promise<void> {
   const durable = options.durable ?? true;
+  if (data.length <= AT_ONCE_MAX_BYTES) return writeSmallAtomic(file, data, { ...options, durable });
   const temp = tempPathFor(file);
   const fh = await open(temp, "wx", options.mode ?? 0o644);
   try {
@@ -60,4 +70,34 @@ export async function writeFileAtomic(
     throw error;
   }
   if (durable) await fsyncDir(dirname(file));
+}
+
+/**
+ * Up to this many bytes (a string's length counts UTF-16 units: at most three bytes each), the temp is made,
+ * written, closed and renamed with synchronous calls, and only the fsyncs of a durable write go to the thread
+ * pool: a record, an intent, a session's own file took up to nine round trips each (docs/ARCHITECTURE.md,
+ * "Batched file work"). A durable write's rename comes after the temp's fsync, so it starts no writing out of its
+ * bytes (ext4's auto_da_alloc); a write that is not durable has at most these few pages to start.
+ */
+const AT_ONCE_MAX_BYTES = 16 * 1024;
+
+async function writeSmallAtomic(file: string, data: string | Uint8Array, options: AtomicWriteOptions): Promise<void> {
+  const bytes = typeof data === "string" ? Buffer.from(data) : data;
+  const temp = tempPathFor(file);
+  const fd = openSync(temp, "wx", options.mode ?? 0o644);
+  try {
+    try {
+      for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+      if (options.mode !== undefined) fchmodSync(fd, options.mode); // open()'s mode is filtered by the umask
+      const syncTemp = () => fsyncFd(fd);
+      if (options.durable) await (options.syncData ? options.syncData(syncTemp) : syncTemp());
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temp, file);
+  } catch (error) {
+    rmSync(temp, { force: true });
+    throw error;
+  }
+  if (options.durable) await fsyncDir(dirname(file));
 }

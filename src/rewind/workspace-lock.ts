@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { lstat, mkdir, unlink, writeFile } from "node:fs/promises";
+import { lstatSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs";
 // The workspace's path may hold bytes that are not UTF-8 (docs/ARCHITECTURE.md, "Names and depths").
-import { stat } from "../core/named-fs.js";
+import { statSync } from "../core/named-fs.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { acquireFileLock, type FileLock } from "../backend/fs/lock.js";
@@ -43,9 +43,11 @@ export async function lockWorkspace(
   realWorkspace: string,
   options: { signal?: AbortSignal | undefined; waitMs?: number } = {},
 ): Promise<WorkspaceLock> {
-  const folder = await privateLockFolder();
+  // The lock folder's checks, the workspace's stat and the note are synchronous calls of microseconds: through the
+  // thread pool they were a round trip each (docs/ARCHITECTURE.md, "Batched file work").
+  const folder = privateLockFolder();
   // A folder gone since (a pending rewind's) is keyed by its path: nothing else can be writing it.
-  const info = await stat(realWorkspace).catch(() => undefined);
+  const info = statOrUndefined(realWorkspace);
   // With its birth time: a folder made where a removed one was may get its inode number back, and would then meet
   // a lock a killed process left on the old one (and wait for it to go stale). Where the filesystem keeps no
   // birth time it is 0: device and inode alone.
@@ -72,17 +74,33 @@ export async function lockWorkspace(
   // Which folder a held lock is for, for a person looking at the lock folder; never read by the lock itself.
   // Written by the holder and removed before it lets go, so the folder is empty when no rewind runs.
   const note = `${file}.workspace`;
-  await writeFile(note, `${realWorkspace}\n`, { flag: "w" }).catch(() => undefined);
+  try {
+    writeFileSync(note, `${realWorkspace}\n`, { flag: "w" });
+  } catch {
+    // only a note for a person: the lock holds without it
+  }
   return {
     assertHeld: () => {
       if (lost !== undefined || lock.lapsed())
         throw new LockCompromisedError(`workspace ${realWorkspace}`, { cause: lost });
     },
     release: async () => {
-      await unlink(note).catch(() => undefined);
+      try {
+        unlinkSync(note);
+      } catch {
+        // already gone
+      }
       await lock.release();
     },
   };
+}
+
+function statOrUndefined(path: string) {
+  try {
+    return statSync(path);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Runs `fn` holding the workspace's lock. */
@@ -100,14 +118,14 @@ export async function withWorkspaceLock<T>(
 }
 
 /** The lock folder, made if missing; the default per-user one must be this user's, and no one else may write it. */
-async function privateLockFolder(): Promise<string> {
+function privateLockFolder(): string {
   const folder = workspaceLockFolder();
   const shared = process.env.AGENT_TAPE_LOCK_DIR !== undefined && process.env.AGENT_TAPE_LOCK_DIR !== "";
   try {
-    await mkdir(folder, { recursive: true, mode: shared ? 0o777 : 0o700 });
+    mkdirSync(folder, { recursive: true, mode: shared ? 0o777 : 0o700 });
     if (shared) return folder;
     const mine = join(folder, "..");
-    const info = await lstat(mine);
+    const info = lstatSync(mine);
     const uid = process.getuid?.();
     if (!info.isDirectory() || (uid !== undefined && info.uid !== uid) || (info.mode & 0o022) !== 0)
       throw Object.assign(new Error(`${mine} is not a private folder of this user's`), {

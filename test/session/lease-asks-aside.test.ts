@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { memoryBackend, type StorageBackend } from "../../src/backend/index.js";
-import { SessionStore } from "../../src/index.js";
+import { openStore } from "../helpers/fixture.js";
 
 // Past lockMaxHoldMs the lease asks whether anyone waits for the lock; no operation waits for the answer, which
 // on PostgreSQL is a round trip of its own (docs/postgres.md, "Benchmark"). A yes hands over at a later operation.
@@ -33,7 +33,7 @@ describe("the lease asks whether anyone waits beside the operation, not before i
   it("appends go on while the question has no answer, and it is asked once at a time", async () => {
     let answer!: (waits: boolean) => void;
     const { backend, takes, asked } = askedBackend(() => new Promise((resolve) => (answer = resolve)));
-    const store = new SessionStore({ backend, durability: "fsync", lockIdleMs: 60_000, lockMaxHoldMs: 20 });
+    const store = openStore({ backend, durability: "fsync", lockIdleMs: 60_000, lockMaxHoldMs: 20 });
     try {
       const { id } = await store.create();
       await store.append(id, message);
@@ -53,7 +53,7 @@ describe("the lease asks whether anyone waits beside the operation, not before i
 
   it("a backend that fails to answer counts as a waiter, and nothing is left unhandled", async () => {
     const { backend, takes } = askedBackend(() => Promise.reject(new Error("no answer")));
-    const store = new SessionStore({ backend, durability: "fsync", lockIdleMs: 60_000, lockMaxHoldMs: 20 });
+    const store = openStore({ backend, durability: "fsync", lockIdleMs: 60_000, lockMaxHoldMs: 20 });
     try {
       const { id } = await store.create();
       await store.append(id, message);

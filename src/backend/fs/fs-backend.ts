@@ -27,7 +27,13 @@ import { acquireFileLock, othersWaiting } from "./lock.js";
 import { moveLogToNewInode } from "./move-log.js";
 import { FsLockedSession } from "./locked-session.js";
 import { readLastEvent, readLogBatches } from "./read-log.js";
-import { checkStoreFolder, openStoreFile, READ, readStoreFile } from "./store-files.js";
+import {
+  checkStoreFolder,
+  checkStoreFolderSync,
+  openStoreFile,
+  READ,
+  readSmallStoreFile,
+} from "./store-files.js";
 import { parseSessionRecord, parseStoreJson } from "./store-json.js";
 import { readArchivedLogFile } from "./archive-log.js";
 
@@ -104,7 +110,7 @@ class FsBackend implements StorageBackend {
     options.signal?.throwIfAborted();
     let text: string;
     try {
-      text = (await readStoreFile(id, meta)).toString("utf8");
+      text = (await readSmallStoreFile(id, meta)).toString("utf8");
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       // session.json is derived: if it is gone but the log is there, the session still is.
@@ -197,9 +203,9 @@ class FsBackend implements StorageBackend {
     options.signal?.throwIfAborted();
     if (!isRecordName(name)) return undefined;
     try {
-      await checkStoreFolder(id, records);
+      checkStoreFolderSync(id, records);
       const path = this.layout.record(id, name);
-      return parseStoreJson(id, path, (await readStoreFile(id, path)).toString("utf8"));
+      return parseStoreJson(id, path, (await readSmallStoreFile(id, path)).toString("utf8"));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw error;

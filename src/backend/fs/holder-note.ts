@@ -1,5 +1,5 @@
 import * as fs from "node:fs";
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 
 /**
  * `events.holder`: who holds a session's lock (docs/ARCHITECTURE.md, "Lock lease"). The first line is the
@@ -34,7 +34,8 @@ export function folderKey(info: fs.BigIntStats): string | undefined {
 export async function writeHolderNote(file: string, lock: string | undefined): Promise<void> {
   const self = thisProcess();
   const identity = self && lock ? { ...self, lock } : undefined;
-  await writeFile(holderPath(file), `${process.pid}\n${identity ? `${JSON.stringify(identity)}\n` : ""}`);
+  // One synchronous write of a few bytes: three round trips through the thread pool cost more than the call.
+  fs.writeFileSync(holderPath(file), `${process.pid}\n${identity ? `${JSON.stringify(identity)}\n` : ""}`);
 }
 
 /** The note as written, or undefined when there is none or its first line is no pid. */

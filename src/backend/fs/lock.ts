@@ -165,17 +165,19 @@ class LeaseWatch {
     return Object.assign(new Error(reason), { code: "ENOENT" });
   }
 
+  // The calls proper-lockfile makes while nobody else holds the lock (make the folder, read its mtime, stamp it,
+  // remove it) are synchronous, their answers given on the next tick as from the thread pool: each was a round
+  // trip of its own for a call of microseconds (docs/ARCHITECTURE.md, "Batched file work").
   readonly fs = {
     ...fs,
     mkdir: (path: string, cb: Callback) => {
       const at = Date.now();
-      fs.mkdir(path, (error) => {
-        if (!error) {
-          this.refreshedAt = at;
-          this.adopt();
-        }
-        cb(error);
-      });
+      const error = failureOf(() => fs.mkdirSync(path));
+      if (!error) {
+        this.refreshedAt = at;
+        this.adopt();
+      }
+      process.nextTick(cb, error);
     },
     stat: (path: string, cb: Callback) => {
       if (path === this.lockDir && this.phase === "acquiring" && !this.own) {
@@ -193,16 +195,19 @@ class LeaseWatch {
         });
         return;
       }
-      fs.stat(path, (error, info) => {
-        if (error || path !== this.lockDir) return cb(error, info);
-        if (this.phase === "acquiring") {
-          this.expectedMtimeMs = info.mtime.getTime(); // the mtime probe: proper-lockfile keeps what it reads
-          return cb(null, info);
-        }
-        if (!this.stillOurs()) return cb(this.lost("the lock folder was replaced by another holder's"));
-        // Ours (by inode): show proper-lockfile the mtime it expects, since a revival may have moved it.
-        cb(null, { ...info, mtime: new Date(this.expectedMtimeMs) });
-      });
+      answerOf(
+        () => fs.statSync(path),
+        (error, info) => {
+          if (error || info === undefined || path !== this.lockDir) return cb(error, info);
+          if (this.phase === "acquiring") {
+            this.expectedMtimeMs = info.mtime.getTime(); // the mtime probe: proper-lockfile keeps what it reads
+            return cb(null, info);
+          }
+          if (!this.stillOurs()) return cb(this.lost("the lock folder was replaced by another holder's"));
+          // Ours (by inode): show proper-lockfile the mtime it expects, since a revival may have moved it.
+          cb(null, { ...info, mtime: new Date(this.expectedMtimeMs) });
+        },
+      );
     },
     utimes: (path: string, atime: Date, mtime: Date, cb: Callback) => {
       if (this.phase === "held" && this.lapsed() && !this.revive())
@@ -217,8 +222,11 @@ class LeaseWatch {
         }
         cb(error);
       };
-      if (this.own.fd === undefined) fs.utimes(path, atime, mtime, done);
-      else fs.futimes(this.own.fd, atime, mtime, done);
+      const fd = this.own.fd;
+      const error = failureOf(() =>
+        fd === undefined ? fs.utimesSync(path, atime, mtime) : fs.futimesSync(fd, atime, mtime),
+      );
+      process.nextTick(done, error);
     },
     rmdir: (path: string, cb: Callback) => {
       if (this.phase === "acquiring" && !this.own) {
@@ -233,7 +241,8 @@ class LeaseWatch {
       const ours = this.phase !== "abandoning" && !(this.lapsed() && !this.revive()) && this.stillOurs();
       this.forget();
       if (!ours) return cb(null);
-      fs.rmdir(path, (error) => cb(error?.code === "ENOENT" ? null : error));
+      const error = failureOf(() => fs.rmdirSync(path));
+      process.nextTick(cb, error?.code === "ENOENT" ? null : error);
     },
     rmdirSync: (path: string) => {
       // proper-lockfile's exit hook removes every lock it thinks it holds: only ours, only if fresh.
@@ -245,6 +254,28 @@ class LeaseWatch {
       }
     },
   };
+}
+
+/** Runs a synchronous call: the error it threw, or null. */
+function failureOf(call: () => unknown): NodeJS.ErrnoException | null {
+  try {
+    call();
+    return null;
+  } catch (error) {
+    return error as NodeJS.ErrnoException;
+  }
+}
+
+/** Runs a synchronous call and hands its outcome to `cb` on the next tick, as an asynchronous call would. */
+function answerOf<T>(call: () => T, cb: (error: NodeJS.ErrnoException | null, value?: T) => void): void {
+  let value: T;
+  try {
+    value = call();
+  } catch (error) {
+    process.nextTick(cb, error as NodeJS.ErrnoException);
+    return;
+  }
+  process.nextTick(cb, null, value);
 }
 
 /**

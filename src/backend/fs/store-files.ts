@@ -93,6 +93,18 @@ export function readStoreFileNow(
 }
 
 /**
+ * The whole of a small store file (a session's own, a record) with synchronous calls, or through the thread pool
+ * when it is larger than a few pages: a rewind reads several, each four round trips the other way.
+ */
+export async function readSmallStoreFile(sessionId: string, path: string): Promise<Buffer> {
+  return (
+    readStoreFileNow(sessionId, path, Number.POSITIVE_INFINITY, SMALL_FILE_BYTES) ?? readStoreFile(sessionId, path)
+  );
+}
+
+const SMALL_FILE_BYTES = 64 * 1024;
+
+/**
  * The whole of a store file (ENOENT when there is none), opened as {@link openStoreFile} does. Only for a
  * file never changed in place (a blob: written once, renamed into place): it reads the size the open's
  * check saw, in one read where `readFile` would stat again and read once more to find the end.
