@@ -49,6 +49,26 @@ async function openChecked(
   }
 }
 
+/**
+ * {@link openStoreFile} with synchronous calls, for a few bytes written or read at once: the descriptor, to be
+ * closed with closeSync.
+ */
+export function openStoreFileNow(sessionId: string, path: string, flags: number, mode = 0o644): number {
+  let fd: number;
+  try {
+    fd = openSync(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, mode);
+  } catch (error) {
+    throw openRefused(sessionId, path, error);
+  }
+  try {
+    if (!fstatSync(fd).isFile()) throw new StoreTamperedError(sessionId, `${path} is not a regular file`);
+    return fd;
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+}
+
 /** What an open of a store file that failed means: a link or a FIFO in its place is STORE_TAMPERED. */
 function openRefused(sessionId: string, path: string, error: unknown): unknown {
   const code = (error as NodeJS.ErrnoException).code;
