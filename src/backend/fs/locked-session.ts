@@ -13,7 +13,7 @@ import { blobExists, deleteBlobFile, discardIncomingBlobs, writeBlobFile, writeB
 import { syncBlobFiles, syncBlobFilesWith } from "./blob-sync.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import type { SessionLayout } from "./layout.js";
-import { checkStoreFolder, openStoreFile, READ_APPEND } from "./store-files.js";
+import { checkStoreFolder, checkStoreFolderSync, openStoreFile, READ_APPEND } from "./store-files.js";
 import { findLeftovers } from "./leftovers.js";
 import { keptEndFor, keptEndForwards, type KeptEnd } from "./seek.js";
 import { cutLog } from "./log-cuts.js";
@@ -21,7 +21,7 @@ import { unfinishedBatchStart } from "./unfinished-batch.js";
 import { lineNumberAt, readTail } from "./lines.js";
 import type { FileLock } from "./lock.js";
 import { mkdir } from "node:fs/promises";
-import { constants, statSync, type Stats } from "node:fs";
+import { constants, mkdirSync, statSync, type Stats } from "node:fs";
 
 /**
  * The filesystem session while its lock is held. Because nobody else can write, the log's end
@@ -210,8 +210,9 @@ export class FsLockedSession implements LockedSession {
     assertRecordName(name);
     const file = this.layout.log(this.sessionId);
     const from = sequence >= this.last ? this.size : (await this.keptEnd(file, sequence)).offset;
-    await checkStoreFolder(this.sessionId, this.layout.records(this.sessionId));
-    await mkdir(this.layout.records(this.sessionId), { recursive: true });
+    // At once: the folder's check and its making, where each round trip through the pool cost more.
+    if (!checkStoreFolderSync(this.sessionId, this.layout.records(this.sessionId)))
+      mkdirSync(this.layout.records(this.sessionId), { recursive: true });
     return copyLogRange(this.fh, from, this.size, this.layout.archivedLog(this.sessionId, name));
   }
 
