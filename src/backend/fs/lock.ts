@@ -168,8 +168,9 @@ class LeaseWatch {
   // The calls proper-lockfile makes while nobody else holds the lock (make the folder, read its mtime, stamp it,
   // remove it) are synchronous, their answers given on the next tick as from the thread pool: each was a round
   // trip of its own for a call of microseconds (docs/ARCHITECTURE.md, "Batched file work").
-  readonly fs = {
-    ...fs,
+  // Every other call proper-lockfile makes goes to node:fs itself, through the prototype: spreading node:fs's
+  // hundred members into a new object for each lock taken cost 0.1 ms of a 1-file rewind's 7.
+  readonly fs = Object.assign(Object.create(fs) as typeof fs, {
     mkdir: (path: string, cb: Callback) => {
       const at = Date.now();
       const error = failureOf(() => fs.mkdirSync(path));
@@ -253,7 +254,7 @@ class LeaseWatch {
         // gone already, or unreadable: nothing of ours to remove
       }
     },
-  };
+  });
 }
 
 /** Runs a synchronous call: the error it threw, or null. */
