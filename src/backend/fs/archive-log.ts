@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
-import { closeSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import { readSync } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { open, rename, rm } from "node:fs/promises";
 import { basename, dirname } from "node:path";
-import { tempPathFor } from "../../core/atomic-file.js";
+import { tempPathFor, writeFileAtomic } from "../../core/atomic-file.js";
 import type { ArchivedLog } from "../types.js";
 import { openStoreFileIfThere } from "./store-files.js";
 
@@ -53,32 +53,20 @@ export async function copyLogRange(log: FileHandle, from: number, to: number, ta
 }
 
 /**
- * A cut of up to this many bytes (a few events: the common rewind) is copied with synchronous calls: the read,
- * the temp's open, write and close and the rename were seven round trips through the pool, each costing more than
- * the call (docs/ARCHITECTURE.md, "Batched file work").
+ * A cut of up to this many bytes (a few events: the common rewind) is read at once and written as a small file is
+ * (writeFileAtomic): the read, the temp's open, write and close and the rename were seven round trips through the
+ * pool, each costing more than the call (docs/ARCHITECTURE.md, "Batched file work").
  */
 const AT_ONCE_MAX_BYTES = 64 * 1024;
 
-function copySmallRange(log: number, from: number, to: number, target: string): ArchivedLog {
+async function copySmallRange(log: number, from: number, to: number, target: string): Promise<ArchivedLog> {
   const bytes = Buffer.allocUnsafe(to - from);
   for (let filled = 0; filled < bytes.length; ) {
     const read = readSync(log, bytes, filled, bytes.length - filled, from + filled);
     if (read === 0) throw new Error(`the log ended at byte ${from + filled} while copying it up to ${to}`);
     filled += read;
   }
-  const temp = tempPathFor(target);
-  try {
-    const out = openSync(temp, "wx", 0o644);
-    try {
-      for (let written = 0; written < bytes.length; ) written += writeSync(out, bytes, written);
-    } finally {
-      closeSync(out);
-    }
-    renameSync(temp, target);
-  } catch (error) {
-    rmSync(temp, { force: true });
-    throw error;
-  }
+  await writeFileAtomic(target, bytes, { durable: false }); // not fsynced: see copyLogRange
   let events = 0;
   for (let nl = bytes.indexOf(NEWLINE); nl !== -1; nl = bytes.indexOf(NEWLINE, nl + 1)) events++;
   return { bytes: bytes.length, sha256: createHash("sha256").update(bytes).digest("hex"), events };
