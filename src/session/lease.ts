@@ -40,6 +40,8 @@ export class SessionLease {
   private asking = false;
   private waiterSeen: LockedSession | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
+  /** Operations ever run: an idle timer's release finds whether one ran since the timer went off. */
+  private runs = 0;
   /** When the last operation ended (Date.now()): which idle lease is the oldest. */
   lastUsed = 0;
 
@@ -65,11 +67,9 @@ export class SessionLease {
       );
     }
     this.queued++;
+    this.runs++;
     const result = this.chain.then(() => this.runLocked(fn, signal, markHeld));
-    this.chain = result.then(
-      () => undefined,
-      () => undefined,
-    );
+    this.chain = result.then(ignore, ignore);
     return result;
   }
 
@@ -78,10 +78,10 @@ export class SessionLease {
     signal: AbortSignal | undefined,
     markHeld: boolean,
   ): Promise<T> {
-    clearTimeout(this.idleTimer);
     try {
       signal?.throwIfAborted();
-      const locked = await this.acquire(signal);
+      // The lock held and nobody seen waiting (the common case): no await, so no promise and tick per operation.
+      const locked = this.heldForNext() ?? (await this.acquire(signal));
       if (!markHeld) return await fn(locked);
       const held = new Set(heldHere.getStore() ?? []).add(this);
       return await heldHere.run(held, () => fn(locked));
@@ -93,6 +93,14 @@ export class SessionLease {
         } else this.scheduleRelease();
       }
     }
+  }
+
+  /** The lock, when acquire would hand it out as it is (held, no hand-over due), else undefined. */
+  private heldForNext(): LockedSession | undefined {
+    const locked = this.locked;
+    if (locked === undefined || this.waiterSeen === locked || !locked.held) return undefined;
+    this.askWhetherOthersWait();
+    return locked;
   }
 
   private async acquire(signal?: AbortSignal): Promise<LockedSession> {
@@ -149,20 +157,38 @@ export class SessionLease {
     });
   }
 
+  /**
+   * (Re)starts the idle timer. One timer per lease, restarted (refresh) at the end of each operation rather than
+   * cleared at its start and made anew at its end: a timer object per operation, on the path of every append.
+   */
   private scheduleRelease(): void {
     if (!this.locked) return;
-    this.idleTimer = setTimeout(() => {
-      // Through the chain, so an operation that arrives meanwhile never races the release. A lock
-      // found lost is kept (it holds nothing) so the next operation still reports LOCK_COMPROMISED.
-      this.chain = this.chain
-        .then(() => (this.queued === 0 && this.locked?.held !== false ? this.releaseNow() : undefined))
-        .catch(() => undefined);
-    }, this.options.idleMs);
-    this.idleTimer.unref(); // an idle lease must not keep the process alive
+    if (this.idleTimer !== undefined) this.idleTimer.refresh();
+    else {
+      this.idleTimer = setTimeout(this.onIdle, this.options.idleMs);
+      this.idleTimer.unref(); // an idle lease must not keep the process alive
+    }
   }
+
+  /**
+   * The idle timer's end. An operation queued or running, or one run between now and the release's turn in the
+   * chain, keeps the lock: its own end restarts the timer.
+   */
+  private readonly onIdle = (): void => {
+    if (this.queued > 0) return;
+    const runs = this.runs;
+    // Through the chain, so an operation that arrives meanwhile never races the release. A lock
+    // found lost is kept (it holds nothing) so the next operation still reports LOCK_COMPROMISED.
+    this.chain = this.chain
+      .then(() =>
+        this.queued === 0 && this.runs === runs && this.locked?.held !== false ? this.releaseNow() : undefined,
+      )
+      .catch(() => undefined);
+  };
 
   private async releaseNow(): Promise<void> {
     clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
     const locked = this.locked;
     this.locked = undefined;
     if (!locked) return;
@@ -198,6 +224,9 @@ export class SessionLease {
     await this.releaseNow();
   }
 }
+
+/** Made once: a chain's link per operation needs no closures of its own. */
+const ignore = (): undefined => undefined;
 
 /**
  * A backend that cannot tell is assumed to have a waiter: handing over is always safe, only slower. Never rejects

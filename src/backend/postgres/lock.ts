@@ -80,14 +80,15 @@ export class HeldLock implements Queryable {
    * meanwhile wait for it to end (a transaction of several statements: nobody else's write lands inside it).
    */
   inLine<T>(fn: (client: Queryable) => Promise<T>): Promise<T> {
-    this.pending++;
-    const run = this.line.then(() => fn(this.client as unknown as Queryable));
-    this.line = run.then(
-      () => this.pending--,
-      () => this.pending--,
-    );
+    const client = this.client as unknown as Queryable;
+    // Nothing in line (every statement before has settled): sent at once, without a promise and closure of its
+    // own waiting for the line, on the path of every append.
+    const run = this.pending++ === 0 ? startNow(fn, client) : this.line.then(() => fn(client));
+    this.line = run.then(this.settled, this.settled);
     return run;
   }
+
+  private readonly settled = () => this.pending--;
 
   /** Why the lock is lost (its connection died), or undefined while it holds. */
   get lost(): Error | undefined {
@@ -129,6 +130,15 @@ export class HeldLock implements Queryable {
   private stopHeartbeat(): void {
     if (this.heartbeat !== undefined) clearInterval(this.heartbeat);
     this.heartbeat = undefined;
+  }
+}
+
+/** `fn(client)` as a promise, a throw as its rejection, as when run from a `then`. */
+function startNow<T>(fn: (client: Queryable) => Promise<T>, client: Queryable): Promise<T> {
+  try {
+    return Promise.resolve(fn(client));
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 

@@ -67,16 +67,28 @@ export class PgLockedSession implements LockedSession {
   }
 
   /** Runs a fenced statement; `fenced` says from its result whether the fence held. */
-  private async write<R>(
+  private write<R>(
     text: string,
     values: unknown[],
     fenced: (result: { rows: R[]; rowCount: number | null }) => boolean,
     db: Queryable = this.lock,
   ): Promise<R[]> {
+    return this.fencedWrite(text, [this.lock.incarnation, this.lock.epoch, ...values], fenced, db);
+  }
+
+  /**
+   * {@link write} given all its values, the fence's two first; `fenced` a function of the result, or the row count
+   * that says the fence held.
+   */
+  private async fencedWrite<R>(
+    text: string,
+    all: unknown[],
+    fenced: ((result: { rows: R[]; rowCount: number | null }) => boolean) | number,
+    db: Queryable = this.lock,
+  ): Promise<R[]> {
     this.assertHeld();
     let result: { rows: R[]; rowCount: number | null };
     try {
-      const all = [this.lock.incarnation, this.lock.epoch, ...values];
       result = await (db === this.lock ? this.lock.prepared<R & object>(text, all) : db.query<R & object>(text, all));
     } catch (error) {
       const code = (error as { code?: unknown }).code;
@@ -87,7 +99,7 @@ export class PgLockedSession implements LockedSession {
       }
       throw error;
     }
-    if (!fenced(result)) {
+    if (typeof fenced === "number" ? result.rowCount !== fenced : !fenced(result)) {
       const why = new Error(`session "${this.sessionId}" was locked again since (its lock epoch moved on) or deleted`);
       this.lose(why);
       throw new LockCompromisedError(this.sessionId, { cause: why });
@@ -130,13 +142,18 @@ export class PgLockedSession implements LockedSession {
     this.assertHeld();
     if (events.length === 0) return;
     const batch = appendBatch(this.sessionId, this.last, events, options);
-    const lines = events.map((event) => serializeEvent(event, batch));
     const single = events.length === 1;
-    await this.write(
-      this.appendStatement(single, options.sync === false),
-      single ? [events[0]!.sequence, lines[0]] : [events.map((event) => event.sequence), lines],
-      (result) => result.rowCount === events.length,
-    );
+    const { incarnation, epoch } = this.lock;
+    // The values in one array literal per append: a single event's line made on its own, no arrays around it.
+    const values = single
+      ? [incarnation, epoch, events[0]!.sequence, serializeEvent(events[0]!, batch)]
+      : [
+          incarnation,
+          epoch,
+          events.map((event) => event.sequence),
+          events.map((event) => serializeEvent(event, batch)),
+        ];
+    await this.fencedWrite(this.appendStatement(single, options.sync === false), values, events.length);
     this.last = events[events.length - 1]!.sequence;
   }
 
