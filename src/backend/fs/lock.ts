@@ -332,9 +332,9 @@ export async function acquireFileLock(sessionId: string, file: string, options: 
         }
         waiting ??= await WaitingMarker.place(file);
         await waiting?.refresh(options.staleMs);
-        // At most 22.5 ms: under the 25 ms a holder that hands over pauses before it asks again (lease.ts), so a
-        // waiter polls at least once in that window. Up to 30 ms, it could miss it: once a holder's small steps
-        // took no round trips, a holder re-taking its lock at 25 ms won most hand-overs of a busy session.
+        // Shorter than the pause of a holder that hands over (lease.ts), so a waiter polls at least once in that
+        // window: a longer one could miss it, and a holder taking its lock again won most hand-overs of a busy
+        // session (docs/ARCHITECTURE.md, "Lock lease").
         const backoff = Math.min(15, 1 + attempt) * (0.5 + Math.random());
         await sleep(Math.min(backoff, options.waitMs - waited), options.signal);
       }
