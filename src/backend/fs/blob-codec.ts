@@ -40,19 +40,32 @@ const SYNC_LIMIT = 256 * 1024;
  * 32 KiB window reads it) and, under 4 KiB, a smaller hash table. At its defaults zlib takes 256 KiB of memory per
  * call; allocated and freed for each small blob, it page-faulted in: deflating a 1,000-file rewind's undo blobs
  * took 60-120 ms in a process that had worked a while, 16 ms this way, the output the same size within 0.05 %
- * (docs/ARCHITECTURE.md, "Blobs").
+ * (docs/ARCHITECTURE.md, "Blobs"). Its output goes into one buffer of the blob's length (and 64 bytes) where
+ * that is smaller than zlib's 16 KiB chunk, as an inflate's does: a 16 KiB buffer for each small blob was memory
+ * page-faulted in again for each too.
  */
-export function deflateOptions(length: number): { level: number; windowBits: number; memLevel: number } {
+export function deflateOptions(length: number): {
+  level: number;
+  windowBits: number;
+  memLevel: number;
+  chunkSize: number;
+} {
   const windowBits = Math.max(9, Math.min(15, Math.ceil(Math.log2(Math.max(length, 1)))));
-  return { level: LEVEL, windowBits, memLevel: windowBits <= 12 ? 7 : 8 };
+  return { level: LEVEL, windowBits, memLevel: windowBits <= 12 ? 7 : 8, chunkSize: outputChunk(length) };
 }
+
+/** zlib's output chunk for deflating `length` bytes: all of a small blob's output at once, else zlib's default. */
+function outputChunk(length: number): number {
+  return Math.min(length + 64, ZLIB_CHUNK);
+}
+const ZLIB_CHUNK = 16 * 1024;
 
 /**
  * zlib's options for deflating against `dictionary`: the whole 32 KiB window, so that all of a dictionary of up to
  * 16 KiB can be reached from the blob's first byte, and the smaller hash table for a small blob.
  */
 function dictionaryOptions(length: number, dictionary: Buffer) {
-  return { level: LEVEL, windowBits: 15, memLevel: length < 4096 ? 7 : 8, dictionary };
+  return { level: LEVEL, windowBits: 15, memLevel: length < 4096 ? 7 : 8, dictionary, chunkSize: outputChunk(length) };
 }
 
 const deflateAsync = promisify(deflateRaw);
@@ -109,12 +122,13 @@ const { parentPort } = require("node:worker_threads");
 const { deflateRawSync } = require("node:zlib");
 // deflateOptions and dictionaryOptions, as text (test/backend/fs-blob-codec-thread.property.test.ts holds the two
 // to the same bytes).
+const outputChunk = (length) => Math.min(length + 64, ${ZLIB_CHUNK});
 const deflateOptions = (length) => {
   const windowBits = Math.max(9, Math.min(15, Math.ceil(Math.log2(Math.max(length, 1)))));
-  return { level: ${LEVEL}, windowBits, memLevel: windowBits <= 12 ? 7 : 8 };
+  return { level: ${LEVEL}, windowBits, memLevel: windowBits <= 12 ? 7 : 8, chunkSize: outputChunk(length) };
 };
 const dictionaryOptions = (length, dictionary) =>
-  ({ level: ${LEVEL}, windowBits: 15, memLevel: length < 4096 ? 7 : 8, dictionary });
+  ({ level: ${LEVEL}, windowBits: 15, memLevel: length < 4096 ? 7 : 8, dictionary, chunkSize: outputChunk(length) });
 parentPort.on("message", ({ id, job }) => {
   const outs = [];
   let at = 0;
