@@ -143,6 +143,20 @@ export const postgresSuite: Suite = {
           target: undefined,
           notes: "info: the tail the server and its disk give any insert, against the store's",
         },
+        ...(
+          [
+            [50, 0.5],
+            [99, 0.99],
+          ] as const
+        ).map(([pct, q]) => ({
+          ...row(
+            ms(`bare pg INSERT of the same row p${pct}`, p(single.bare, q)),
+            ms(`fs store append p${pct}`, p(single.fs, q)),
+            1,
+          ),
+          target: undefined,
+          notes: "info: the floor under the row against the fs backend: the server's insert with no library at all",
+        })),
         {
           ...row(
             ms("pg store append p99", p(single.pg, 0.99)),

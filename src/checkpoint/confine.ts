@@ -1,5 +1,5 @@
 import type { Stats } from "node:fs";
-import { lstat, lstatSync, realpath } from "../core/named-fs.js";
+import { lstat, lstatSync, realpath, realpathSync } from "../core/named-fs.js";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { InvalidArgumentError } from "../core/errors.js";
 
@@ -14,7 +14,8 @@ export type ConfinedPath =
  */
 export async function realWorkspaceOf(workspace: string): Promise<string> {
   try {
-    return await realpath(resolve(workspace));
+    // One call, at once: through the thread pool it was a round trip (docs/ARCHITECTURE.md, "Batched file work").
+    return realpathSync(resolve(workspace));
   } catch (error) {
     throw new InvalidArgumentError(`Workspace "${workspace}" cannot be resolved: ${(error as Error).message}`, {
       cause: error,

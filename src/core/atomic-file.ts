@@ -6,7 +6,8 @@ import { promisify } from "node:util";
 // A workspace folder's name may hold bytes that are not UTF-8 (docs/ARCHITECTURE.md, "Names and depths").
 import { openSync as openNamedSync } from "./named-fs.js";
 
-const fsyncFd = promisify(fsync);
+/** fsync(2) of an open descriptor, through the thread pool: it waits for the disk. */
+export const fsyncFd = promisify(fsync);
 
 /**
  * fsync a file or a folder, opened by name: its bytes, or a rename or create inside it, survive power loss. The

@@ -117,6 +117,8 @@ export const mkdirSync = (path: string) => at(path, (os) => fs.mkdirSync(os));
 export const symlinkSync = (target: string, path: string) => at(path, (os) => fs.symlinkSync(osPath(target), os));
 export const copyFileSync = (from: string, to: string, mode?: number) =>
   at(from, (a) => at(to, (b) => fs.copyFileSync(a, b, mode)));
+export const realpathSync = (path: string) =>
+  nameFromBytes(at(path, (os) => fs.realpathSync.native(os, { encoding: "buffer" })));
 export const readlinkSync = (path: string) =>
   nameFromBytes(at(path, (os) => fs.readlinkSync(os, { encoding: "buffer" })));
 

@@ -1,6 +1,7 @@
-import { constants } from "node:fs";
+import { closeSync, constants } from "node:fs";
+import { fsyncFd } from "../core/atomic-file.js";
 import { dirname } from "node:path";
-import { lchown, lstat, mkdir, open, rename, stat, symlink, unlink } from "../core/named-fs.js";
+import { lchown, lstat, mkdir, open, openSync, rename, stat, symlink, unlink } from "../core/named-fs.js";
 import type { HeldWorkspace } from "../checkpoint/held-workspace.js";
 import { removeEntry } from "../checkpoint/remove-entry.js";
 
@@ -158,20 +159,23 @@ export async function restoreMode(where: string, mode: number, owner: Owned): Pr
   }
 }
 
-/** Fsyncs a restored file, never through a link (gone: nothing to do). */
+/**
+ * Fsyncs a restored file, never through a link (gone: nothing to do). Opened and closed with synchronous calls;
+ * only the fsync, which waits for the disk, goes through the pool (docs/ARCHITECTURE.md, "Batched file work").
+ */
 export async function fsyncFile(where: string): Promise<void> {
-  let fh;
+  let fd: number;
   try {
-    fh = await open(where, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    fd = openSync(where, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ELOOP") return; // replaced since (a later record, or racing code)
     throw error;
   }
   try {
-    await fh.sync();
+    await fsyncFd(fd);
   } finally {
-    await fh.close();
+    closeSync(fd);
   }
 }
 

@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { rewind, type StoredEvent } from "../../src/index.js";
 import { readLines } from "../../src/backend/fs/lines.js";
 import { keptEndFor } from "../../src/backend/fs/seek.js";
+import { sizeOf } from "../../src/backend/fs/log-reads.js";
 import { codeOf } from "../helpers/outcomes.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 
@@ -81,7 +82,7 @@ describe("a rewind's cut in place, against a reader reading meanwhile", () => {
       cutsFile: join(root, id, "events.cuts"),
       // Where the last 10 events start, found before a cut that lands before the first read.
       startAt: async (fh) => {
-        const at = (await keptEndFor(fh, (await fh.stat()).size, EVENTS - 10))!.offset;
+        const at = (await keptEndFor(fh, sizeOf(fh), EVENTS - 10))!.offset;
         if (looks++ === 0) await rewind(writer, id, { toSequence: EVENTS - 20, mode: "conversation", keepUndo: 0 });
         return at;
       },

@@ -1,7 +1,8 @@
-import type { FileHandle } from "node:fs/promises";
 import { lineBatch, parseEventLine, type LineBatch, type LineMark } from "../../core/envelope.js";
 import { readLines, type OpenLog } from "./lines.js";
 import { signalOf } from "../../core/defined-fields.js";
+import { readAt, sizeOf, type OpenFile } from "./log-reads.js";
+import { yieldIfLong } from "../../core/time-slices.js";
 
 // A reader holds a batch's events back until it knows the batch's end is in the log (whole-batches.ts). For a
 // batch too big to hold (an undo putting back 999,999 events) it looks ahead in the same open file instead,
@@ -53,7 +54,7 @@ const SCAN_BYTES = 256 * 1024;
  * cut meanwhile (the caller asks) sequences only grow, so one line at most can match: either end finds it.
  */
 export async function lastLineAhead(
-  fh: FileHandle,
+  fh: OpenFile,
   from: number,
   batch: LineBatch,
   scanBytes = SCAN_BYTES, // smaller in tests, so that lines and needles fall across reads
@@ -63,10 +64,11 @@ export async function lastLineAhead(
   const starts = buf.length - needle.length + 1; // needle positions one read covers
   // Positions where the needle could start and no read has looked yet: [low, high).
   let low = from;
-  let high = (await fh.stat()).size - needle.length + 1;
+  let high = sizeOf(fh) - needle.length + 1;
   const search = async (first: number, end: number): Promise<boolean> => {
     const length = end - first + needle.length - 1;
-    const { bytesRead } = await fh.read(buf, 0, length, first);
+    await yieldIfLong();
+    const bytesRead = readAt(fh, buf, 0, length, first);
     const bytes = buf.subarray(0, bytesRead);
     for (let at = bytes.indexOf(needle); at !== -1; at = bytes.indexOf(needle, at + 1)) {
       const nl = bytes.lastIndexOf(NEWLINE, at);
@@ -95,11 +97,12 @@ export async function lastLineAhead(
 }
 
 /** Where the line holding byte `at` starts: just past the newline before it, or `from` (a line's start). */
-async function lineStartBefore(fh: FileHandle, at: number, from: number): Promise<number> {
+async function lineStartBefore(fh: OpenFile, at: number, from: number): Promise<number> {
   const buf = Buffer.allocUnsafe(4096);
   for (let end = at; end > from; ) {
     const start = Math.max(from, end - buf.length);
-    const { bytesRead } = await fh.read(buf, 0, end - start, start);
+    await yieldIfLong();
+    const bytesRead = readAt(fh, buf, 0, end - start, start);
     const nl = buf.subarray(0, bytesRead).lastIndexOf(NEWLINE);
     if (nl !== -1) return start + nl + 1;
     end = start;
@@ -108,11 +111,12 @@ async function lineStartBefore(fh: FileHandle, at: number, from: number): Promis
 }
 
 /** The complete line starting at `start`, or undefined when the file ends before its newline. */
-async function lineAt(fh: FileHandle, start: number): Promise<string | undefined> {
+async function lineAt(fh: OpenFile, start: number): Promise<string | undefined> {
   const pieces: Buffer[] = [];
   const buf = Buffer.allocUnsafe(SCAN_BYTES);
   for (let position = start; ; ) {
-    const { bytesRead } = await fh.read(buf, 0, buf.length, position);
+    await yieldIfLong();
+    const bytesRead = readAt(fh, buf, 0, buf.length, position);
     if (bytesRead === 0) return undefined;
     const nl = buf.indexOf(NEWLINE);
     if (nl !== -1 && nl < bytesRead) {
@@ -131,7 +135,7 @@ async function lineAt(fh: FileHandle, start: number): Promise<string | undefined
  */
 async function releasedAhead(
   file: string,
-  fh: FileHandle,
+  fh: OpenFile,
   from: number,
   batch: LineBatch,
   previous: number,

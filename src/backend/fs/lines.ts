@@ -1,6 +1,8 @@
-import type { FileHandle } from "node:fs/promises";
+import { closeSync } from "node:fs";
 import { basename, dirname } from "node:path";
-import { openStoreFileIfThere } from "./store-files.js";
+import { READ, openStoreFileNow } from "./store-files.js";
+import { readAt, sizeOf, type OpenFile } from "./log-reads.js";
+import { yieldIfLong } from "../../core/time-slices.js";
 import { cutMark, firstChangedSince } from "./log-cuts.js";
 import { TapeRewoundError } from "../../core/errors.js";
 
@@ -26,7 +28,7 @@ export async function* readLines(
     chunkBytes?: number;
     signal?: AbortSignal;
     /** Where to start, found on the opened file (so a rename meanwhile cannot split the two): a line's start. */
-    startAt?: ((fh: FileHandle) => Promise<number>) | undefined;
+    startAt?: ((fh: OpenFile) => Promise<number>) | undefined;
     /**
      * The log's cut record (log-cuts.ts): checked after every read, so a cut in place meanwhile never
      * glues bytes from before it to bytes from after it. Lines handed out before the cut point are still
@@ -34,7 +36,7 @@ export async function* readLines(
      */
     cutsFile?: string;
     /** Read this already open file (left open) instead of opening `path`, which then only names it. */
-    handle?: FileHandle;
+    handle?: OpenFile;
     /** Told the open file, for a reader that looks ahead in it (batch-end.ts) between two yields. */
     onOpen?: (log: OpenLog) => void;
   } = {},
@@ -43,7 +45,7 @@ export async function* readLines(
   const sessionId = basename(dirname(path));
   const chunk = Buffer.allocUnsafe(options.chunkBytes ?? 64 * 1024);
   // A log is always a session folder's own file: its folder's name is the session's id.
-  const fh = options.handle ?? (await openStoreFileIfThere(sessionId, path));
+  const fh = options.handle ?? openLogNow(sessionId, path);
   if (fh === undefined) return;
   try {
     // Looked at before the first byte is read (the start is found by reading too).
@@ -58,7 +60,8 @@ export async function* readLines(
     let carry: Buffer[] = [];
     for (;;) {
       signal?.throwIfAborted();
-      const { bytesRead } = await fh.read(chunk, 0, chunk.length, position);
+      await yieldIfLong();
+      const bytesRead = readAt(fh, chunk, 0, chunk.length, position);
       if (cutsFile !== undefined && cutMark(cutsFile) !== mark) {
         // Cut in place since the last look: what was just read (and any carried part line) may be from after it.
         let changedFrom: number;
@@ -97,13 +100,23 @@ export async function* readLines(
       }
     }
   } finally {
-    if (options.handle === undefined) await fh.close();
+    if (options.handle === undefined) closeSync(fh.fd);
+  }
+}
+
+/** The log at `path` opened as a store file is (never through a link), or undefined when there is none. */
+function openLogNow(sessionId: string, path: string): OpenFile | undefined {
+  try {
+    return { fd: openStoreFileNow(sessionId, path, READ) };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
   }
 }
 
 /** The file a {@link readLines} reads, while it reads it. */
 export interface OpenLog {
-  handle: FileHandle;
+  handle: OpenFile;
   /**
    * True while no cut in place was recorded since the reader last looked (log-cuts.ts): bytes read from
    * `handle` since then, checked with this after reading them, are the log the reader reads.
@@ -121,8 +134,8 @@ export interface Tail {
 }
 
 /** Finds the last complete line and any torn fragment after it, reading backwards from the end. */
-export async function readTail(fh: FileHandle, size?: number): Promise<Tail> {
-  const fileSize = size ?? (await fh.stat()).size;
+export async function readTail(fh: OpenFile, size?: number): Promise<Tail> {
+  const fileSize = size ?? sizeOf(fh);
   if (fileSize === 0) return { size: 0, completeEnd: 0 };
   const step = 64 * 1024;
   let completeEnd = -1; // offset just past the last newline
@@ -132,7 +145,8 @@ export async function readTail(fh: FileHandle, size?: number): Promise<Tail> {
   while (from > 0 && lineStart === -1) {
     const at = Math.max(0, from - step);
     const buf = Buffer.allocUnsafe(from - at);
-    const { bytesRead } = await fh.read(buf, 0, buf.length, at);
+    await yieldIfLong();
+    const bytesRead = readAt(fh, buf, 0, buf.length, at);
     const piece = buf.subarray(0, bytesRead);
     buffers.unshift(piece);
     let searchEnd = piece.length;

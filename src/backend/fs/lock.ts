@@ -6,7 +6,14 @@ import lockfile from "proper-lockfile";
 import { LockedError } from "../../core/errors.js";
 import type { LockWait } from "../types.js";
 import { sleep } from "../../core/sleep.js";
-import { folderKey, holderIsGone, holderPath, readHolderNote, signalable, writeHolderNote } from "./holder-note.js";
+import {
+  folderKey,
+  holderIsGone,
+  readHolderNote,
+  removeHolderNote,
+  signalable,
+  writeHolderNote,
+} from "./holder-note.js";
 
 export interface FileLockOptions {
   /** A lock whose holder stopped refreshing it for this long is taken over. */
@@ -308,7 +315,7 @@ export async function acquireFileLock(sessionId: string, file: string, options: 
         const letGo = async (phase: Phase) => {
           if (watch.phase !== "held") return;
           // Still ours while releasing (not when abandoning a lost lock: the note may be the taker's by now).
-          if (phase === "releasing") await rm(holderPath(file), { force: true }).catch(() => undefined);
+          if (phase === "releasing") removeHolderNote(file);
           watch.phase = phase;
           // ERELEASED: proper-lockfile already dropped it (found compromised); nothing left to remove.
           await release().catch(() => undefined);

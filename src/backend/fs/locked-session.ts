@@ -1,5 +1,5 @@
 import type { FileHandle } from "node:fs/promises";
-import { open, rename, rm, unlink } from "node:fs/promises";
+import { open, rename, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { lineBatch, serializeEvent, parseEventLine } from "../../core/envelope.js";
 import { InvalidArgumentError, LockCompromisedError, LogCorruptError } from "../../core/errors.js";
@@ -20,8 +20,7 @@ import { cutLog } from "./log-cuts.js";
 import { unfinishedBatchStart } from "./unfinished-batch.js";
 import { lineNumberAt, readTail } from "./lines.js";
 import type { FileLock } from "./lock.js";
-import { mkdir } from "node:fs/promises";
-import { constants, mkdirSync, statSync, type Stats } from "node:fs";
+import { constants, mkdirSync, statSync, unlinkSync, type Stats } from "node:fs";
 
 /**
  * The filesystem session while its lock is held. Because nobody else can write, the log's end
@@ -426,17 +425,25 @@ export class FsLockedSession implements LockedSession {
   async writeRecord(name: string, value: unknown, options: { durable?: boolean } = {}): Promise<void> {
     this.assertHeld();
     assertRecordName(name);
-    // records/ is made on first use; once there (checked: no symlink in its place), not asked for again.
-    if (!(await checkStoreFolder(this.sessionId, this.layout.records(this.sessionId))))
-      await mkdir(this.layout.records(this.sessionId), { recursive: true });
+    this.recordsFolder();
     await writeFileAtomic(this.layout.record(this.sessionId, name), JSON.stringify(value), options);
+  }
+
+  /**
+   * records/, checked (no symlink in its place) and made on first use, with synchronous calls: a rewind writes and
+   * deletes records several times, each look a round trip through the pool otherwise (docs/ARCHITECTURE.md,
+   * "Batched file work").
+   */
+  private recordsFolder(): string {
+    const records = this.layout.records(this.sessionId);
+    if (!checkStoreFolderSync(this.sessionId, records)) mkdirSync(records, { recursive: true });
+    return records;
   }
 
   async writeRecordWithBlobs(name: string, value: unknown, blobs: readonly string[]): Promise<void> {
     this.assertHeld();
     assertRecordName(name);
-    const records = this.layout.records(this.sessionId);
-    if (!(await checkStoreFolder(this.sessionId, records))) await mkdir(records, { recursive: true });
+    const records = this.recordsFolder();
     const hashes = blobs.filter(isBlobHash);
     await writeFileAtomic(this.layout.record(this.sessionId, name), JSON.stringify(value), {
       syncData: (syncTemp) => syncBlobFilesWith(this.layout, this.sessionId, hashes, records, syncTemp),
@@ -446,9 +453,9 @@ export class FsLockedSession implements LockedSession {
   async deleteRecord(name: string, options: { archivedLog?: boolean } = {}): Promise<void> {
     this.assertHeld();
     assertRecordName(name);
-    await checkStoreFolder(this.sessionId, this.layout.records(this.sessionId));
+    checkStoreFolderSync(this.sessionId, this.layout.records(this.sessionId));
     try {
-      await unlink(this.layout.record(this.sessionId, name)); // one call: rm() looks twice first
+      unlinkSync(this.layout.record(this.sessionId, name)); // one call: rm() looks twice first
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
     }

@@ -1,6 +1,6 @@
 // Reading a session's log, forwards a chunk at a time or its last event backwards, without the lock: what a
 // reader sees of batches still being written and of cuts made meanwhile (docs/ARCHITECTURE.md, "On disk").
-import type { FileHandle } from "node:fs/promises";
+import { sizeOf, type OpenFile } from "./log-reads.js";
 import { parseEventLine, type LineBatch, type LineMark } from "../../core/envelope.js";
 import { LogCorruptError, isAgentTapeError } from "../../core/errors.js";
 import type { StoredEvent } from "../../core/events.js";
@@ -61,9 +61,7 @@ class LogRead {
     // From a sequence past the start: found by reading backwards from the end (see seek.ts), so a
     // read of the last few events costs the same however long the log.
     const startAt =
-      from > 1
-        ? async (fh: FileHandle) => (await keptEndFor(fh, (await fh.stat()).size, from - 1))?.offset ?? 0
-        : undefined;
+      from > 1 ? async (fh: OpenFile) => (await keptEndFor(fh, sizeOf(fh), from - 1))?.offset ?? 0 : undefined;
     return { ...signalOf(this.options), startAt, cutsFile, onOpen: (open: OpenLog) => (this.log = open) };
   }
 
@@ -167,11 +165,11 @@ const MAX_TAIL_READS = 100;
  * recorded before the ftruncate and again after it (log-cuts.ts), and shrinks the file: either seen after the
  * read means the tail is read again, on the log as it is now.
  */
-export async function readLastEvent(file: string, fh: FileHandle, cuts: string): Promise<StoredEvent | undefined> {
+export async function readLastEvent(file: string, fh: OpenFile, cuts: string): Promise<StoredEvent | undefined> {
   for (let attempt = 1; ; attempt++) {
     const mark = cutMark(cuts);
-    const size = (await fh.stat()).size;
-    const cutMeanwhile = async () => cutMark(cuts) !== mark || (await fh.stat()).size < size;
+    const size = sizeOf(fh);
+    const cutMeanwhile = async () => cutMark(cuts) !== mark || sizeOf(fh) < size;
     let last: StoredEvent | undefined;
     try {
       last = await lastWholeEvent(file, fh, size);
@@ -185,7 +183,7 @@ export async function readLastEvent(file: string, fh: FileHandle, cuts: string):
 }
 
 /** The last event of the log's first `size` bytes that a reader sees: not one of an unfinished batch. */
-async function lastWholeEvent(file: string, fh: FileHandle, size: number): Promise<StoredEvent | undefined> {
+async function lastWholeEvent(file: string, fh: OpenFile, size: number): Promise<StoredEvent | undefined> {
   const tail = await readTail(fh, size);
   if (!tail.last) return undefined;
   const parsed = parseEventLine(tail.last.text);

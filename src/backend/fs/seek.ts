@@ -1,7 +1,8 @@
-import type { FileHandle } from "node:fs/promises";
 import { parseEventLine } from "../../core/envelope.js";
 import { LogCorruptError } from "../../core/errors.js";
 import { readLines } from "./lines.js";
+import { readAt, type OpenFile } from "./log-reads.js";
+import { yieldIfLong } from "../../core/time-slices.js";
 
 const NEWLINE = 0x0a;
 const STEP = 64 * 1024;
@@ -22,7 +23,7 @@ export interface KeptEnd {
  * parse or is too long to search through: the caller then reads forwards, which reports damage
  * with its line number.
  */
-export async function keptEndFor(fh: FileHandle, size: number, sequence: number): Promise<KeptEnd | undefined> {
+export async function keptEndFor(fh: OpenFile, size: number, sequence: number): Promise<KeptEnd | undefined> {
   // Chunks in file order covering [chunks[0].start, lineEnd): the bytes not yet cut into lines.
   const chunks: { start: number; bytes: Buffer }[] = [];
   let readFrom = size;
@@ -32,7 +33,8 @@ export async function keptEndFor(fh: FileHandle, size: number, sequence: number)
     if (readFrom === 0) return false;
     const at = Math.max(0, readFrom - STEP);
     const bytes = Buffer.allocUnsafe(readFrom - at);
-    const { bytesRead } = await fh.read(bytes, 0, bytes.length, at);
+    await yieldIfLong();
+    const bytesRead = readAt(fh, bytes, 0, bytes.length, at);
     chunks.unshift({ start: at, bytes: bytes.subarray(0, bytesRead) });
     readFrom = at;
     return true;

@@ -1,8 +1,8 @@
-import type { FileHandle } from "node:fs/promises";
 import { lineBatch, parseEventLine, type LineMark } from "../../core/envelope.js";
 import { LogCorruptError } from "../../core/errors.js";
 import { lineNumberAt, readLines, type Tail } from "./lines.js";
 import { keptEndFor, keptEndForwards } from "./seek.js";
+import type { OpenFile } from "./log-reads.js";
 
 /**
  * When the log ends inside a batch (the lines of one `appendMany`, marked `"batch":[first,last]`, whose
@@ -14,7 +14,7 @@ import { keptEndFor, keptEndForwards } from "./seek.js";
  * sequences rising from `first`. Anything else (a repeated or reordered line) is damage, LOG_CORRUPT naming the
  * line, never a reason to cut further back.
  */
-export async function unfinishedBatchStart(file: string, fh: FileHandle, tail: Tail): Promise<number | undefined> {
+export async function unfinishedBatchStart(file: string, fh: OpenFile, tail: Tail): Promise<number | undefined> {
   if (!tail.last) return undefined;
   const event = parseEventLine(tail.last.text, undefined, "as-written");
   if (typeof event === "string") return undefined;
