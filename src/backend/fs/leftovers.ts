@@ -1,4 +1,4 @@
-import { lstat, readdir } from "node:fs/promises";
+import { lstatSync, readdirSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { SessionLayout } from "./layout.js";
 
@@ -16,24 +16,31 @@ export async function findLeftovers(layout: SessionLayout, sessionId: string): P
   const dir = layout.dir(sessionId);
   const records = layout.records(sessionId);
   const found: string[] = [];
-  const files = async (folder: string, names: string[]) => {
+  // Synchronous calls: two small folders listed each time a lock is taken, where two round trips through the
+  // pool cost more than the calls (docs/ARCHITECTURE.md, "Batched file work"); a leftover is rare.
+  const files = (folder: string, names: string[]) => {
     for (const name of names) {
-      const info = await lstat(join(folder, name)).catch(() => undefined);
+      let info: ReturnType<typeof lstatSync> | undefined;
+      try {
+        info = lstatSync(join(folder, name), { throwIfNoEntry: false });
+      } catch {
+        info = undefined;
+      }
       if (info?.isFile()) found.push(join(folder, name).slice(dir.length + 1));
     }
   };
   const logTemp = `.tmp-${basename(layout.log(sessionId))}-`;
-  await files(
+  files(
     dir,
-    (await listing(dir)).filter((name) => name.startsWith(logTemp)),
+    listing(dir).filter((name) => name.startsWith(logTemp)),
   );
-  const names = await listing(records);
+  const names = listing(records);
   const present = new Set(names);
   // A pending intent (a rewind's, an undo's) may be about to name a copy it made: not litter yet.
   const pending = names.some((name) => name.endsWith("-intent.json"));
   const copyWithoutRecord = (name: string) =>
     !pending && name.endsWith(".jsonl") && !present.has(`${name.slice(0, -".jsonl".length)}.json`);
-  await files(
+  files(
     records,
     names.filter((name) => name.startsWith(".tmp-") || copyWithoutRecord(name)),
   );
@@ -41,9 +48,9 @@ export async function findLeftovers(layout: SessionLayout, sessionId: string): P
 }
 
 /** A folder's names; none when it cannot be listed. */
-async function listing(folder: string): Promise<string[]> {
+function listing(folder: string): string[] {
   try {
-    return await readdir(folder);
+    return readdirSync(folder);
   } catch {
     return [];
   }

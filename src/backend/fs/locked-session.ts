@@ -13,7 +13,7 @@ import { blobExists, deleteBlobFile, discardIncomingBlobs, writeBlobFile, writeB
 import { syncBlobFiles, syncBlobFilesWith } from "./blob-sync.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import type { SessionLayout } from "./layout.js";
-import { checkStoreFolder, checkStoreFolderSync, openStoreFile, READ_APPEND } from "./store-files.js";
+import { checkStoreFolderSync, openStoreFileStat, READ_APPEND } from "./store-files.js";
 import { findLeftovers } from "./leftovers.js";
 import { keptEndFor, keptEndForwards, type KeptEnd } from "./seek.js";
 import { cutLog } from "./log-cuts.js";
@@ -68,10 +68,9 @@ export class FsLockedSession implements LockedSession {
     waiting: () => Promise<boolean>,
   ): Promise<FsLockedSession> {
     const file = layout.log(sessionId);
-    await checkStoreFolder(sessionId, layout.dir(sessionId));
-    const fh = await openStoreFile(sessionId, file, READ_APPEND);
+    checkStoreFolderSync(sessionId, layout.dir(sessionId));
+    const { handle: fh, info } = await openStoreFileStat(sessionId, file, READ_APPEND);
     try {
-      const info = await fh.stat();
       let tail = await readTail(fh, info.size);
       // Cut what a writer killed mid-write left: a torn last line, and the lines of a batch (an appendMany)
       // that never reached its last one, so a batch is in the log whole or not at all.
@@ -286,8 +285,9 @@ export class FsLockedSession implements LockedSession {
     }
     await fsyncDir(dirname(file));
     await this.closeHandles();
-    this.fh = await openStoreFile(this.sessionId, file, READ_APPEND);
-    this.inode = (await this.fh.stat()).ino;
+    const reopened = await openStoreFileStat(this.sessionId, file, READ_APPEND);
+    this.fh = reopened.handle;
+    this.inode = reopened.info.ino;
     this.size = keepBytes;
     this.last = lastKept;
   }
@@ -322,8 +322,8 @@ export class FsLockedSession implements LockedSession {
   /** The O_DSYNC descriptor, opened on first use: by path, so checked to be the log this lock opened. */
   private async syncHandle(): Promise<FileHandle> {
     if (this.syncFh) return this.syncFh;
-    const fh = await openStoreFile(this.sessionId, this.layout.log(this.sessionId), DSYNC_APPEND);
-    if ((await fh.stat()).ino !== this.inode) {
+    const { handle: fh, info } = await openStoreFileStat(this.sessionId, this.layout.log(this.sessionId), DSYNC_APPEND);
+    if (info.ino !== this.inode) {
       await fh.close();
       this.lostLog("the log was replaced by another process");
     }
