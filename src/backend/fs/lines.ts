@@ -2,7 +2,7 @@ import { closeSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { READ, openStoreFileNow } from "./store-files.js";
 import { readAt, sizeOf, type OpenFile } from "./log-reads.js";
-import { yieldIfLong } from "../../core/time-slices.js";
+import { yieldIfLong, yieldNow } from "../../core/time-slices.js";
 import { cutMark, firstChangedSince } from "./log-cuts.js";
 import { TapeRewoundError } from "../../core/errors.js";
 
@@ -58,9 +58,11 @@ export async function* readLines(
     // them chunk by chunk copied a long line over and over, a cost growing with the square of its length
     // (bench "readAll, a log with one 50 MB event, time per MB" shows it flat).
     let carry: Buffer[] = [];
-    for (;;) {
+    for (let reads = 0; ; reads++) {
       signal?.throwIfAborted();
-      await yieldIfLong();
+      // The reader parsed and checked the lines handed out last between two reads (synchronous since they stopped
+      // going through the pool): the event loop turns before the next one, as it did at each read then.
+      if (reads > 0) await yieldNow();
       const bytesRead = readAt(fh, chunk, 0, chunk.length, position);
       if (cutsFile !== undefined && cutMark(cutsFile) !== mark) {
         // Cut in place since the last look: what was just read (and any carried part line) may be from after it.

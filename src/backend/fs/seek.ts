@@ -2,7 +2,7 @@ import { parseEventLine } from "../../core/envelope.js";
 import { LogCorruptError } from "../../core/errors.js";
 import { readLines } from "./lines.js";
 import { readAt, type OpenFile } from "./log-reads.js";
-import { yieldIfLong } from "../../core/time-slices.js";
+import { yieldNow } from "../../core/time-slices.js";
 
 const NEWLINE = 0x0a;
 const STEP = 64 * 1024;
@@ -33,7 +33,8 @@ export async function keptEndFor(fh: OpenFile, size: number, sequence: number): 
     if (readFrom === 0) return false;
     const at = Math.max(0, readFrom - STEP);
     const bytes = Buffer.allocUnsafe(readFrom - at);
-    await yieldIfLong();
+    // Each chunk's lines are parsed between reads: the event loop turns before the next one.
+    if (chunks.length > 0) await yieldNow();
     const bytesRead = readAt(fh, bytes, 0, bytes.length, at);
     chunks.unshift({ start: at, bytes: bytes.subarray(0, bytesRead) });
     readFrom = at;
