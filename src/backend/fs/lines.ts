@@ -1,7 +1,6 @@
-import { closeSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { READ, openStoreFileNow } from "./store-files.js";
-import { readAt, sizeOf, type OpenFile } from "./log-reads.js";
+import { closeOwned, owned, readAt, sizeOf, type OpenFile } from "./log-reads.js";
 import { yieldIfLong, yieldNow } from "../../core/time-slices.js";
 import { cutMark, firstChangedSince } from "./log-cuts.js";
 import { TapeRewoundError } from "../../core/errors.js";
@@ -102,14 +101,14 @@ export async function* readLines(
       }
     }
   } finally {
-    if (options.handle === undefined) closeSync(fh.fd);
+    if (options.handle === undefined) closeOwned(fh);
   }
 }
 
 /** The log at `path` opened as a store file is (never through a link), or undefined when there is none. */
 function openLogNow(sessionId: string, path: string): OpenFile | undefined {
   try {
-    return { fd: openStoreFileNow(sessionId, path, READ) };
+    return owned(openStoreFileNow(sessionId, path, READ));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
