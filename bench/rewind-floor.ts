@@ -1,36 +1,105 @@
-import { constants } from "node:fs";
-import { mkdir, open, rename, rm, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
-import { fsyncPath } from "../src/core/atomic-file.js";
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import {
+  closeSync,
+  constants,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { SYNC_FILESYSTEM_FROM } from "../src/core/sync-filesystem.js";
 
 /**
- * What a crash-safe rewind of one file must wait for at the least, done raw (docs/ARCHITECTURE.md, "Rewind
- * intent"): the intent written to a temp file, fsynced, renamed, its folder fsynced; the file's new bytes
- * written to a temp file and renamed over it, then the file and its folder fsynced at once; one line appended
- * through an O_DSYNC descriptor (the marker); the intent deleted. No plan, no confinement check, no log read:
- * the floor a rewind's other work sits on, measured in the same rounds. Returns the milliseconds it took.
+ * {@link durableRewindFloorFiles} for one file, `bytes` its before-bytes: what the shell suite's 1-file rewind
+ * sits on. Returns the milliseconds the floor's own steps took (the pack it reads is written first, untimed).
  */
 export async function durableRewindFloor(records: string, file: string, bytes: string): Promise<number> {
-  await mkdir(records, { recursive: true });
+  const pack = storeFloorPack(records, [Buffer.from(bytes)]);
+  return durableRewindFloorFiles(records, dirname(file), [basename(file)], pack);
+}
+
+/** The before-bytes of a floor's files, stored untimed as one pack in `records`: read back in the timed part. */
+export function storeFloorPack(records: string, before: readonly Buffer[]): string {
+  mkdirSync(records, { recursive: true });
+  const pack = join(records, "before.pack");
+  const lengths = Buffer.alloc(4 * before.length);
+  for (const [i, bytes] of before.entries()) lengths.writeUInt32LE(bytes.length, 4 * i);
+  writeFileSync(pack, Buffer.concat([lengths, ...before]));
+  return pack;
+}
+
+/**
+ * What a crash-safe, undoable rewind of `paths` must do at the least, done raw with synchronous calls
+ * (docs/ARCHITECTURE.md, "Rewind intent"), for the k-file rows of the rewind suite:
+ * - the undo copy: each file's current bytes read and hashed (sha256), written with the intent (inline for
+ *   fewer than 16 files, as ours carries small ones; else appended to one pack, fsynced);
+ * - the intent: a temp file fsynced, renamed, its folder fsynced;
+ * - the before-bytes: one read of the pack `storeFloorPack` made, each file's bytes checked against a sha256;
+ * - each file: a temp written and renamed over it;
+ * - durable: fsync of each file and folder under 16 files, else one syncfs (`sync -f`), as ours;
+ * - the marker: one line through an O_DSYNC descriptor; the intent deleted.
+ * No plan, no confinement, no conflict check, no log read, no compression. Returns the milliseconds it took.
+ */
+export function durableRewindFloorFiles(records: string, root: string, paths: readonly string[], pack: string): number {
   const started = performance.now();
+  const many = paths.length >= SYNC_FILESYSTEM_FROM;
+  const undo: Buffer[] = [];
+  const hashes: string[] = [];
+  for (const path of paths) {
+    const bytes = readFileSync(join(root, path));
+    hashes.push(createHash("sha256").update(bytes).digest("hex"));
+    undo.push(bytes);
+  }
+  if (many) writeSynced(join(records, "undo.pack"), Buffer.concat(undo));
+  const inline = many ? [] : undo.map((bytes) => bytes.toString("base64"));
   const intent = join(records, "intent.json");
-  const temp = join(records, ".tmp-intent.json");
-  const handle = await open(temp, "wx");
-  await handle.writeFile("i".repeat(1200)); // a 1-file intent carrying its undo bytes is ~1-7 KB
-  await handle.sync();
-  await handle.close();
-  await rename(temp, intent);
-  await fsyncPath(records);
-  const fileTemp = join(dirname(file), ".tmp-floor");
-  await writeFile(fileTemp, bytes, { flag: "wx" });
-  await rename(fileTemp, file);
-  await Promise.all([fsyncPath(file), fsyncPath(dirname(file))]);
-  const log = await open(
-    join(records, "log"),
-    constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_DSYNC,
-  );
-  await log.write("m".repeat(600)); // the marker's line
-  await log.close();
-  await rm(intent);
+  writeSynced(join(records, ".tmp-intent.json"), Buffer.from(JSON.stringify({ paths, hashes, inline })), "wx");
+  renameSync(join(records, ".tmp-intent.json"), intent);
+  fsyncNow(records);
+  const stored = readFileSync(pack);
+  let at = 4 * paths.length;
+  paths.forEach((path, i) => {
+    const bytes = stored.subarray(at, at + stored.readUInt32LE(4 * i));
+    at += bytes.length;
+    createHash("sha256").update(bytes).digest("hex"); // checked as ours checks a blob before using it
+    const file = join(root, path);
+    const temp = join(dirname(file), ".tmp-floor");
+    writeFileSync(temp, bytes, { flag: "wx" });
+    renameSync(temp, file);
+  });
+  if (many) execFileSync("sync", ["-f", "--", root]);
+  else
+    for (const path of new Set(paths.flatMap((path) => [join(root, path), dirname(join(root, path))]))) fsyncNow(path);
+  const log = openSync(join(records, "log"), "a");
+  closeSync(log);
+  const marker = openSync(join(records, "log"), constants.O_WRONLY | constants.O_APPEND | constants.O_DSYNC);
+  writeSync(marker, `${"m".repeat(600)}\n`);
+  closeSync(marker);
+  unlinkSync(intent);
   return performance.now() - started;
+}
+
+function writeSynced(path: string, bytes: Buffer, flag = "w"): void {
+  const fd = openSync(path, flag, 0o600);
+  try {
+    writeSync(fd, bytes);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function fsyncNow(path: string): void {
+  const fd = openSync(path, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { CheckpointStore, SessionStore, rewind, undoRewind, type RewindReport } from "../src/index.js";
 import { interleavedRounds, median, timeIt, type Figure, type Row, type Suite } from "./harness.js";
 import { formatMs, medianMs, perOperation } from "./per-operation.js";
+import { durableRewindFloorFiles, storeFloorPack } from "./rewind-floor.js";
 import {
   editedText,
   resetToInitial,
@@ -66,6 +67,8 @@ interface KFigures {
   git: Figure;
   /** git restore + clean, then `sync` of the restored files and their folders: git made as durable as ours. */
   gitSync: Figure;
+  /** The same k files put back by a rewind's durable steps alone, done raw (rewind-floor.ts). */
+  floor: Figure;
   /** The longest event-loop stall of each rewind (keepUndo 1), in ms: monitorEventLoopDelay at 1 ms. */
   stallMs: number[];
 }
@@ -90,6 +93,11 @@ async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBe
         const originals = await Promise.all(paths.map((path) => readFile(join(workspace.root, path), "utf8")));
         const edited = originals.map((text) => editedText(text, 1));
         const editAll = () => Promise.all(paths.map((path, i) => writeFile(join(workspace.root, path), edited[i]!)));
+        const floorRecords = join(dir, `floor-${k}`);
+        const floorPack = storeFloorPack(
+          floorRecords,
+          await Promise.all(paths.map((path) => readFile(join(workspace.root, path)))),
+        );
 
         /** A fresh session whose last k events are one edit_file call per path: the state every round starts from. */
         const editedSession = async () => {
@@ -149,6 +157,13 @@ async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBe
             await expectOriginals(workspace, paths, originals);
             return ms;
           },
+          floor: async () => {
+            await editAll();
+            await settleDisk(dir);
+            const ms = durableRewindFloorFiles(floorRecords, workspace.root, paths, floorPack);
+            await expectOriginals(workspace, paths, originals);
+            return ms;
+          },
           gitSync: async () => {
             await editAll();
             await settleDisk(dir);
@@ -170,6 +185,7 @@ async function withBench(shared: GitWorkspace, dir: string, fn: (bench: RewindBe
           oursUndo: perOperation("files/s, undoRewind()", samples.oursUndo, k),
           git: perOperation("files/s, git restore --source + clean -fd", samples.git, k),
           gitSync: perOperation("files/s, git restore + clean, then sync of the files", samples.gitSync, k),
+          floor: perOperation("files/s, its durable steps alone, raw", samples.floor, k),
           stallMs,
         };
       },
@@ -249,6 +265,21 @@ function rowsFor(
       notes:
         `${formatMs(f.ours, k)} vs ${formatMs(f.gitSync, k)}: git restore + clean -fd, then \`sync\` of the ` +
         `restored files and their folders (durable as ours); undo ${formatMs(f.oursUndo, k)}`,
+    });
+  }
+  for (const k of ks) {
+    const f = main.get(k)!;
+    rows.push({
+      suite: `rewind ${k} file${k > 1 ? "s" : ""} @${sizeLabel(mainSize)} files vs its durable steps alone`,
+      ours: f.ours,
+      baseline: f.floor,
+      ratio: f.ours.value / f.floor.value,
+      target: undefined,
+      notes:
+        `info: ${formatMs(f.ours, k)} vs ${formatMs(f.floor, k)}; git ${formatMs(f.git, k)} is ` +
+        `${(f.floor.value / f.git.value).toFixed(2)}x the floor's time: the most a rewind doing only these steps ` +
+        `reaches against git here (undo copy, intent, checked before-bytes, temp + rename, fsync or syncfs, marker)`,
+      details: { floorMs: medianMs(f.floor, k), gitOverFloor: f.floor.value / f.git.value },
     });
   }
   const largestK = ks[ks.length - 1]!;
