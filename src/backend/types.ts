@@ -264,6 +264,12 @@ export interface LockedSession {
   hasBlob(hash: string): Promise<boolean>;
   deleteBlob(hash: string): Promise<void>;
   /**
+   * Optional: {@link deleteBlob} for many blobs, in as few writes as the backend can (the fs backend: one append
+   * to its pack for the packed ones, however many). Names that are not blobs, or not stored, are ignored. A prune
+   * uses it when present (docs/ARCHITECTURE.md, "Blobs").
+   */
+  deleteBlobs?(hashes: readonly string[]): Promise<void>;
+  /**
    * Optional: gives back the space deleted blobs still take where a backend keeps it until later (the fs
    * backend's pack: docs/ARCHITECTURE.md, "Blobs"). `gc` calls it after deleting, so what it frees is freed.
    */

@@ -112,6 +112,7 @@ export async function pruneUnreferencedBlobs(
     alsoKeepBlobs,
     ...(candidates && { candidates, exists: (hash: string) => locked.hasBlob(hash) }),
   });
-  await forEachLimited(unreferenced, 8, (hash) => locked.deleteBlob(hash));
+  if (locked.deleteBlobs) await locked.deleteBlobs(unreferenced);
+  else await forEachLimited(unreferenced, 8, (hash) => locked.deleteBlob(hash));
   return unreferenced.length;
 }

@@ -6,7 +6,7 @@ import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { createHash, randomBytes } from "node:crypto";
 import { fsyncDir } from "../../core/atomic-file.js";
-import { mapLimited } from "../../core/bounded-concurrency.js";
+import { forEachLimited, mapLimited } from "../../core/bounded-concurrency.js";
 import { yieldIfLong } from "../../core/time-slices.js";
 import { isBlobHash } from "../names.js";
 import type { SessionLayout } from "./layout.js";
@@ -420,7 +420,7 @@ async function retryAfterMkdir<T>(dir: string, attempt: () => Promise<T>, onMade
  * for each file they free (docs/ARCHITECTURE.md, "Batched file work").
  */
 export async function deleteBlobFile(layout: SessionLayout, id: string, hash: string): Promise<void> {
-  await deletePacked(layout, id, hash);
+  await deletePacked(layout, id, [hash]);
   const file = layout.blob(id, hash);
   checkStoreFolderSync(id, layout.blobs(id));
   checkStoreFolderSync(id, dirname(file));
@@ -430,6 +430,37 @@ export async function deleteBlobFile(layout: SessionLayout, id: string, hash: st
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
 }
+
+/**
+ * {@link deleteBlobFile} for many: the packed ones in one append to the pack, then the loose ones unlinked a few
+ * at a time through the thread pool (an unlink is mostly the filesystem's own work, which the pool's threads do
+ * side by side), `blobs/` and each shard checked once (never a link) before anything in them is deleted
+ * (docs/ARCHITECTURE.md, "Blobs": deleting what a prune found).
+ */
+export async function deleteBlobFiles(layout: SessionLayout, id: string, hashes: readonly string[]): Promise<void> {
+  const blobs = hashes.filter(isBlobHash);
+  await deletePacked(layout, id, blobs);
+  if (!checkStoreFolderSync(id, layout.blobs(id))) return;
+  const shards = new Map<string, boolean>();
+  const loose: string[] = [];
+  for (const hash of blobs) {
+    const file = layout.blob(id, hash);
+    const shard = dirname(file);
+    let there = shards.get(shard);
+    if (there === undefined) shards.set(shard, (there = checkStoreFolderSync(id, shard)));
+    if (there) loose.push(file);
+  }
+  await forEachLimited(loose, UNLINKS_AT_ONCE, async (file) => {
+    try {
+      await unlink(file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    }
+  });
+}
+
+/** Loose blob files a prune unlinks at once: the thread pool's four threads, twice over. */
+const UNLINKS_AT_ONCE = 8;
 
 /** Removes what blob writes killed mid-way left in `blobs/.incoming/` (never a finished blob). */
 export async function discardIncomingBlobs(layout: SessionLayout, id: string): Promise<void> {

@@ -9,7 +9,14 @@ import type { AppendOptions, ArchivedLog, LockedSession } from "../types.js";
 import { copyLogRange } from "./archive-log.js";
 import { fsyncDir, tempPathFor, writeFileAtomic } from "../../core/atomic-file.js";
 import { compactPackIfDead } from "./blob-pack.js";
-import { blobExists, deleteBlobFile, discardIncomingBlobs, writeBlobFile, writeBlobFiles } from "./blobs.js";
+import {
+  blobExists,
+  deleteBlobFile,
+  deleteBlobFiles,
+  discardIncomingBlobs,
+  writeBlobFile,
+  writeBlobFiles,
+} from "./blobs.js";
 import { syncBlobFiles, syncBlobFilesWith } from "./blob-sync.js";
 import { isBlobHash, isRecordName } from "../names.js";
 import type { SessionLayout } from "./layout.js";
@@ -399,6 +406,11 @@ export class FsLockedSession implements LockedSession {
     this.assertHeld();
     if (!isBlobHash(hash)) return;
     await deleteBlobFile(this.layout, this.sessionId, hash);
+  }
+
+  async deleteBlobs(hashes: readonly string[]): Promise<void> {
+    this.assertHeld();
+    await deleteBlobFiles(this.layout, this.sessionId, hashes);
   }
 
   async discardPartialWrites(): Promise<void> {
