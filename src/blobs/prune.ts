@@ -112,7 +112,12 @@ export async function pruneUnreferencedBlobs(
     alsoKeepBlobs,
     ...(candidates && { candidates, exists: (hash: string) => locked.hasBlob(hash) }),
   });
-  if (locked.deleteBlobs) await locked.deleteBlobs(unreferenced);
-  else await forEachLimited(unreferenced, 8, (hash) => locked.deleteBlob(hash));
+  await deleteBlobsOf(locked, unreferenced);
   return unreferenced.length;
+}
+
+/** Deletes `hashes`: in one call where the backend batches it (`deleteBlobs`), else eight at a time. */
+export async function deleteBlobsOf(locked: LockedSession, hashes: readonly string[]): Promise<void> {
+  if (locked.deleteBlobs) await locked.deleteBlobs(hashes);
+  else await forEachLimited(hashes, 8, (hash) => locked.deleteBlob(hash));
 }

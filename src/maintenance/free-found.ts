@@ -1,6 +1,6 @@
 // Maintenance: frees what gc or retention found in one session, and counts the bytes that frees.
 import type { LockedSession, StorageBackend } from "../backend/types.js";
-import { forEachLimited } from "../core/bounded-concurrency.js";
+import { deleteBlobsOf } from "../blobs/prune.js";
 import { signalOf } from "../core/defined-fields.js";
 import { lockedAccess } from "../session/locked-access.js";
 import type { SessionStore } from "../session/session-store.js";
@@ -49,7 +49,7 @@ export async function freeFound(
   const before = backend.sizeOf ? await backend.sizeOf(found.sessionId) : undefined;
   await options.first?.();
   for (const name of found.archives) await locked.deleteRecord(name, { archivedLog: true });
-  await forEachLimited(found.blobs, 8, (hash) => locked.deleteBlob(hash));
+  await deleteBlobsOf(locked, found.blobs);
   if (found.blobs.length > 0) await locked.compactBlobs?.();
   if (before === undefined) return undefined;
   return Math.max(0, before - (await backend.sizeOf!(found.sessionId)));

@@ -9,6 +9,7 @@ export const blobsArea: ConformanceArea = (suite) => {
   describe("blobs", () => {
     blobWritesAndReads(suite);
     scanBlobWrites(suite);
+    batchDeletes(suite);
     blobDeletesAndOwners(suite);
   });
 };
@@ -151,6 +152,37 @@ function blobDeletesAndOwners(suite: ConformanceSuite): void {
     expect(await backend.listBlobs("s2")).toEqual([]);
     await withLock(backend, "s2", async (locked) => expect(await locked.hasBlob(a.hash)).toBe(false));
   });
+}
+
+/** Many blobs deleted at once (optional: a backend may batch a prune's deletes). */
+function batchDeletes(suite: ConformanceSuite): void {
+  let backend!: StorageBackend;
+  beforeEach(() => {
+    backend = suite.backend;
+  });
+
+  suite.withOptional(
+    "deleteBlobs",
+    "deleteBlobs deletes each blob named as deleteBlob would, whether stored alone or many at once",
+    async () => {
+      const [a, b, c] = [blob("kept"), blob("deleted alone"), blob("x".repeat(70_000))];
+      const many = Array.from({ length: 40 }, (_, i) => blob(`scan file ${i}\n`.repeat(i + 1)));
+      await backend.createSession(record("s1"));
+      await withLock(backend, "s1", async (locked) => {
+        for (const x of [a, b, c]) await locked.writeBlob(x.hash, x.bytes);
+        if (locked.writeScanBlobs) await locked.writeScanBlobs(many.map((x) => [x.hash, x.bytes] as const));
+        else for (const x of many) await locked.writeBlob(x.hash, x.bytes);
+        await locked.syncBlobs?.(many.map((x) => x.hash));
+        const named = [b, c, ...many.slice(1)].map((x) => x.hash);
+        await locked.deleteBlobs!([...named, named[0]!, blob("never").hash, "not-a-hash"]);
+        for (const hash of named) expect(await locked.hasBlob(hash)).toBe(false);
+        expect(await locked.writeBlob(b.hash, b.bytes)).toBe(true); // deleted means writable again
+      });
+      for (const x of [a, b, many[0]!]) expect(await backend.readBlob("s1", x.hash)).toEqual(Buffer.from(x.bytes));
+      expect(await backend.readBlob("s1", c.hash)).toBeUndefined();
+      expect((await backend.listBlobs("s1")).sort()).toEqual([a.hash, b.hash, many[0]!.hash].sort());
+    },
+  );
 }
 
 /** A workspace scan's blobs written many at once (optional: a backend may keep small ones apart, as in a pack). */

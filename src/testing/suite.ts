@@ -9,6 +9,7 @@ export type OptionalMethod =
   | "othersWaiting"
   | "writeBlobs"
   | "writeScanBlobs"
+  | "deleteBlobs"
   | "archiveLogAfter";
 
 export interface BackendConformanceOptions {
@@ -197,6 +198,7 @@ export async function optionalMethodsOf(
       othersWaiting: typeof locked.othersWaiting === "function",
       writeBlobs: typeof locked.writeBlobs === "function",
       writeScanBlobs: typeof locked.writeScanBlobs === "function",
+      deleteBlobs: typeof locked.deleteBlobs === "function",
       archiveLogAfter: typeof locked.archiveLogAfter === "function" && typeof backend.readArchivedLog === "function",
     };
   } finally {

@@ -16,6 +16,7 @@ const memory = {
   lacks: {
     writeBlobs: "a blob write is a step in memory",
     writeScanBlobs: "a blob held in memory costs its bytes",
+    deleteBlobs: "a delete is a step in memory",
     archiveLogAfter: "a rewind keeps the events it cut in its record",
     readEventBatches: "its events are already in memory",
     discardPartialWrites: "a blob is stored in one synchronous step",

@@ -1,9 +1,11 @@
+import { createHash } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { postgresBackend } from "../../src/backend/postgres/index.js";
-import { CheckpointStore, rewind } from "../../src/index.js";
+import { CheckpointStore, gc, rewind } from "../../src/index.js";
+import { lockedAccess } from "../../src/session/locked-access.js";
 import { pgUrl, useSchemas } from "../helpers/postgres.js";
 import { openStore, tempDir } from "../helpers/fixture.js";
 
@@ -36,9 +38,38 @@ function countedStore() {
 }
 
 const writesBlobs = (text: string) => /INSERT INTO \S+\.blobs/.test(text);
+const deletesBlobs = (text: string) => /DELETE FROM \S+\.blobs/.test(text);
 const readsBlobBytes = (text: string) => /SELECT\s+b\.stored\b/.test(text);
 
 describe("PostgreSQL blobs in batches", () => {
+  it("gc deletes 40 blobs nothing references in one statement, not one per blob", async () => {
+    const { statements, backend, store } = countedStore();
+    try {
+      const { id } = await store.create();
+      const kept = Buffer.from("named by a checkpoint");
+      const keptHash = createHash("sha256").update(kept).digest("hex");
+      const orphans = Array.from({ length: 40 }, (_, i) => Buffer.from(`orphan ${i}`));
+      await lockedAccess(store).withLockedSession(id, async (locked) => {
+        for (const bytes of [kept, ...orphans])
+          await locked.writeBlob(createHash("sha256").update(bytes).digest("hex"), bytes);
+      });
+      await store.append(id, {
+        type: "session_checkpoint",
+        payload: {
+          tool: "edit",
+          workspace: "/nowhere",
+          files: [{ path: "f", kind: "blob", blob: keptHash, bytes: kept.length, mode: 0o644 }],
+        },
+      });
+      statements.length = 0;
+      await gc(store, { sessionIds: [id] });
+      expect(statements.filter(deletesBlobs), "statements that delete blobs during gc").toHaveLength(1);
+      expect(await backend.listBlobs(id)).toEqual([keptHash]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("a capture of 40 edited files writes their 40 before-snapshots in one statement", async () => {
     const { statements, backend, store } = countedStore();
     const workspace = await tempDir("agent-tape-pg-batch-");
