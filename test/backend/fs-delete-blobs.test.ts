@@ -31,6 +31,19 @@ async function scene(small: number, large: number) {
   return { base, root, store, id, blobs, dir: join(root, id) };
 }
 
+/** A store opened afresh reads the pack's deletions from disk, not from the deleting process's memory. */
+async function expectAfterReopen(root: string, id: string, doomed: Blob[], kept: Blob[]): Promise<void> {
+  const again = openStore({ backend: fsBackend({ root, packBlobsUnder: 4096 }) });
+  try {
+    for (const { hash } of doomed) expect(await again.backend.readBlob(id, hash)).toBeUndefined();
+    for (const { hash, bytes } of kept) expect(await again.backend.readBlob(id, hash)).toEqual(bytes);
+  } finally {
+    await again.close();
+  }
+}
+
+type Blob = { hash: string; bytes: Buffer };
+
 function deleteMany(locked: LockedSession, hashes: string[]): Promise<void> {
   if (!locked.deleteBlobs) throw new Error("the fs backend's locked session has no deleteBlobs");
   return locked.deleteBlobs(hashes);
@@ -50,11 +63,7 @@ describe("deleteBlobs on the fs backend", () => {
     }
     for (const { hash, bytes } of kept) expect(await s.store.backend.readBlob(s.id, hash)).toEqual(bytes);
     await s.store.close();
-    // A process that opens the store afresh reads the pack's deletions from disk, not from this one's memory.
-    const again = openStore({ backend: fsBackend({ root: s.root, packBlobsUnder: 4096 }) });
-    for (const { hash } of doomed) expect(await again.backend.readBlob(s.id, hash)).toBeUndefined();
-    for (const { hash, bytes } of kept) expect(await again.backend.readBlob(s.id, hash)).toEqual(bytes);
-    await again.close();
+    await expectAfterReopen(s.root, s.id, doomed, kept);
   });
 
   it("deletes blobs a run wrote (a rewind's undo, a scan), and a pack left mostly dead is compacted", async () => {
@@ -82,10 +91,7 @@ describe("deleteBlobs on the fs backend", () => {
     );
     expect(await packBytes()).toBeLessThan(100_000); // rewritten with its 10 live blobs only
     await s.store.close();
-    const again = openStore({ backend: fsBackend({ root: s.root, packBlobsUnder: 4096 }) });
-    for (const { hash } of doomed) expect(await again.backend.readBlob(s.id, hash)).toBeUndefined();
-    for (const { hash, bytes } of kept) expect(await again.backend.readBlob(s.id, hash)).toEqual(bytes);
-    await again.close();
+    await expectAfterReopen(s.root, s.id, doomed, kept);
   });
 
   it("a shard swapped for a link outside: STORE_TAMPERED, and nothing outside is deleted", async () => {
