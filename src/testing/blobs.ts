@@ -8,8 +8,7 @@ import { runAreas, type BackendConformanceOptions, type ConformanceArea, type Co
 export const blobsArea: ConformanceArea = (suite) => {
   describe("blobs", () => {
     blobWritesAndReads(suite);
-    scanBlobWrites(suite);
-    batchDeletes(suite);
+    manyAtOnce(suite);
     blobDeletesAndOwners(suite);
   });
 };
@@ -154,39 +153,11 @@ function blobDeletesAndOwners(suite: ConformanceSuite): void {
   });
 }
 
-/** Many blobs deleted at once (optional: a backend may batch a prune's deletes). */
-function batchDeletes(suite: ConformanceSuite): void {
-  let backend!: StorageBackend;
-  beforeEach(() => {
-    backend = suite.backend;
-  });
-
-  suite.withOptional(
-    "deleteBlobs",
-    "deleteBlobs deletes each blob named as deleteBlob would, whether stored alone or many at once",
-    async () => {
-      const [a, b, c] = [blob("kept"), blob("deleted alone"), blob("x".repeat(70_000))];
-      const many = Array.from({ length: 40 }, (_, i) => blob(`scan file ${i}\n`.repeat(i + 1)));
-      await backend.createSession(record("s1"));
-      await withLock(backend, "s1", async (locked) => {
-        for (const x of [a, b, c]) await locked.writeBlob(x.hash, x.bytes);
-        if (locked.writeScanBlobs) await locked.writeScanBlobs(many.map((x) => [x.hash, x.bytes] as const));
-        else for (const x of many) await locked.writeBlob(x.hash, x.bytes);
-        await locked.syncBlobs?.(many.map((x) => x.hash));
-        const named = [b, c, ...many.slice(1)].map((x) => x.hash);
-        await locked.deleteBlobs!([...named, named[0]!, blob("never").hash, "not-a-hash"]);
-        for (const hash of named) expect(await locked.hasBlob(hash)).toBe(false);
-        expect(await locked.writeBlob(b.hash, b.bytes)).toBe(true); // deleted means writable again
-      });
-      for (const x of [a, b, many[0]!]) expect(await backend.readBlob("s1", x.hash)).toEqual(Buffer.from(x.bytes));
-      expect(await backend.readBlob("s1", c.hash)).toBeUndefined();
-      expect((await backend.listBlobs("s1")).sort()).toEqual([a.hash, b.hash, many[0]!.hash].sort());
-    },
-  );
-}
-
-/** A workspace scan's blobs written many at once (optional: a backend may keep small ones apart, as in a pack). */
-function scanBlobWrites(suite: ConformanceSuite): void {
+/**
+ * Blobs many at once, each optional: a workspace scan's written together (a backend may keep small ones apart, as
+ * in a pack), and a prune's deleted together.
+ */
+function manyAtOnce(suite: ConformanceSuite): void {
   let backend!: StorageBackend;
   beforeEach(() => {
     backend = suite.backend;
@@ -214,6 +185,29 @@ function scanBlobWrites(suite: ConformanceSuite): void {
       for (const x of kept) expect(await backend.readBlob("s1", x.hash)).toEqual(Buffer.from(x.bytes));
       expect(await backend.readBlob("s1", many[0]!.hash)).toBeUndefined();
       expect((await backend.listBlobs("s1")).sort()).toEqual(kept.map((x) => x.hash).sort());
+    },
+  );
+
+  suite.withOptional(
+    "deleteBlobs",
+    "deleteBlobs deletes each blob named as deleteBlob would, whether stored alone or many at once",
+    async () => {
+      const [a, b, c] = [blob("kept"), blob("deleted alone"), blob("x".repeat(70_000))];
+      const many = Array.from({ length: 40 }, (_, i) => blob(`scan file ${i}\n`.repeat(i + 1)));
+      await backend.createSession(record("s1"));
+      await withLock(backend, "s1", async (locked) => {
+        for (const x of [a, b, c]) await locked.writeBlob(x.hash, x.bytes);
+        if (locked.writeScanBlobs) await locked.writeScanBlobs(many.map((x) => [x.hash, x.bytes] as const));
+        else for (const x of many) await locked.writeBlob(x.hash, x.bytes);
+        await locked.syncBlobs?.(many.map((x) => x.hash));
+        const named = [b, c, ...many.slice(1)].map((x) => x.hash);
+        await locked.deleteBlobs!([...named, named[0]!, blob("never").hash, "not-a-hash"]);
+        for (const hash of named) expect(await locked.hasBlob(hash)).toBe(false);
+        expect(await locked.writeBlob(b.hash, b.bytes)).toBe(true); // deleted means writable again
+      });
+      for (const x of [a, b, many[0]!]) expect(await backend.readBlob("s1", x.hash)).toEqual(Buffer.from(x.bytes));
+      expect(await backend.readBlob("s1", c.hash)).toBeUndefined();
+      expect((await backend.listBlobs("s1")).sort()).toEqual([a.hash, b.hash, many[0]!.hash].sort());
     },
   );
 }
