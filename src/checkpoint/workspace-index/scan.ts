@@ -1,3 +1,4 @@
+import { revertWalk } from "./revert-walk.js";
 import { readlink } from "../../core/named-fs.js";
 import { type FileRead, readWorkspaceFile } from "./read-files.js";
 import type { LockedSession } from "../../backend/types.js";
@@ -6,7 +7,6 @@ import { ScanBlobs } from "./scan-blobs.js";
 import {
   entryOf,
   RACY_WINDOW_NS,
-  revertWalk,
   walkChangedFolders,
   walkWholeInPlace,
   walkWorkspace,

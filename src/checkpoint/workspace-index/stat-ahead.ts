@@ -1,7 +1,7 @@
 import { lstatSync } from "../../core/named-fs.js";
 import { HelperThread } from "../../core/helper-thread.js";
 import { hasEscapedBytes } from "../../core/byte-names.js";
-import type { FolderListing } from "./index-entry.js";
+import type { FolderListing, IndexEntry } from "./index-entry.js";
 import { kindOfMode, type Lstat, stillHolds } from "./stat-entries.js";
 import { parentOf } from "./tree-paths.js";
 
@@ -10,13 +10,16 @@ import { parentOf } from "./tree-paths.js";
 // to collect. So, when the index knows the folders' listings, two helper threads lstat the names of the folders
 // whose listing still holds, in jobs of a few thousand names taken in turn, into arrays of numbers; the walk
 // starts at once and takes those stats instead of calling lstat, waiting for a folder's job where it is not back
-// yet (docs/ARCHITECTURE.md, "Workspace index", stats ahead).
+// yet. The threads take plain stats, not BigInt ones (a sixth cheaper each), whose times are milliseconds as
+// doubles: the walk trusts one only to say "unchanged" against the index's entry, and lstats again where it
+// does not (docs/ARCHITECTURE.md, "Workspace index", stats ahead).
 
 /** Known entries from which a scan stats ahead: below it, the threads' messages cost more than they save. */
 export const STAT_AHEAD_FROM = 4096;
 
-// Per name: a flag (1: statted; 0: not, the walk lstats it itself), then the fields of Lstat in this order.
-const FIELDS = 9;
+/** Where each field of a name's stat taken ahead lies, from the name's first: 1 at `TAKEN` when it was taken. */
+export const SEEN = { taken: 0, mode: 1, size: 2, mtimeMs: 3, ctimeMs: 4, ino: 5, nlink: 6 } as const;
+const FIELDS = 7;
 const HELPERS = 2;
 // Names per job: the first is back while the walk still has most of the tree ahead of it.
 const JOB_NAMES = 2048;
@@ -27,23 +30,24 @@ interface Job {
   names: (string | null)[][];
 }
 
+// An inode number or a size past 2^53 is not exact as a double: such a name is left to the walk.
 const SOURCE = `
 const { parentPort } = require("node:worker_threads");
 const { lstatSync } = require("node:fs");
 parentPort.on("message", ({ id, job }) => {
   let count = 0;
   for (const names of job.names) count += names.length;
-  const answer = new BigInt64Array(count * ${FIELDS});
+  const answer = new Float64Array(count * ${FIELDS});
   let at = 0;
   job.folders.forEach((folder, f) => {
     for (const name of job.names[f]) {
       if (name !== null) {
         let s;
-        try { s = lstatSync(folder + "/" + name, { bigint: true, throwIfNoEntry: false }); } catch { s = undefined; }
-        if (s !== undefined) {
-          answer[at] = 1n; answer[at + 1] = s.mode; answer[at + 2] = s.size; answer[at + 3] = s.mtimeNs;
-          answer[at + 4] = s.ctimeNs; answer[at + 5] = s.ino; answer[at + 6] = s.nlink; answer[at + 7] = s.uid;
-          answer[at + 8] = s.gid;
+        try { s = lstatSync(folder + "/" + name, { throwIfNoEntry: false }); } catch { s = undefined; }
+        if (s !== undefined && Number.isSafeInteger(s.ino) && Number.isSafeInteger(s.size)) {
+          answer[at] = 1; answer[at + ${SEEN.mode}] = s.mode; answer[at + ${SEEN.size}] = s.size;
+          answer[at + ${SEEN.mtimeMs}] = s.mtimeMs; answer[at + ${SEEN.ctimeMs}] = s.ctimeMs;
+          answer[at + ${SEEN.ino}] = s.ino; answer[at + ${SEEN.nlink}] = s.nlink;
         }
       }
       at += ${FIELDS};
@@ -53,7 +57,7 @@ parentPort.on("message", ({ id, job }) => {
 });
 `;
 
-const helpers = Array.from({ length: HELPERS }, () => new HelperThread<Job, BigInt64Array>(SOURCE));
+const helpers = Array.from({ length: HELPERS }, () => new HelperThread<Job, Float64Array>(SOURCE));
 
 // A name whose path the OS must be handed as bytes, or in steps (named-fs.ts), is left to the walk.
 const LONGEST_PATH = 1000;
@@ -62,7 +66,7 @@ interface Taken {
   listing: FolderListing;
   /** Where the folder's names start in its job's answer. */
   at: number;
-  stats?: BigInt64Array | undefined;
+  stats?: Float64Array | undefined;
   /** Until its job is back. */
   pending?: Promise<void> | undefined;
 }
@@ -76,24 +80,36 @@ export class StatsAhead {
     return this.byFolder.get(path)?.pending;
   }
 
-  /** The stat of the `index`th name of `listing` (the folder at `path`), when it was taken ahead. */
-  of(path: string, listing: FolderListing, index: number): Lstat | undefined {
+  /**
+   * The stats taken ahead of the names of `listing` (the folder at `path`), when they were: the `index`th name's
+   * begin at `at + index * SEEN_FIELDS` of `stats`, if its `SEEN.taken` is 1 (else the walk lstats it itself).
+   */
+  seen(path: string, listing: FolderListing): { stats: Float64Array; at: number } | undefined {
     const taken = this.byFolder.get(path);
     if (taken?.stats === undefined || taken.listing !== listing) return undefined;
-    const at = taken.at + index * FIELDS;
-    const s = taken.stats;
-    if (s[at] !== 1n) return undefined;
-    return {
-      mode: s[at + 1]!,
-      size: s[at + 2]!,
-      mtimeNs: s[at + 3]!,
-      ctimeNs: s[at + 4]!,
-      ino: s[at + 5]!,
-      nlink: s[at + 6]!,
-      uid: s[at + 7]!,
-      gid: s[at + 8]!,
-    };
+    return { stats: taken.stats, at: taken.at };
   }
+}
+
+export const SEEN_FIELDS = FIELDS;
+
+/**
+ * Within this many milliseconds a time taken ahead and an entry's are the same time. A double of milliseconds
+ * since 1970 is exact to 0.25 µs, and an entry's nanoseconds made a double to as much again: equal times stay
+ * within 0.5 µs. Why a change can never hide inside 1 µs: docs/ARCHITECTURE.md, "Workspace index", stats ahead.
+ */
+const SAME_TIME_MS = 0.001;
+
+/** True when the stat taken ahead at `at` of `stats` says what `entry` says (see `sameStatAs`). */
+export function sameAsSeen(entry: IndexEntry, stats: Float64Array, at: number, kind: IndexEntry["kind"]): boolean {
+  return (
+    entry.kind === kind &&
+    entry.mode === (stats[at + SEEN.mode]! & 0o7777) &&
+    entry.size === stats[at + SEEN.size] &&
+    Number(entry.ino) === stats[at + SEEN.ino] &&
+    Math.abs(Number(entry.ctimeNs) / 1e6 - stats[at + SEEN.ctimeMs]!) < SAME_TIME_MS &&
+    Math.abs(Number(entry.mtimeNs) / 1e6 - stats[at + SEEN.mtimeMs]!) < SAME_TIME_MS
+  );
 }
 
 /**

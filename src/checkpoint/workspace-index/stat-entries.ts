@@ -41,6 +41,20 @@ export function sameStatAs(entry: IndexEntry, info: Lstat, kind: IndexEntry["kin
 
 const { S_IFMT, S_IFREG, S_IFDIR, S_IFLNK } = constants;
 
+/** The stat a folder's entry was made of, as far as walking into the folder reads it. */
+export function folderStatOf(entry: IndexEntry): Lstat {
+  return {
+    mode: BigInt(S_IFDIR | entry.mode),
+    size: BigInt(entry.size),
+    mtimeNs: entry.mtimeNs,
+    ctimeNs: entry.ctimeNs,
+    ino: entry.ino,
+    nlink: 1n,
+    uid: BigInt(entry.uid ?? 0),
+    gid: BigInt(entry.gid ?? 0),
+  };
+}
+
 export function kindOfMode(mode: number): IndexEntry["kind"] {
   const type = mode & S_IFMT;
   return type === S_IFREG ? "file" : type === S_IFDIR ? "directory" : type === S_IFLNK ? "symlink" : "other";

@@ -5,9 +5,10 @@ import type { FolderListing, IndexEntry } from "./index-entry.js";
 import type { InPlace, Known, WalkHooks, WalkLimits, Walked } from "./walk-types.js";
 import type { IgnoreRules, Scope } from "./ignore-rules.js";
 import { readGitignore } from "./read-gitignore.js";
-import { entryOf, kindOfMode, type Lstat, sameStatAs, stillHolds } from "./stat-entries.js";
-import { STAT_AHEAD_FROM, statAhead, type StatsAhead } from "./stat-ahead.js";
+import { entryOf, folderStatOf, kindOfMode, type Lstat, sameStatAs, stillHolds } from "./stat-entries.js";
+import { SEEN, SEEN_FIELDS, STAT_AHEAD_FROM, sameAsSeen, statAhead, type StatsAhead } from "./stat-ahead.js";
 import { PreviousInOrder } from "./previous-in-order.js";
+import { revertWalk } from "./revert-walk.js";
 import { depthOf, isBelow, joined, parentOf } from "./tree-paths.js";
 
 export { entryOf, RACY_WINDOW_NS } from "./stat-entries.js";
@@ -105,13 +106,8 @@ export async function walkChangedFolders(
   return walk.result(-1);
 }
 
-/** Puts back what an in-place walk changed (`Walked.prior`), so the index is again the one it started from. */
-export function revertWalk(entries: Map<string, IndexEntry>, prior: ReadonlyMap<string, IndexEntry | undefined>): void {
-  for (const [path, entry] of prior) {
-    if (entry === undefined) entries.delete(path);
-    else entries.set(path, entry);
-  }
-}
+/** An lstat that failed other than "no such file" (lstatHere). */
+const FAILED = Symbol("failed");
 
 interface Queued {
   path: string;
@@ -187,8 +183,11 @@ class Walk {
   /** The end of a whole walk in place: what it did not meet is gone, unless below a path it could not look at. */
   removeNotMet(): void {
     if (this.inOrder === undefined || this.foundAgain === this.inOrder.size) return;
-    for (const path of this.inOrder.notMet())
-      if (!this.unlisted.some((dir) => dir === "" || path.startsWith(`${dir}/`))) this.deleteEntry(path);
+    for (const path of this.inOrder.notMet()) if (!this.belowUnlisted(path)) this.deleteEntry(path);
+  }
+
+  private belowUnlisted(path: string): boolean {
+    return this.unlisted.some((dir) => dir === "" || path.startsWith(`${dir}/`));
   }
 
   private setEntry(path: string, entry: IndexEntry): void {
@@ -264,10 +263,12 @@ class Walk {
       // A listing that held keeps its paths: the same strings as the keys of the entries, each hashed once.
       const paths = held === undefined ? undefined : (held.paths ??= names.map((name) => joined(dir.path, name)));
       if (held !== undefined) await this.ahead?.pending(dir.path);
+      const seen = held === undefined ? undefined : this.ahead?.seen(dir.path, held);
       for (let i = 0; i < names.length; i++) {
         const name = names[i]!;
-        const ahead = held === undefined ? undefined : this.ahead?.of(dir.path, held, i);
-        const found = this.visit(dir.path, dir.absolute, name, scope, rules, ahead, paths?.[i]);
+        const at = seen === undefined ? -1 : seen.at + i * SEEN_FIELDS;
+        const ahead = at >= 0 && seen!.stats[at + SEEN.taken] === 1 ? seen!.stats : undefined;
+        const found = this.visit(dir.path, dir.absolute, name, scope, rules, paths?.[i], ahead, at);
         if (found?.kind === "directory")
           queue.push({ path: found.path, absolute: `${dir.absolute}/${name}`, scope, stat: found.info });
         await this.pace();
@@ -311,7 +312,7 @@ class Walk {
         if (previous !== undefined && !this.entries.has(path)) this.takeOut(path); // ignored or vanished now
       } else if (found.entry !== previous) {
         const sameFolder =
-          previous?.kind === "directory" && found.kind === "directory" && previous.ino === found.info.ino;
+          previous?.kind === "directory" && found.kind === "directory" && previous.ino === found.info?.ino;
         if (previous?.kind === "directory" && !sameFolder) this.takeOutBelow(path);
         // The same folder with a new stat: its own watch tells what changed in it. A new one is walked whole.
         if (found.kind === "directory" && !sameFolder)
@@ -322,52 +323,68 @@ class Walk {
     return true;
   }
 
-  /** Adds the entry of `dir/name`, unless ignored or gone; the stat is returned for a folder to enter. */
+  /**
+   * Adds the entry of `dir/name`, unless ignored or gone; the stat is returned for a folder to enter. `ahead`: the
+   * stats taken ahead on a helper thread (stat-ahead.ts), this name's at `at`, trusted only to say "unchanged";
+   * where they do not, the name is lstat'ed here, and its entry made of that.
+   */
   private visit(
     dirPath: string,
     dirAbsolute: string,
     name: string,
     scope: Scope,
     rules: IgnoreRules,
-    ahead?: Lstat,
     knownPath?: string,
-  ): { path: string; kind: IndexEntry["kind"]; info: Lstat; entry: IndexEntry } | undefined {
+    ahead?: Float64Array,
+    at = 0,
+  ): { path: string; kind: IndexEntry["kind"]; info: Lstat | undefined; entry: IndexEntry } | undefined {
     const path = knownPath ?? joined(dirPath, name);
-    let info: Lstat | undefined = ahead;
-    if (info !== undefined) this.statsAhead++;
-    else
-      try {
-        info = lstatSync(`${dirAbsolute}/${name}`, { bigint: true, throwIfNoEntry: false });
-      } catch (error) {
-        // Its folder vanished or became a file since the listing: not there. Anything else (EACCES, ENAMETOOLONG)
-        // is not "gone": what the index knew of it is kept, as for a folder that cannot be listed.
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code !== "ENOENT" && code !== "ENOTDIR") this.unlisted.push(path);
-        return undefined;
-      }
+    const absolute = `${dirAbsolute}/${name}`;
+    let info: Lstat | undefined;
+    if (ahead !== undefined) this.statsAhead++;
+    else {
+      const looked = this.lstatHere(path, absolute);
+      if (looked === FAILED) return undefined;
+      info = looked;
+    }
     this.statted++;
-    if (info === undefined) return undefined;
-    const mode = Number(info.mode); // once: BigIntStats' isDirectory() and friends make BigInts per call
-    const kind = kindOfMode(mode);
+    if (ahead === undefined && info === undefined) return undefined;
+    // once: BigIntStats' isDirectory() and friends make BigInts per call
+    let mode = info === undefined ? ahead![at + SEEN.mode]! : Number(info.mode);
+    let kind = kindOfMode(mode);
     if (rules.ignores(scope, path, name, kind === "directory")) {
-      if (!rules.isOwn(path)) this.ignored.set(path, entryOf(info));
+      if (!rules.isOwn(path)) {
+        const looked = info ?? this.lstatHere(path, absolute);
+        if (looked !== FAILED && looked !== undefined) this.ignored.set(path, entryOf(looked));
+      }
       return undefined;
     }
-    if (kind === "file" && info.nlink > 1n) {
-      if (this.relisting && !this.linked.has(path)) this.doubt = true;
-      this.linked.add(path);
-    }
     const before = this.priorOf(path);
-    if (before !== undefined) this.foundAgain++;
+    const same =
+      before !== undefined &&
+      (info === undefined ? sameAsSeen(before, ahead!, at, kind) : sameStatAs(before, info, kind, mode));
     let entry: IndexEntry;
-    if (before !== undefined && !before.racy && sameStatAs(before, info, kind, mode)) entry = before;
+    if (before !== undefined && !before.racy && same) entry = before;
     else {
+      if (info === undefined) {
+        // What the thread saw moved: the entry is made of an exact stat, taken now.
+        const looked = this.lstatHere(path, absolute);
+        if (looked === FAILED || looked === undefined) return this.lostAfterAhead(path, before);
+        info = looked;
+        mode = Number(info.mode);
+        kind = kindOfMode(mode);
+      }
       entry = entryOf(info);
       this.differing.push(path);
     }
+    if (before !== undefined) this.foundAgain++;
+    const links = info === undefined ? ahead![at + SEEN.nlink]! : Number(info.nlink);
+    if (kind === "file" && links > 1) {
+      if (this.relisting && !this.linked.has(path)) this.doubt = true;
+      this.linked.add(path);
+    }
     // Its stat, not its racy flag: a `.gitignore` written in the last 2 s is looked at again on every scan.
-    if (this.relisting && name === ".gitignore" && before !== undefined && !sameStatAs(before, info, kind, mode))
-      this.doubt = true;
+    if (this.relisting && name === ".gitignore" && before !== undefined && !same) this.doubt = true;
     if (this.wholeInPlace) {
       // A whole walk in place: the entry found unchanged is the one in the map already.
       this.tracked++;
@@ -378,7 +395,32 @@ class Walk {
       this.count(this.prior === undefined ? undefined : this.entries.get(path), entry);
       this.setEntry(path, entry);
     }
-    return { path, kind, info, entry };
+    // A folder found unchanged ahead is entered with its entry's stat: the same, to the nanosecond.
+    return { path, kind, info: info ?? (kind === "directory" ? folderStatOf(entry) : undefined), entry };
+  }
+
+  /**
+   * The lstat of a name here, undefined when gone; FAILED when its folder vanished or became a file since the
+   * listing (not there), or it could not be looked at (EACCES, ENAMETOOLONG: not "gone", so what the index knew of
+   * it is kept, as for a folder that cannot be listed).
+   */
+  private lstatHere(path: string, absolute: string): BigIntStats | undefined | typeof FAILED {
+    try {
+      return lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== "ENOENT" && code !== "ENOTDIR") this.unlisted.push(path);
+      return FAILED;
+    }
+  }
+
+  /**
+   * A name the thread saw, then changed and not to be found when lstat'ed again here, its previous entry taken
+   * already: left as the walk leaves a name it did not meet (`removeNotMet`).
+   */
+  private lostAfterAhead(path: string, before: IndexEntry | undefined): undefined {
+    if (before !== undefined && this.wholeInPlace && !this.belowUnlisted(path)) this.deleteEntry(path);
+    return undefined;
   }
 
   /** A relisted folder's own entry, when its stat moved (a name added or removed changes its times). */

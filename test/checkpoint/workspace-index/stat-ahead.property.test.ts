@@ -10,14 +10,10 @@ import { chmod, link, mkdir, realpath, rename, rm, symlink, writeFile } from "no
 import { join } from "node:path";
 import fc from "fast-check";
 import { expect, it } from "vitest";
+import { revertWalk } from "../../../src/checkpoint/workspace-index/revert-walk.js";
 import { IgnoreRules } from "../../../src/checkpoint/workspace-index/ignore-rules.js";
 import type { IndexEntry } from "../../../src/checkpoint/workspace-index/index-entry.js";
-import {
-  revertWalk,
-  type Walked,
-  walkWholeInPlace,
-  walkWorkspace,
-} from "../../../src/checkpoint/workspace-index/walk.js";
+import { type Walked, walkWholeInPlace, walkWorkspace } from "../../../src/checkpoint/workspace-index/walk.js";
 import { tempDir } from "../../helpers/fixture.js";
 import { rounds } from "../../helpers/rounds.js";
 import { trustListings } from "../../helpers/trusted-listings.js";
