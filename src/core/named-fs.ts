@@ -109,6 +109,7 @@ export async function readdirTyped(path: string): Promise<{ name: string; isDire
 
 export function lstatSync(path: string): fs.Stats;
 export function lstatSync(path: string, options: { bigint: true; throwIfNoEntry: false }): fs.BigIntStats | undefined;
+export function lstatSync(path: string, options: { throwIfNoEntry: false }): fs.Stats | undefined;
 export function lstatSync(path: string, options?: fs.StatSyncOptions) {
   return at(path, (os) => fs.lstatSync(os, options));
 }

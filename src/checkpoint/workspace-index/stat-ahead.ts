@@ -1,8 +1,9 @@
+import type { Stats } from "node:fs";
 import { lstatSync } from "../../core/named-fs.js";
 import { HelperThread } from "../../core/helper-thread.js";
 import { hasEscapedBytes } from "../../core/byte-names.js";
 import type { FolderListing, IndexEntry } from "./index-entry.js";
-import { kindOfMode, type Lstat, stillHolds } from "./stat-entries.js";
+import { kindOfMode, listingTrusted, type Lstat, stillHolds } from "./stat-entries.js";
 import { parentOf } from "./tree-paths.js";
 
 // A later scan lstats every tracked path, and one thread cannot lstat 50k paths as fast as `git status` does
@@ -106,10 +107,20 @@ export function sameAsSeen(entry: IndexEntry, stats: Float64Array, at: number, k
     entry.kind === kind &&
     entry.mode === (stats[at + SEEN.mode]! & 0o7777) &&
     entry.size === stats[at + SEEN.size] &&
-    Number(entry.ino) === stats[at + SEEN.ino] &&
-    Math.abs(Number(entry.ctimeNs) / 1e6 - stats[at + SEEN.ctimeMs]!) < SAME_TIME_MS &&
-    Math.abs(Number(entry.mtimeNs) / 1e6 - stats[at + SEEN.mtimeMs]!) < SAME_TIME_MS
+    sameInode(entry.ino, stats[at + SEEN.ino]!) &&
+    sameTime(entry.ctimeNs, stats[at + SEEN.ctimeMs]!) &&
+    sameTime(entry.mtimeNs, stats[at + SEEN.mtimeMs]!)
   );
+}
+
+/** An inode number as an entry keeps it and one from a plain stat: the same only when the plain one is exact. */
+function sameInode(ino: bigint, plain: number): boolean {
+  return Number.isSafeInteger(plain) && Number(ino) === plain;
+}
+
+/** A time in nanoseconds and one of a plain stat in milliseconds: the same time (see SAME_TIME_MS). */
+function sameTime(ns: bigint, ms: number): boolean {
+  return Math.abs(Number(ns) / 1e6 - ms) < SAME_TIME_MS;
 }
 
 /**
@@ -174,16 +185,22 @@ function* heldFolders(
     if (path !== "" && !same.has(parentOf(path))) continue;
     const absolute = path === "" ? workspace : `${workspace}/${path}`;
     if (hasEscapedBytes(absolute) || absolute.length > LONGEST_PATH) continue;
-    let stat: Lstat | undefined = root;
-    if (path !== "") {
-      try {
-        stat = lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
-      } catch {
-        stat = undefined;
-      }
+    if (path === "") {
+      if (root === undefined || kindOfMode(Number(root.mode)) !== "directory" || root.ino !== listing.ino) continue;
+      same.add(path);
+      if (stillHolds(listing, root)) yield [path, listing, absolute];
+      continue;
     }
-    if (stat === undefined || kindOfMode(Number(stat.mode)) !== "directory" || stat.ino !== listing.ino) continue;
+    // A plain stat, as the threads take (no BigIntStats made): trusted only to say "the same folder, as listed".
+    let stat: Stats | undefined;
+    try {
+      stat = lstatSync(absolute, { throwIfNoEntry: false });
+    } catch {
+      stat = undefined;
+    }
+    if (stat === undefined || kindOfMode(stat.mode) !== "directory" || !sameInode(listing.ino, stat.ino)) continue;
     same.add(path);
-    if (stillHolds(listing, stat)) yield [path, listing, absolute];
+    if (listingTrusted(listing) && sameTime(listing.mtimeNs, stat.mtimeMs) && sameTime(listing.ctimeNs, stat.ctimeMs))
+      yield [path, listing, absolute];
   }
 }

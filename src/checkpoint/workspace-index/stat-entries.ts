@@ -22,9 +22,13 @@ export function stillHolds(listing: FolderListing, now: Lstat): boolean {
     listing.mtimeNs === now.mtimeNs &&
     listing.ctimeNs === now.ctimeNs &&
     listing.ino === now.ino &&
-    listing.mtimeNs < listing.listedAtNs - RACY_WINDOW_NS &&
-    listing.ctimeNs < listing.listedAtNs - RACY_WINDOW_NS
+    listingTrusted(listing)
   );
+}
+
+/** True when `listing` was taken past the racy window of its folder's times: it can be trusted while they hold. */
+export function listingTrusted(listing: FolderListing): boolean {
+  return listing.mtimeNs < listing.listedAtNs - RACY_WINDOW_NS && listing.ctimeNs < listing.listedAtNs - RACY_WINDOW_NS;
 }
 
 /** True when `info` says the same as `entry` (see `sameStat`), without making an entry of it. */
