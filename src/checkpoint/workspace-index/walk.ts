@@ -19,6 +19,7 @@ export type { InPlace, Known, WalkHooks, WalkLimits, Walked } from "./walk-types
 // bare stat walks"). It
 // yields to the event loop every YIELD_EVERY entries so a lock lease's timer still runs.
 const YIELD_EVERY = 2000;
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * Lists every tracked path below `realWorkspace` with what lstat says of it, never following a
@@ -262,7 +263,8 @@ class Walk {
       const scope = this.scopeInside(dir, names, rules);
       // A listing that held keeps its paths: the same strings as the keys of the entries, each hashed once.
       const paths = held === undefined ? undefined : (held.paths ??= names.map((name) => joined(dir.path, name)));
-      if (held !== undefined) await this.ahead?.pending(dir.path);
+      const pending = held === undefined ? undefined : this.ahead?.pending(dir.path);
+      if (pending !== undefined) await pending;
       const seen = held === undefined ? undefined : this.ahead?.seen(dir.path, held);
       for (let i = 0; i < names.length; i++) {
         const name = names[i]!;
@@ -271,7 +273,7 @@ class Walk {
         const found = this.visit(dir.path, dir.absolute, name, scope, rules, paths?.[i], ahead, at);
         if (found?.kind === "directory")
           queue.push({ path: found.path, absolute: `${dir.absolute}/${name}`, scope, stat: found.info });
-        await this.pace();
+        if (this.dueToYield()) await nextTurn();
       }
     }
   }
@@ -318,7 +320,7 @@ class Walk {
         if (found.kind === "directory" && !sameFolder)
           await this.below({ path, absolute: `${absolute}/${name}`, scope, stat: found.info }, rules);
       }
-      await this.pace();
+      if (this.dueToYield()) await nextTurn();
     }
     return true;
   }
@@ -339,11 +341,10 @@ class Walk {
     at = 0,
   ): { path: string; kind: IndexEntry["kind"]; info: Lstat | undefined; entry: IndexEntry } | undefined {
     const path = knownPath ?? joined(dirPath, name);
-    const absolute = `${dirAbsolute}/${name}`;
     let info: Lstat | undefined;
     if (ahead !== undefined) this.statsAhead++;
     else {
-      const looked = this.lstatHere(path, absolute);
+      const looked = this.lstatHere(path, `${dirAbsolute}/${name}`);
       if (looked === FAILED) return undefined;
       info = looked;
     }
@@ -354,7 +355,7 @@ class Walk {
     let kind = kindOfMode(mode);
     if (rules.ignores(scope, path, name, kind === "directory")) {
       if (!rules.isOwn(path)) {
-        const looked = info ?? this.lstatHere(path, absolute);
+        const looked = info ?? this.lstatHere(path, `${dirAbsolute}/${name}`);
         if (looked !== FAILED && looked !== undefined) this.ignored.set(path, entryOf(looked));
       }
       return undefined;
@@ -368,7 +369,7 @@ class Walk {
     else {
       if (info === undefined) {
         // What the thread saw moved: the entry is made of an exact stat, taken now.
-        const looked = this.lstatHere(path, absolute);
+        const looked = this.lstatHere(path, `${dirAbsolute}/${name}`);
         if (looked === FAILED || looked === undefined) return this.lostAfterAhead(path, before);
         info = looked;
         mode = Number(info.mode);
@@ -414,10 +415,7 @@ class Walk {
     }
   }
 
-  /**
-   * A name the thread saw, then changed and not to be found when lstat'ed again here, its previous entry taken
-   * already: left as the walk leaves a name it did not meet (`removeNotMet`).
-   */
+  /** A name the thread saw changed, then not found by an lstat here, its previous entry taken: as if not met. */
   private lostAfterAhead(path: string, before: IndexEntry | undefined): undefined {
     if (before !== undefined && this.wholeInPlace && !this.belowUnlisted(path)) this.deleteEntry(path);
     return undefined;
@@ -492,9 +490,10 @@ class Walk {
     for (const path of [...this.ignored.keys()]) if (isBelow(path, folder)) this.ignored.delete(path);
   }
 
-  private async pace(): Promise<void> {
-    if (++this.sinceYield < YIELD_EVERY) return;
+  // Asked at each entry, awaited only when due: an `await` of each of 50k entries was a promise and a turn each.
+  private dueToYield(): boolean {
+    if (++this.sinceYield < YIELD_EVERY) return false;
     this.sinceYield = 0;
-    await new Promise((resolve) => setImmediate(resolve));
+    return true;
   }
 }
