@@ -1,4 +1,4 @@
-import type { Stats } from "node:fs";
+import type { BigIntStats, Stats } from "node:fs";
 import { lstatSync } from "../../core/named-fs.js";
 import { HelperThread } from "../../core/helper-thread.js";
 import { hasEscapedBytes } from "../../core/byte-names.js";
@@ -18,9 +18,12 @@ import { parentOf } from "./tree-paths.js";
 /** Known entries from which a scan stats ahead: below it, the threads' messages cost more than they save. */
 export const STAT_AHEAD_FROM = 4096;
 
-/** Where each field of a name's stat taken ahead lies, from the name's first: 1 at `TAKEN` when it was taken. */
-export const SEEN = { taken: 0, mode: 1, size: 2, mtimeMs: 3, ctimeMs: 4, ino: 5, nlink: 6 } as const;
-const FIELDS = 7;
+/**
+ * Where each field of a name's stat taken ahead lies, from the name's first: 1 at `taken` when it was taken. The
+ * inode number in two halves of 32 bits: exact whatever it is.
+ */
+export const SEEN = { taken: 0, mode: 1, size: 2, mtimeMs: 3, ctimeMs: 4, inoHigh: 5, inoLow: 6, nlink: 7 } as const;
+const FIELDS = 8;
 const HELPERS = 2;
 // Names per job: the first is back while the walk still has most of the tree ahead of it.
 const JOB_NAMES = 2048;
@@ -29,26 +32,43 @@ interface Job {
   /** Absolute folder paths, and the names to lstat in each (null: left to the walk). */
   folders: string[];
   names: (string | null)[][];
+  /** The largest inode number a plain stat is trusted to hold exactly (tests lower it to take the other way). */
+  plainInodesUpTo: number;
 }
 
-// An inode number or a size past 2^53 is not exact as a double: such a name is left to the walk.
+// A plain stat's inode number is a double: past 2^53 (NFS file ids, overlayfs) it is not exact, and the rest of
+// the job takes BigInt stats. A size past 2^53 is left to the walk.
 const SOURCE = `
 const { parentPort } = require("node:worker_threads");
 const { lstatSync } = require("node:fs");
+const HALF = 4294967296;
+const plain = (path) => { try { return lstatSync(path, { throwIfNoEntry: false }); } catch { return undefined; } };
+const exact = (path) => {
+  try { return lstatSync(path, { bigint: true, throwIfNoEntry: false }); } catch { return undefined; }
+};
 parentPort.on("message", ({ id, job }) => {
   let count = 0;
   for (const names of job.names) count += names.length;
   const answer = new Float64Array(count * ${FIELDS});
   let at = 0;
+  let big = false;
   job.folders.forEach((folder, f) => {
     for (const name of job.names[f]) {
-      if (name !== null) {
-        let s;
-        try { s = lstatSync(folder + "/" + name, { throwIfNoEntry: false }); } catch { s = undefined; }
-        if (s !== undefined && Number.isSafeInteger(s.ino) && Number.isSafeInteger(s.size)) {
-          answer[at] = 1; answer[at + ${SEEN.mode}] = s.mode; answer[at + ${SEEN.size}] = s.size;
-          answer[at + ${SEEN.mtimeMs}] = s.mtimeMs; answer[at + ${SEEN.ctimeMs}] = s.ctimeMs;
-          answer[at + ${SEEN.ino}] = s.ino; answer[at + ${SEEN.nlink}] = s.nlink;
+      const path = folder + "/" + name;
+      const s = name === null || big ? undefined : plain(path);
+      if (s !== undefined && s.ino > job.plainInodesUpTo) big = true;
+      if (s !== undefined && !big && Number.isSafeInteger(s.size)) {
+        answer[at] = 1; answer[at + ${SEEN.mode}] = s.mode; answer[at + ${SEEN.size}] = s.size;
+        answer[at + ${SEEN.mtimeMs}] = s.mtimeMs; answer[at + ${SEEN.ctimeMs}] = s.ctimeMs;
+        answer[at + ${SEEN.inoHigh}] = Math.floor(s.ino / HALF); answer[at + ${SEEN.inoLow}] = s.ino % HALF;
+        answer[at + ${SEEN.nlink}] = s.nlink;
+      } else if (name !== null && big) {
+        const b = exact(path);
+        if (b !== undefined && b.size <= ${Number.MAX_SAFE_INTEGER}n) {
+          answer[at] = 1; answer[at + ${SEEN.mode}] = Number(b.mode); answer[at + ${SEEN.size}] = Number(b.size);
+          answer[at + ${SEEN.mtimeMs}] = Number(b.mtimeNs) / 1e6; answer[at + ${SEEN.ctimeMs}] = Number(b.ctimeNs) / 1e6;
+          answer[at + ${SEEN.inoHigh}] = Number(b.ino >> 32n); answer[at + ${SEEN.inoLow}] = Number(b.ino & 4294967295n);
+          answer[at + ${SEEN.nlink}] = Number(b.nlink);
         }
       }
       at += ${FIELDS};
@@ -107,15 +127,16 @@ export function sameAsSeen(entry: IndexEntry, stats: Float64Array, at: number, k
     entry.kind === kind &&
     entry.mode === (stats[at + SEEN.mode]! & 0o7777) &&
     entry.size === stats[at + SEEN.size] &&
-    sameInode(entry.ino, stats[at + SEEN.ino]!) &&
+    sameInode(entry.ino, stats[at + SEEN.inoHigh]!, stats[at + SEEN.inoLow]!) &&
     sameTime(entry.ctimeNs, stats[at + SEEN.ctimeMs]!) &&
     sameTime(entry.mtimeNs, stats[at + SEEN.mtimeMs]!)
   );
 }
 
-/** An inode number as an entry keeps it and one from a plain stat: the same only when the plain one is exact. */
-function sameInode(ino: bigint, plain: number): boolean {
-  return Number.isSafeInteger(plain) && Number(ino) === plain;
+/** An inode number as an entry keeps it, and one taken ahead in two halves: the same number. */
+export function sameInode(ino: bigint, high: number, low: number): boolean {
+  // Below 2^53 as doubles; past it (NFS file ids, overlayfs) as BigInts, which few names take.
+  return high < 2 ** 21 ? Number(ino) === high * 2 ** 32 + low : ino === (BigInt(high) << 32n) + BigInt(low);
 }
 
 /** A time in nanoseconds and one of a plain stat in milliseconds: the same time (see SAME_TIME_MS). */
@@ -133,9 +154,10 @@ export function statAhead(
   workspace: string,
   folders: ReadonlyMap<string, FolderListing>,
   root: Lstat | undefined,
+  plainInodesUpTo = Number.MAX_SAFE_INTEGER,
 ): StatsAhead | undefined {
   const ahead = new StatsAhead();
-  let job: Job = { folders: [], names: [] };
+  let job: Job = { folders: [], names: [], plainInodesUpTo };
   let inJob: Taken[] = [];
   let names = 0;
   let turn = 0;
@@ -148,11 +170,11 @@ export function statAhead(
       }
     });
     for (const one of taken) one.pending = pending;
-    job = { folders: [], names: [] };
+    job = { folders: [], names: [], plainInodesUpTo };
     inJob = [];
     names = 0;
   };
-  for (const [path, listing, absolute] of heldFolders(workspace, folders, root)) {
+  for (const [path, listing, absolute] of heldFolders(workspace, folders, root, plainInodesUpTo)) {
     const taken: Taken = { listing, at: names * FIELDS };
     ahead.byFolder.set(path, taken);
     inJob.push(taken);
@@ -178,6 +200,7 @@ function* heldFolders(
   workspace: string,
   folders: ReadonlyMap<string, FolderListing>,
   root: Lstat | undefined,
+  plainInodesUpTo: number,
 ): Generator<[string, FolderListing, string]> {
   const same = new Set<string>();
   // A walk sets a folder's listing before those of the folders in it: a folder met before its parent is left out.
@@ -191,16 +214,35 @@ function* heldFolders(
       if (stillHolds(listing, root)) yield [path, listing, absolute];
       continue;
     }
-    // A plain stat, as the threads take (no BigIntStats made): trusted only to say "the same folder, as listed".
-    let stat: Stats | undefined;
-    try {
-      stat = lstatSync(absolute, { throwIfNoEntry: false });
-    } catch {
-      stat = undefined;
-    }
-    if (stat === undefined || kindOfMode(stat.mode) !== "directory" || !sameInode(listing.ino, stat.ino)) continue;
+    const looked = lookAgain(absolute, listing, plainInodesUpTo);
+    if (looked === "another") continue;
     same.add(path);
-    if (listingTrusted(listing) && sameTime(listing.mtimeNs, stat.mtimeMs) && sameTime(listing.ctimeNs, stat.ctimeMs))
-      yield [path, listing, absolute];
+    if (looked === "holds") yield [path, listing, absolute];
   }
+}
+
+/**
+ * A listed folder looked at again: another one now (or gone, or not a folder), the same folder ("same": its
+ * listing no longer holds), or the same one as listed ("holds"). A plain stat, as the threads take (no BigIntStats
+ * made), trusted only to say "the same"; a BigInt one past the inode numbers a plain stat holds exactly.
+ */
+function lookAgain(absolute: string, listing: FolderListing, plainInodesUpTo: number): "another" | "same" | "holds" {
+  let stat: Stats | BigIntStats | undefined;
+  try {
+    stat = lstatSync(absolute, { throwIfNoEntry: false });
+    if (stat !== undefined && stat.ino > plainInodesUpTo)
+      stat = lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
+  } catch {
+    stat = undefined;
+  }
+  if (stat === undefined || kindOfMode(Number(stat.mode)) !== "directory") return "another";
+  if (typeof stat.ino === "bigint") {
+    const exact = stat as BigIntStats;
+    return exact.ino !== listing.ino ? "another" : stillHolds(listing, exact) ? "holds" : "same";
+  }
+  const plain = stat as Stats;
+  if (!sameInode(listing.ino, Math.floor(plain.ino / 2 ** 32), plain.ino % 2 ** 32)) return "another";
+  const holds =
+    listingTrusted(listing) && sameTime(listing.mtimeNs, plain.mtimeMs) && sameTime(listing.ctimeNs, plain.ctimeMs);
+  return holds ? "holds" : "same";
 }

@@ -14,10 +14,9 @@ import { depthOf, isBelow, joined, parentOf } from "./tree-paths.js";
 export { entryOf, RACY_WINDOW_NS } from "./stat-entries.js";
 export type { InPlace, Known, WalkHooks, WalkLimits, Walked } from "./walk-types.js";
 
-// The walk's stats are synchronous: an async lstat per file adds a thread-pool hop and a promise to
-// each, and the walk is the cost every command pays (bench "shell command changing 1 file @10k vs 2
-// bare stat walks"). It
-// yields to the event loop every YIELD_EVERY entries so a lock lease's timer still runs.
+// The walk's stats are synchronous: an async lstat per file adds a thread-pool hop and a promise to each, and the
+// walk is the cost every command pays (bench "shell command changing 1 file @10k vs 2 bare stat walks"). It yields
+// to the event loop every YIELD_EVERY entries so a lock lease's timer still runs.
 const YIELD_EVERY = 2000;
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -27,6 +26,7 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
  * files; a folder whose stat is what it was when `known` listed it, outside the racy window, is
  * not listed again (its files are still each lstat'ed: a change of content does not touch the
  * folder). Throws WORKSPACE_TOO_LARGE as soon as a limit is passed, before anything is stored.
+ * `statAheadFrom` and `plainInodesUpTo`: see stat-ahead.ts (tests move them to take one way or the other).
  */
 export async function walkWorkspace(
   realWorkspace: string,
@@ -35,9 +35,10 @@ export async function walkWorkspace(
   known: Known = { entries: new Map() },
   hooks?: WalkHooks,
   statAheadFrom = STAT_AHEAD_FROM,
+  plainInodesUpTo?: number,
 ): Promise<Walked> {
   const walk = new Walk(realWorkspace, limits, known, hooks, new Map(), new Map(), new Map(), new Set());
-  await walk.walkAll(rules, statAheadFrom);
+  await walk.walkAll(rules, statAheadFrom, plainInodesUpTo);
   return walk.result(walk.foundAgain);
 }
 
@@ -55,11 +56,12 @@ export async function walkWholeInPlace(
   known: Known & { entries: Map<string, IndexEntry> },
   hooks?: WalkHooks,
   statAheadFrom = STAT_AHEAD_FROM,
+  plainInodesUpTo?: number,
 ): Promise<Walked> {
   const walk = new Walk(realWorkspace, limits, known, hooks, known.entries, new Map(), new Map(), new Set(), new Map());
   walk.inPlaceWhole();
   try {
-    await walk.walkAll(rules, statAheadFrom);
+    await walk.walkAll(rules, statAheadFrom, plainInodesUpTo);
     walk.removeNotMet();
   } catch (error) {
     walk.revert();
@@ -228,7 +230,7 @@ class Walk {
   }
 
   /** Walks the whole workspace, the stats of its names taken ahead when the index is large enough (stat-ahead.ts). */
-  async walkAll(rules: IgnoreRules, statAheadFrom: number): Promise<void> {
+  async walkAll(rules: IgnoreRules, statAheadFrom: number, plainInodesUpTo?: number): Promise<void> {
     let root: Lstat | undefined;
     try {
       root = lstatSync(this.workspace, { bigint: true, throwIfNoEntry: false });
@@ -237,7 +239,7 @@ class Walk {
     }
     const { folders } = this.known;
     if (folders !== undefined && this.known.entries.size >= statAheadFrom)
-      this.ahead = statAhead(this.workspace, folders, root);
+      this.ahead = statAhead(this.workspace, folders, root, plainInodesUpTo);
     await this.below({ path: "", absolute: this.workspace, scope: rules.root(), stat: root }, rules);
   }
 
@@ -401,9 +403,8 @@ class Walk {
   }
 
   /**
-   * The lstat of a name here, undefined when gone; FAILED when its folder vanished or became a file since the
-   * listing (not there), or it could not be looked at (EACCES, ENAMETOOLONG: not "gone", so what the index knew of
-   * it is kept, as for a folder that cannot be listed).
+   * The lstat of a name here, undefined when gone; FAILED when its folder vanished or became a file since the listing
+   * (not there), or it could not be looked at (EACCES, ENAMETOOLONG: not "gone", so the index keeps what it knew).
    */
   private lstatHere(path: string, absolute: string): BigIntStats | undefined | typeof FAILED {
     try {

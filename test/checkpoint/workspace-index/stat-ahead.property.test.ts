@@ -123,6 +123,7 @@ const RUNS = rounds(25, 150);
 
 it("a walk with its stats taken ahead finds what a walk lstat'ing each path finds", async () => {
   let statsAhead = 0;
+  let statsAheadExact = 0;
   await fc.assert(
     fc.asyncProperty(tree, async ({ files, operations }) => {
       const base = await realpath(await tempDir("agent-tape-stat-ahead-"));
@@ -150,6 +151,16 @@ it("a walk with its stats taken ahead finds what a walk lstat'ing each path find
         undefined,
         0,
       );
+      // The same with every stat taken as a BigInt (as past inode numbers a plain stat cannot hold: NFS, overlayfs).
+      const aheadExact = await walkWholeInPlace(
+        workspace,
+        rules,
+        limits,
+        { ...known, entries: new Map(known.entries) },
+        undefined,
+        0,
+        0,
+      );
       const itself = await walkWorkspace(workspace, rules, limits, known, undefined, Number.POSITIVE_INFINITY);
       const fresh = await walkWorkspace(workspace, rules, limits);
       expect(itself.statsAhead).toBe(0);
@@ -157,6 +168,9 @@ it("a walk with its stats taken ahead finds what a walk lstat'ing each path find
       expect(found(ahead)).toEqual(found(itself));
       expect([...ahead.differing].sort()).toEqual([...itself.differing].sort());
       expect(ahead.foundAgain).toBe(itself.foundAgain);
+      expect(found(aheadExact)).toEqual(found(itself));
+      expect([...aheadExact.differing].sort()).toEqual([...itself.differing].sort());
+      statsAheadExact += aheadExact.statsAhead;
       // Differing: exactly the paths new to the index or whose stat moved, each other one the known entry itself.
       const moved = (path: string, now: IndexEntry) => {
         const was = known.entries.get(path);
@@ -175,4 +189,5 @@ it("a walk with its stats taken ahead finds what a walk lstat'ing each path find
     { numRuns: RUNS },
   );
   expect(statsAhead).toBeGreaterThan(RUNS); // the stats were taken ahead, not left to the walk
+  expect(statsAheadExact).toBeGreaterThan(RUNS);
 }, 240_000);
