@@ -66,8 +66,10 @@ parentPort.on("message", ({ id, job }) => {
         const b = exact(path);
         if (b !== undefined && b.size <= ${Number.MAX_SAFE_INTEGER}n) {
           answer[at] = 1; answer[at + ${SEEN.mode}] = Number(b.mode); answer[at + ${SEEN.size}] = Number(b.size);
-          answer[at + ${SEEN.mtimeMs}] = Number(b.mtimeNs) / 1e6; answer[at + ${SEEN.ctimeMs}] = Number(b.ctimeNs) / 1e6;
-          answer[at + ${SEEN.inoHigh}] = Number(b.ino >> 32n); answer[at + ${SEEN.inoLow}] = Number(b.ino & 4294967295n);
+          answer[at + ${SEEN.mtimeMs}] = Number(b.mtimeNs) / 1e6;
+          answer[at + ${SEEN.ctimeMs}] = Number(b.ctimeNs) / 1e6;
+          answer[at + ${SEEN.inoHigh}] = Number(b.ino >> 32n);
+          answer[at + ${SEEN.inoLow}] = Number(b.ino & 4294967295n);
           answer[at + ${SEEN.nlink}] = Number(b.nlink);
         }
       }
