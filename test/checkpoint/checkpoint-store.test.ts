@@ -233,9 +233,10 @@ describe("capture", () => {
 
   onFsOnly("the mode of the fs backend's blob files", () => {
     it("stores blob files read-only (0444)", async () => {
-      await put("a.txt", "read only please");
+      const bytes = fileSized("read only please");
+      await put("a.txt", bytes);
       await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"] });
-      expect((await stat(blobPath(sessionId, sha256("read only please")))).mode & 0o777).toBe(0o444);
+      expect((await stat(blobPath(sessionId, sha256(bytes)))).mode & 0o777).toBe(0o444);
     });
   });
 });
@@ -255,12 +256,13 @@ describe("dedupe", () => {
 
   onFsOnly("the inode, mtime and shard folder of the fs backend's blob file", () => {
     it("does not write an existing blob again: same inode, same mtime, shard folder untouched", async () => {
-      await put("a.txt", "unchanged between captures");
+      const bytes = fileSized("unchanged between captures");
+      await put("a.txt", bytes);
       await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"] });
-      const blob = blobPath(sessionId, sha256("unchanged between captures"));
+      const blob = blobPath(sessionId, sha256(bytes));
       const before = await stat(blob);
       const shardBefore = await stat(join(blob, ".."));
-      await put("b.txt", "unchanged between captures");
+      await put("b.txt", bytes);
       const again = await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt", "b.txt"] });
       const after = await stat(blob);
       const shardAfter = await stat(join(blob, ".."));
@@ -270,6 +272,22 @@ describe("dedupe", () => {
       // A temp file created and renamed over the blob would have changed the folder.
       expect(shardAfter.mtimeMs).toBe(shardBefore.mtimeMs);
       expect(await filesUnderBlobs(sessionId)).toEqual([blob]);
+    });
+
+    it("does not append a packed blob again: the pack's one segment keeps its inode and its size", async () => {
+      await put("a.txt", "small, so packed\n");
+      await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt"] });
+      const segment = join(root, sessionId, "blobs", "pack", "00000001.pack");
+      const before = await stat(segment);
+      await put("b.txt", "small, so packed\n");
+      const again = await checkpoints.capture(sessionId, { tool: "edit", paths: ["a.txt", "b.txt"] });
+      const after = await stat(segment);
+      expect(again?.sequence).toBe(2);
+      expect([after.ino, after.size, after.mtimeMs]).toEqual([before.ino, before.size, before.mtimeMs]);
+      expect(await filesUnderBlobs(sessionId)).toEqual([segment]);
+      expect(await checkpoints.readBlob(sessionId, sha256("small, so packed\n"))).toEqual(
+        Buffer.from("small, so packed\n"),
+      );
     });
   });
 });

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { chmod, mkdir, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join, relative } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CheckpointStore, type CheckpointEvent, type FileSnapshot } from "../../src/index.js";
@@ -122,7 +122,8 @@ function byPath(records: readonly FileSnapshot[]): Map<string, FileSnapshot> {
   return new Map(allOwnerless(records).map((r) => [r.path, r]));
 }
 
-async function everyBlobOnDisk(dir: string): Promise<{ name: string; bytes: Buffer }[]> {
+/** Every file under `dir`, by its path relative to it. */
+async function everyFileUnder(dir: string): Promise<string[]> {
   let entries;
   try {
     entries = await readdir(dir, { recursive: true, withFileTypes: true });
@@ -130,10 +131,7 @@ async function everyBlobOnDisk(dir: string): Promise<{ name: string; bytes: Buff
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw error;
   }
-  const blobs = [];
-  for (const entry of entries)
-    if (entry.isFile()) blobs.push({ name: entry.name, bytes: await readFile(join(entry.parentPath, entry.name)) });
-  return blobs;
+  return entries.filter((entry) => entry.isFile()).map((entry) => relative(dir, join(entry.parentPath, entry.name)));
 }
 
 describe("checkpoints against a model of the workspace", () => {
@@ -190,11 +188,15 @@ describe("checkpoints against a model of the workspace", () => {
               expect((await checkpoints.readBlob(id, record.blob)).length).toBe(record.bytes);
             }
           }
-          const onDisk = await everyBlobOnDisk(join(base, "sessions", id, "blobs"));
-          // A blob file may hold its bytes compressed: what the store reads back is what must hash to the name.
-          for (const blob of onDisk) expect(sha256(await checkpoints.readBlob(id, blob.name))).toBe(blob.name);
-          expect(new Set(onDisk.map((b) => b.name))).toEqual(referenced);
-          expect(onDisk).toHaveLength(referenced.size); // dedupe: one file per distinct content
+          // Small blobs live in the session's pack, larger ones in files of their own (docs/format.md, "Blob packs").
+          const blobs = await store.backend.listBlobs(id);
+          // A blob may be stored compressed: what the store reads back is what must hash to the name.
+          for (const hash of blobs) expect(sha256(await checkpoints.readBlob(id, hash))).toBe(hash);
+          expect(new Set(blobs)).toEqual(referenced);
+          expect(blobs).toHaveLength(referenced.size); // dedupe: each distinct content stored once
+          // Nothing else is left under blobs/: a file there is a referenced blob's, or the pack's.
+          for (const file of await everyFileUnder(join(base, "sessions", id, "blobs")))
+            expect(file.startsWith("pack/") || referenced.has(basename(file)), file).toBe(true);
         } finally {
           await store.close();
           await rm(base, { recursive: true, force: true });

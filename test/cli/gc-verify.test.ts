@@ -130,7 +130,7 @@ describe("agent-tape verify", () => {
   it("lists a corrupted blob and a corrupt line, and exits 1", async () => {
     const s = await seedSession();
     const hash = sha256("one\n");
-    // Its file rewritten with other bytes, longer than the snapshot recorded.
+    // Its bytes in the session's pack flipped (a loose file would be rewritten: test/helpers/blob-files.ts).
     await damageBlob(s.root, s.id, hash, "not one\n");
     const log = join(s.root, s.id, "events.jsonl");
     const lines = (await readFile(log, "utf8")).split("\n");
@@ -142,10 +142,13 @@ describe("agent-tape verify", () => {
     expect(run.stdout).toBe(
       `FAIL  ${s.id}  4 events, 1 blob: 2 problems\n` +
         `      events.jsonl line 4: ${run.stdout.match(/line 4: (.*)\n/)![1]}\n` +
-        `      blob ${hash} is damaged: it does not hold the 4 bytes its snapshot recorded (a.txt, checkpoint #3)\n` +
+        `      blob ${hash} is damaged: ${run.stdout.match(/is damaged: (.*) \(a\.txt/)![1]} (a.txt, checkpoint #3)\n` +
         "1 of 1 session has problems.\n",
     );
     expect(run.stdout).toMatch(/line 4: not valid JSON/);
+    const [, actual] = run.stdout.match(/is damaged: its bytes hash to ([0-9a-f]{64}) /) ?? [];
+    expect(actual).toBeDefined();
+    expect(actual).not.toBe(hash);
 
     const json = await cli(["verify", s.id, "--json", "--root", s.root]);
     expect(json.code).toBe(1);

@@ -28,7 +28,8 @@ describe.each(BACKENDS)("gc (%s backend)", (kind) => {
     expect(await blobsOf(s)).toEqual([orphan, referenced].sort());
 
     const dry = await gc(s.store, { dryRun: true });
-    const freed = 31;
+    // As stored: on fs, an entry of the session's pack, its 52-byte header and the 31 bytes (too few to compress).
+    const freed = kind === "fs" ? 52 + 31 : 31;
     expect(dry).toEqual({
       dryRun: true,
       sessions: [{ sessionId: s.id, orphanBlobs: [orphan], expiredArchives: [], leftoverFiles: [], bytesFreed: freed }],

@@ -50,7 +50,7 @@ describe("durable calls of a rewind (strace)", () => {
   );
 
   it(
-    "1 file: at most 9 fsyncs and 150 file-system calls, the undo bytes inside the intent",
+    "1 file: at most 9 fsyncs and 156 file-system calls, the undo bytes inside the intent",
     async () => {
       const { report, total, fsCalls, offMainThread, calls } = await rewindTraced(1);
       expect(report).toEqual({ filesRestored: 1, intact: true });
@@ -67,7 +67,10 @@ describe("durable calls of a rewind (strace)", () => {
       // (the undo blob's three before the intent), and ~190 calls (the blob read twice, parents looked at).
       expect(total, JSON.stringify(calls)).toBeLessThanOrEqual(9);
       expect(calls.syncfs ?? 0).toBe(0);
-      expect(fsCalls, JSON.stringify(calls)).toBeLessThanOrEqual(150);
+      // 132 with loose blob files; with small blobs in the session's pack by default, 154: the pack looked at
+      // before each of its reads and writes, its folder listed each time while its last change is under 2 s old
+      // (src/backend/fs/pack-listing.ts), as in this new session; one fsync fewer.
+      expect(fsCalls, JSON.stringify(calls)).toBeLessThanOrEqual(156);
     },
     TRACED_TIMEOUT,
   );

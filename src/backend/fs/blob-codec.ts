@@ -264,6 +264,12 @@ export function storedParts(stored: Uint8Array): StoredParts {
   return { how: AS_THEY_ARE, length: stored.length, dictionary: 0, body: stored };
 }
 
+/** How many bytes {@link storedBytes} gives back for `parts`, without putting them together. */
+export function storedLength({ how, body }: StoredParts): number {
+  if (how === AS_THEY_ARE) return body.length;
+  return HEADER_BYTES + (how === DEFLATE_RAW_DICTIONARY ? DICTIONARY_ID_BYTES : 0) + body.length;
+}
+
 /** The stored bytes {@link storedParts} took apart. */
 export function storedBytes({ how, length, dictionary, body }: StoredParts): Buffer {
   if (how === AS_THEY_ARE) return Buffer.from(body.buffer, body.byteOffset, body.length);

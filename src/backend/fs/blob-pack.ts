@@ -5,6 +5,7 @@ import {
   fstatSync,
   fsyncSync,
   ftruncateSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -21,11 +22,13 @@ import { StoreTamperedError } from "../../core/errors.js";
 import { fsyncDir } from "../../core/atomic-file.js";
 import type { SessionLayout } from "./layout.js";
 import { checkStoreFolderSync } from "./store-files.js";
+import { forgetPackListing, packListing } from "./pack-listing.js";
 import {
   BLOB,
   DELETION,
   encodeEntries,
   encodeEntriesSync,
+  type Encoded,
   type Framed,
   type PackEntry,
   scanSegment,
@@ -38,7 +41,6 @@ import {
 // by reading only what was appended since, or from the start when a segment came or went.
 
 const fdatasyncAsync = promisify(fdatasync);
-const SEGMENT = /^(\d{8})\.pack$/;
 /** A pack is rewritten without its dead entries once they are at least this many bytes and half of it. */
 const COMPACT_FROM_BYTES = 256 * 1024;
 
@@ -65,8 +67,6 @@ interface PackIndex {
 }
 
 const indexes = new Map<string, PackIndex>();
-
-const DICTIONARY = /^dictionary-([0-9a-f]{64})$/;
 
 function segmentPath(layout: SessionLayout, id: string, seq: number): string {
   return join(layout.packs(id), `${String(seq).padStart(8, "0")}.pack`);
@@ -118,7 +118,13 @@ function apply(index: PackIndex, seq: number, entries: readonly PackEntry[]): vo
 
 /** Reads what `segment` gained since last looked at; false when it is not the file it was (start again). */
 function catchUp(layout: SessionLayout, id: string, index: PackIndex, segment: Segment): boolean {
-  const fd = openPackFile(id, segmentPath(layout, id, segment.seq), constants.O_RDONLY);
+  const path = segmentPath(layout, id, segment.seq);
+  if (segment.ino !== 0) {
+    // The file read before, at the size it had then: nothing new to read (one stat, where an open takes three).
+    const info = lstatSync(path);
+    if (info.isFile() && info.ino === segment.ino && info.size === segment.size) return true;
+  }
+  const fd = openPackFile(id, path, constants.O_RDONLY);
   try {
     const info = fstatSync(fd);
     if (segment.ino !== 0 && (info.ino !== segment.ino || info.size < segment.end)) return false;
@@ -146,13 +152,14 @@ export function packIndex(layout: SessionLayout, id: string): PackIndex {
       // A segment deleted between the listing and its read: a compaction finished meanwhile; list again.
       if ((error as NodeJS.ErrnoException).code !== "ENOENT" || attempt >= 8) throw error;
       indexes.delete(dir);
+      forgetPackListing(dir);
     }
   }
 }
 
 function lookAgain(layout: SessionLayout, id: string, dir: string): PackIndex {
   checkStoreFolderSync(id, layout.blobs(id));
-  const { seqs, dictionaries } = checkStoreFolderSync(id, dir) ? listPack(dir) : { seqs: [], dictionaries: [] };
+  const { seqs, dictionaries } = packListing(id, dir);
   let index = indexes.get(dir);
   const same = index && index.segments.length === seqs.length && index.segments.every((s, i) => s.seq === seqs[i]);
   if (!index || !same) index = fresh(seqs);
@@ -170,19 +177,6 @@ function lookAgain(layout: SessionLayout, id: string, dir: string): PackIndex {
 function fresh(seqs: readonly number[]): PackIndex {
   const segments = seqs.map((seq) => ({ seq, ino: 0, end: 0, size: 0, after: "nothing" as const }));
   return { segments, dictionaries: [], live: new Map(), liveBytes: 0 };
-}
-
-/** The pack folder's segments (their numbers, in order) and dictionaries (their hashes, sorted). */
-function listPack(dir: string): { seqs: number[]; dictionaries: string[] } {
-  const seqs: number[] = [];
-  const dictionaries: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const match = SEGMENT.exec(name);
-    if (match) seqs.push(Number(match[1]));
-    const dictionary = DICTIONARY.exec(name);
-    if (dictionary) dictionaries.push(dictionary[1]!);
-  }
-  return { seqs: seqs.sort((a, b) => a - b), dictionaries: dictionaries.sort() };
 }
 
 /**
@@ -238,8 +232,7 @@ export function packedBytes(layout: SessionLayout, id: string, hash: string): nu
 }
 
 export function isPacked(layout: SessionLayout, id: string, hash: string): boolean {
-  const where = packIndex(layout, id).live.get(hash);
-  return where !== undefined && !where.damaged;
+  return holdsWhole(packIndex(layout, id), hash);
 }
 
 export function listPacked(layout: SessionLayout, id: string): string[] {
@@ -254,16 +247,14 @@ export function packFileCount(layout: SessionLayout, id: string): number {
 
 /**
  * Appends entries to the newest segment in one write, under the session lock: a torn tail a crash left is cut
- * first; a segment damaged in its middle is left as it is and a new one started. Synchronous up to the write, so
- * two writes of one process never interleave; `durable` then waits for an fdatasync (and the folders' fsyncs when
- * the segment is new), as a loose blob's write waits for its fsync. What it wrote is known, so it is not read
- * back: scanning it again checked every entry twice more (a third of a cold scan's pack time).
+ * first; a segment damaged in its middle is left as it is and a new one started. `index` is the pack as the caller
+ * looked at it in this same synchronous step (packIndex), so no other append of this process comes between the look
+ * and the write. `durable` then waits for an fdatasync (and the folders' fsyncs when the segment is new), as a
+ * loose blob's write waits for its fsync. What it wrote is known, so it is not read back: scanning it again checked
+ * every entry twice more (a third of a cold scan's pack time).
  */
-async function appendEntries(layout: SessionLayout, id: string, framed: readonly Framed[], durable: boolean) {
-  // What follows the encoding, from choosing the segment to recording the entries, stays one synchronous step, so
-  // no other append of this process comes between.
-  const { bytes: entry, entries } = await encodeEntries(framed);
-  const index = packIndex(layout, id);
+async function appendEncoded(layout: SessionLayout, id: string, index: PackIndex, encoded: Encoded, durable: boolean) {
+  const { bytes: entry, entries } = encoded;
   const dir = layout.packs(id);
   let segment = index.segments.at(-1);
   let made = false;
@@ -299,16 +290,26 @@ async function appendEntries(layout: SessionLayout, id: string, framed: readonly
     await Promise.all([fsyncDir(dir), madeDir ? fsyncDir(layout.blobs(id)).catch(() => undefined) : undefined]);
 }
 
-/** Writes a blob's stored bytes into the pack; false when it already holds them whole (nothing written). */
-export async function writePacked(
+/** Whether the pack, as `index` holds it, has the blob whole. */
+export function holdsWhole(index: PackIndex, hash: string): boolean {
+  const where = index.live.get(hash);
+  return where !== undefined && !where.damaged;
+}
+
+/**
+ * Appends one blob's stored bytes to the pack that `index` is the caller's look at, taken in this same synchronous
+ * step: a capture's blob costs one look at the pack, not one for each question it asks of it.
+ */
+export async function appendPacked(
   layout: SessionLayout,
   id: string,
+  index: PackIndex,
   hash: string,
   stored: Uint8Array,
   durable: boolean,
 ): Promise<boolean> {
-  if (isPacked(layout, id, hash)) return false;
-  await appendEntries(layout, id, [{ kind: BLOB, hash, body: stored }], durable);
+  if (holdsWhole(index, hash)) return false;
+  await appendEncoded(layout, id, index, encodeEntriesSync([{ kind: BLOB, hash, body: stored }]), durable);
   return true;
 }
 
@@ -331,12 +332,8 @@ export async function writePackedMany(
     if ((where === undefined || where.damaged) && !fresh.has(hash)) fresh.set(hash, stored);
   }
   if (fresh.size === 0) return [];
-  await appendEntries(
-    layout,
-    id,
-    [...fresh].map(([hash, body]) => ({ kind: BLOB, hash, body })),
-    durable,
-  );
+  const encoded = await encodeEntries([...fresh].map(([hash, body]) => ({ kind: BLOB, hash, body })));
+  await appendEncoded(layout, id, packIndex(layout, id), encoded, durable);
   return [...fresh.keys()];
 }
 
@@ -379,12 +376,8 @@ export async function deletePacked(layout: SessionLayout, id: string, hashes: re
   const live = packIndex(layout, id).live;
   const doomed = [...new Set(hashes)].filter((hash) => live.has(hash));
   if (doomed.length === 0) return;
-  await appendEntries(
-    layout,
-    id,
-    doomed.map((hash) => ({ kind: DELETION, hash }) as const),
-    false,
-  );
+  const encoded = await encodeEntries(doomed.map((hash) => ({ kind: DELETION, hash }) as const));
+  await appendEncoded(layout, id, packIndex(layout, id), encoded, false);
   const index = packIndex(layout, id);
   const total = index.segments.reduce((sum, segment) => sum + segment.size, 0);
   const dead = total - index.liveBytes;

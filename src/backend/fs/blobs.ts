@@ -34,7 +34,9 @@ import {
   listPacked,
   packedBytes,
   readPacked,
-  writePacked,
+  appendPacked,
+  holdsWhole,
+  packIndex,
   writePackedMany,
 } from "./blob-pack.js";
 import { dictionaryForBatch, dictionaryReader, packDictionary } from "./pack-dictionary.js";
@@ -228,11 +230,13 @@ export async function writeBlobFile(
 ): Promise<boolean> {
   let stored: Uint8Array | undefined;
   if (layout.packBlobsUnder > 0 && bytes.length <= SYNC_WRITE_MAX) {
-    // Small once stored: into the pack (blob-pack.ts), unless the pack or a loose file (an older store) has it.
-    if (isPacked(layout, id, hash) || blobExistsLoose(layout, id, hash)) return false;
-    const dictionary = layout.compressBlobs ? packDictionary(layout, id) : undefined;
+    // Small once stored: into the pack (blob-pack.ts), unless the pack or a loose file (an older store) has it. One
+    // look at the pack answers every question below, synchronously up to the write.
+    const pack = packIndex(layout, id);
+    if (holdsWhole(pack, hash) || blobExistsLoose(layout, id, hash)) return false;
+    const dictionary = layout.compressBlobs ? packDictionary(layout, id, false) : undefined;
     const packable = layout.compressBlobs ? encodeBlobSync(bytes, dictionary) : bytes;
-    if (packable.length < layout.packBlobsUnder) return writePacked(layout, id, hash, packable, durable);
+    if (packable.length < layout.packBlobsUnder) return appendPacked(layout, id, pack, hash, packable, durable);
     if (dictionary === undefined) stored = packable; // a loose file is read without the pack's dictionary
   }
   if (bytes.length <= SYNC_WRITE_MAX) return writeSmallBlobFile(layout, id, hash, bytes, durable, stored);

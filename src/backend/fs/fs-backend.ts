@@ -86,7 +86,7 @@ class FsBackend implements StorageBackend {
     this.layout = new SessionLayout(
       resolve(options.root),
       options.compressBlobs ?? true,
-      options.packBlobsUnder ?? 0,
+      options.packBlobsUnder ?? PACK_SCAN_BLOBS_UNDER,
       options.packBlobsUnder ?? PACK_SCAN_BLOBS_UNDER,
     );
     this.staleMs = Math.max(2000, options.lockStaleMs ?? DEFAULT_LOCK_STALE_MS);

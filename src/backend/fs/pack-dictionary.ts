@@ -73,8 +73,8 @@ export function dictionaryReader(layout: SessionLayout, id: string): (dictionary
 }
 
 /** The dictionary new entries of the pack are deflated against: the first of its dictionaries that reads whole. */
-export function packDictionary(layout: SessionLayout, id: string): BlobDictionary | undefined {
-  for (const hash of packDictionaries(layout, id, true)) {
+export function packDictionary(layout: SessionLayout, id: string, look = true): BlobDictionary | undefined {
+  for (const hash of packDictionaries(layout, id, look)) {
     const dictionary = load(layout, id, hash);
     if (dictionary) return dictionary;
   }

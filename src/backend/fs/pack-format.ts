@@ -1,7 +1,7 @@
 // How small blobs sit together in a pack segment (docs/format.md, "Blob packs"; docs/ARCHITECTURE.md, "Blobs").
 import { createHash } from "node:crypto";
 import { yieldIfLong } from "../../core/time-slices.js";
-import { DEFLATE_RAW_DICTIONARY, type StoredParts, storedBytes, storedParts } from "./blob-codec.js";
+import { DEFLATE_RAW_DICTIONARY, type StoredParts, storedBytes, storedLength, storedParts } from "./blob-codec.js";
 
 /**
  * A segment is a run of entries, each of one of three kinds.
@@ -99,7 +99,7 @@ export function encodeEntriesSync(framed: readonly Framed[]): Encoded {
   }
 }
 
-type Encoded = { bytes: Buffer; entries: PackEntry[] };
+export type Encoded = { bytes: Buffer; entries: PackEntry[] };
 
 /**
  * The encoding, pausing (a bare `yield`) after each entry. A damaged blob (`damaged`: its body failed its check
@@ -158,11 +158,19 @@ function grouped(framed: readonly Framed[]): { alone: Framed[]; runs: Map<number
     if (first) first.push(...others);
     else runs.set(0, others);
   }
-  for (const [key, members] of runs)
-    if (members.length === 1) {
-      alone.push({ kind: BLOB, hash: members[0]!.hash, body: storedBytes(members[0]!.parts) });
-      runs.delete(key);
+  // A run pays its header once and saves 9 bytes a member and the member's own header (0 to 15 bytes): a few tiny raw
+  // blobs take fewer bytes as entries of their own, and a compaction must never make what stays bigger.
+  for (const [key, members] of runs) {
+    let asRun = RUN_HEADER_BYTES;
+    let asEntries = 0;
+    for (const { parts } of members) {
+      asRun += ROW_BYTES + parts.body.length;
+      asEntries += ENTRY_HEADER_BYTES + storedLength(parts);
     }
+    if (asRun < asEntries) continue;
+    for (const { hash, parts } of members) alone.push({ kind: BLOB, hash, body: storedBytes(parts) });
+    runs.delete(key);
+  }
   return { alone, runs };
 }
 
