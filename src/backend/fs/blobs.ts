@@ -291,9 +291,9 @@ export async function writeBlobFile(
 
 /**
  * {@link writeBlobFile} for many blobs, all or nothing (what it wrote is deleted when it throws): returns the
- * hashes it wrote. Without `durable`, the small ones (stored in fewer than the layout's `packBatchesUnder`
- * bytes) go into the pack in one append (writePackedMany): a workspace scan's blobs, most never read, cost a
- * few bytes of a segment each instead of a file and a block (docs/ARCHITECTURE.md, "Blobs").
+ * hashes it wrote. The small ones (stored in fewer than the layout's `packBlobsUnder` bytes) go into the pack in
+ * one append (writePackedMany): a workspace scan's blobs, most never read, cost a few bytes of a segment each
+ * instead of a file and a block (docs/ARCHITECTURE.md, "Blobs").
  */
 export async function writeBlobFiles(
   layout: SessionLayout,
@@ -301,7 +301,7 @@ export async function writeBlobFiles(
   blobs: Iterable<readonly [hash: string, bytes: Uint8Array]>,
   durable: boolean,
 ): Promise<string[]> {
-  const packUnder = durable ? layout.packBlobsUnder : Math.max(layout.packBlobsUnder, layout.packBatchesUnder);
+  const packUnder = layout.packBlobsUnder;
   const written: string[] = [];
   const toPack: [string, Uint8Array][] = [];
   // A loose file of a hash can only be in its shard: where the shard is missing (most, in a new session) the

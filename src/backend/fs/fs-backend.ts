@@ -50,16 +50,17 @@ export interface FsBackendOptions {
    */
   compressBlobs?: boolean;
   /**
-   * Blobs stored in fewer bytes than this go into the session's pack (4096 is the size it was made for); 0: each
-   * one a file. Unset, only a workspace scan's blobs (written many at once, most never read) are packed, under
-   * 4096 bytes, and a capture's or a rewind's are files of their own: the first packed blob of a session costs a
-   * capture more file-system calls than a loose one (docs/format.md, "Blob packs").
+   * Blobs stored in fewer bytes than this go into the session's pack, `blobs/pack/` (4096 is the size it was made
+   * for); 0: each one a file of its own, as before packs. Most of a source tree's files are a few hundred bytes once
+   * compressed: as files, each would take a 4 KiB block and a capture would wait for two fsyncs instead of one
+   * fdatasync (docs/format.md, "Blob packs"; docs/ARCHITECTURE.md, "Blobs").
+   * @default 4096
    */
   packBlobsUnder?: number;
 }
 
-/** Under this many stored bytes a workspace scan's blob is packed when `packBlobsUnder` is not set. */
-const PACK_SCAN_BLOBS_UNDER = 4096;
+/** Under this many stored bytes a blob is packed when `packBlobsUnder` is not set. */
+const PACK_BLOBS_UNDER = 4096;
 
 export const DEFAULT_LOCK_STALE_MS = 5000;
 
@@ -86,8 +87,7 @@ class FsBackend implements StorageBackend {
     this.layout = new SessionLayout(
       resolve(options.root),
       options.compressBlobs ?? true,
-      options.packBlobsUnder ?? PACK_SCAN_BLOBS_UNDER,
-      options.packBlobsUnder ?? PACK_SCAN_BLOBS_UNDER,
+      options.packBlobsUnder ?? PACK_BLOBS_UNDER,
     );
     this.staleMs = Math.max(2000, options.lockStaleMs ?? DEFAULT_LOCK_STALE_MS);
   }

@@ -11,16 +11,8 @@ export class SessionLayout {
     readonly root: string,
     /** Write new blobs compressed when that pays (blob-codec.ts). Reading handles both either way. */
     readonly compressBlobs = true,
-    /**
-     * Write blobs stored in fewer than this many bytes into the session's pack (blob-pack.ts); 0: none. Off by
-     * default while a capture's first packed blob costs more calls than a loose one (docs/format.md, "Blob packs").
-     */
+    /** Write blobs stored in fewer than this many bytes into the session's pack (blob-pack.ts); 0: none. */
     readonly packBlobsUnder = 0,
-    /**
-     * Blobs written many at once without fsync (a workspace scan's: writeBlobFiles) and stored in fewer than this
-     * many bytes go into the pack whatever `packBlobsUnder` says; 0: none.
-     */
-    readonly packBatchesUnder = 0,
   ) {}
   // The last session's folder, so a path in it is made by putting names together: `join` normalises every time,
   // and a 1,000-file rewind asks for some 3,000 blob paths (docs/ARCHITECTURE.md, "Batched file work").
