@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { chmod, mkdir, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readdir, realpath, rm, writeFile } from "node:fs/promises";
 import { basename, join, relative } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
