@@ -11,8 +11,14 @@ export const OUTSIDE: unique symbol = Symbol("outside the workspace");
 // that folder whatever its path has become since. Elsewhere there is no such name for a descriptor's folder.
 const HOLDS_FOLDERS = process.platform === "linux" && existsSync("/proc/self/fd");
 
-// Past this many distinct folders in one operation, a folder is opened for each use instead of kept open.
+// The first this many distinct folders of one operation are kept open to its end (well under the usual limit of
+// 1,024 descriptors): a step that walks every path again finds them open. Past them, only the few used last are
+// kept (RECENT_FOLDERS), the oldest closed for a new one: paths come grouped by folder (a plan's order, a folder's
+// listing), so a folder's next use most often follows its last. Without those, past 256 folders every folder was
+// opened, checked and closed again at each use; with only the last used kept, a second walk over more folders than
+// that found none of them open.
 const MAX_KEPT_FOLDERS = 256;
+const RECENT_FOLDERS = 16;
 
 interface Held {
   fd: number;
@@ -33,7 +39,10 @@ interface Held {
  * {@link atSync} can act on many paths in one turn of the event loop.
  */
 export class HeldWorkspace {
+  /** Kept to the end of the operation. */
   private readonly folders = new Map<string, Held>();
+  /** Past MAX_KEPT_FOLDERS: the folders used last, in the order of their last use (the oldest first). */
+  private readonly recent = new Map<string, Held>();
 
   // The workspace folder itself is named by its real path: that path's folders lie outside the workspace,
   // where its code cannot write, so only what lies below it needs holding.
@@ -104,6 +113,12 @@ export class HeldWorkspace {
   private hold(rel: string, create: boolean): Held | typeof OUTSIDE {
     const kept = this.folders.get(rel);
     if (kept) return kept;
+    const used = this.recent.get(rel);
+    if (used) {
+      this.recent.delete(rel); // moved to the end: used last
+      this.recent.set(rel, used);
+      return used;
+    }
     let fd: number;
     try {
       fd = this.openFolder(rel, create);
@@ -111,10 +126,22 @@ export class HeldWorkspace {
       if (error instanceof LeadsOutside) return OUTSIDE;
       throw error;
     }
-    // Past MAX_KEPT_FOLDERS, a folder is closed after the use it was opened for.
-    const held = { fd, uses: 0, forgotten: this.folders.size >= MAX_KEPT_FOLDERS };
-    if (!held.forgotten) this.folders.set(rel, held);
+    const held = { fd, uses: 0, forgotten: false };
+    if (this.folders.size < MAX_KEPT_FOLDERS) this.folders.set(rel, held);
+    else if (this.recent.size < RECENT_FOLDERS || this.closeLeastRecent()) this.recent.set(rel, held);
+    else held.forgotten = true; // every recent one in use: closed after the use it was opened for
     return held;
+  }
+
+  /** Closes the recent folder used longest ago that is not in use now; false when every one is. */
+  private closeLeastRecent(): boolean {
+    for (const [key, held] of this.recent) {
+      if (held.uses > 0) continue;
+      this.recent.delete(key);
+      closeQuietly(held.fd);
+      return true;
+    }
+    return false;
   }
 
   private release(held: Held): void {
@@ -144,20 +171,23 @@ export class HeldWorkspace {
 
   /** Drops the kept descriptors of `rel` and every folder below it: it was removed or replaced. */
   forget(rel: string): void {
-    for (const [key, held] of this.folders) {
-      if (key !== rel && !key.startsWith(`${rel}/`)) continue;
-      this.folders.delete(key);
-      held.forgotten = true;
-      if (held.uses === 0) closeQuietly(held.fd);
-    }
+    for (const kept of [this.folders, this.recent])
+      for (const [key, held] of kept) {
+        if (key !== rel && !key.startsWith(`${rel}/`)) continue;
+        kept.delete(key);
+        held.forgotten = true;
+        if (held.uses === 0) closeQuietly(held.fd);
+      }
   }
 
   async close(): Promise<void> {
-    for (const held of this.folders.values()) {
-      held.forgotten = true;
-      if (held.uses === 0) closeQuietly(held.fd);
+    for (const kept of [this.folders, this.recent]) {
+      for (const held of kept.values()) {
+        held.forgotten = true;
+        if (held.uses === 0) closeQuietly(held.fd);
+      }
+      kept.clear();
     }
-    this.folders.clear();
   }
 
   /** Opens `rel` (following links, as a parent is followed), then checks where the descriptor really is. */

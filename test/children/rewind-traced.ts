@@ -1,16 +1,19 @@
 // Child process, run under strace by test/rewind/durable-calls.process.test.ts: makes a workspace of `files`
-// files in folders of 10, edits each through its own `around`, then rewinds them all between two trace
-// markers, and prints the report's counts as JSON.
-// argv: root files
+// files in folders of `perFolder` (10 unless given), edits each through its own `around`, then rewinds them all
+// between two trace markers, and prints the report's counts as JSON.
+// argv: root files [perFolder]
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { CheckpointStore, SessionStore, rewind } from "../../src/index.js";
 import { markTraced } from "../helpers/trace-marker.js";
 
-const [root, count] = process.argv.slice(2);
-if (!root || !count) throw new Error("usage: rewind-traced root files");
+const [root, count, perFolder = "10"] = process.argv.slice(2);
+if (!root || !count) throw new Error("usage: rewind-traced root files [perFolder]");
 const workspace = join(root, "ws");
-const paths = Array.from({ length: Number(count) }, (_, i) => `pkg-${Math.floor(i / 10)}/src/file-${i}.ts`);
+const paths = Array.from(
+  { length: Number(count) },
+  (_, i) => `pkg-${Math.floor(i / Number(perFolder))}/src/file-${i}.ts`,
+);
 for (const path of paths) {
   await mkdir(join(workspace, path, ".."), { recursive: true });
   await writeFile(join(workspace, path), `export const value = ${paths.indexOf(path)};\n`.repeat(20));

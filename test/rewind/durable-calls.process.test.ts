@@ -10,9 +10,9 @@ import { tempDir } from "../helpers/fixture.js";
 // Under strace, with the whole session built first (100 captures), on a loaded 2-core machine.
 const TRACED_TIMEOUT = 120_000;
 
-async function rewindTraced(files: number, script = "rewind-traced.ts") {
+async function rewindTraced(files: number, script = "rewind-traced.ts", perFolder = 10) {
   const dir = await tempDir("agent-tape-durable-calls-");
-  const run = await traceChild(script, [dir, String(files)], FS_CALLS, dir);
+  const run = await traceChild(script, [dir, String(files), String(perFolder)], FS_CALLS, dir);
   const report = JSON.parse(run.stdout.trim()) as { filesRestored: number; intact: boolean };
   const total = DURABLE_CALLS.reduce((sum, name) => sum + (run.calls.get(name) ?? 0), 0);
   const fsCalls = [...run.calls.values()].reduce((sum, n) => sum + n, 0);
@@ -90,6 +90,23 @@ describe("durable calls of a rewind (strace)", () => {
       // is replaced (opened, read, hashed: docs/ARCHITECTURE.md, "Conflicts" and "Workspace lock").
       expect(total, JSON.stringify(calls)).toBeLessThanOrEqual(4);
       expect(fsCalls, JSON.stringify(calls)).toBeLessThanOrEqual(100);
+    },
+    TRACED_TIMEOUT,
+  );
+
+  it(
+    "600 files in 300 folders: each folder held once per step and the pack's segment kept open, not per file",
+    async () => {
+      const { report, calls } = await rewindTraced(600, "rewind-traced.ts", 2);
+      expect(report).toEqual({ filesRestored: 600, intact: true });
+      // Per file: its temp made, the file it replaces read for the conflict check; per folder: opened and checked
+      // (readlink) once by the plan's look and once by the restore. Past 256 folders every folder was opened, checked
+      // and closed again at each use, and each before-blob's read looked at blobs/ and blobs/pack/ and opened its
+      // segment: 5 opens a file (docs/ARCHITECTURE.md, "Batched file work").
+      const perFile = (name: string) => (calls[name] ?? 0) / 600;
+      expect(perFile("openat"), JSON.stringify(calls)).toBeLessThanOrEqual(3.4);
+      expect(perFile("readlink"), JSON.stringify(calls)).toBeLessThanOrEqual(1.15);
+      expect(perFile("statx"), JSON.stringify(calls)).toBeLessThanOrEqual(4.5);
     },
     TRACED_TIMEOUT,
   );

@@ -23,6 +23,7 @@ import { fsyncDir } from "../../core/atomic-file.js";
 import type { SessionLayout } from "./layout.js";
 import { checkStoreFolderSync } from "./store-files.js";
 import { forgetPackListing, packListing } from "./pack-listing.js";
+import { closeSegmentReaders, readSegment } from "./pack-readers.js";
 import {
   BLOB,
   DELETION,
@@ -199,7 +200,7 @@ export function readPacked(layout: SessionLayout, id: string, hash: string, look
   for (let attempt = 0; index && attempt < 3; attempt++) {
     const where = index.live.get(hash);
     if (!where) return undefined;
-    const entry = readEntry(layout, id, where);
+    const entry = readEntry(layout, id, where, index);
     const stored = entry && storedOf(entry, hash, where);
     if (stored) return stored;
     indexes.delete(layout.packs(id));
@@ -208,21 +209,22 @@ export function readPacked(layout: SessionLayout, id: string, hash: string, look
   return undefined;
 }
 
-function readEntry(layout: SessionLayout, id: string, where: Located): Buffer | undefined {
-  let fd: number;
-  checkStoreFolderSync(id, layout.blobs(id)); // never through a link, also where this process knows the place
-  if (!checkStoreFolderSync(id, layout.packs(id))) return undefined;
+/** The entry at `where`, read through the segment kept open from the last read under `index` (pack-readers.ts). */
+function readEntry(layout: SessionLayout, id: string, where: Located, index: PackIndex): Buffer | undefined {
+  const path = segmentPath(layout, id, where.seq);
+  const open = () => {
+    checkStoreFolderSync(id, layout.blobs(id)); // never through a link, also where this process knows the place
+    if (!checkStoreFolderSync(id, layout.packs(id))) throw Object.assign(new Error("no pack"), { code: "ENOENT" });
+    return openPackFile(id, path, constants.O_RDONLY);
+  };
   try {
-    fd = openPackFile(id, segmentPath(layout, id, where.seq), constants.O_RDONLY);
+    return readSegment(path, index, open, (fd) => {
+      const entry = readAt(fd, where.offset, where.head + where.length);
+      return entry.length === where.head + where.length ? entry : undefined;
+    });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
-  }
-  try {
-    const entry = readAt(fd, where.offset, where.head + where.length);
-    return entry.length === where.head + where.length ? entry : undefined;
-  } finally {
-    closeSync(fd);
   }
 }
 
@@ -436,6 +438,7 @@ export function compactPack(layout: SessionLayout, id: string): void {
   }
   for (const segment of index.segments) unlinkSync(segmentPath(layout, id, segment.seq));
   indexes.delete(dir);
+  closeSegmentReaders(dir);
 }
 
 /**

@@ -28,6 +28,7 @@ import { acquireFileLock, othersWaiting } from "./lock.js";
 import { moveLogToNewInode } from "./move-log.js";
 import { FsLockedSession } from "./locked-session.js";
 import { readLastEvent, readLogBatches } from "./read-log.js";
+import { closeSegmentReaders } from "./pack-readers.js";
 import { checkStoreFolder, checkStoreFolderSync, openStoreFile, READ, readSmallStoreFile } from "./store-files.js";
 import { parseSessionRecord, parseStoreJson } from "./store-json.js";
 import { readArchivedLogFile } from "./archive-log.js";
@@ -143,6 +144,7 @@ class FsBackend implements StorageBackend {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
       throw error;
     }
+    closeSegmentReaders(this.layout.packs(id)); // its pack's space freed now, not once a kept reader closes
     await rm(trash, { recursive: true, force: true });
     return true;
   }
@@ -307,5 +309,6 @@ class FsBackend implements StorageBackend {
     const open = [...this.openLocks];
     this.openLocks.clear();
     await Promise.all(open.map((s) => s.release()));
+    closeSegmentReaders(this.layout.root);
   }
 }
