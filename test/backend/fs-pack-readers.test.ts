@@ -1,4 +1,3 @@
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { fsBackend } from "../../src/backend/index.js";
@@ -10,9 +9,8 @@ import { IDLE_WAIT_MS, openSegments, packedSession } from "../helpers/pack-reade
 // descriptor left behind (closed once reads stop, at the backend's close, when the session goes, when the pack is
 // compacted), and never bytes that are not the blob's, whoever changes the pack meanwhile.
 
-
 describe("fs backend: a pack's segment kept open between reads", () => {
-  it("is one descriptor while reads follow each other, closed once they stop, at close and when the session goes", async () => {
+  it("is one descriptor while reads go on, closed once they stop, at close and when the session goes", async () => {
     const { root, backend, id, blobs, hashes } = await packedSession(40);
     for (const [i, hash] of hashes.entries()) expect(await backend.readBlob(id, hash)).toEqual(blobs[i]);
     expect(await openSegments()).toHaveLength(1);
@@ -30,7 +28,7 @@ describe("fs backend: a pack's segment kept open between reads", () => {
     expect(await openSegments()).toEqual([]); // no deleted segment held: its space is freed now
   });
 
-  it("a compaction in this process closes the segments it deletes; reads after it find the blobs where they went", async () => {
+  it("a compaction here closes the segments it deletes; reads after it find the blobs where they went", async () => {
     const { root, backend, id, blobs, hashes } = await packedSession(60);
     expect(await backend.readBlob(id, hashes[59]!)).toEqual(blobs[59]);
     const locked = await backend.lock(id);
