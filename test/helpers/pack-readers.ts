@@ -13,10 +13,19 @@ export const IDLE_WAIT_MS = 200;
 
 /** The descriptors this process has open on pack segments, each as /proc names its file. */
 export async function openSegments(): Promise<string[]> {
-  const found: string[] = [];
+  return (await segmentDescriptors()).map(([, target]) => target);
+}
+
+/** The numbers of the descriptors this process has open on pack segments. */
+export async function openSegmentDescriptors(): Promise<number[]> {
+  return (await segmentDescriptors()).map(([fd]) => fd);
+}
+
+async function segmentDescriptors(): Promise<[number, string][]> {
+  const found: [number, string][] = [];
   for (const fd of await readdir("/proc/self/fd")) {
     const target = await readlink(`/proc/self/fd/${fd}`).catch(() => "");
-    if (/\/blobs\/pack\/\d{8}\.pack( \(deleted\))?$/.test(target)) found.push(target);
+    if (/\/blobs\/pack\/\d{8}\.pack( \(deleted\))?$/.test(target)) found.push([Number(fd), target]);
   }
   return found;
 }

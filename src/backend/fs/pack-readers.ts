@@ -27,21 +27,27 @@ let idle: NodeJS.Timeout | undefined;
 
 /**
  * Runs `read` with a descriptor of the segment at `path`: the one kept from an earlier read under the same `owner`,
- * or one `open` gives (which makes its own checks). The descriptor stays open for the next read.
+ * or one `open` gives (which makes its own checks). The descriptor stays open for the next read. A kept one that
+ * fails to read is closed and the read made once more on a new one: what failed was that descriptor, or the new
+ * one fails the same way and says so.
  */
 export function readSegment<T>(path: string, owner: object, open: () => number, read: (fd: number) => T): T {
-  let reader = readers.get(path);
-  if (reader && reader.owner !== owner) {
-    closeReader(path, reader);
-    reader = undefined;
-  }
-  if (!reader) {
-    reader = { fd: open(), owner };
-    if (readers.size >= MAX_OPEN) {
-      const [oldest, first] = readers.entries().next().value!;
-      closeReader(oldest, first);
+  const kept = readers.get(path);
+  if (kept && kept.owner === owner) {
+    readers.delete(path); // put back at the end: read last
+    readers.set(path, kept);
+    keepBriefly();
+    try {
+      return read(kept.fd);
+    } catch {
+      closeReader(path, kept);
     }
-  } else readers.delete(path); // put back at the end: read last
+  } else if (kept) closeReader(path, kept);
+  const reader = { fd: open(), owner };
+  if (readers.size >= MAX_OPEN) {
+    const [oldest, first] = readers.entries().next().value!;
+    closeReader(oldest, first);
+  }
   readers.set(path, reader);
   keepBriefly();
   return read(reader.fd);
