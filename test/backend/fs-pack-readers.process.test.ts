@@ -30,7 +30,7 @@ describe("fs backend: a pack's segment kept open, the pack compacted by another 
     await loop;
     expect(wrong).toEqual([]);
     await sleep(IDLE_WAIT_MS);
-    expect(await openSegments()).toEqual([]);
+    expect(await openSegments(root)).toEqual([]);
     for (const [i, hash] of hashes.entries())
       expect(await backend.readBlob(id, hash)).toEqual(i < 50 ? undefined : blobs[i]);
     await backend.close();

@@ -14,19 +14,19 @@ describe("fs backend: a pack's segment kept open between reads", () => {
   it("is one descriptor while reads go on, closed once they stop, at close and when the session goes", async () => {
     const { root, backend, id, blobs, hashes } = await packedSession(40);
     for (const [i, hash] of hashes.entries()) expect(await backend.readBlob(id, hash)).toEqual(blobs[i]);
-    expect(await openSegments()).toHaveLength(1);
+    expect(await openSegments(root)).toHaveLength(1);
     await sleep(IDLE_WAIT_MS);
-    expect(await openSegments()).toEqual([]);
+    expect(await openSegments(root)).toEqual([]);
 
     await backend.readBlob(id, hashes[0]!);
-    expect(await openSegments()).toHaveLength(1);
+    expect(await openSegments(root)).toHaveLength(1);
     await backend.close();
-    expect(await openSegments()).toEqual([]);
+    expect(await openSegments(root)).toEqual([]);
 
     const again = fsBackend({ root, packBlobsUnder: 4096 });
     expect(await again.readBlob(id, hashes[1]!)).toEqual(blobs[1]);
     expect(await again.deleteSession(id)).toBe(true);
-    expect(await openSegments()).toEqual([]); // no deleted segment held: its space is freed now
+    expect(await openSegments(root)).toEqual([]); // no deleted segment held: its space is freed now
   });
 
   it("a compaction here closes the segments it deletes; reads after it find the blobs where they went", async () => {
@@ -39,20 +39,20 @@ describe("fs backend: a pack's segment kept open between reads", () => {
     } finally {
       await locked.release();
     }
-    expect((await openSegments()).filter((name) => name.endsWith("(deleted)"))).toEqual([]);
+    expect((await openSegments(root)).filter((name) => name.endsWith("(deleted)"))).toEqual([]);
     for (const [i, hash] of hashes.entries())
       expect(await backend.readBlob(id, hash)).toEqual(i < 50 ? undefined : blobs[i]);
     await backend.close();
   });
 
   it("a kept descriptor that fails to read is opened again: the read still gives the blob", async () => {
-    const { backend, id, blobs, hashes } = await packedSession(3);
+    const { root, backend, id, blobs, hashes } = await packedSession(3);
     expect(await backend.readBlob(id, hashes[0]!)).toEqual(blobs[0]);
-    const kept = await openSegmentDescriptors();
+    const kept = await openSegmentDescriptors(root);
     expect(kept).toHaveLength(1);
     closeSync(kept[0]!); // closed behind its back: the next read through it fails (EBADF)
     expect(await backend.readBlob(id, hashes[1]!)).toEqual(blobs[1]);
-    expect(await openSegments()).toHaveLength(1);
+    expect(await openSegments(root)).toHaveLength(1);
     await backend.close();
   });
 });

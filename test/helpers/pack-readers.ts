@@ -11,21 +11,25 @@ const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest(
 /** Past the kept reader's idle time (50 ms), with room for a loaded machine. */
 export const IDLE_WAIT_MS = 200;
 
-/** The descriptors this process has open on pack segments, each as /proc names its file. */
-export async function openSegments(): Promise<string[]> {
-  return (await segmentDescriptors()).map(([, target]) => target);
+/**
+ * The descriptors this process has open on pack segments under `root`, each as /proc names its file. Only those:
+ * unit test files run in threads of one process, so other files' segments may be open beside them.
+ */
+export async function openSegments(root: string): Promise<string[]> {
+  return (await segmentDescriptors(root)).map(([, target]) => target);
 }
 
-/** The numbers of the descriptors this process has open on pack segments. */
-export async function openSegmentDescriptors(): Promise<number[]> {
-  return (await segmentDescriptors()).map(([fd]) => fd);
+/** The numbers of the descriptors this process has open on pack segments under `root`. */
+export async function openSegmentDescriptors(root: string): Promise<number[]> {
+  return (await segmentDescriptors(root)).map(([fd]) => fd);
 }
 
-async function segmentDescriptors(): Promise<[number, string][]> {
+async function segmentDescriptors(root: string): Promise<[number, string][]> {
   const found: [number, string][] = [];
   for (const fd of await readdir("/proc/self/fd")) {
     const target = await readlink(`/proc/self/fd/${fd}`).catch(() => "");
-    if (/\/blobs\/pack\/\d{8}\.pack( \(deleted\))?$/.test(target)) found.push([Number(fd), target]);
+    if (target.startsWith(`${root}/`) && /\/blobs\/pack\/\d{8}\.pack( \(deleted\))?$/.test(target))
+      found.push([Number(fd), target]);
   }
   return found;
 }
