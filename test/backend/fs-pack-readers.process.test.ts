@@ -1,10 +1,11 @@
+import { closeSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { runChild } from "../helpers/children.js";
-import { IDLE_WAIT_MS, openSegments, packedSession } from "../helpers/pack-readers.js";
+import { IDLE_WAIT_MS, openSegmentDescriptors, openSegments, packedSession } from "../helpers/pack-readers.js";
 
 // A pack's segment kept open between reads (src/backend/fs/pack-readers.ts) while another process deletes blobs
-// and compacts the pack (a real child: test/children/pack-deleter.ts).
+// and compacts the pack (a real child: test/children/pack-deleter.ts), or closes its descriptor from outside.
 
 describe("fs backend: a pack's segment kept open, the pack compacted by another process", () => {
   it("each read is the blob's bytes or nothing meanwhile; once reads stop, the deleted ones are gone", async () => {
@@ -33,6 +34,22 @@ describe("fs backend: a pack's segment kept open, the pack compacted by another 
     expect(await openSegments(root)).toEqual([]);
     for (const [i, hash] of hashes.entries())
       expect(await backend.readBlob(id, hash)).toEqual(i < 50 ? undefined : blobs[i]);
+    await backend.close();
+  });
+});
+
+describe("fs backend: a kept segment's descriptor closed from outside", () => {
+  // Here, not among the unit tests: those run as threads of one process, sharing its descriptors, so a number this
+  // test closes can be reused at once by another file's open, which the retry would then close (CI saw that file
+  // fail with EBADF). The process project's workers run one file at a time, each in a process of its own.
+  it("a kept descriptor that fails to read is opened again: the read still gives the blob", async () => {
+    const { root, backend, id, blobs, hashes } = await packedSession(3);
+    expect(await backend.readBlob(id, hashes[0]!)).toEqual(blobs[0]);
+    const kept = await openSegmentDescriptors(root);
+    expect(kept).toHaveLength(1);
+    closeSync(kept[0]!); // closed behind its back: the next read through it fails (EBADF)
+    expect(await backend.readBlob(id, hashes[1]!)).toEqual(blobs[1]);
+    expect(await openSegments(root)).toHaveLength(1);
     await backend.close();
   });
 });
