@@ -47,14 +47,29 @@ export function storeFloorPack(records: string, before: readonly Buffer[]): stri
  * No plan, no confinement, no conflict check, no log read, no compression. Returns the milliseconds it took.
  */
 export function durableRewindFloorFiles(records: string, root: string, paths: readonly string[], pack: string): number {
+  return durableRewindFloorPaths(records, root, { restore: paths, remove: [] }, pack);
+}
+
+/**
+ * {@link durableRewindFloorFiles} for a rewind that also deletes: `restore` gets the pack's bytes (its folder
+ * made where it is missing), `remove` is deleted (its emptied folders left). A path missing now has no undo copy.
+ * For the session suite's rewind of a shell session (moves, `rm -rf`, generated files).
+ */
+export function durableRewindFloorPaths(
+  records: string,
+  root: string,
+  { restore, remove }: { restore: readonly string[]; remove: readonly string[] },
+  pack: string,
+): number {
   const started = performance.now();
+  const paths = [...restore, ...remove];
   const many = paths.length >= SYNC_FILESYSTEM_FROM;
   const undo: Buffer[] = [];
   const hashes: string[] = [];
   for (const path of paths) {
-    const bytes = readFileSync(join(root, path));
-    hashes.push(createHash("sha256").update(bytes).digest("hex"));
-    undo.push(bytes);
+    const bytes = readIfThere(join(root, path));
+    hashes.push(bytes ? createHash("sha256").update(bytes).digest("hex") : "absent");
+    if (bytes) undo.push(bytes);
   }
   if (many) writeSynced(join(records, "undo.pack"), Buffer.concat(undo));
   const inline = many ? [] : undo.map((bytes) => bytes.toString("base64"));
@@ -63,19 +78,26 @@ export function durableRewindFloorFiles(records: string, root: string, paths: re
   renameSync(join(records, ".tmp-intent.json"), intent);
   fsyncNow(records);
   const stored = readFileSync(pack);
-  let at = 4 * paths.length;
-  paths.forEach((path, i) => {
+  let at = 4 * restore.length;
+  restore.forEach((path, i) => {
     const bytes = stored.subarray(at, at + stored.readUInt32LE(4 * i));
     at += bytes.length;
     createHash("sha256").update(bytes).digest("hex"); // checked as ours checks a blob before using it
     const file = join(root, path);
     const temp = join(dirname(file), ".tmp-floor");
-    writeFileSync(temp, bytes, { flag: "wx" });
+    try {
+      writeFileSync(temp, bytes, { flag: "wx" });
+    } catch {
+      mkdirSync(dirname(file), { recursive: true }); // its folder went with the command that removed it
+      writeFileSync(temp, bytes, { flag: "wx" });
+    }
     renameSync(temp, file);
   });
+  for (const path of remove) unlinkSync(join(root, path));
   if (many) execFileSync("sync", ["-f", "--", root]);
   else
-    for (const path of new Set(paths.flatMap((path) => [join(root, path), dirname(join(root, path))]))) fsyncNow(path);
+    for (const path of new Set([...restore.map((path) => join(root, path)), ...paths.map((path) => dirname(join(root, path)))]))
+      fsyncNow(path);
   const log = openSync(join(records, "log"), "a");
   closeSync(log);
   const marker = openSync(join(records, "log"), constants.O_WRONLY | constants.O_APPEND | constants.O_DSYNC);
@@ -83,6 +105,15 @@ export function durableRewindFloorFiles(records: string, root: string, paths: re
   closeSync(marker);
   unlinkSync(intent);
   return performance.now() - started;
+}
+
+function readIfThere(path: string): Buffer | undefined {
+  try {
+    return readFileSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
 }
 
 function writeSynced(path: string, bytes: Buffer, flag = "w"): void {

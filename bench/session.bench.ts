@@ -6,7 +6,8 @@ import { promisify } from "node:util";
 import { CheckpointStore, SessionStore, rewind, undoRewind } from "../src/index.js";
 import { ShadowGit } from "./git.js";
 import { interleavedRounds, median, timeIt, type Row, type Suite } from "./harness.js";
-import { formatMs, perOperation } from "./per-operation.js";
+import { formatMs, medianMs, perOperation } from "./per-operation.js";
+import { durableRewindFloorPaths, storeFloorPack } from "./rewind-floor.js";
 import { editedText, makeWorkspace, settleDisk, sizeLabel, spreadPick } from "./workspace.js";
 
 const run = promisify(execFile);
@@ -129,6 +130,8 @@ interface Rewound {
   /** git restore there and back, each followed by a syncfs of the filesystem: as durable as ours. */
   gitSync: number[];
   gitSyncBack: number[];
+  /** The same paths put back by a rewind's durable steps alone, done raw (rewind-floor.ts). */
+  floor: number[];
 }
 
 /** Rewinds over the last commands (~800 paths) and back, against git restore there and back; checked exact. */
@@ -154,6 +157,7 @@ async function rewindRounds(
         `${what} is not exact: ${changed.split("\n").length} paths differ, e.g. ${changed.slice(0, 300)}`,
       );
   };
+  const floor = await floorOf(git, target.commit, end, join(dir, "floor-session"));
   const samples = await interleavedRounds(
     quick ? 1 : 3,
     {
@@ -196,6 +200,15 @@ async function rewindRounds(
         await exact(end, "git restore back + sync");
         return ms;
       },
+      floor: async () => {
+        await settleDisk(dir);
+        const ms = durableRewindFloorPaths(floor.records, git.workTree, floor.paths, floor.pack);
+        await exact(target.commit, "the floor");
+        await restore(target.commit); // the index too, so that the restore back removes what the floor put back
+        await restore(end);
+        await exact(end, "git restore back after the floor");
+        return ms;
+      },
     },
     { warmUp: false },
   );
@@ -207,7 +220,23 @@ async function rewindRounds(
     gitBack: gitBackMs,
     gitSync: samples.gitSync,
     gitSyncBack: gitSyncBackMs,
+    floor: samples.floor,
   };
+}
+
+/**
+ * What the floor puts back, read untimed from git: the paths that differ between the target and the end, those
+ * there at the target restored from a pack of their bytes, the others removed.
+ */
+async function floorOf(git: ShadowGit, target: string, end: string, records: string) {
+  const fields = (await git.run(["diff", "--name-status", "-z", "--no-renames", target, end])).split("\0");
+  const restore: string[] = [];
+  const remove: string[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) (fields[i] === "A" ? remove : restore).push(fields[i + 1]!);
+  const bytes = await Promise.all(
+    restore.map(async (path) => Buffer.from(await git.run(["show", `${target}:${path}`]), "utf8")),
+  );
+  return { paths: { restore, remove }, records, pack: storeFloorPack(records, bytes) };
 }
 
 function rowsFor(
@@ -230,6 +259,7 @@ function rowsFor(
     gitBack: perOperation("paths/s, git restore back", rewound.gitBack, rewound.paths),
     gitSync: perOperation("paths/s, git restore, then syncfs", rewound.gitSync, rewound.paths),
     gitSyncBack: perOperation("paths/s, git restore back, then syncfs", rewound.gitSyncBack, rewound.paths),
+    floor: perOperation("paths/s, its durable steps alone, raw", rewound.floor, rewound.paths),
   };
   const mix = "sed -i over 200 files, mv of a folder, rm -rf, a 50-file generator, a build into an ignored folder";
   return [
@@ -284,6 +314,22 @@ function rowsFor(
       ratio: f.undo.value / f.gitSyncBack.value,
       target: undefined,
       notes: `info: ${formatMs(f.undo, rewound.paths)} vs ${formatMs(f.gitSyncBack, rewound.paths)}`,
+    },
+    {
+      suite: `session ${at}: rewind of ${rewound.paths} paths vs its durable steps alone`,
+      ours: f.ours,
+      baseline: f.floor,
+      ratio: f.ours.value / f.floor.value,
+      target: undefined,
+      notes:
+        `info: ${formatMs(f.ours, rewound.paths)} vs ${formatMs(f.floor, rewound.paths)}; git ` +
+        `${formatMs(f.gitRewind, rewound.paths)} is ${(f.floor.value / f.gitRewind.value).toFixed(2)}x the floor's ` +
+        "time: the most a rewind doing only these steps reaches against git here (undo copy, intent, checked " +
+        "before-bytes, temp + rename or unlink, syncfs, marker)",
+      details: {
+        floorMs: medianMs(f.floor, rewound.paths),
+        gitOverFloor: f.floor.value / f.gitRewind.value,
+      },
     },
   ];
 }
