@@ -28,17 +28,8 @@ import {
   HEADER_BYTES,
 } from "./blob-codec.js";
 import type { BlobDigest } from "../types.js";
-import {
-  deletePacked,
-  isPacked,
-  listPacked,
-  packedBytes,
-  readPacked,
-  appendPacked,
-  holdsWhole,
-  packIndex,
-  writePackedMany,
-} from "./blob-pack.js";
+import { deletePacked, isPacked, listPacked, packedAmong, packedBytes, readPacked } from "./blob-pack.js";
+import { appendPacked, holdsWhole, packIndex, writePackedMany } from "./blob-pack.js";
 import { dictionaryForBatch, dictionaryReader, packDictionary } from "./pack-dictionary.js";
 
 /** blobs/ and the blob's shard must be real folders of the store, not links out of it (both looked at at once). */
@@ -307,11 +298,17 @@ export async function writeBlobFiles(
   // A loose file of a hash can only be in its shard: where the shard is missing (most, in a new session) the
   // look costs nothing.
   const shards = packUnder > 0 ? looseShards(layout, id) : new Set<string>();
+  const all = [...blobs];
+  // Those the pack holds already (a rewind's undo copy of files a scan stored) are not deflated only for the
+  // append to find them there: 284 of them were most of a session rewind's undo copy (docs/ARCHITECTURE.md,
+  // "Batched file work").
+  const packed = packUnder > 0 ? packedAmong(layout, id, all.map(([hash]) => hash)) : new Set<string>();
   const small: [string, Uint8Array][] = [];
   try {
-    for (const [hash, bytes] of blobs) {
+    for (const [hash, bytes] of all) {
       // An older store's loose file (or a large one) is left as it is.
       if (packUnder > 0 && bytes.length <= SYNC_WRITE_MAX) {
+        if (packed.has(hash)) continue;
         if (!shards.has(hash.slice(0, 2)) || !blobExistsLoose(layout, id, hash)) small.push([hash, bytes]);
         // A look is a synchronous lstat where the shard exists: a rewind's 1,000 undo blobs in a session whose
         // captures made their shards held the event loop 86 ms without a turn (docs/ARCHITECTURE.md, "Batched
