@@ -95,8 +95,7 @@ export function durableRewindFloorPaths(
   });
   for (const path of remove) unlinkSync(join(root, path));
   if (many) execFileSync("sync", ["-f", "--", root]);
-  else
-    for (const path of new Set([...restore, ...paths.map(dirname)].map((path) => join(root, path)))) fsyncNow(path);
+  else for (const path of new Set([...restore, ...paths.map(dirname)].map((path) => join(root, path)))) fsyncNow(path);
   const log = openSync(join(records, "log"), "a");
   closeSync(log);
   const marker = openSync(join(records, "log"), constants.O_WRONLY | constants.O_APPEND | constants.O_DSYNC);

@@ -22,12 +22,15 @@ export async function storeBlobsThenReference<T>(
 ): Promise<T> {
   const written: string[] = [];
   // With `referenceSyncs`, the blobs written without an fsync are handed to `reference`, which makes them
-  // durable with its own write (writeRecordWithBlobs: one wait for both); else they are made durable here.
+  // durable with its own write (writeRecordWithBlobs: one wait for both); else they are made durable here. Those
+  // the store held already too: a scan writes without an fsync what nothing references yet, and `reference` is
+  // about to (test/checkpoint/scanned-blobs-durable.process.test.ts).
   let unsynced: string[] = [];
   const synced = async (relaxed: boolean) => {
-    if (!relaxed || written.length === 0) return;
-    if (options.referenceSyncs) unsynced = written;
-    else await locked.syncBlobs!(written);
+    if (!relaxed) return;
+    const all = [...snapshot.blobs.keys()];
+    if (options.referenceSyncs) unsynced = all;
+    else await locked.syncBlobs!(all);
   };
   try {
     if (snapshot.blobs.size > 0) {

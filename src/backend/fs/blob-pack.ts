@@ -341,8 +341,9 @@ export async function writePackedMany(
 
 /** Which of `hashes` the pack holds whole: one look at the pack for them all. */
 export function packedAmong(layout: SessionLayout, id: string, hashes: readonly string[]): Set<string> {
-  const index = packIndex(layout, id);
   const packed = new Set<string>();
+  if (hashes.length === 0) return packed; // no look at the pack
+  const index = packIndex(layout, id);
   for (const hash of hashes) {
     const where = index.live.get(hash);
     if (where !== undefined && !where.damaged) packed.add(hash);

@@ -11,6 +11,16 @@ import { packedAmong, syncPacked } from "./blob-pack.js";
 // pack segments, or one syncfs for many (docs/ARCHITECTURE.md, "Rewind intent", the rounds a rewind waits for).
 
 /**
+ * What a write of a blob the store holds already returns (false: nothing written). A durable write makes it durable
+ * first: it may be a scan's, written without an fsync since nothing referenced it, and the caller is about to
+ * reference it (test/checkpoint/scanned-blobs-durable.process.test.ts).
+ */
+export async function heldAlready(layout: SessionLayout, id: string, hash: string, durable: boolean): Promise<false> {
+  if (durable) await syncBlobFiles(layout, id, [hash]);
+  return false;
+}
+
+/**
  * Makes blobs written without fsync durable: each file, each shard folder once and the blobs folder, and the
  * pack's segments holding any, all waited for at once (nothing relies on their order until this returns; a third
  * of a one-file rewind's time was these waits one after another); many loose files at once by one syncfs of the

@@ -31,6 +31,7 @@ import type { BlobDigest } from "../types.js";
 import { deletePacked, isPacked, listPacked, packedAmong, packedBytes, readPacked } from "./blob-pack.js";
 import { appendPacked, holdsWhole, packIndex, writePackedMany } from "./blob-pack.js";
 import { dictionaryForBatch, dictionaryReader, packDictionary } from "./pack-dictionary.js";
+import { heldAlready } from "./blob-sync.js";
 
 /** blobs/ and the blob's shard must be real folders of the store, not links out of it (both looked at at once). */
 async function checkBlobFolders(layout: SessionLayout, id: string, hash: string): Promise<void> {
@@ -224,7 +225,7 @@ export async function writeBlobFile(
     // Small once stored: into the pack (blob-pack.ts), unless the pack or a loose file (an older store) has it. One
     // look at the pack answers every question below, synchronously up to the write.
     const pack = packIndex(layout, id);
-    if (holdsWhole(pack, hash) || blobExistsLoose(layout, id, hash)) return false;
+    if (holdsWhole(pack, hash) || blobExistsLoose(layout, id, hash)) return heldAlready(layout, id, hash, durable);
     const dictionary = layout.compressBlobs ? packDictionary(layout, id, false) : undefined;
     const packable = layout.compressBlobs ? encodeBlobSync(bytes, dictionary) : bytes;
     if (packable.length < layout.packBlobsUnder) return appendPacked(layout, id, pack, hash, packable, durable);
@@ -247,7 +248,7 @@ export async function writeBlobFile(
       (error: unknown) => ({ error }),
     ),
   ]);
-  if (exists) return false;
+  if (exists) return heldAlready(layout, id, hash, durable);
   if ("error" in checked) throw checked.error;
   const temp = join(incoming, `${hash}-${randomBytes(4).toString("hex")}`);
   stored ??= layout.compressBlobs ? await encodeBlob(bytes) : bytes;
@@ -302,7 +303,7 @@ export async function writeBlobFiles(
   // Those the pack holds already (a rewind's undo copy of files a scan stored) are not deflated only for the
   // append to find them there: 284 of them were most of a session rewind's undo copy (docs/ARCHITECTURE.md,
   // "Batched file work").
-  const packed = packUnder > 0 ? packedAmong(layout, id, all.map(([hash]) => hash)) : new Set<string>();
+  const packed = packedAmong(layout, id, packUnder > 0 ? all.map(([hash]) => hash) : []);
   const small: [string, Uint8Array][] = [];
   try {
     for (const [hash, bytes] of all) {
@@ -363,7 +364,8 @@ async function writeSmallBlobFile(
 ): Promise<boolean> {
   const file = layout.blob(id, hash);
   const incoming = layout.incomingBlobs(id);
-  if (lstatSync(file, { throwIfNoEntry: false }) !== undefined || isPacked(layout, id, hash)) return false;
+  if (lstatSync(file, { throwIfNoEntry: false }) !== undefined || isPacked(layout, id, hash))
+    return heldAlready(layout, id, hash, durable);
   checkStoreFolderSync(id, layout.blobs(id));
   let newShard = !checkStoreFolderSync(id, dirname(file));
   checkStoreFolderSync(id, incoming);
