@@ -10,7 +10,7 @@ import { tempDir } from "../helpers/fixture.js";
 
 describe("bytes a scan stored without an fsync, referenced by a capture", () => {
   for (const count of [1, 20]) {
-    it(`${count} file${count > 1 ? "s" : ""}: the segment holding them is fdatasynced before the checkpoint`, async () => {
+    it(`${count} file${count > 1 ? "s" : ""}: the segment holding them is fdatasynced before the line`, async () => {
       const dir = await tempDir("agent-tape-scanned-durable-");
       const run = await traceChild(
         "capture-of-scanned-traced.ts",
