@@ -1,20 +1,5 @@
-import {
-  closeSync,
-  constants,
-  fdatasync,
-  fstatSync,
-  fsyncSync,
-  ftruncateSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readSync,
-  renameSync,
-  rmSync,
-  unlinkSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, constants, fdatasync, fstatSync, fsyncSync, ftruncateSync, lstatSync, mkdirSync } from "node:fs";
+import { openSync, readdirSync, readSync, renameSync, rmSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
@@ -53,6 +38,8 @@ interface Segment {
   /** The file's size when last looked at. */
   size: number;
   after: "nothing" | "torn" | "damaged";
+  /** Bytes from the start that this process made durable, its folder entry too (a durable append, syncPacked). */
+  synced?: number;
 }
 /** Where a live blob is: its segment, and its entry's place and shape there (pack-format.ts). */
 interface Located extends Omit<PackEntry, "kind" | "hash"> {
@@ -290,6 +277,7 @@ async function appendEncoded(layout: SessionLayout, id: string, index: PackIndex
   // Not durable, the folders are made durable with the segment's bytes by syncBlobs (syncPacked, or a syncfs).
   if (made && durable)
     await Promise.all([fsyncDir(dir), madeDir ? fsyncDir(layout.blobs(id)).catch(() => undefined) : undefined]);
+  if (durable && (made || segment.synced !== undefined)) segment.synced = segment.end;
 }
 
 /** Whether the pack, as `index` holds it, has the blob whole. */
@@ -355,9 +343,14 @@ export function packedAmong(layout: SessionLayout, id: string, hashes: readonly 
 export async function syncPacked(layout: SessionLayout, id: string, hashes: readonly string[]): Promise<void> {
   const index = packIndex(layout, id);
   const seqs = new Set(hashes.map((hash) => index.live.get(hash)?.seq).filter((seq) => seq !== undefined));
-  if (seqs.size === 0) return;
+  // Not again a segment this process made durable through all it knows of it: a capture of a file that did not
+  // change would wait for the disk's cache flush each time. One another process appended to, or a scan without an
+  // fsync, is synced (test/checkpoint/scanned-blobs-durable.process.test.ts).
+  const unsynced = index.segments.filter((s) => seqs.has(s.seq) && !(s.synced !== undefined && s.synced >= s.end));
+  if (unsynced.length === 0) return;
+  const ends = unsynced.map((s) => [s, s.end] as const); // each made durable this far by the fdatasync below
   await Promise.all([
-    ...[...seqs].map(async (seq) => {
+    ...unsynced.map(async ({ seq }) => {
       const fd = openPackFile(id, segmentPath(layout, id, seq), constants.O_RDONLY);
       try {
         await fdatasyncAsync(fd);
@@ -368,6 +361,7 @@ export async function syncPacked(layout: SessionLayout, id: string, hashes: read
     fsyncDir(layout.packs(id)),
     fsyncDir(layout.blobs(id)),
   ]);
+  for (const [segment, end] of ends) segment.synced = Math.max(segment.synced ?? 0, end);
 }
 
 /**

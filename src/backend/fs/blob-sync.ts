@@ -16,7 +16,7 @@ import { packedAmong, syncPacked } from "./blob-pack.js";
  * reference it (test/checkpoint/scanned-blobs-durable.process.test.ts).
  */
 export async function heldAlready(layout: SessionLayout, id: string, hash: string, durable: boolean): Promise<false> {
-  if (durable) await syncBlobFiles(layout, id, [hash]);
+  if (durable) await syncBlobFiles(layout, id, [hash]); // a packed one's segment only if not durable already
   return false;
 }
 
