@@ -33,7 +33,7 @@ describe("bytes a scan stored without an fsync, referenced by a capture", () => 
   }
 
   // The other side: bytes this process made durable itself are not synced again at every capture of a file that did
-  // not change (an fdatasync of a clean segment still waits for the disk's cache flush: +0.3 ms a capture).
+  // not change (an fdatasync of the segment and fsyncs of its two folders, each a round trip through the pool).
   for (const count of [1, 20]) {
     it(`${count} file${count > 1 ? "s" : ""} a capture stored durably, captured again: pack not synced`, async () => {
       const dir = await tempDir("agent-tape-captured-durable-");

@@ -344,8 +344,8 @@ export async function syncPacked(layout: SessionLayout, id: string, hashes: read
   const index = packIndex(layout, id);
   const seqs = new Set(hashes.map((hash) => index.live.get(hash)?.seq).filter((seq) => seq !== undefined));
   // Not again a segment this process made durable through all it knows of it: a capture of a file that did not
-  // change would wait for the disk's cache flush each time. One another process appended to, or a scan without an
-  // fsync, is synced (test/checkpoint/scanned-blobs-durable.process.test.ts).
+  // change would make three more calls through the pool (the segment, its two folders). One another process
+  // appended to, or a scan without an fsync, is synced (test/checkpoint/scanned-blobs-durable.process.test.ts).
   const unsynced = index.segments.filter((s) => seqs.has(s.seq) && !(s.synced !== undefined && s.synced >= s.end));
   if (unsynced.length === 0) return;
   const ends = unsynced.map((s) => [s, s.end] as const); // each made durable this far by the fdatasync below
