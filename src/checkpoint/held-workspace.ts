@@ -1,8 +1,9 @@
-import { closeSync, constants, existsSync, type Stats } from "node:fs";
+import { closeSync, constants, existsSync, readFileSync, type Stats } from "node:fs";
 import { lstat, lstatSync, mkdir, mkdirSync, openSync, readdir, readdirSync, readlinkSync } from "../core/named-fs.js";
 import { yieldIfLong } from "../core/time-slices.js";
 import { join } from "node:path";
 import { confine, isInside } from "./confine.js";
+import { MIN_KEPT_FOLDERS, keptFolderBudget } from "./folder-budget.js";
 
 /** What {@link HeldWorkspace.at} returns when the folder holding a path leads outside the workspace. */
 export const OUTSIDE: unique symbol = Symbol("outside the workspace");
@@ -11,13 +12,14 @@ export const OUTSIDE: unique symbol = Symbol("outside the workspace");
 // that folder whatever its path has become since. Elsewhere there is no such name for a descriptor's folder.
 const HOLDS_FOLDERS = process.platform === "linux" && existsSync("/proc/self/fd");
 
-// The first this many distinct folders of one operation are kept open to its end (well under the usual limit of
-// 1,024 descriptors): a step that walks every path again finds them open. Past them, only the few used last are
-// kept (RECENT_FOLDERS), the oldest closed for a new one: paths come grouped by folder (a plan's order, a folder's
-// listing), so a folder's next use most often follows its last. Without those, past 256 folders every folder was
-// opened, checked and closed again at each use; with only the last used kept, a second walk over more folders than
-// that found none of them open.
-const MAX_KEPT_FOLDERS = 256;
+// The first this many distinct folders of one operation are kept open to its end (a sixteenth of the process's
+// descriptor limit, 256 to 4,096: folder-budget.ts): a step that walks every path again finds them open. Past them,
+// only the few used last are kept (RECENT_FOLDERS), the oldest closed for a new one: paths come grouped by folder (a
+// plan's order, a folder's listing), so a folder's next use most often follows its last. Without those, past 256
+// folders every folder was opened, checked and closed again at each use; with only the last used kept, a second walk
+// over more folders than that found none of them open. A fixed 256 had a 1,000-file rewind over 500 folders open
+// the other 244 again at each walk: a fifth of its time (docs/ARCHITECTURE.md, "Batched file work").
+const MAX_KEPT_FOLDERS = HOLDS_FOLDERS ? keptFolderBudget(processLimits()) : MIN_KEPT_FOLDERS;
 const RECENT_FOLDERS = 16;
 
 interface Held {
@@ -295,5 +297,14 @@ function closeQuietly(fd: number): void {
     closeSync(fd);
   } catch {
     // closing a folder descriptor cannot lose data: nothing to report
+  }
+}
+
+/** The text of /proc/self/limits (Linux, where folders are held), or undefined where it cannot be read. */
+function processLimits(): string | undefined {
+  try {
+    return readFileSync("/proc/self/limits", "utf8");
+  } catch {
+    return undefined;
   }
 }
