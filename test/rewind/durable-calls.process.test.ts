@@ -125,7 +125,8 @@ describe("durable calls of a rewind (strace)", () => {
       // before-blob's read looked at blobs/ and blobs/pack/ and opened its segment (600 and more): now each folder is
       // opened once by the plan's look and once by the restore, with 256 kept the 44 past the 256th twice by the plan
       // (644), and the segment once or so (docs/ARCHITECTURE.md, "Batched file work", "Small blobs packed"). Counted by
-      // what is opened: how many files are read again at the last look depends on how long ago they changed (file-stamps.ts).
+      // what is opened: how many files are read again at the last look depends on how long ago they changed
+      // (file-stamps.ts).
       const folders = opened(/"[^"]*\/ws\/pkg-\d+\/src", O_RDONLY\|O_CLOEXEC\|O_DIRECTORY/);
       const segments = opened(/\/blobs\/pack\/\d{8}\.pack"/);
       const seen = JSON.stringify({ folders, segments, ...calls });
