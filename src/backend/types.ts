@@ -253,9 +253,13 @@ export interface LockedSession {
    * with `durable: false` would store it ({@link syncBlobs} makes those a checkpoint references durable), all or
    * nothing, returning the hashes it wrote. A backend may keep them where many small ones cost little (the fs
    * backend's pack). Without it the scan uses {@link writeBlobs}, or `writeBlob` one by one
-   * (docs/ARCHITECTURE.md, "Blobs").
+   * (docs/ARCHITECTURE.md, "Blobs"). `callerWaits`: the caller does nothing else until this returns (a rewind's
+   * undo copy, unlike a scan, which reads on): the backend may use the calling thread for the work too.
    */
-  writeScanBlobs?(blobs: Iterable<readonly [hash: string, bytes: Uint8Array]>): Promise<string[]>;
+  writeScanBlobs?(
+    blobs: Iterable<readonly [hash: string, bytes: Uint8Array]>,
+    options?: { callerWaits?: boolean },
+  ): Promise<string[]>;
   /**
    * Optional (backends whose writes are always durable need not have it): makes blobs written
    * with `durable: false` durable. Blobs that do not exist are ignored.

@@ -48,7 +48,7 @@ export async function storeBlobsThenReference<T>(
         // Many at once are stored as a scan's are: small ones appended to the pack, not a file each. Making a file
         // was most of a 1,000-file rewind's undo copy on the project's machine (docs/ARCHITECTURE.md, "Batched
         // file work").
-        written.push(...(await locked.writeScanBlobs(snapshot.blobs)));
+        written.push(...(await locked.writeScanBlobs(snapshot.blobs, { callerWaits: true })));
         await synced(true);
         return await reference(unsynced);
       }

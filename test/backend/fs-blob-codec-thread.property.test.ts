@@ -1,7 +1,8 @@
 // The small blobs of a scan's batch are deflated on a helper thread (src/backend/fs/blob-codec.ts,
-// encodeBlobsOffThread): what is stored must be byte for byte what the same blobs stored one by one on this thread
-// give, whatever the bytes (empty, around the size compression starts at, incompressible, compressible, and raw
-// bytes that begin like a compressed blob's marker), and every stored form must decode to its blob.
+// encodeBlobsOffThread; a rewind's undo copy, half there and half on this thread): what is stored must be byte for
+// byte what the same blobs stored one by one on this thread give, whatever the bytes (empty, around the size
+// compression starts at, incompressible, compressible, and raw bytes that begin like a compressed blob's marker),
+// and every stored form must decode to its blob.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeBlob, encodeBlobSync, encodeBlobsOffThread } from "../../src/backend/fs/blob-codec.js";
@@ -36,14 +37,19 @@ const dictionaryOf = fc
 describe("deflating a batch of blobs on the helper thread", () => {
   it("stores each blob byte for byte as encodeBlobSync does, and each decodes back", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(blobBytes, { minLength: 1, maxLength: 80 }), async (blobs) => {
-        const offThread = await encodeBlobsOffThread(blobs);
-        expect(offThread.map((stored) => Buffer.from(stored))).toEqual(
-          blobs.map((bytes) => Buffer.from(encodeBlobSync(bytes))),
-        );
-        for (const [i, stored] of offThread.entries())
-          expect(await decodeBlob(Buffer.from(stored))).toEqual(Buffer.from(blobs[i]!));
-      }),
+      fc.asyncProperty(
+        fc.array(blobBytes, { minLength: 1, maxLength: 80 }),
+        fc.boolean(),
+        async (blobs, callerWaits) => {
+          // callerWaits: this thread deflates the second half meanwhile; the bytes must not depend on who did.
+          const offThread = await encodeBlobsOffThread(blobs, undefined, { callerWaits });
+          expect(offThread.map((stored) => Buffer.from(stored))).toEqual(
+            blobs.map((bytes) => Buffer.from(encodeBlobSync(bytes))),
+          );
+          for (const [i, stored] of offThread.entries())
+            expect(await decodeBlob(Buffer.from(stored))).toEqual(Buffer.from(blobs[i]!));
+        },
+      ),
       { numRuns: rounds(40, 300) },
     );
   });
@@ -54,8 +60,9 @@ describe("deflating a batch of blobs on the helper thread", () => {
         fc.array(blobBytes, { minLength: 1, maxLength: 40 }),
         dictionaryOf,
         dictionaryOf,
-        async (blobs, dictionary, other) => {
-          const offThread = await encodeBlobsOffThread(blobs, dictionary);
+        fc.boolean(),
+        async (blobs, dictionary, other, callerWaits) => {
+          const offThread = await encodeBlobsOffThread(blobs, dictionary, { callerWaits });
           expect(offThread.map((stored) => Buffer.from(stored))).toEqual(
             blobs.map((bytes) => Buffer.from(encodeBlobSync(bytes, dictionary))),
           );

@@ -285,13 +285,14 @@ export async function writeBlobFile(
  * {@link writeBlobFile} for many blobs, all or nothing (what it wrote is deleted when it throws): returns the
  * hashes it wrote. The small ones (stored in fewer than the layout's `packBlobsUnder` bytes) go into the pack in
  * one append (writePackedMany): a workspace scan's blobs, most never read, cost a few bytes of a segment each
- * instead of a file and a block (docs/ARCHITECTURE.md, "Blobs").
+ * instead of a file and a block (docs/ARCHITECTURE.md, "Blobs"). `callerWaits`: see encodeBlobsOffThread.
  */
 export async function writeBlobFiles(
   layout: SessionLayout,
   id: string,
   blobs: Iterable<readonly [hash: string, bytes: Uint8Array]>,
   durable: boolean,
+  options: { callerWaits?: boolean } = {},
 ): Promise<string[]> {
   const packUnder = layout.packBlobsUnder;
   const written: string[] = [];
@@ -322,7 +323,7 @@ export async function writeBlobFiles(
     const stored = !layout.compressBlobs
       ? raw
       : raw.length >= OFF_THREAD_FROM
-        ? await encodeBlobsOffThread(raw, dictionary)
+        ? await encodeBlobsOffThread(raw, dictionary, options)
         : raw.map((bytes) => encodeBlobSync(bytes, dictionary));
     for (const [i, [hash, bytes]] of small.entries()) {
       if (stored[i]!.length < packUnder) toPack.push([hash, stored[i]!]);

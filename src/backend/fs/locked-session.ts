@@ -378,13 +378,16 @@ export class FsLockedSession implements LockedSession {
     return writeBlobFile(this.layout, this.sessionId, hash, bytes, options.durable ?? true);
   }
 
-  async writeScanBlobs(blobs: Iterable<readonly [hash: string, bytes: Uint8Array]>): Promise<string[]> {
+  async writeScanBlobs(
+    blobs: Iterable<readonly [hash: string, bytes: Uint8Array]>,
+    options: { callerWaits?: boolean } = {},
+  ): Promise<string[]> {
     this.assertHeld();
     const all = [...blobs];
     for (const [hash] of all)
       if (!isBlobHash(hash))
         throw new InvalidArgumentError(`"${hash}" is not a blob name: a blob is named by its lowercase hex sha256.`);
-    return writeBlobFiles(this.layout, this.sessionId, all, false);
+    return writeBlobFiles(this.layout, this.sessionId, all, false, options);
   }
 
   async syncBlobs(hashes: Iterable<string>): Promise<void> {
