@@ -3,7 +3,7 @@ import { lstat, lstatSync, mkdir, mkdirSync, openSync, readdir, readdirSync, rea
 import { yieldIfLong } from "../core/time-slices.js";
 import { join } from "node:path";
 import { confine, isInside } from "./confine.js";
-import { MIN_KEPT_FOLDERS, keptFolderBudget } from "./folder-budget.js";
+import { keptFolderBudget } from "./folder-budget.js";
 
 /** What {@link HeldWorkspace.at} returns when the folder holding a path leads outside the workspace. */
 export const OUTSIDE: unique symbol = Symbol("outside the workspace");
@@ -12,14 +12,15 @@ export const OUTSIDE: unique symbol = Symbol("outside the workspace");
 // that folder whatever its path has become since. Elsewhere there is no such name for a descriptor's folder.
 const HOLDS_FOLDERS = process.platform === "linux" && existsSync("/proc/self/fd");
 
-// The first this many distinct folders of one operation are kept open to its end (a sixteenth of the process's
-// descriptor limit, 256 to 4,096: folder-budget.ts): a step that walks every path again finds them open. Past them,
+// The first this many distinct folders of one operation are kept open to its end (an eighth of the process's
+// descriptor limit, 16 to 4,096: folder-budget.ts): a step that walks every path again finds them open. Past them,
 // only the few used last are kept (RECENT_FOLDERS), the oldest closed for a new one: paths come grouped by folder (a
 // plan's order, a folder's listing), so a folder's next use most often follows its last. Without those, past 256
 // folders every folder was opened, checked and closed again at each use; with only the last used kept, a second walk
 // over more folders than that found none of them open. A fixed 256 had a 1,000-file rewind over 500 folders open
-// the other 244 again at each walk: a fifth of its time (docs/ARCHITECTURE.md, "Batched file work").
-const MAX_KEPT_FOLDERS = HOLDS_FOLDERS ? keptFolderBudget(processLimits()) : MIN_KEPT_FOLDERS;
+// the other 244 again at each walk (a fifth of its time: docs/ARCHITECTURE.md, "Batched file work"), and took all
+// the descriptors of a process allowed fewer.
+const MAX_KEPT_FOLDERS = keptFolderBudget(HOLDS_FOLDERS ? processLimits() : undefined);
 const RECENT_FOLDERS = 16;
 
 interface Held {

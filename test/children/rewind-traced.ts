@@ -1,4 +1,5 @@
-// Child process, run under strace by test/rewind/durable-calls.process.test.ts: makes a workspace of `files`
+// Child process, run under strace by test/rewind/durable-calls.process.test.ts (and with few descriptors by
+// few-descriptors.process.test.ts): makes a workspace of `files`
 // files in folders of `perFolder` (10 unless given), edits each through its own `around`, then rewinds them all
 // between two trace markers, and prints the report's counts as JSON.
 // argv: root files [perFolder]
@@ -31,7 +32,9 @@ for (const [i, path] of paths.entries())
 markTraced("start");
 const report = await rewind(store, session.id, { toSequence: target.sequence });
 markTraced("end");
-const restored = await Promise.all(paths.map((path) => readFile(join(workspace, path), "utf8")));
+// One at a time: test/rewind/few-descriptors.process.test.ts runs this with 200 descriptors for 300 files.
+const restored: string[] = [];
+for (const path of paths) restored.push(await readFile(join(workspace, path), "utf8"));
 const intact = restored.every((text, i) => text === `export const value = ${i};\n`.repeat(20));
 await store.close();
 process.stdout.write(`${JSON.stringify({ filesRestored: report.filesRestored, intact })}\n`);
