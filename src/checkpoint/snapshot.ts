@@ -4,6 +4,7 @@ import type { Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { lstat, lstatSync, open, openSync, readlink } from "../core/named-fs.js";
 import type { FileSnapshot } from "../core/events.js";
+import { StorageFailedError } from "../core/errors.js";
 import { forEachLimited, mapLimited } from "../core/bounded-concurrency.js";
 import { confine, placeLexically, type ConfinedPath, type ParentLooks } from "./confine.js";
 import { HeldWorkspace, OUTSIDE } from "./held-workspace.js";
@@ -145,6 +146,7 @@ async function lookUp(
       : await held.at(place.path, (where) => lstat(where));
     return info === OUTSIDE ? { place: { inside: false, path: place.path } } : { place, info };
   } catch (error) {
+    throwIfOutOfDescriptors(error);
     if (holding && !(await confine(held.realWorkspace, given, givenWorkspace, looks)).inside)
       return { place: { inside: false, path: place.path } }; // e.g. a dangling link among its parents
     return { place, error: (error as NodeJS.ErrnoException).code ?? String(error) };
@@ -182,6 +184,7 @@ async function recordLink(
     if (target === OUTSIDE) note({ path, kind: "skipped", reason: "outside_workspace" });
     else note({ path, kind: "symlink", target, ...owner });
   } catch (error) {
+    throwIfOutOfDescriptors(error);
     note({
       path,
       kind: "skipped",
@@ -218,6 +221,7 @@ async function walkDirectory(
     try {
       listed = await held.list(dir.path);
     } catch (error) {
+      throwIfOutOfDescriptors(error);
       const code = (error as NodeJS.ErrnoException).code;
       const detail = code === "ELOOP" ? "became a symlink while being captured" : (code ?? String(error));
       found.push({ path: dir.path, kind: "skipped", reason: "unreadable", detail });
@@ -332,6 +336,7 @@ function notOpened(path: string, error: unknown): FileRead {
 }
 
 function unreadable(path: string, error: unknown): FileRead {
+  throwIfOutOfDescriptors(error);
   const detail = (error as NodeJS.ErrnoException).code ?? String(error);
   return { record: { path, kind: "skipped", reason: "unreadable", detail } };
 }
@@ -378,4 +383,14 @@ function readWholeNow(fd: number, size: number): Buffer {
     total += bytesRead;
   }
   return total === size ? buffer : buffer.subarray(0, total);
+}
+
+/**
+ * A process out of descriptors (EMFILE; ENFILE, the system) cannot read what it could read a moment later: that is
+ * its state, not the file's. STORAGE_FAILED, nothing recorded, rather than a record of the file as "unreadable",
+ * whose before-state the tool's change would then lose (test/checkpoint/capture-few-descriptors.process.test.ts).
+ */
+function throwIfOutOfDescriptors(error: unknown): void {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === "EMFILE" || code === "ENFILE") throw new StorageFailedError(error as NodeJS.ErrnoException);
 }
