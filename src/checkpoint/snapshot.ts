@@ -4,7 +4,7 @@ import type { Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { lstat, lstatSync, open, openSync, readlink } from "../core/named-fs.js";
 import type { FileSnapshot } from "../core/events.js";
-import { StorageFailedError } from "../core/errors.js";
+import { throwIfOutOfDescriptors } from "../core/out-of-descriptors.js";
 import { forEachLimited, mapLimited } from "../core/bounded-concurrency.js";
 import { confine, placeLexically, type ConfinedPath, type ParentLooks } from "./confine.js";
 import { HeldWorkspace, OUTSIDE } from "./held-workspace.js";
@@ -383,14 +383,4 @@ function readWholeNow(fd: number, size: number): Buffer {
     total += bytesRead;
   }
   return total === size ? buffer : buffer.subarray(0, total);
-}
-
-/**
- * A process out of descriptors (EMFILE; ENFILE, the system) cannot read what it could read a moment later: that is
- * its state, not the file's. STORAGE_FAILED, nothing recorded, rather than a record of the file as "unreadable",
- * whose before-state the tool's change would then lose (test/checkpoint/capture-few-descriptors.process.test.ts).
- */
-function throwIfOutOfDescriptors(error: unknown): void {
-  const code = (error as NodeJS.ErrnoException).code;
-  if (code === "EMFILE" || code === "ENFILE") throw new StorageFailedError(error as NodeJS.ErrnoException);
 }

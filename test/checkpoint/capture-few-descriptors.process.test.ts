@@ -17,14 +17,19 @@ interface Outcome {
 }
 
 describe("a capture out of descriptors", () => {
-  it("fails with STORAGE_FAILED (EMFILE) or records the file whole, never 'unreadable' (13 captures)", async () => {
+  it("STORAGE_FAILED (EMFILE) or the file recorded whole, never 'unreadable' (13 captures, 13 commands)", async () => {
     const root = await tempDir("agent-tape-capture-fds-");
     const { stdout } = await promisify(execFile)(
       "bash",
       ["-c", 'ulimit -n 256 && exec "$0" "$@"', ...childCommand("capture-few-descriptors.ts", [root])],
       { maxBuffer: 1 << 20 },
     );
-    const { outcomes, tape } = JSON.parse(stdout) as { outcomes: Outcome[]; tape: { files: Outcome["record"][] }[] };
+    const { outcomes, commands, scanRead, tape } = JSON.parse(stdout) as {
+      outcomes: Outcome[];
+      commands: Omit<Outcome, "record">[];
+      scanRead: { error?: string; osCode?: string; read?: unknown };
+      tape: { tool: string; files: Outcome["record"][] }[];
+    };
     expect(outcomes).toHaveLength(13);
     for (const outcome of outcomes) {
       if (outcome.error === undefined) expect(outcome.record?.kind, JSON.stringify(outcome)).toBe("blob");
@@ -34,7 +39,23 @@ describe("a capture out of descriptors", () => {
     expect(outcomes.some((o) => o.error !== undefined)).toBe(true);
     expect(outcomes.some((o) => o.record !== undefined)).toBe(true);
     // What the tape holds: the first capture, then one checkpoint per capture that succeeded, each a blob.
-    const kinds = tape.flatMap((payload) => payload.files.map((file) => file?.kind));
+    const captured = tape.filter((payload) => payload.tool === "edit_file");
+    const kinds = captured.flatMap((payload) => payload.files.map((file) => file?.kind));
     expect(kinds).toEqual(Array(1 + outcomes.filter((o) => o.record).length).fill("blob"));
+
+    // A shell command's capture scans the workspace before and after the command: the same rule. Before, a folder it
+    // could not list (EMFILE) was kept as the index knew it, and a file it could not open was recorded unreadable.
+    for (const command of commands)
+      if (command.error !== undefined)
+        expect(command, JSON.stringify(command)).toMatchObject({ error: "STORAGE_FAILED", osCode: "EMFILE" });
+    expect(commands.some((c) => c.error !== undefined)).toBe(true);
+    const ran = commands.filter((c) => c.error === undefined).length;
+    expect(ran).toBeGreaterThan(0);
+    const byCommands = tape.filter((payload) => payload.tool === "bash");
+    expect(byCommands).toHaveLength(ran);
+    for (const payload of byCommands)
+      for (const file of payload.files) expect([file?.kind, file?.reason ?? null]).toEqual(["blob", null]);
+    // The scan's read itself, with no descriptor left: STORAGE_FAILED, where it said "unreadable" before.
+    expect(scanRead).toEqual({ error: "STORAGE_FAILED", osCode: "EMFILE" });
   }, 120_000);
 });

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, read, readSync, type BigIntStats } from "node:fs";
 import { openSync } from "../../core/named-fs.js";
+import { throwIfOutOfDescriptors } from "../../core/out-of-descriptors.js";
 
 /**
  * What reading one workspace file found: gone (vanished since the walk), unreadable, or its stat through the
@@ -22,6 +23,7 @@ export async function readWorkspaceFile(absolute: string, maxBytes: number): Pro
   try {
     fd = openSync(absolute, OPEN_FLAGS);
   } catch (error) {
+    throwIfOutOfDescriptors(error);
     return (error as NodeJS.ErrnoException).code === "ENOENT" ? { gone: true } : { unreadable: true };
   }
   try {

@@ -10,6 +10,7 @@ import { SEEN, SEEN_FIELDS, STAT_AHEAD_FROM, sameAsSeen, statAhead, type StatsAh
 import { PreviousInOrder } from "./previous-in-order.js";
 import { revertWalk } from "./revert-walk.js";
 import { depthOf, isBelow, joined, parentOf } from "./tree-paths.js";
+import { throwIfOutOfDescriptors } from "../../core/out-of-descriptors.js";
 
 export { entryOf, RACY_WINDOW_NS } from "./stat-entries.js";
 export type { InPlace, Known, WalkHooks, WalkLimits, Walked } from "./walk-types.js";
@@ -448,6 +449,7 @@ class Walk {
     try {
       names = readdirSync(dir.absolute);
     } catch (error) {
+      throwIfOutOfDescriptors(error); // not "unlisted": what changed below it would be missed
       const code = (error as NodeJS.ErrnoException).code;
       if (code !== "ENOENT" && code !== "ENOTDIR") this.unlisted.push(dir.path);
       return undefined;
