@@ -403,10 +403,8 @@ class Walk {
     return { path, kind, info: info ?? (kind === "directory" ? folderStatOf(entry) : undefined), entry };
   }
 
-  /**
-   * The lstat of a name here, undefined when gone; FAILED when its folder vanished or became a file since the listing
-   * (not there), or it could not be looked at (EACCES, ENAMETOOLONG: not "gone", so the index keeps what it knew).
-   */
+  // The lstat of a name here, undefined when gone; FAILED when its folder vanished or became a file since the listing
+  // (not there), or it could not be looked at (EACCES, ENAMETOOLONG: not "gone", so the index keeps what it knew).
   private lstatHere(path: string, absolute: string): BigIntStats | undefined | typeof FAILED {
     try {
       return lstatSync(absolute, { bigint: true, throwIfNoEntry: false });
