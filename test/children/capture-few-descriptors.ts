@@ -35,11 +35,7 @@ for (let free = 0; free <= 12; free++) {
     const event = await checkpoints.capture(session.id, { tool: "edit_file", paths: ["src/deep/file.ts"] });
     outcomes.push({ free, record: event?.payload.files[0] });
   } catch (error) {
-    outcomes.push({
-      free,
-      error: isAgentTapeError(error) ? error.code : String(error),
-      ...(isAgentTapeError(error, "STORAGE_FAILED") ? { osCode: error.osCode } : {}),
-    });
+    outcomes.push({ free, ...failure(error) });
   } finally {
     for (const fd of taken) closeSync(fd);
   }
@@ -57,11 +53,7 @@ for (let free = 0; free <= 12; free++) {
     });
     commands.push({ free, ok: true });
   } catch (error) {
-    commands.push({
-      free,
-      error: isAgentTapeError(error) ? error.code : String(error),
-      ...(isAgentTapeError(error, "STORAGE_FAILED") ? { osCode: error.osCode } : {}),
-    });
+    commands.push({ free, ...failure(error) });
   } finally {
     for (const fd of taken) closeSync(fd);
   }
@@ -74,9 +66,7 @@ let scanRead: { error?: string; osCode?: string; read?: unknown };
 try {
   scanRead = { read: await readWorkspaceFile(join(workspace, "src/deep/file.ts"), 1 << 20) };
 } catch (error) {
-  scanRead = isAgentTapeError(error, "STORAGE_FAILED")
-    ? { error: error.code, osCode: error.osCode }
-    : { error: String(error) };
+  scanRead = failure(error);
 } finally {
   for (const fd of noneLeft) closeSync(fd);
 }
@@ -98,4 +88,12 @@ function takeAllBut(free: number): number[] {
   }
   for (const fd of taken.splice(0, free)) closeSync(fd);
   return taken;
+}
+
+/** An error as the test reads it: its code (or text), and the OS code of a STORAGE_FAILED. */
+function failure(error: unknown): { error: string; osCode?: string } {
+  return {
+    error: isAgentTapeError(error) ? error.code : String(error),
+    ...(isAgentTapeError(error, "STORAGE_FAILED") ? { osCode: error.osCode } : {}),
+  };
 }
