@@ -1,4 +1,5 @@
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { promisify } from "node:util";
 import { once } from "node:events";
 import { describe, expect, it } from "vitest";
 import { childCommand } from "../helpers/children.js";
@@ -27,5 +28,41 @@ describe("a process with few descriptors", () => {
     const { code, out } = await rewindWithDescriptors(200, 300);
     expect(code, out.slice(0, 2000)).toBe(0);
     expect(JSON.parse(out.trim())).toEqual({ filesRestored: 300, intact: true });
+  }, 120_000);
+
+  it("out of descriptors: rewound whole, nothing changed, or rolled back by the next writer (31 rounds)", async () => {
+    // Each round takes up all but 0 to 60 descriptors before a 20-file rewind. Out of them, the plan's reads fail
+    // (STORAGE_FAILED, EMFILE: nothing changed yet), or the restore's (REWIND_FAILED; a roll-back that cannot open
+    // what it needs either is left to the next writer, which rolls it back): never a workspace left half rewound.
+    const root = await tempDir("agent-tape-rewind-fds-");
+    const { stdout } = await promisify(execFile)(
+      "bash",
+      ["-c", 'ulimit -n 300 && exec "$0" "$@"', ...childCommand("rewind-few-descriptors.ts", [root])],
+      { maxBuffer: 1 << 20 },
+    );
+    const rounds = JSON.parse(stdout) as {
+      free: number;
+      outcome: string;
+      osCode?: string;
+      rolledBack?: boolean;
+      then: string;
+      now: string;
+    }[];
+    expect(rounds).toHaveLength(31);
+    for (const round of rounds) {
+      const seen = JSON.stringify(round);
+      if (round.outcome === "restored 20") expect([round.then, round.now], seen).toEqual(["before", "before"]);
+      else if (round.outcome === "STORAGE_FAILED") {
+        expect(round.osCode, seen).toBe("EMFILE");
+        expect([round.then, round.now], seen).toEqual(["edited", "edited"]);
+      } else {
+        expect(round.outcome, seen).toBe("REWIND_FAILED");
+        if (round.rolledBack) expect(round.then, seen).toBe("edited");
+        expect(round.now, seen).toBe("edited"); // a rewind its caller saw fail is never applied later
+      }
+    }
+    // Both ways were met: some rounds had too few descriptors, and the last ones enough.
+    expect(rounds.some((round) => round.outcome !== "restored 20")).toBe(true);
+    expect(rounds.at(-1)?.outcome).toBe("restored 20");
   }, 120_000);
 });
