@@ -1,7 +1,5 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { childCommand } from "../helpers/children.js";
+import { Child } from "../helpers/children.js";
 import { tempDir } from "../helpers/fixture.js";
 
 // A capture in a process that has run out of descriptors (EMFILE, made for real: the child takes up all but 0 to 12
@@ -19,11 +17,9 @@ interface Outcome {
 describe("a capture out of descriptors", () => {
   it("STORAGE_FAILED (EMFILE) or the file recorded whole, never 'unreadable' (13 captures, 13 commands)", async () => {
     const root = await tempDir("agent-tape-capture-fds-");
-    const { stdout } = await promisify(execFile)(
-      "bash",
-      ["-c", 'ulimit -n 256 && exec "$0" "$@"', ...childCommand("capture-few-descriptors.ts", [root])],
-      { maxBuffer: 1 << 20 },
-    );
+    const run = await new Child("capture-few-descriptors.ts", [root], {}, { descriptors: 256 }).done();
+    expect(run.code, run.stderr).toBe(0);
+    const stdout = run.stdout;
     const { outcomes, commands, scanRead, tape } = JSON.parse(stdout) as {
       outcomes: Outcome[];
       commands: Omit<Outcome, "record">[];

@@ -5,10 +5,11 @@
 // Prints what each gave: the record it made or the error's code, then, with every descriptor given back, what the
 // tape holds.
 // argv: root
-import { closeSync, openSync, writeFileSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
+import { closeSync, writeFileSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { CheckpointStore, SessionStore, isAgentTapeError } from "../../src/index.js";
+import { takeAllBut } from "../helpers/take-descriptors.js";
 import { readWorkspaceFile } from "../../src/checkpoint/workspace-index/read-files.js";
 
 const [root] = process.argv.slice(2);
@@ -16,8 +17,6 @@ if (!root) throw new Error("usage: capture-few-descriptors root");
 const workspace = join(root, "ws");
 const store = new SessionStore({ root: join(root, "store"), lockIdleMs: 60_000 });
 const checkpoints = new CheckpointStore(store);
-await writeFile(join(root, "marker"), ""); // the store's folder made before the workspace's
-const { mkdir } = await import("node:fs/promises");
 await mkdir(join(workspace, "src/deep"), { recursive: true });
 await writeFile(join(workspace, "src/deep/file.ts"), "export const value = 1;\n");
 for (let i = 0; i < 8; i++) {
@@ -75,20 +74,6 @@ const tape: unknown[] = [];
 for await (const event of store.read(session.id)) if (event.type === "session_checkpoint") tape.push(event.payload);
 await store.close();
 process.stdout.write(`${JSON.stringify({ outcomes, commands, scanRead, tape })}\n`);
-
-/** Opens /dev/null until the process has no descriptor left, then closes `free` of them: the rest, still open. */
-function takeAllBut(free: number): number[] {
-  const taken: number[] = [];
-  for (;;) {
-    try {
-      taken.push(openSync("/dev/null", "r"));
-    } catch {
-      break;
-    }
-  }
-  for (const fd of taken.splice(0, free)) closeSync(fd);
-  return taken;
-}
 
 /** An error as the test reads it: its code (or text), and the OS code of a STORAGE_FAILED. */
 function failure(error: unknown): { error: string; osCode?: string } {

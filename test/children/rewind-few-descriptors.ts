@@ -4,10 +4,11 @@
 // error's code), what the files held right after, with every descriptor given back, and what they hold once a new
 // store has appended to the session (the next writer settles a rewind left failed).
 // argv: root
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { closeSync, readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { CheckpointStore, SessionStore, isAgentTapeError, rewind } from "../../src/index.js";
+import { takeAllBut } from "../helpers/take-descriptors.js";
 
 const [root] = process.argv.slice(2);
 if (!root) throw new Error("usage: rewind-few-descriptors root");
@@ -56,18 +57,4 @@ process.stdout.write(`${JSON.stringify(rounds)}\n`);
 function filesHold(workspace: string): string {
   const sides = new Set(paths.map((path) => readFileSync(join(workspace, path), "utf8").split(" ")[0]));
   return sides.size === 1 ? [...sides][0]! : `mixed: ${[...sides].join(", ")}`;
-}
-
-/** Opens /dev/null until the process has no descriptor left, then closes `free` of them: the rest, still open. */
-function takeAllBut(free: number): number[] {
-  const taken: number[] = [];
-  for (;;) {
-    try {
-      taken.push(openSync("/dev/null", "r"));
-    } catch {
-      break;
-    }
-  }
-  for (const fd of taken.splice(0, free)) closeSync(fd);
-  return taken;
 }

@@ -63,6 +63,8 @@ export interface ChildLimits {
   fileSizeKiB?: number;
   /** What a write past `fileSizeKiB` does: fail with EFBIG, as on a full disk, or kill the child. @default "die" */
   pastFileSize?: "fail" | "die";
+  /** How many descriptors the child may have open (`ulimit -n`, soft and hard): past them an open fails EMFILE. */
+  descriptors?: number;
   /**
    * Runs the child in namespaces of its own (needs root, as CI is): a network with only the loopback, so nothing
    * it starts reaches another machine, and a PID namespace, so a SIGKILL from `kill()` takes down every process it
@@ -82,14 +84,19 @@ export class Child {
   constructor(script: string, args: readonly string[], env: Record<string, string> = {}, limits: ChildLimits = {}) {
     // A file-size limit is set by the shell (`ulimit -f`, in KiB) and kept across exec. A write past it sends
     // SIGXFSZ, which kills the child mid-write ("die"), unless a listener is preloaded: then it fails EFBIG.
+    // A descriptor limit (`ulimit -n`) is set the same way.
     const preload = limits.pastFileSize === "fail" ? ["preload/file-size-limit-fails-writes.ts"] : [];
     const node = childCommand(script, args, preload);
     const isolation = ["unshare", "--net", "--pid", "--fork", "--kill-child=SIGKILL", "/bin/sh", "-c"];
+    const ulimits = [
+      ...(limits.fileSizeKiB === undefined ? [] : [`ulimit -f ${limits.fileSizeKiB}`]),
+      ...(limits.descriptors === undefined ? [] : [`ulimit -n ${limits.descriptors}`]),
+    ];
     const [command, ...argv] = limits.isolated
       ? [...isolation, 'PATH="$PATH:/usr/sbin:/sbin" ip link set lo up && exec "$0" "$@"', ...node]
-      : limits.fileSizeKiB === undefined
+      : ulimits.length === 0
         ? node
-        : ["/bin/sh", "-c", `ulimit -f ${limits.fileSizeKiB} && exec "$0" "$@"`, ...node];
+        : ["/bin/sh", "-c", `${ulimits.join(" && ")} && exec "$0" "$@"`, ...node];
     this.process = spawn(command!, argv, {
       cwd: repository,
       stdio: ["pipe", "pipe", "pipe"],

@@ -1,32 +1,23 @@
-import { execFile, spawn } from "node:child_process";
-import { promisify } from "node:util";
-import { once } from "node:events";
 import { describe, expect, it } from "vitest";
-import { childCommand } from "../helpers/children.js";
+import { Child } from "../helpers/children.js";
 import { tempDir } from "../helpers/fixture.js";
 
-// A process allowed few descriptors (`prlimit`: 200, soft and hard) rewinds 300 files, each in a folder of its own.
+// A process allowed few descriptors (`ulimit -n`: 200, soft and hard) rewinds 300 files, each in a folder of its own.
 // One operation keeps the folders it opens, up to a share of the descriptor limit (src/checkpoint/folder-budget.ts);
 // a share fixed at 256 whatever the limit took every descriptor: the plan could then read none of the files, and
 // the rewind was refused, each path "cannot be compared now (unreadable)", with nothing wrong in the workspace.
 
-async function rewindWithDescriptors(limit: number, files: number): Promise<{ code: number; out: string }> {
-  const dir = await tempDir("agent-tape-few-descriptors-");
-  const [node, ...args] = childCommand("rewind-traced.ts", [dir, String(files), "1"]);
-  const child = spawn("prlimit", [`--nofile=${limit}:${limit}`, "--", node!, ...args], {
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  child.stdout.setEncoding("utf8").on("data", (text: string) => (out += text));
-  child.stderr.setEncoding("utf8").on("data", (text: string) => (out += text));
-  const [code] = (await once(child, "close")) as [number];
-  return { code, out };
+/** Runs `script` in a child allowed `limit` descriptors (soft and hard), failing the test if it fails. */
+async function withDescriptors(limit: number, script: string, args: readonly string[]): Promise<string> {
+  const run = await new Child(script, args, {}, { descriptors: limit }).done();
+  expect(run.code, `${run.stderr.slice(0, 2000)}${run.stdout.slice(0, 2000)}`).toBe(0);
+  return run.stdout;
 }
 
 describe("a process with few descriptors", () => {
   it("rewinds 300 files in 300 folders with 200 descriptors: every file restored", async () => {
-    const { code, out } = await rewindWithDescriptors(200, 300);
-    expect(code, out.slice(0, 2000)).toBe(0);
+    const dir = await tempDir("agent-tape-few-descriptors-");
+    const out = await withDescriptors(200, "rewind-traced.ts", [dir, "300", "1"]);
     expect(JSON.parse(out.trim())).toEqual({ filesRestored: 300, intact: true });
   }, 120_000);
 
@@ -35,11 +26,7 @@ describe("a process with few descriptors", () => {
     // (STORAGE_FAILED, EMFILE: nothing changed yet), or the restore's (REWIND_FAILED; a roll-back that cannot open
     // what it needs either is left to the next writer, which rolls it back): never a workspace left half rewound.
     const root = await tempDir("agent-tape-rewind-fds-");
-    const { stdout } = await promisify(execFile)(
-      "bash",
-      ["-c", 'ulimit -n 300 && exec "$0" "$@"', ...childCommand("rewind-few-descriptors.ts", [root])],
-      { maxBuffer: 1 << 20 },
-    );
+    const stdout = await withDescriptors(300, "rewind-few-descriptors.ts", [root]);
     const rounds = JSON.parse(stdout) as {
       free: number;
       outcome: string;
