@@ -81,26 +81,36 @@ export async function timeIt(fn: () => Promise<void>): Promise<number> {
 }
 
 /**
- * Runs each contender once per round, alternating which goes first, after one discarded warm-up
- * round (unless `warmUp: false`). Interleaving matters on a shared 2-core VM: disk and CPU speed
+ * Runs each contender once per round, alternating which goes first (or, with `rotate`, each in turn), after one
+ * discarded warm-up round (unless `warmUp: false`). Interleaving matters on a shared 2-core VM: disk and CPU speed
  * drift over seconds, and running all of A then all of B would charge that drift to one side.
  * Each contender returns the milliseconds of its timed part (setup stays outside the timing).
  */
 export async function interleavedRounds<K extends string>(
   rounds: number,
   contenders: Record<K, () => Promise<number>>,
-  options: { warmUp?: boolean } = {},
+  options: { warmUp?: boolean; rotate?: boolean } = {},
 ): Promise<Record<K, number[]>> {
   const names = Object.keys(contenders) as K[];
   const samples = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<K, number[]>;
   for (let round = options.warmUp === false ? 0 : -1; round < rounds; round++) {
-    const order = round % 2 === 0 ? names : [...names].reverse();
+    const order = options.rotate ? rotated(names, round) : round % 2 === 0 ? names : [...names].reverse();
     for (const name of order) {
       const ms = await contenders[name]();
       if (round >= 0) samples[name].push(ms);
     }
   }
   return samples;
+}
+
+/**
+ * The names started at `round` (mod their count): each contender's turn follows another's, every round alike. Where
+ * a turn's first call pays for the pause before it (a server's process woken, caches gone cold), alternating the
+ * order does not share that out: the two at its ends follow themselves every other round, those between never.
+ */
+function rotated<K>(names: readonly K[], round: number): K[] {
+  const start = ((round % names.length) + names.length) % names.length;
+  return [...names.slice(start), ...names.slice(0, start)];
 }
 
 /** events/s of each round, and their median. */
