@@ -112,7 +112,7 @@ export const postgresSuite: Suite = {
         }
         return 0;
       };
-      // In turn: a block's first append pays for the pause before it (0.2-0.3 ms more, the server's process woken),
+      // In turn: a block's first append pays for the pause before it (0.1-0.4 ms more, in the round trip),
       // and with the order alternated fs and shape, at its ends, followed themselves every other round.
       await interleavedRounds(
         appends / 10,
