@@ -135,8 +135,8 @@ export function runChild(
 }
 
 export async function processRows(c: Contenders, quick: boolean): Promise<Row[]> {
-  // 1000 each: with 200, a third of a process's time went to its first appends' slower code (0.49x against 0.59x
-  // at 1000 in the same trial), a start-up cost, not the rate a worker appends at.
+  // 1000 each: with 200, the timed part was mostly the first appends' slower code (0.49x against 0.59x at 1000 in
+  // the same trial, docs/postgres.md), a start-up cost, not the rate a worker appends at.
   const appends = quick ? 50 : 1000;
   const schemaOf = (kind: "fs" | "pg") => (kind === "pg" ? c.pg.schema : "-");
   // Bare inserts of the same line from 4 processes: what the server and the machine's cores allow any client, so the

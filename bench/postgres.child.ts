@@ -73,7 +73,7 @@ if (what === "inserts") {
  * The lock taken, the connection made, the code warm: not timed. Then "ready", and the timed appends start when the
  * parent says "go" on stdin, so the processes append at once, none while another is still starting. Warm means
  * 300 appends: a worker appends for hours, and with 50 the first timed appends still ran half-compiled code
- * while the JIT's threads took a core from four processes and their servers on two (docs/benchmarks.md).
+ * while the JIT's threads took a core from four processes and their servers on two (docs/postgres.md).
  */
 async function timedAppends(append: () => Promise<unknown>, count: number): Promise<void> {
   for (let i = 0; i < 300; i++) await append();
