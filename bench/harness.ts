@@ -105,8 +105,9 @@ export async function interleavedRounds<K extends string>(
 
 /**
  * The names started at `round` (mod their count): each contender's turn follows another's, every round alike. Where
- * a turn's first call pays for the pause before it (a PostgreSQL block's first append, 0.1-0.4 ms, docs/postgres.md), alternating the
- * order does not share that out: the two at its ends follow themselves every other round, those between never.
+ * a turn's first call pays for the pause before it (a PostgreSQL block's first append, 0.1-0.4 ms more:
+ * docs/postgres.md), alternating the order does not share that out: the two at its ends follow themselves every
+ * other round, those between never.
  */
 function rotated<K>(names: readonly K[], round: number): K[] {
   const start = ((round % names.length) + names.length) % names.length;
